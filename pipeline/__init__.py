@@ -1,0 +1,3 @@
+"""memfold: durable, receipted memory for coding agents."""
+
+__version__ = "0.1.0"

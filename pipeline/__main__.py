@@ -1,0 +1,7 @@
+"""``python -m pipeline`` runs the memfold CLI."""
+
+from __future__ import annotations
+
+from .cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,119 @@
+"""The typer app, its global options, and what every command shares: paths, services, output."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from ..errors import MemfoldError
+
+app = typer.Typer(
+    name="memfold",
+    help="Durable, receipted memory for coding agents: a private store, a safe mirror, verified consolidation.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+)
+
+JsonOpt = typer.Option(False, "--json", help="print one JSON object for machines")
+
+
+@dataclass
+class Globals:
+    project: Path | None = None
+    home: Path | None = None
+    json: bool = False
+    warnings: list[str] = field(default_factory=list)
+
+
+STATE = Globals()
+
+
+@app.callback()
+def _global_options(
+    project: Path = typer.Option(None, "--project", help="project directory (default: the working directory)"),
+    home: Path = typer.Option(None, "--home", help="memfold home (default: $MEMFOLD_HOME or the user data dir)"),
+    json_out: bool = typer.Option(False, "--json", help="print JSON for machines"),
+) -> None:
+    STATE.project, STATE.home, STATE.json = project, home, json_out
+
+
+def want_json(local: bool) -> bool:
+    return local or STATE.json
+
+
+def clock() -> dt.datetime:
+    """The wall clock; MEMFOLD_NOW pins it (ISO 8601) for reproducible runs and tests."""
+    pinned = os.environ.get("MEMFOLD_NOW")
+    if pinned:
+        value = dt.datetime.fromisoformat(pinned.replace("Z", "+00:00"))
+        return value if value.tzinfo else value.replace(tzinfo=dt.timezone.utc)
+    return dt.datetime.now(dt.timezone.utc)
+
+
+def home_dir() -> Path:
+    from ..paths import default_home
+
+    return STATE.home if STATE.home is not None else default_home(os.environ)
+
+
+def layout() -> Any:
+    from ..paths import check_layout, make_layout
+
+    result = make_layout(home_dir(), STATE.project or Path.cwd())
+    check_layout(result)
+    return result
+
+
+def config() -> Any:
+    from ..config import load_config
+
+    return load_config(home_dir() / "config.yaml")
+
+
+def services(*, privacy: bool = True) -> Any:
+    """Collaborators for a core call; read-only commands skip loading the privacy rules."""
+    from ..commit import Services
+
+    cfg = config()
+    ruleset = None
+    if privacy:
+        from ..privacy import load_ruleset
+
+        ruleset = load_ruleset(cfg.privacy.rules or None, cfg.privacy.allowlist or None)
+    return Services(layout=layout(), limits=cfg.store_limits(), clock=clock, ruleset=ruleset,
+                    keep_runs=cfg.runs.keep)
+
+
+def lock_timeout() -> float:
+    return float(config().lock.timeout)
+
+
+def emit(data: dict[str, Any], human: str, *, as_json: bool) -> None:
+    if as_json:
+        sys.stdout.write(json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
+    elif human:
+        sys.stdout.write(human if human.endswith("\n") else human + "\n")
+
+
+def warn(message: str) -> None:
+    sys.stderr.write(f"memfold: warning: {message}\n")
+
+
+def report_error(exc: MemfoldError, as_json: bool) -> None:
+    if as_json:
+        sys.stdout.write(json.dumps(exc.as_dict(), indent=2, sort_keys=True, ensure_ascii=False) + "\n")
+        return
+    lines = [f"memfold: error [{exc.code}]: {exc.message}"]
+    for issue in exc.issues[1:20]:
+        lines.append(f"  - [{issue.code}] {issue.path}: {issue.message}")
+    if exc.hint:
+        lines.append(f"  hint: {exc.hint}")
+    sys.stderr.write("\n".join(lines) + "\n")

@@ -1,0 +1,111 @@
+"""Commands that check and repair: verify, audit, recover, undo, status."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import typer
+
+from ..errors import VerifyFailed
+from ._app import JsonOpt, app, emit, lock_timeout, services, want_json
+
+
+def _report_text(report: Any, title: str) -> str:
+    lines = [f"{title}: {'OK' if report.ok else 'FAILED'}"]
+    lines += [f"  ok    {c}" for c in report.checks]
+    lines += [f"  FAIL  [{e.code}] {e.path}: {e.message}" for e in report.errors]
+    for d in report.drift:
+        lines.append(f"  drift {d['file']} (between {d['between'][0]} and {d['between'][1]})")
+    return "\n".join(lines)
+
+
+@app.command()
+def verify(target: str = typer.Argument(None, help="run id or receipt file (default: the newest run)"),
+           json_out: bool = JsonOpt) -> int:
+    """Check a receipt against its plan bytes, manifest, chain link and (if newest) the files on disk."""
+    from ..receipt import log_entries
+    from ..verify import verify_receipt
+
+    svc = services(privacy=False)
+    if target is None:
+        entries = log_entries(svc.layout.receipts)
+        if not entries:
+            emit({"ok": True, "checks": [], "errors": [], "receipts": 0}, "no receipts yet",
+                 as_json=want_json(json_out))
+            return 0
+        target = str(entries[-1].path)
+    report = verify_receipt(svc.layout, svc.limits, target)
+    emit(report.as_dict(), _report_text(report, f"verify {target}"), as_json=want_json(json_out))
+    return 0 if report.ok else VerifyFailed.exit_code
+
+
+@app.command()
+def audit(strict: bool = typer.Option(False, "--strict", help="hand edits (drift) also fail"),
+          json_out: bool = JsonOpt) -> int:
+    """Walk the whole receipt chain; report breaks (exit 7) and hand edits between receipts."""
+    from ..verify import audit as run_audit
+
+    svc = services(privacy=False)
+    report = run_audit(svc.layout, svc.limits)
+    data = {**report.as_dict(), "handEdits": len(report.drift)}
+    emit(data, _report_text(report, f"audit of {report.receipts} receipts")
+         + (f"\n  {len(report.drift)} hand edit(s)" if report.drift else ""), as_json=want_json(json_out))
+    if not report.ok or (strict and report.drift):
+        return VerifyFailed.exit_code
+    return 0
+
+
+@app.command()
+def recover(json_out: bool = JsonOpt) -> int:
+    """Finish or discard an interrupted transaction."""
+    from ..commit import run_recovery
+    from ..lock import project_lock
+    from ..paths import ensure_layout
+    from ..runs import new_run_id
+
+    svc = services()
+    ensure_layout(svc.layout)
+    with project_lock(svc.layout.lock_path, svc.layout.lock_info, run_id=new_run_id(svc.clock()),
+                      operation="recover", timeout=lock_timeout(), now=svc.now()):
+        outcome = run_recovery(svc)
+    emit({"ok": True, "recovered": outcome}, outcome or "nothing to recover", as_json=want_json(json_out))
+    return 0
+
+
+@app.command()
+def undo(run_id: str = typer.Argument(...), json_out: bool = JsonOpt) -> int:
+    """Restore a run's pre-state as a new transaction (refused, exit 5, if its files changed since)."""
+    from ..edits import direct_transaction
+    from ..undo import undo_ops
+    from .store import _print_tx
+
+    svc = services()
+    build = undo_ops(svc.layout.runs, run_id)
+    result = direct_transaction(svc, "undo", build, lock_timeout=lock_timeout(), extra={"undoes": run_id})
+    return _print_tx(result, want_json(json_out))
+
+
+@app.command()
+def status(json_out: bool = JsonOpt) -> int:
+    """Roots, counts, capacity, lock holder, last run and pending recovery."""
+    from ..status import project_status
+
+    data = project_status(services(privacy=False))
+    lines = [
+        f"project      {data['projectRoot']}",
+        f"private      {data['harness']} ({data['memories']} memories: {data['safe']} safe, {data['private']} private)",
+        f"mirror       {data['mirror']} ({data['mirrorFiles']} files)",
+        f"capacity     {data['capacity']['lines']}/{data['capacity']['maxLines']} lines, "
+        f"{data['capacity']['bytes']}/{data['capacity']['maxBytes']} bytes",
+        f"lock         {data['lock'] or 'free'}",
+        f"last run     {data['lastRun'] or 'none'}",
+        f"receipts     {data['receipts']}",
+    ]
+    if data["pendingRecovery"]:
+        lines.append(f"RECOVERY     run {data['pendingRecovery']} was interrupted: run `memfold recover`")
+    for line in data["drift"]:
+        lines.append(f"drift        {line}")
+    for warning in data["warnings"]:
+        lines.append(f"warning      {warning}")
+    emit({"ok": True, **data}, "\n".join(lines), as_json=want_json(json_out))
+    return 0

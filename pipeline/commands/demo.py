@@ -1,0 +1,75 @@
+"""``memfold demo``: the main job end to end on built-in sample data, in a throwaway directory."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import typer
+
+from ._app import app
+
+SAMPLES: list[tuple[str, list[str]]] = [
+    ("project_deploy-target", ["-d", "production deploys go through the blue/green script in ops/deploy.sh",
+                               "--visibility", "safe", "-b", "Run ops/deploy.sh --blue-green; never deploy by hand."]),
+    ("feedback_use-real-db", ["-d", "integration tests hit a real Postgres, never mocks", "-t", "feedback",
+                              "--visibility", "safe", "-b", "Mocked databases hid a migration bug once."]),
+    ("user_staging-token", ["-d", "where the staging token lives", "-t", "user",
+                            "-b", "The staging token is in the team vault under staging/api."]),
+    ("project_ports", ["-d", "the dev server listens on port 8080", "--visibility", "safe",
+                       "-b", "Start it with `make dev`; it serves http://localhost:8080."]),
+]
+
+
+def _step(title: str, home: Path, project: Path, *args: str) -> int:
+    sys.stdout.write(f"\n$ memfold {' '.join(args)}\n")
+    sys.stdout.flush()
+    from ..cli import main
+
+    code = main(["--home", str(home), "--project", str(project), *args])
+    sys.stdout.flush()
+    sys.stderr.flush()
+    sys.stdout.write(f"[{title}: exit {code}]\n")
+    return code
+
+
+@app.command()
+def demo(keep: bool = typer.Option(False, "--keep", help="keep the sample home and project afterwards")) -> int:
+    """Run the main job on sample data in a temporary home and project, and verify the result."""
+    base = Path(tempfile.mkdtemp(prefix="memfold-demo-"))
+    home, project = base / "home", base / "project"
+    project.mkdir()
+    (project / "ops").mkdir()
+    (project / "ops" / "deploy.sh").write_text("#!/bin/sh\necho deploy\n")
+    subprocess.run(("git", "init", "-q", str(project)), check=False, capture_output=True)
+    sys.stdout.write(f"memfold demo: sample project {project}, memfold home {home}\n")
+    failures = 0
+    failures += _step("init", home, project, "init") != 0
+    for name, args in SAMPLES:
+        failures += _step("add", home, project, "add", name, *args) != 0
+    refused = _step("a secret in a safe memory is refused", home, project, "add", "project_ci-token",
+                    "-d", "the CI token", "--visibility", "safe", "-b", "token: ghp_" + "Zx81" * 9)
+    failures += refused != 1
+    failures += _step("near-duplicate refused", home, project, "add", "project_deploy",
+                      "-d", "Production deploys go through the blue/green script in ops/deploy.sh.") != 1
+    failures += _step("update", home, project, "update", "project_ports", "-d",
+                      "the dev server listens on port 8081", "-b", "Start it with `make dev` on port 8081.") != 0
+    failures += _step("list", home, project, "list") != 0
+    failures += _step("status", home, project, "status") != 0
+    failures += _step("verify the newest receipt", home, project, "verify") != 0
+    failures += _step("audit the receipt chain", home, project, "audit") != 0
+    mirror = project / ".memory"
+    sys.stdout.write(f"\nmirror {mirror} (tracked by git, shared with the team):\n")
+    for entry in sorted(os.listdir(mirror)):
+        sys.stdout.write(f"  {entry}\n")
+    sys.stdout.write((mirror / "MEMORY.md").read_text(encoding="utf-8"))
+    if keep:
+        sys.stdout.write(f"\nkept: {base}\n")
+    else:
+        shutil.rmtree(base, ignore_errors=True)
+    sys.stdout.write(f"\ndemo {'passed' if not failures else f'FAILED ({failures} unexpected results)'}\n")
+    return 0 if not failures else 1

@@ -1,0 +1,112 @@
+"""Commit a computed post-state as one receipted transaction (shared by direct edits and consolidation)."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .apply import Change, RootResolver, apply_changes, recover
+from .engine import PostState, PreState, changed_files
+from .errors import VerifyFailed
+from .fsutil import dump_json, sha256_bytes, write_new
+from .mirror import privacy_gate, refuse_drift, verify_post
+from .paths import Layout
+from .receipt import build_receipt, chain_head, diff_maps, log_name
+from .runs import prune_runs
+from .store.memory import stamp
+from .store.state import Limits, read_root
+
+if TYPE_CHECKING:
+    from .privacy import RuleSet
+
+ROOTS = ("harness", "public", "receipts")
+
+
+@dataclass(frozen=True)
+class Services:
+    """What a transaction needs besides its inputs: paths, bounds, the clock, the privacy rules."""
+
+    layout: Layout
+    limits: Limits
+    clock: Callable[[], dt.datetime]
+    ruleset: RuleSet | None
+    keep_runs: int = 50
+
+    def now(self) -> str:
+        return stamp(self.clock())
+
+    def resolver(self, run_dir: Path) -> RootResolver:
+        def resolve(key: str) -> Path:
+            return run_dir if key == "run" else self.layout.root(key)
+
+        return resolve
+
+
+def run_recovery(svc: Services) -> str | None:
+    layout = svc.layout
+    return recover(layout.project_home, layout.runs, svc.resolver, ROOTS)
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    """The identity a run is bound to (what manifest, plan and receipts must agree on)."""
+
+    run_id: str
+    scope_digest: str
+    artifact_hash: str
+    selected: list[str]
+    command: str
+    worker: dict[str, Any]
+    sandbox: dict[str, Any]
+
+
+def gate(svc: Services, pre: PreState, post: PostState) -> None:
+    """Everything that must hold before anything is written: drift, privacy, post-state shape."""
+    refuse_drift(pre, {op.name for op in post.operations})
+    if svc.ruleset is not None:
+        privacy_gate(post, svc.ruleset)
+    verify_post(post, svc.limits, None)
+
+
+def commit_run(svc: Services, run_dir: Path, rec: RunRecord, pre: PreState, post: PostState,
+               plan_bytes: bytes) -> tuple[dict[str, Any], Path]:
+    """Pre receipt, stage, journal, commit, re-verify on disk. Returns the post receipt and its log path."""
+    layout = svc.layout
+    source, final = pre.hash_maps(), post.hash_maps()
+    ops = [op.summary() for op in post.operations]
+    seq, previous = chain_head(layout.receipts)
+    common: dict[str, Any] = dict(
+        run_id=rec.run_id, scope_key=layout.scope_key, scope_digest=rec.scope_digest,
+        artifact_hash=rec.artifact_hash, plan_digest=sha256_bytes(plan_bytes), selected=rec.selected,
+        source_hashes=source, final_hashes=final, operations=ops, worker=rec.worker,
+        sandbox=rec.sandbox, previous=previous, command=rec.command,
+    )
+    write_new(run_dir / "pre-receipt.json", dump_json(build_receipt(phase="pre", created_at=svc.now(), **common)))
+    receipt = build_receipt(phase="post", created_at=svc.now(), **common)
+    receipt_bytes = dump_json(receipt)
+    changes = [Change("harness", n, d, p) for n, d, p in changed_files(pre.harness, post.harness)]
+    changes += [Change("public", n, d, p) for n, d, p in changed_files(pre.public, post.public)]
+    changes.append(Change("receipts", log_name(seq, rec.run_id), receipt_bytes, None))
+    changes.append(Change("run", "post-receipt.json", receipt_bytes, None))
+    apply_changes(layout.project_home, run_dir, svc.resolver(run_dir), changes)
+    reverify_on_disk(svc, final)
+    prune_runs(layout.runs, svc.keep_runs, {rec.run_id})
+    return receipt, layout.receipts / log_name(seq, rec.run_id)
+
+
+def reverify_on_disk(svc: Services, final: dict[str, dict[str, str]]) -> None:
+    layout = svc.layout
+    now = {
+        "harness": read_root(layout.harness, svc.limits, with_bytes=False).hashes,
+        "public": read_root(layout.mirror, svc.limits, with_bytes=False).hashes,
+    }
+    differences = diff_maps(final, now)
+    if differences:
+        raise VerifyFailed(
+            "after commit the files on disk do not match the receipt: " + ", ".join(differences[:5]),
+            code="verify.post-commit",
+            hint="another process changed the store during the commit; run `memfold audit`",
+        )

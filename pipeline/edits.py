@@ -1,0 +1,183 @@
+"""Direct edits (add, update, forget, undo, …): each a parent-built plan committed as a transaction."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from .commit import RunRecord, Services, commit_run, gate, run_recovery
+from .engine import Operation, PreState, compute_post, read_pre
+from .errors import InputRejected
+from .fsutil import digest_json, dump_json, sha256_bytes, write_new
+from .lock import project_lock
+from .paths import ensure_layout
+from .runs import create_run_dir, new_run_id
+from .store.index import capacity
+from .store.memory import INDEX_NAME, TYPES, VISIBILITIES, Memory, render_memory, sanitize_line, stamp, today
+from .store.state import find_name
+
+EDIT_PLAN_KIND = "memory-edit-plan"
+_TRAILING = re.compile(r"[\s.,;:!?]+$")
+
+
+@dataclass
+class TxResult:
+    run_id: str | None
+    command: str
+    operations: list[dict[str, Any]] = field(default_factory=list)
+    receipt: str | None = None
+    warnings: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"ok": True, "command": self.command, "runId": self.run_id, "operations": self.operations,
+                "receipt": self.receipt, "warnings": self.warnings}
+
+
+def fold(text: str) -> str:
+    """Case, whitespace and trailing punctuation folded: the near-duplicate key."""
+    return _TRAILING.sub("", " ".join(text.lower().split()))
+
+
+def direct_transaction(
+    svc: Services, command: str, build: Callable[[PreState], list[Operation]], *, lock_timeout: float,
+    extra: dict[str, Any] | None = None,
+) -> TxResult:
+    """Lock, recover, read, build the operations, gate, then commit with a receipt."""
+    layout = svc.layout
+    ensure_layout(layout)
+    run_id = new_run_id(svc.clock())
+    with project_lock(layout.lock_path, layout.lock_info, run_id=run_id, operation=command,
+                      timeout=lock_timeout, now=svc.now()):
+        run_recovery(svc)
+        pre = read_pre(layout, svc.limits)
+        operations = build(pre)
+        post = compute_post(pre, operations)
+        if post.hash_maps() == pre.hash_maps():
+            return TxResult(None, command, warnings=["nothing to change"])
+        gate(svc, pre, post)
+        run_dir = create_run_dir(layout.runs, layout.home, run_id)
+        selected = sorted(op.name for op in operations if op.name in pre.memories)
+        snapshot = dump_json({"kind": "memfold-direct-edit", "command": command, **(extra or {}),
+                              "sourceHashes": pre.hash_maps()})
+        artifact = sha256_bytes(snapshot)
+        scope_digest = digest_json({"runId": run_id, "scopeKey": layout.scope_key, "snapshotDigest": artifact,
+                                    "contextMode": "direct", "selected": selected})
+        identity = {"runId": run_id, "scopeKey": layout.scope_key, "scopeDigest": scope_digest,
+                    "artifactHash": artifact, "selected": selected}
+        plan = {"kind": EDIT_PLAN_KIND, "schemaVersion": 1, **identity, "command": command,
+                "operations": [{**op.summary(), "content": op.content.decode("utf-8") if op.content else None}
+                               for op in operations]}
+        manifest = {"kind": "memfold-run-manifest", "schemaVersion": 1, **identity, "command": command,
+                    "contextMode": "direct", "snapshotDigest": artifact,
+                    "roots": {"harness": str(layout.harness), "public": str(layout.mirror),
+                              "project": str(layout.project_root)},
+                    "sourceHashes": pre.hash_maps(), "worker": {"kind": "parent"},
+                    "sandbox": {"kind": "none", "reason": "direct edit: no worker runs"},
+                    "createdAt": svc.now()}
+        write_new(run_dir / "snapshot.json", snapshot)
+        write_new(run_dir / "manifest.json", dump_json(manifest))
+        plan_bytes = dump_json(plan)
+        write_new(run_dir / "plan.json", plan_bytes)
+        rec = RunRecord(run_id, scope_digest, artifact, selected, command, manifest["worker"], manifest["sandbox"])
+        log_path = commit_run(svc, run_dir, rec, pre, post, plan_bytes)[1]
+    warnings = [w for w in (capacity(post.harness[INDEX_NAME], svc.limits).warning("private"),
+                            capacity(post.public[INDEX_NAME], svc.limits).warning("mirror")) if w]
+    return TxResult(run_id, command, [op.summary() for op in operations], str(log_path), warnings)
+
+
+@dataclass(frozen=True)
+class MemoryInput:
+    description: str | None = None
+    type: str | None = None
+    visibility: str | None = None
+    body: str | None = None
+    expires: str | None = None
+
+
+def _check_choice(value: str | None, choices: tuple[str, ...], what: str) -> None:
+    if value is not None and value not in choices:
+        raise InputRejected(f"{what} {value!r} is not one of {', '.join(choices)}", code=f"memory.{what}")
+
+
+def _near_duplicate(pre: PreState, name: str, memory: Memory) -> str | None:
+    stem = fold(name.removesuffix(".md"))
+    keys = {"name": {stem, fold(memory.name)}, "description": {fold(memory.description)},
+            "body": {fold(memory.body)} - {""}}
+    for other, existing in sorted(pre.memories.items()):
+        if other == name:
+            continue
+        theirs = {"name": {fold(other.removesuffix(".md")), fold(existing.name)},
+                  "description": {fold(existing.description)}, "body": {fold(existing.body)} - {""}}
+        for what, mine in keys.items():
+            if mine & theirs[what]:
+                return f"{other} (same {what})"
+    return None
+
+
+def add_ops(name: str, data: MemoryInput, now: Any) -> Callable[[PreState], list[Operation]]:
+    def build(pre: PreState) -> list[Operation]:
+        _check_choice(data.type, TYPES, "type")
+        _check_choice(data.visibility, VISIBILITIES, "visibility")
+        description = sanitize_line(data.description or "")
+        if not description:
+            raise InputRejected("a memory needs a one-line --description", code="memory.description")
+        clash = find_name(pre.memories.keys(), name)
+        existing = pre.memories.get(name)
+        if clash is not None and clash != name:
+            raise InputRejected(f"{name} clashes with existing {clash} (names are unique case-insensitively)",
+                                code="memory.duplicate", hint=f"use `memfold update {clash}`")
+        memory = Memory(
+            name=name.removesuffix(".md"), description=description, type=data.type or "project",
+            visibility=data.visibility or "private",
+            created=existing.created if existing and existing.created else today(now),
+            modified=stamp(now), expires=data.expires, body=data.body or "",
+            extra=existing.extra if existing else {},
+        )
+        if existing is None:
+            twin = _near_duplicate(pre, name, memory)
+            if twin:
+                raise InputRejected(
+                    f"{name} is a near-duplicate of {twin}; not stored twice",
+                    code="memory.near-duplicate", hint=f"update the existing memory with `memfold update "
+                    f"{twin.split(' ')[0]}` instead", data={"matches": twin.split(" ")[0]},
+                )
+        content = render_memory(memory)
+        return [Operation(name, "rewrite" if existing else "create", memory.visibility, content)]
+
+    return build
+
+
+def update_ops(name: str, data: MemoryInput, now: Any) -> Callable[[PreState], list[Operation]]:
+    def build(pre: PreState) -> list[Operation]:
+        _check_choice(data.type, TYPES, "type")
+        _check_choice(data.visibility, VISIBILITIES, "visibility")
+        actual = require(pre, name)
+        old = pre.memories[actual]
+        changes: dict[str, Any] = {k: v for k, v in (
+            ("description", sanitize_line(data.description) if data.description is not None else None),
+            ("type", data.type), ("visibility", data.visibility), ("body", data.body),
+            ("expires", data.expires)) if v is not None}
+        if "description" in changes and not changes["description"]:
+            raise InputRejected("the description cannot be empty", code="memory.description")
+        memory = old.with_changes(**changes, modified=stamp(now))
+        return [Operation(actual, "rewrite", memory.visibility, render_memory(memory))]
+
+    return build
+
+
+def forget_ops(name: str) -> Callable[[PreState], list[Operation]]:
+    def build(pre: PreState) -> list[Operation]:
+        actual = require(pre, name)
+        return [Operation(actual, "delete", pre.memories[actual].visibility)]
+
+    return build
+
+
+def require(pre: PreState, name: str) -> str:
+    actual = find_name(pre.memories.keys(), name)
+    if actual is None:
+        raise InputRejected(f"no memory named {name}", code="memory.not-found",
+                            hint="`memfold list` shows the names")
+    return actual

@@ -1,0 +1,105 @@
+"""The state model every transaction shares: pre-state read from disk, operations, the post-state."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from .errors import InputRejected
+from .fsutil import sha256_bytes
+from .paths import Layout
+from .receipt import HashMaps
+from .store.index import render_index
+from .store.memory import INDEX_NAME, Memory, parse_memory
+from .store.state import Limits, RootState, read_root
+
+KINDS = ("create", "rewrite", "delete")
+
+
+@dataclass(frozen=True)
+class Operation:
+    """One memory-level change. ``content`` is the whole new file for create and rewrite."""
+
+    name: str
+    kind: str
+    classification: str | None = None
+    content: bytes | None = None
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "kind": self.kind,
+            "classification": self.classification,
+            "contentSha256": sha256_bytes(self.content) if self.content is not None else None,
+        }
+
+
+@dataclass
+class PreState:
+    harness: RootState
+    public: RootState
+    memories: dict[str, Memory]
+
+    def hash_maps(self) -> HashMaps:
+        return {"harness": dict(self.harness.hashes), "public": dict(self.public.hashes)}
+
+
+@dataclass
+class PostState:
+    harness: dict[str, bytes]
+    public: dict[str, bytes]
+    memories: dict[str, Memory]
+    operations: list[Operation] = field(default_factory=list)
+
+    def hash_maps(self) -> HashMaps:
+        return {
+            "harness": {n: sha256_bytes(b) for n, b in sorted(self.harness.items())},
+            "public": {n: sha256_bytes(b) for n, b in sorted(self.public.items())},
+        }
+
+
+def read_pre(layout: Layout, limits: Limits) -> PreState:
+    harness = read_root(layout.harness, limits)
+    public = read_root(layout.mirror, limits)
+    memories = {name: parse_memory(data, name) for name, data in harness.memories().items()}
+    return PreState(harness=harness, public=public, memories=memories)
+
+
+def compute_post(pre: PreState, operations: list[Operation]) -> PostState:
+    """Apply operations to the harness, then derive the whole mirror and both indexes from it."""
+    files = pre.harness.memories()
+    memories = dict(pre.memories)
+    for op in operations:
+        if op.kind == "delete":
+            files.pop(op.name, None)
+            memories.pop(op.name, None)
+            continue
+        if op.content is None:
+            raise InputRejected(f"operation {op.kind} {op.name} has no content", code="plan.content")
+        memory = parse_memory(op.content, op.name)
+        if op.classification is not None and memory.visibility != op.classification:
+            raise InputRejected(
+                f"{op.name}: content says visibility {memory.visibility} but the operation says "
+                f"{op.classification}",
+                code="plan.content-disagrees",
+            )
+        files[op.name] = op.content
+        memories[op.name] = memory
+    harness = dict(files)
+    harness[INDEX_NAME] = render_index(memories, mirror=False)
+    public = {name: data for name, data in files.items() if memories[name].is_safe}
+    public[INDEX_NAME] = render_index(memories, mirror=True)
+    return PostState(harness=harness, public=public, memories=memories, operations=list(operations))
+
+
+def changed_files(pre: RootState, post: dict[str, bytes]) -> list[tuple[str, bytes | None, str | None]]:
+    """(name, new bytes or None for delete, pre-hash or None) for every file that differs."""
+    out: list[tuple[str, bytes | None, str | None]] = []
+    for name in sorted(set(pre.hashes) | set(post)):
+        before = pre.hashes.get(name)
+        data = post.get(name)
+        if data is None:
+            out.append((name, None, before))
+        elif before != sha256_bytes(data):
+            out.append((name, data, before))
+    return out

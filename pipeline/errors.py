@@ -1,0 +1,133 @@
+"""One error hierarchy: every failure memfold reports has a stable code and exit code."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Issue:
+    """One problem found by a validator: a stable code, a JSON path and a message."""
+
+    code: str
+    path: str
+    message: str
+
+    def as_dict(self) -> dict[str, str]:
+        return {"code": self.code, "path": self.path, "message": self.message}
+
+
+class MemfoldError(Exception):
+    """Base class. ``code`` is stable for machines; ``exit_code`` follows DESIGN.md."""
+
+    exit_code = 1
+    default_code = "error"
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        code: str | None = None,
+        hint: str | None = None,
+        issues: list[Issue] | None = None,
+        data: dict[str, Any] | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.code = code or self.default_code
+        self.hint = hint
+        self.issues = list(issues or [])
+        self.data = dict(data or {})
+
+    def as_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "ok": False,
+            "code": self.code,
+            "exitCode": self.exit_code,
+            "message": self.message,
+        }
+        if self.hint:
+            out["hint"] = self.hint
+        if self.issues:
+            out["errors"] = [i.as_dict() for i in self.issues]
+        if self.data:
+            out["data"] = self.data
+        return out
+
+
+class InputRejected(MemfoldError):
+    """A plan, memory or argument was rejected; nothing was written."""
+
+    exit_code = 1
+    default_code = "input.rejected"
+
+
+class PrivacyRejected(InputRejected):
+    default_code = "privacy.rejected"
+
+
+class UnsafePath(InputRejected):
+    """A symlink or an escaping path on a path memfold owns."""
+
+    default_code = "path.unsafe"
+
+
+class UsageError(MemfoldError):
+    exit_code = 2
+    default_code = "usage"
+
+
+class ConfigError(UsageError):
+    default_code = "config.invalid"
+
+
+class LockHeld(MemfoldError):
+    exit_code = 3
+    default_code = "lock.held"
+
+
+class WorkerFailed(MemfoldError):
+    exit_code = 4
+    default_code = "worker.failed"
+
+
+class StaleState(MemfoldError):
+    exit_code = 5
+    default_code = "state.stale"
+
+
+class ApplyFailed(MemfoldError):
+    exit_code = 6
+    default_code = "apply.failed"
+
+
+class VerifyFailed(MemfoldError):
+    exit_code = 7
+    default_code = "verify.failed"
+
+
+class RecoveryNeeded(MemfoldError):
+    exit_code = 8
+    default_code = "recovery.needed"
+
+
+@dataclass
+class IssueList:
+    """Collects issues from many rules, then raises once."""
+
+    issues: list[Issue] = field(default_factory=list)
+
+    def add(self, code: str, path: str, message: str) -> None:
+        self.issues.append(Issue(code, path, message))
+
+    def extend(self, issues: Any) -> None:
+        self.issues.extend(issues)
+
+    def raise_if_any(self, error: type[MemfoldError], summary: str, hint: str | None = None) -> None:
+        if self.issues:
+            first = self.issues[0]
+            message = f"{summary}: {first.message}"
+            if len(self.issues) > 1:
+                message += f" (and {len(self.issues) - 1} more)"
+            raise error(message, code=first.code, hint=hint, issues=self.issues)

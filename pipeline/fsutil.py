@@ -1,0 +1,199 @@
+"""The one place that touches the filesystem for writes, hashes, bounded reads and safe joins."""
+
+from __future__ import annotations
+
+import errno
+import hashlib
+import json
+import os
+import secrets
+import stat
+from pathlib import Path
+from typing import Any, Callable
+
+from .errors import InputRejected, UnsafePath
+
+TEMP_PREFIX = ".memfold-"
+TEMP_SUFFIX = ".tmp"
+
+
+class _Ops:
+    """Indirection over the syscalls a transaction makes, so tests can inject faults."""
+
+    write: Callable[[int, bytes], int] = staticmethod(os.write)
+    fsync: Callable[[int], None] = staticmethod(os.fsync)
+    rename: Callable[[str, str], None] = staticmethod(os.replace)
+    unlink: Callable[[str], None] = staticmethod(os.unlink)
+
+
+ops = _Ops()
+
+
+def sha256_bytes(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def sha256_file(path: Path, limit: int | None = None) -> str:
+    return sha256_bytes(read_bounded(path, limit))
+
+
+def canonical_json(value: Any) -> bytes:
+    """RFC 8785 canonical bytes of a JSON value."""
+    import rfc8785
+
+    return rfc8785.dumps(value)
+
+
+def digest_json(value: Any) -> str:
+    return sha256_bytes(canonical_json(value))
+
+
+def dump_json(value: Any) -> bytes:
+    """The stable, human-readable JSON every memfold file is written in."""
+    return (json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False) + "\n").encode("utf-8")
+
+
+def read_bounded(path: Path, limit: int | None = None) -> bytes:
+    """Read a regular file without following a final symlink, refusing more than ``limit`` bytes."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise UnsafePath(
+                f"{path} is a symlink; memfold does not follow symlinks in its stores",
+                code="path.symlink",
+                hint="replace the link with a regular file",
+            ) from exc
+        raise
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise UnsafePath(
+                f"{path} is not a regular file", code="path.not-regular",
+                hint="remove it from the store directory",
+            )
+        if limit is not None and st.st_size > limit:
+            raise InputRejected(
+                f"{path.name} is {st.st_size} bytes, over the {limit}-byte bound",
+                code="bounds.file-size",
+                hint="split the memory or raise limits.max_file_bytes in the config",
+            )
+        chunks: list[bytes] = []
+        total = 0
+        cap = (limit if limit is not None else st.st_size) + 1
+        while True:
+            chunk = os.read(fd, min(1 << 20, cap - total) or 1)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            total += len(chunk)
+            if limit is not None and total > limit:
+                raise InputRejected(
+                    f"{path.name} grew past the {limit}-byte bound while being read",
+                    code="bounds.file-size",
+                )
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+def fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        ops.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        n = ops.write(fd, bytes(view[: 1 << 20]))
+        view = view[n:]
+
+
+def temp_name(final_name: str, tag: str | None = None) -> str:
+    return f"{TEMP_PREFIX}{tag or secrets.token_hex(6)}-{final_name}{TEMP_SUFFIX}"
+
+
+def write_new(path: Path, data: bytes, mode: int = 0o600) -> str:
+    """Create ``path`` (must not exist), write and fsync it. Returns the sha256 of the bytes."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, mode)
+    try:
+        _write_all(fd, data)
+        ops.fsync(fd)
+    except BaseException:
+        os.close(fd)
+        _silent_unlink(path)
+        raise
+    os.close(fd)
+    return sha256_bytes(data)
+
+
+def atomic_write(path: Path, data: bytes, mode: int = 0o600, *, durable: bool = True) -> str:
+    """Write via a temp file in the same directory and rename over ``path``. Returns the sha256."""
+    path = Path(path)
+    tmp = path.parent / temp_name(path.name)
+    digest = write_new(tmp, data, mode)
+    try:
+        ops.rename(str(tmp), str(path))
+    except BaseException:
+        _silent_unlink(tmp)
+        raise
+    if durable:
+        fsync_dir(path.parent)
+    return digest
+
+
+def _silent_unlink(path: Path) -> None:
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
+
+
+def safe_join(root: Path, name: str) -> Path:
+    """Join one plain file name onto ``root``; refuse separators, dot names and NULs."""
+    if not name or "/" in name or "\\" in name or "\x00" in name or name in (".", ".."):
+        raise UnsafePath(f"{name!r} is not a plain file name", code="path.escape")
+    return root / name
+
+
+def refuse_symlinks(path: Path, below: Path) -> None:
+    """Refuse if ``path`` or any existing component between ``below`` and it is a symlink."""
+    path = Path(path)
+    below = Path(below)
+    try:
+        rel = path.relative_to(below)
+    except ValueError as exc:
+        raise UnsafePath(f"{path} is outside {below}", code="path.escape") from exc
+    current = below
+    checks = [below, *[current := current / part for part in rel.parts]]
+    for candidate in checks:
+        try:
+            st = os.lstat(candidate)
+        except FileNotFoundError:
+            return
+        if stat.S_ISLNK(st.st_mode):
+            raise UnsafePath(
+                f"{candidate} is a symlink; memfold refuses symlinks on its own paths",
+                code="path.symlink",
+                hint="replace the link with a real directory (or pass --home/--project to the real path)",
+            )
+
+
+def ensure_dir(path: Path, below: Path, mode: int = 0o700) -> None:
+    """Create ``path`` and its parents below ``below`` (which must exist), refusing symlinks."""
+    refuse_symlinks(path, below)
+    rel = Path(path).relative_to(below)
+    current = Path(below)
+    for part in rel.parts:
+        current = current / part
+        try:
+            os.mkdir(current, mode)
+        except FileExistsError:
+            st = os.lstat(current)
+            if stat.S_ISLNK(st.st_mode):
+                raise UnsafePath(f"{current} is a symlink", code="path.symlink") from None
+            if not stat.S_ISDIR(st.st_mode):
+                raise UnsafePath(f"{current} exists and is not a directory", code="path.not-dir") from None

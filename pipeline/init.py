@@ -1,0 +1,26 @@
+"""``memfold init``: the project home, both roots and their indexes, idempotently."""
+
+from __future__ import annotations
+
+from .commit import Services, run_recovery
+from .engine import compute_post, read_pre
+from .fsutil import atomic_write
+from .lock import project_lock
+from .paths import ensure_layout
+from .runs import new_run_id
+from .store.memory import INDEX_NAME
+
+
+def init_project(svc: Services, lock_timeout: float) -> bool:
+    """True when anything was created. Existing indexes are left to the next transaction."""
+    layout = svc.layout
+    created = ensure_layout(layout)
+    with project_lock(layout.lock_path, layout.lock_info, run_id=new_run_id(svc.clock()), operation="init",
+                      timeout=lock_timeout, now=svc.now()):
+        run_recovery(svc)
+        post = compute_post(read_pre(layout, svc.limits), [])
+        for root, files in ((layout.harness, post.harness), (layout.mirror, post.public)):
+            if not (root / INDEX_NAME).exists():
+                atomic_write(root / INDEX_NAME, files[INDEX_NAME], 0o644 if root == layout.mirror else 0o600)
+                created = True
+    return created

@@ -1,0 +1,127 @@
+"""Where everything lives: the memfold home, the project's home, both roots, runs, receipts, lock."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from .errors import UnsafePath, UsageError
+from .fsutil import atomic_write, dump_json, ensure_dir, refuse_symlinks
+
+MIRROR_DIR = ".memory"
+
+
+def default_home(env: dict[str, str] | os._Environ[str]) -> Path:
+    explicit = env.get("MEMFOLD_HOME")
+    if explicit:
+        return Path(explicit)
+    from platformdirs import user_data_dir
+
+    return Path(user_data_dir("memfold", appauthor=False))
+
+
+def project_root(directory: Path) -> Path:
+    """The realpath of the git top level containing ``directory``, else of the directory."""
+    directory = Path(directory)
+    if not directory.is_dir():
+        raise UsageError(f"project directory {directory} does not exist", code="usage.project")
+    top = _git_toplevel(directory.resolve())
+    return Path(os.path.realpath(top if top is not None else directory))
+
+
+def _git_toplevel(directory: Path) -> Path | None:
+    # Walk up for a .git entry first: it is what git does and costs no process.
+    for candidate in (directory, *directory.parents):
+        if (candidate / ".git").exists():
+            try:
+                out = subprocess.run(
+                    ("git", "-C", str(directory), "rev-parse", "--show-toplevel"),
+                    capture_output=True, text=True, timeout=10, check=False,
+                )
+            except (OSError, subprocess.TimeoutExpired):
+                return candidate
+            if out.returncode == 0 and out.stdout.strip():
+                return Path(out.stdout.strip())
+            return candidate
+    return None
+
+
+def scope_key(root: Path) -> str:
+    return hashlib.sha256(str(root).encode("utf-8")).hexdigest()
+
+
+@dataclass(frozen=True)
+class Layout:
+    home: Path
+    project_root: Path
+    scope_key: str
+
+    @property
+    def project_home(self) -> Path:
+        return self.home / "projects" / self.scope_key
+
+    @property
+    def harness(self) -> Path:
+        return self.project_home / "memory"
+
+    @property
+    def mirror(self) -> Path:
+        return self.project_root / MIRROR_DIR
+
+    @property
+    def runs(self) -> Path:
+        return self.project_home / "runs"
+
+    @property
+    def receipts(self) -> Path:
+        return self.project_home / "receipts"
+
+    @property
+    def lock_path(self) -> Path:
+        return self.project_home / "lock"
+
+    @property
+    def lock_info(self) -> Path:
+        return self.project_home / "lock.json"
+
+    @property
+    def config(self) -> Path:
+        return self.home / "config.yaml"
+
+    def root(self, key: str) -> Path:
+        return {"harness": self.harness, "public": self.mirror, "receipts": self.receipts}[key]
+
+
+def make_layout(home: Path, project_dir: Path) -> Layout:
+    home = Path(os.path.abspath(home))
+    root = project_root(project_dir)
+    return Layout(home=home, project_root=root, scope_key=scope_key(root))
+
+
+def check_layout(layout: Layout) -> None:
+    """Refuse a symlink anywhere on memfold's own paths (below the home and the project root)."""
+    if layout.home.is_symlink():
+        raise UnsafePath(f"memfold home {layout.home} is a symlink", code="path.symlink",
+                         hint="pass the real directory with --home or MEMFOLD_HOME")
+    for path in (layout.harness, layout.runs, layout.receipts, layout.lock_path, layout.lock_info):
+        refuse_symlinks(path, layout.home)
+    refuse_symlinks(layout.mirror, layout.project_root)
+
+
+def ensure_layout(layout: Layout) -> bool:
+    """Create the project home, both roots and the run/receipt dirs. True if anything was new."""
+    check_layout(layout)
+    created = not layout.project_home.exists()
+    layout.home.mkdir(mode=0o700, parents=True, exist_ok=True)
+    for path in (layout.harness, layout.runs, layout.receipts):
+        ensure_dir(path, layout.home)
+    os.chmod(layout.project_home, 0o700)
+    ensure_dir(layout.mirror, layout.project_root, mode=0o755)
+    info = layout.project_home / "project.json"
+    if not info.exists():
+        atomic_write(info, dump_json({"kind": "memfold-project", "root": str(layout.project_root),
+                                      "scopeKey": layout.scope_key}))
+    return created

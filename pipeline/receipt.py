@@ -1,0 +1,139 @@
+"""Hash-bound receipts: building them, their digests, and the append-only chained log."""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from . import __version__
+from .errors import Issue
+from .fsutil import digest_json, read_bounded
+from .resources import load_schema
+
+RECEIPT_KIND = "memory-consolidation-receipt"
+HashMaps = dict[str, dict[str, str]]
+
+
+def strip_prefix(value: str) -> str:
+    return value[7:] if value.startswith("sha256:") else value
+
+
+def normalize_maps(maps: Any) -> HashMaps:
+    """Hash maps with any ``sha256:`` prefixes removed, for comparison."""
+    out: HashMaps = {}
+    for root in ("harness", "public"):
+        files = maps.get(root, {}) if isinstance(maps, dict) else {}
+        out[root] = {str(k): strip_prefix(str(v)) for k, v in files.items()} if isinstance(files, dict) else {}
+    return out
+
+
+def build_receipt(
+    *,
+    phase: str,
+    run_id: str,
+    scope_key: str,
+    scope_digest: str,
+    artifact_hash: str,
+    plan_digest: str,
+    selected: list[str],
+    source_hashes: HashMaps,
+    final_hashes: HashMaps,
+    operations: list[dict[str, Any]],
+    worker: dict[str, Any],
+    sandbox: dict[str, Any],
+    created_at: str,
+    previous: str | None,
+    command: str,
+) -> dict[str, Any]:
+    return {
+        "kind": RECEIPT_KIND,
+        "schemaVersion": 1,
+        "phase": phase,
+        "runId": run_id,
+        "command": command,
+        "scopeKey": scope_key,
+        "scopeDigest": scope_digest,
+        "artifactHash": artifact_hash,
+        "planDigest": plan_digest,
+        "selected": sorted(selected),
+        "sourceHashes": source_hashes,
+        "finalHashes": final_hashes,
+        "operations": operations,
+        "worker": worker,
+        "sandbox": sandbox,
+        "toolVersion": f"memfold {__version__}",
+        "createdAt": created_at,
+        "previous": previous,
+    }
+
+
+def receipt_digest(receipt: dict[str, Any]) -> str:
+    return digest_json(receipt)
+
+
+@dataclass(frozen=True)
+class LogEntry:
+    seq: int
+    run_id: str
+    path: Path
+
+
+def log_entries(receipts: Path) -> list[LogEntry]:
+    """The receipt log in chain order (file names are ``<seq>-<runId>.json``)."""
+    entries = []
+    try:
+        names = os.listdir(receipts)
+    except FileNotFoundError:
+        return []
+    for name in names:
+        if not name.endswith(".json") or name.startswith("."):
+            continue
+        seq, _, run_id = name[:-5].partition("-")
+        if seq.isdigit() and run_id:
+            entries.append(LogEntry(int(seq), run_id, receipts / name))
+    return sorted(entries, key=lambda e: e.seq)
+
+
+def log_name(seq: int, run_id: str) -> str:
+    return f"{seq:08d}-{run_id}.json"
+
+
+def load_receipt(path: Path) -> dict[str, Any]:
+    data = json.loads(read_bounded(path, 256 << 20))
+    if not isinstance(data, dict):
+        raise ValueError("receipt is not a JSON object")
+    return data
+
+
+def chain_head(receipts: Path) -> tuple[int, str | None]:
+    """The next sequence number and the digest of the newest receipt (None for an empty log)."""
+    entries = log_entries(receipts)
+    if not entries:
+        return 1, None
+    last = entries[-1]
+    return last.seq + 1, receipt_digest(load_receipt(last.path))
+
+
+def schema_issues(receipt: Any, where: str) -> list[Issue]:
+    from jsonschema import Draft202012Validator
+
+    validator = Draft202012Validator(load_schema("receipt.schema.json"))
+    return [
+        Issue("receipt.schema", f"{where}$" + "".join(f"[{p!r}]" for p in err.absolute_path), err.message[:300])
+        for err in sorted(validator.iter_errors(receipt), key=lambda e: list(map(str, e.absolute_path)))
+    ]
+
+
+def diff_maps(before: HashMaps, after: HashMaps) -> list[str]:
+    """Human lines for every file whose hash differs between two hash maps."""
+    lines = []
+    for root in ("harness", "public"):
+        a, b = before.get(root, {}), after.get(root, {})
+        for name in sorted(set(a) | set(b)):
+            if a.get(name) != b.get(name):
+                state = "added" if name not in a else "removed" if name not in b else "changed"
+                lines.append(f"{root}/{name} {state}")
+    return lines

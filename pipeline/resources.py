@@ -1,0 +1,25 @@
+"""Find the data shipped with memfold (schemas, procedures) in a wheel or a source checkout."""
+
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+_HERE = Path(__file__).resolve().parent
+
+
+def data_dir(kind: str) -> Path:
+    """``kind`` is ``schemas`` or ``procedures``: packaged copy first, then the source tree."""
+    for candidate in (_HERE / "_data" / kind, _HERE.parent / kind):
+        if candidate.is_dir():
+            return candidate
+    raise FileNotFoundError(f"memfold data directory {kind!r} is missing from this installation")
+
+
+@lru_cache(maxsize=None)
+def load_schema(name: str) -> dict[str, Any]:
+    with open(data_dir("schemas") / name, encoding="utf-8") as fh:
+        data: dict[str, Any] = json.load(fh)
+    return data

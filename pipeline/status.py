@@ -1,0 +1,65 @@
+"""``memfold status``: what a user needs to know about a project's memory at a glance."""
+
+from __future__ import annotations
+
+import os
+import socket
+from typing import Any
+
+from .apply import PENDING
+from .commit import Services
+from .engine import read_pre
+from .lock import describe_owner, read_owner
+from .mirror import mirror_drift
+from .receipt import log_entries
+from .runs import list_runs
+from .store.index import capacity, render_index
+
+
+def _live_owner(svc: Services) -> str | None:
+    owner = read_owner(svc.layout.lock_info)
+    if not owner:
+        return None
+    pid = owner.get("pid")
+    if owner.get("host") == socket.gethostname() and isinstance(pid, int):
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return None
+        except PermissionError:
+            pass
+    return describe_owner(owner)
+
+
+def project_status(svc: Services) -> dict[str, Any]:
+    layout = svc.layout
+    pre = read_pre(layout, svc.limits)
+    safe = sum(1 for m in pre.memories.values() if m.is_safe)
+    cap = capacity(render_index(pre.memories, mirror=False), svc.limits)
+    runs = list_runs(layout.runs)
+    try:
+        pending = (layout.project_home / PENDING).read_text(encoding="utf-8").strip() or "?"
+    except FileNotFoundError:
+        pending = None
+    warnings = [w for w in [cap.warning("private")] if w]
+    warnings += [f"ignored in the private store: {n}" for n in pre.harness.ignored]
+    return {
+        "projectRoot": str(layout.project_root),
+        "projectHome": str(layout.project_home),
+        "scopeKey": layout.scope_key,
+        "harness": str(layout.harness),
+        "mirror": str(layout.mirror),
+        "initialised": layout.project_home.is_dir(),
+        "memories": len(pre.memories),
+        "safe": safe,
+        "private": len(pre.memories) - safe,
+        "mirrorFiles": len(pre.public.memories()),
+        "capacity": {"lines": cap.lines, "bytes": cap.bytes, "maxLines": cap.max_lines,
+                     "maxBytes": cap.max_bytes, "over": cap.over},
+        "lock": _live_owner(svc),
+        "lastRun": runs[-1] if runs else None,
+        "receipts": len(log_entries(layout.receipts)),
+        "pendingRecovery": pending,
+        "drift": mirror_drift(pre),
+        "warnings": warnings,
+    }

@@ -1,0 +1,62 @@
+"""The deterministic ``MEMORY.md`` index of a root, and its capacity check."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .memory import Memory
+from .state import Limits
+
+HEADER = "# Memory Index\n"
+PRIVATE_MARK = "(harness only)"
+MAX_DESCRIPTION = 150
+
+
+def _escape_title(title: str) -> str:
+    return title.replace("\\", "\\\\").replace("[", "\\[").replace("]", "\\]")
+
+
+def index_line(file: str, memory: Memory, *, private_marker: bool) -> str:
+    description = memory.description
+    if len(description) > MAX_DESCRIPTION:
+        description = description[: MAX_DESCRIPTION - 1].rstrip() + "…"
+    line = f"- [{_escape_title(memory.name)}]({file}) — {description}"
+    if private_marker and not memory.is_safe:
+        line += f" {PRIVATE_MARK}"
+    return line
+
+
+def render_index(memories: dict[str, Memory], *, mirror: bool) -> bytes:
+    """Sorted by file name. The mirror index lists only safe memories, never the marker."""
+    lines = [
+        index_line(name, memories[name], private_marker=not mirror)
+        for name in sorted(memories)
+        if not mirror or memories[name].is_safe
+    ]
+    text = HEADER + ("\n" + "\n".join(lines) + "\n" if lines else "")
+    return text.encode("utf-8")
+
+
+@dataclass(frozen=True)
+class Capacity:
+    lines: int
+    bytes: int
+    max_lines: int
+    max_bytes: int
+
+    @property
+    def over(self) -> bool:
+        return self.lines > self.max_lines or self.bytes > self.max_bytes
+
+    def warning(self, root: str) -> str | None:
+        if not self.over:
+            return None
+        return (
+            f"the {root} index holds {self.lines} lines / {self.bytes} bytes, past its capacity of "
+            f"{self.max_lines} lines / {self.max_bytes} bytes: run `memfold consolidate`"
+        )
+
+
+def capacity(index: bytes, limits: Limits) -> Capacity:
+    lines = sum(1 for line in index.decode("utf-8").splitlines() if line.startswith("- "))
+    return Capacity(lines, len(index), limits.index_lines, limits.index_bytes)

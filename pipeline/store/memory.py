@@ -1,0 +1,210 @@
+"""One memory file: strict names, frontmatter parsing (host shapes too) and canonical rendering."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import re
+import unicodedata
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from ..errors import InputRejected
+
+NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]*\.md$")
+MAX_NAME_LEN = 128
+INDEX_NAME = "MEMORY.md"
+TYPES = ("user", "feedback", "project", "reference")
+VISIBILITIES = ("safe", "private")
+_KNOWN = ("name", "description", "type", "visibility", "created", "modified", "expires")
+_DATE_RE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+_STAMP_RE = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$")
+_PLAIN_RE = re.compile(r"^[A-Za-z0-9_./(][^\n]*$")
+_YAML_SPECIAL = re.compile(r"(: |\s#|^[-?:,\[\]{}#&*!|>'\"%@`]|:$|\s$)")
+_YAML_WORDS = {"true", "false", "yes", "no", "on", "off", "null", "~", "y", "n"}
+# Bidi controls and other invisible format characters can disguise text; drop them too.
+_INVISIBLE = {"Cc", "Cf", "Co", "Cs", "Zl", "Zp"}
+
+
+def normalize_name(raw: str) -> str:
+    """Accept ``foo`` or ``foo.md`` from a user and return the file name."""
+    name = raw if raw.endswith(".md") else f"{raw}.md"
+    check_name(name)
+    return name
+
+
+def check_name(name: str) -> None:
+    if len(name) > MAX_NAME_LEN or not NAME_RE.match(name):
+        raise InputRejected(
+            f"{name!r} is not a valid memory file name",
+            code="memory.name",
+            hint="use letters, digits, '_' and '-', starting with a letter or digit, ending in .md "
+            "(e.g. project_deploy-target.md)",
+        )
+    if name.lower() == INDEX_NAME.lower():
+        raise InputRejected(f"{name} is reserved for the index", code="memory.name")
+
+
+def is_memory_name(name: str) -> bool:
+    return len(name) <= MAX_NAME_LEN and bool(NAME_RE.match(name)) and name.lower() != "memory.md"
+
+
+def sanitize_line(value: str) -> str:
+    """One-line fields: drop control and invisible characters, collapse whitespace."""
+    kept = []
+    for ch in value:
+        if ch in "\t\n\r":
+            kept.append(" ")
+        elif unicodedata.category(ch) not in _INVISIBLE:
+            kept.append(ch)
+    return " ".join("".join(kept).split())
+
+
+def today(now: dt.datetime) -> str:
+    return now.astimezone(dt.timezone.utc).strftime("%Y-%m-%d")
+
+
+def stamp(now: dt.datetime) -> str:
+    return now.astimezone(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+@dataclass(frozen=True)
+class Memory:
+    name: str
+    description: str
+    type: str = "project"
+    visibility: str = "private"
+    created: str | None = None
+    modified: str | None = None
+    expires: str | None = None
+    body: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def is_safe(self) -> bool:
+        return self.visibility == "safe"
+
+    def with_changes(self, **changes: Any) -> Memory:
+        return replace(self, **changes)
+
+
+def _as_text(value: Any, key: str, file: str) -> str:
+    if isinstance(value, dt.datetime):
+        return stamp(value if value.tzinfo else value.replace(tzinfo=dt.timezone.utc))
+    if isinstance(value, dt.date):
+        return value.isoformat()
+    if isinstance(value, (str, int, float)) and not isinstance(value, bool):
+        return str(value)
+    raise InputRejected(f"{file}: frontmatter field {key!r} must be a string", code="memory.field")
+
+
+def split_frontmatter(text: str, file: str) -> tuple[str, str]:
+    if not text.startswith("---\n"):
+        raise InputRejected(
+            f"{file}: no frontmatter (the file must start with a '---' line)",
+            code="memory.frontmatter",
+            hint="start the file with ---, the name/description/type fields, and --- again",
+        )
+    end = text.find("\n---\n", 3)
+    if end == -1:
+        if text.endswith("\n---"):
+            end = len(text) - 4
+        else:
+            raise InputRejected(f"{file}: frontmatter is not closed by a '---' line", code="memory.frontmatter")
+    return text[4 : end + 1], text[end + 5 :]
+
+
+def parse_memory(data: bytes, file: str = "<memory>") -> Memory:
+    """Parse a memory file; accepts CRLF and the ``metadata: {type: …}`` host shape."""
+    import yaml
+
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputRejected(f"{file}: not valid UTF-8 (byte {exc.start})", code="memory.encoding") from None
+    text = text.replace("\r\n", "\n")
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    head, body = split_frontmatter(text, file)
+    try:
+        meta = yaml.safe_load(head) if head.strip() else {}
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 2}" if mark is not None else ""
+        raise InputRejected(f"{file}: frontmatter is not valid YAML{where}", code="memory.yaml") from None
+    if not isinstance(meta, dict):
+        raise InputRejected(f"{file}: frontmatter must be a mapping", code="memory.frontmatter")
+    meta = dict(meta)
+    metadata = meta.get("metadata")
+    if "type" not in meta and isinstance(metadata, dict) and "type" in metadata:
+        meta["type"] = metadata["type"]
+        rest = {k: v for k, v in metadata.items() if k != "type"}
+        if rest:
+            meta["metadata"] = rest
+        else:
+            del meta["metadata"]
+    fields: dict[str, Any] = {}
+    for key in _KNOWN:
+        if meta.get(key) is not None:
+            fields[key] = _as_text(meta[key], key, file)
+    extra = {str(k): v for k, v in meta.items() if k not in _KNOWN}
+    name = sanitize_line(fields.get("name", "")) or file.rsplit("/", 1)[-1].removesuffix(".md")
+    description = sanitize_line(fields.get("description", ""))
+    if not description:
+        raise InputRejected(f"{file}: frontmatter has no description", code="memory.description",
+                            hint="add a one-line description: it is what the index shows")
+    mtype = fields.get("type", "project")
+    if mtype not in TYPES:
+        raise InputRejected(f"{file}: type {mtype!r} is not one of {', '.join(TYPES)}", code="memory.type")
+    visibility = fields.get("visibility", "private")
+    if visibility not in VISIBILITIES:
+        raise InputRejected(f"{file}: visibility {visibility!r} is not safe or private", code="memory.visibility")
+    for key in ("created", "expires"):
+        value = fields.get(key)
+        if value is not None and not _DATE_RE.match(value[:10]):
+            raise InputRejected(f"{file}: {key} {value!r} is not a date (YYYY-MM-DD)", code="memory.date")
+    return Memory(
+        name=name,
+        description=description,
+        type=mtype,
+        visibility=visibility,
+        created=fields.get("created"),
+        modified=fields.get("modified"),
+        expires=fields.get("expires"),
+        body=body.lstrip("\n"),
+        extra=extra,
+    )
+
+
+def _scalar(value: str) -> str:
+    if (
+        _PLAIN_RE.match(value)
+        and not _YAML_SPECIAL.search(value)
+        and value.lower() not in _YAML_WORDS
+        and not re.match(r"^[-+]?[\d.]+([eE][-+]?\d+)?$", value)
+    ):
+        return value
+    return json.dumps(value, ensure_ascii=False)
+
+
+def render_memory(memory: Memory) -> bytes:
+    """Canonical bytes: the DESIGN.md field order, LF line endings, one trailing newline."""
+    import yaml
+
+    lines = ["---", f"name: {_scalar(memory.name)}", f"description: {_scalar(memory.description)}",
+             f"type: {memory.type}", f"visibility: {memory.visibility}"]
+    for key in ("created", "modified", "expires"):
+        value = getattr(memory, key)
+        if value is None:
+            continue
+        if _DATE_RE.match(value) or _STAMP_RE.match(value):
+            lines.append(f"{key}: {value}")
+        else:
+            lines.append(f"{key}: {_scalar(value)}")
+    if memory.extra:
+        dumped = yaml.safe_dump(memory.extra, sort_keys=True, allow_unicode=True, default_flow_style=False)
+        lines.extend(dumped.rstrip("\n").split("\n"))
+    lines.append("---")
+    body = memory.body.replace("\r\n", "\n").strip("\n")
+    text = "\n".join(lines) + "\n" + (body + "\n" if body else "")
+    return text.encode("utf-8")

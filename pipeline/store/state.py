@@ -1,0 +1,99 @@
+"""Reading a store root: its memory files, bytes, hashes and anything that does not belong."""
+
+from __future__ import annotations
+
+import os
+import stat
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..errors import InputRejected, UnsafePath
+from ..fsutil import TEMP_PREFIX, read_bounded, sha256_bytes
+from .memory import INDEX_NAME, Memory, is_memory_name, parse_memory
+
+
+@dataclass(frozen=True)
+class Limits:
+    max_file_bytes: int = 64 * 1024
+    max_files: int = 4096
+    index_lines: int = 200
+    index_bytes: int = 25_600
+
+
+@dataclass
+class RootState:
+    """The files of one root as read now. ``files`` holds memory files and the index."""
+
+    path: Path
+    files: dict[str, bytes] = field(default_factory=dict)
+    hashes: dict[str, str] = field(default_factory=dict)
+    ignored: list[str] = field(default_factory=list)
+    temps: list[str] = field(default_factory=list)
+
+    def memories(self) -> dict[str, bytes]:
+        return {n: b for n, b in self.files.items() if n != INDEX_NAME}
+
+
+def read_root(root: Path, limits: Limits, *, with_bytes: bool = True) -> RootState:
+    """Scan one root. Symlinks and special files with a memory's name are refused."""
+    state = RootState(path=root)
+    try:
+        entries = sorted(os.scandir(root), key=lambda e: e.name)
+    except FileNotFoundError:
+        return state
+    seen_lower: dict[str, str] = {}
+    count = 0
+    for entry in entries:
+        name = entry.name
+        if name.startswith(TEMP_PREFIX):
+            state.temps.append(name)
+            continue
+        st = entry.stat(follow_symlinks=False)
+        wanted = name == INDEX_NAME or is_memory_name(name)
+        if stat.S_ISLNK(st.st_mode) and (wanted or name.lower().endswith(".md")):
+            raise UnsafePath(
+                f"{root / name} is a symlink; memfold refuses symlinks in its stores",
+                code="path.symlink",
+                hint="replace the link with a regular file or remove it",
+            )
+        if not wanted:
+            state.ignored.append(name)
+            continue
+        if not stat.S_ISREG(st.st_mode):
+            raise UnsafePath(f"{root / name} is not a regular file", code="path.not-regular",
+                             hint="remove it from the store directory")
+        lower = name.lower()
+        if lower in seen_lower:
+            raise InputRejected(
+                f"{root}: {seen_lower[lower]} and {name} differ only by case",
+                code="store.case-collision",
+                hint="rename or merge one of them: names are unique case-insensitively",
+            )
+        seen_lower[lower] = name
+        if name != INDEX_NAME:
+            count += 1
+            if count > limits.max_files:
+                raise InputRejected(
+                    f"{root} holds more than {limits.max_files} memories",
+                    code="bounds.file-count",
+                    hint="consolidate, or raise limits.max_files in the config",
+                )
+        limit = limits.max_file_bytes if name != INDEX_NAME else max(limits.index_bytes * 4, 1 << 20)
+        data = read_bounded(root / name, limit)
+        state.hashes[name] = sha256_bytes(data)
+        if with_bytes:
+            state.files[name] = data
+    return state
+
+
+def parse_all(state: RootState) -> dict[str, Memory]:
+    return {name: parse_memory(data, name) for name, data in state.memories().items()}
+
+
+def find_name(names: dict[str, object] | set[str], name: str) -> str | None:
+    """The existing name equal to ``name`` case-insensitively, if any."""
+    lower = name.lower()
+    for existing in names:
+        if existing.lower() == lower:
+            return existing
+    return None
