@@ -117,7 +117,10 @@ def apply_changes(
         raise ApplyFailed(f"applying the transaction failed and was rolled back: {exc}",
                           code="apply.commit",
                           hint="both stores are as they were; check free space and permissions") from exc
-    _write_journal(run_dir, {**body, "state": "done"})
+    try:
+        _write_journal(run_dir, {**body, "state": "done"})
+    except OSError:
+        return  # committed; `pending` stays, so the next command's recovery marks it done
     _silent_unlink(pending)
 
 

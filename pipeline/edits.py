@@ -9,7 +9,7 @@ from typing import Any
 
 from .commit import RunRecord, Services, commit_run, gate, run_recovery
 from .engine import Operation, PreState, compute_post, read_pre
-from .errors import InputRejected
+from .errors import ApplyFailed, InputRejected
 from .fsutil import digest_json, dump_json, sha256_bytes, write_new
 from .lock import project_lock
 from .paths import ensure_layout
@@ -45,6 +45,19 @@ def direct_transaction(
     extra: dict[str, Any] | None = None,
 ) -> TxResult:
     """Lock, recover, read, build the operations, gate, then commit with a receipt."""
+    try:
+        return _direct_transaction(svc, command, build, lock_timeout, extra)
+    except OSError as exc:
+        raise ApplyFailed(
+            f"{command} failed before its commit point and changed nothing: {exc.strerror or exc}",
+            code="apply.io", hint="check free space and permissions of the memfold home and the project",
+        ) from exc
+
+
+def _direct_transaction(
+    svc: Services, command: str, build: Callable[[PreState], list[Operation]], lock_timeout: float,
+    extra: dict[str, Any] | None,
+) -> TxResult:
     layout = svc.layout
     ensure_layout(layout)
     run_id = new_run_id(svc.clock())

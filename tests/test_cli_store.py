@@ -1,0 +1,153 @@
+"""The store commands through the real CLI: files, hashes, indexes and exit codes."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from pathlib import Path
+
+from conftest import Env, tree_hashes
+
+from pipeline.fsutil import sha256_bytes
+
+
+def add(env: Env, name: str, description: str, *extra: str) -> int:
+    return env.run("add", name, "-d", description, *extra).code
+
+
+def test_init_creates_the_project_home_both_roots_and_indexes_and_is_idempotent(env: Env) -> None:
+    first = env.run("init", "--json")
+    assert first.code == 0 and first.json()["created"] is True
+    assert stat.S_IMODE(os.stat(env.project_home).st_mode) == 0o700
+    assert json.loads((env.project_home / "project.json").read_text())["root"] == str(env.project.resolve())
+    assert (env.harness / "MEMORY.md").read_bytes() == b"# Memory Index\n"
+    assert (env.mirror / "MEMORY.md").read_bytes() == b"# Memory Index\n"
+    before = env.snapshot()
+    second = env.run("init", "--json")
+    assert second.code == 0 and second.json()["created"] is False
+    assert env.snapshot() == before
+
+
+def test_add_writes_a_private_memory_only_to_the_private_store(env: Env) -> None:
+    assert add(env, "user_editor", "prefers vim keybindings", "-t", "user", "-b", "Uses vim.") == 0
+    text = (env.harness / "user_editor.md").read_text()
+    assert "visibility: private\n" in text and text.endswith("Uses vim.\n")
+    assert not (env.mirror / "user_editor.md").exists()
+    assert "- [user_editor](user_editor.md) — prefers vim keybindings (harness only)" in (env.harness / "MEMORY.md").read_text()
+    assert "user_editor" not in (env.mirror / "MEMORY.md").read_text()
+
+
+def test_a_safe_memory_is_mirrored_byte_identically(env: Env) -> None:
+    assert add(env, "project_ports", "dev server on 8080", "--visibility", "safe", "-b", "make dev") == 0
+    assert (env.mirror / "project_ports.md").read_bytes() == (env.harness / "project_ports.md").read_bytes()
+    mirror_index = (env.mirror / "MEMORY.md").read_text()
+    assert "- [project_ports](project_ports.md) — dev server on 8080\n" in mirror_index
+    assert "(harness only)" not in mirror_index
+
+
+def test_add_with_the_exact_name_overwrites_and_keeps_created(env: Env, monkeypatch) -> None:
+    add(env, "project_db", "database is postgres 15")
+    monkeypatch.setenv("MEMFOLD_NOW", "2027-02-01T09:00:00Z")
+    assert add(env, "project_db", "database is postgres 16") == 0
+    text = (env.harness / "project_db.md").read_text()
+    assert "created: 2026-11-30\n" in text and "modified: 2027-02-01T09:00:00Z\n" in text
+    assert "postgres 16" in text and "postgres 15" not in text
+
+
+def test_a_near_duplicate_is_refused_and_names_the_memory_it_matches(env: Env) -> None:
+    add(env, "project_deploy", "Deploys go through ops/deploy.sh")
+    before = env.snapshot()
+    result = env.run("add", "project_shipping", "-d", "deploys  go through OPS/DEPLOY.SH.", "--json")
+    assert result.code == 1
+    body = result.json()
+    assert body["code"] == "memory.near-duplicate" and body["data"]["matches"] == "project_deploy.md"
+    assert env.snapshot() == before
+
+
+def test_a_name_differing_only_by_case_is_refused(env: Env) -> None:
+    add(env, "project_x", "first")
+    result = env.run("add", "Project_X", "-d", "second")
+    assert result.code == 1 and "project_x.md" in result.err
+
+
+def test_update_changes_fields_and_moves_visibility_both_ways(env: Env) -> None:
+    add(env, "project_ci", "CI runs on push")
+    assert env.run("update", "project_ci", "--visibility", "safe").code == 0
+    assert (env.mirror / "project_ci.md").exists()
+    assert env.run("update", "project_ci", "--visibility", "private", "-b", "new body").code == 0
+    assert not (env.mirror / "project_ci.md").exists()
+    assert "project_ci" not in (env.mirror / "MEMORY.md").read_text()
+    assert (env.harness / "project_ci.md").read_text().endswith("new body\n")
+
+
+def test_update_and_forget_of_a_missing_memory_exit_1(env: Env) -> None:
+    env.run("init")
+    assert env.run("update", "nope", "-d", "x").code == 1
+    assert env.run("forget", "nope").code == 1
+
+
+def test_forget_removes_the_memory_from_both_roots_and_indexes(env: Env) -> None:
+    add(env, "project_tmp", "temporary", "--visibility", "safe")
+    assert env.run("forget", "project_tmp").code == 0
+    assert not (env.harness / "project_tmp.md").exists() and not (env.mirror / "project_tmp.md").exists()
+    assert "project_tmp" not in (env.harness / "MEMORY.md").read_text()
+
+
+def test_body_from_a_file_and_from_stdin(env: Env, tmp_path: Path) -> None:
+    source = tmp_path / "body.txt"
+    source.write_text("from a file\n")
+    assert env.run("add", "project_a", "-d", "a", "--body-file", str(source)).code == 0
+    assert env.run("add", "project_b", "-d", "b", "--body-file", "-", stdin="from stdin\n").code == 0
+    assert (env.harness / "project_a.md").read_text().endswith("from a file\n")
+    assert (env.harness / "project_b.md").read_text().endswith("from stdin\n")
+
+
+def test_list_show_and_search_read_what_was_written(env: Env) -> None:
+    add(env, "project_deploy", "deploy with the blue green script", "-b", "ops/deploy.sh")
+    add(env, "user_tabs", "prefers tabs", "-t", "user")
+    rows = env.run("list", "--json").json()["memories"]
+    assert [r["file"] for r in rows] == ["project_deploy.md", "user_tabs.md"]
+    shown = env.run("show", "project_deploy")
+    assert shown.code == 0 and shown.out == (env.harness / "project_deploy.md").read_text()
+    hits = env.run("search", "deploy script", "--json").json()["results"]
+    assert [h["file"] for h in hits] == ["project_deploy.md"]
+    assert env.run("show", "missing").code == 1
+
+
+def test_every_receipt_binds_the_files_it_wrote(env: Env) -> None:
+    add(env, "project_a", "alpha", "--visibility", "safe")
+    receipts = sorted((env.project_home / "receipts").iterdir())
+    assert len(receipts) == 1
+    receipt = json.loads(receipts[0].read_text())
+    assert receipt["phase"] == "post" and receipt["previous"] is None
+    assert receipt["finalHashes"]["harness"] == tree_hashes(env.harness)
+    assert receipt["finalHashes"]["public"] == tree_hashes(env.mirror)
+    run_dir = env.project_home / "runs" / receipt["runId"]
+    assert sha256_bytes((run_dir / "plan.json").read_bytes()) == receipt["planDigest"]
+    assert (run_dir / "post-receipt.json").read_bytes() == receipts[0].read_bytes()
+    assert stat.S_IMODE(os.stat(run_dir).st_mode) == 0o700
+
+
+def test_capacity_warning_past_the_index_bound(env: Env) -> None:
+    (env.home).mkdir(parents=True)
+    (env.home / "config.yaml").write_text("limits:\n  index_lines: 2\n")
+    for i in range(3):
+        result = env.run("add", f"project_n{i}", "-d", f"note number {i}")
+        assert result.code == 0
+    assert "past its capacity" in result.err
+    assert len(list(env.harness.glob("project_n*.md"))) == 3
+
+
+def test_a_broken_config_is_reported_with_exit_2_and_left_untouched(env: Env) -> None:
+    env.home.mkdir(parents=True)
+    config = env.home / "config.yaml"
+    config.write_bytes(b"limits: [not, a, mapping\n")
+    result = env.run("add", "project_a", "-d", "a")
+    assert result.code == 2 and "config.yaml" in result.err
+    assert config.read_bytes() == b"limits: [not, a, mapping\n"
+
+
+def test_bad_usage_exits_2(env: Env) -> None:
+    assert env.run("add").code == 2
+    assert env.run("no-such-command").code == 2

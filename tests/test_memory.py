@@ -1,0 +1,111 @@
+"""Memory files: names, parsing of every accepted shape, canonical rendering."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pipeline.errors import InputRejected
+from pipeline.store.memory import (
+    Memory,
+    check_name,
+    normalize_name,
+    parse_memory,
+    render_memory,
+    sanitize_line,
+)
+
+CANONICAL = b"""---
+name: Deploy target
+description: "production deploys go through: the blue/green script"
+type: project
+visibility: safe
+created: 2026-07-13
+modified: 2026-10-02T08:14:03Z
+expires: 2027-01-01
+---
+Run ops/deploy.sh.
+"""
+
+
+def test_parse_reads_every_field_of_the_design_shape() -> None:
+    m = parse_memory(CANONICAL, "project_deploy-target.md")
+    assert (m.name, m.type, m.visibility) == ("Deploy target", "project", "safe")
+    assert m.description == "production deploys go through: the blue/green script"
+    assert (m.created, m.modified, m.expires) == ("2026-07-13", "2026-10-02T08:14:03Z", "2027-01-01")
+    assert m.body == "Run ops/deploy.sh.\n"
+
+
+def test_render_of_a_parsed_canonical_file_gives_the_same_bytes() -> None:
+    assert render_memory(parse_memory(CANONICAL, "x.md")) == CANONICAL
+
+
+def test_parse_accepts_crlf_and_the_metadata_type_host_shape() -> None:
+    raw = b"---\r\nname: pnpm\r\ndescription: use pnpm\r\nmetadata:\r\n  type: feedback\r\n---\r\nUse pnpm, see [[other-name]].\r\n"
+    m = parse_memory(raw, "feedback_pnpm.md")
+    assert m.type == "feedback"
+    assert "metadata" not in m.extra
+    assert m.body == "Use pnpm, see [[other-name]].\n"
+    assert b"\r" not in render_memory(m)
+    assert b"type: feedback\n" in render_memory(m)
+
+
+def test_a_memory_without_visibility_is_private() -> None:
+    m = parse_memory(b"---\nname: a\ndescription: b\n---\nx\n", "a.md")
+    assert m.visibility == "private"
+
+
+@pytest.mark.parametrize(
+    ("raw", "code"),
+    [
+        (b"no frontmatter\n", "memory.frontmatter"),
+        (b"---\nname: a\ndescription: b\n", "memory.frontmatter"),
+        (b"---\nname: [a\n---\n", "memory.yaml"),
+        (b"---\n- a\n---\n", "memory.frontmatter"),
+        (b"---\nname: a\n---\nbody\n", "memory.description"),
+        (b"---\ndescription: d\ntype: secret\n---\n", "memory.type"),
+        (b"---\ndescription: d\nvisibility: public\n---\n", "memory.visibility"),
+        (b"---\ndescription: d\ncreated: yesterday\n---\n", "memory.date"),
+        (b"---\ndescription: \xff\n---\n", "memory.encoding"),
+        (b"---\ndescription: [1, 2]\n---\n", "memory.field"),
+    ],
+)
+def test_malformed_files_are_rejected_with_a_stable_code(raw: bytes, code: str) -> None:
+    with pytest.raises(InputRejected) as info:
+        parse_memory(raw, "m.md")
+    assert info.value.code == code
+
+
+@pytest.mark.parametrize("name", ["MEMORY.md", "memory.md", "a.MD", "-a.md", "a b.md", "../a.md", "a/b.md", ".a.md", "a.md.txt", "x" * 130 + ".md"])
+def test_invalid_names_are_refused(name: str) -> None:
+    with pytest.raises(InputRejected):
+        check_name(name)
+
+
+def test_normalize_name_adds_the_extension_once() -> None:
+    assert normalize_name("project_x") == "project_x.md"
+    assert normalize_name("project_x.md") == "project_x.md"
+
+
+def test_sanitize_line_drops_controls_and_bidi_and_collapses_whitespace() -> None:
+    assert sanitize_line("a\x1b[31m\tb\u202e c\n\n d\u200b") == "a[31m b c d"
+
+
+def test_descriptions_are_sanitized_when_parsed() -> None:
+    m = parse_memory(b'---\ndescription: "two\\nlines\\u202e here"\n---\n', "a.md")
+    assert m.description == "two lines here"
+
+
+texts = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=60)
+
+
+@settings(max_examples=200, deadline=None)
+@given(name=texts, description=texts, body=texts)
+def test_render_then_parse_round_trips_any_text(name: str, description: str, body: str) -> None:
+    description = sanitize_line(description) or "d"
+    name = sanitize_line(name) or "n"
+    m = Memory(name=name, description=description, body=body, created="2026-01-01")
+    again = parse_memory(render_memory(m), "x.md")
+    assert (again.name, again.description) == (name, description)
+    assert render_memory(again) == render_memory(m)
