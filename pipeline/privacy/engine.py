@@ -1,0 +1,173 @@
+"""Scan text with a compiled rule set; RE2 keeps every pattern linear in the input size."""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+from dataclasses import dataclass
+from typing import Any
+
+from .model import Finding, Rule, redact
+
+# A hostile text can hold thousands of hits for one rule; past this many reported hits the
+# verdict is clear. Allowlisted matches do not count, so padding cannot hide a later secret.
+MAX_HITS_PER_RULE = 1000
+
+
+@dataclass(frozen=True)
+class _Hit:
+    rule: Rule
+    start: int
+    end: int
+    preview: str
+
+
+class _Positions:
+    """Maps UTF-8 byte offsets to (line, column), both 1-based, without rescanning per hit."""
+
+    def __init__(self, text: str, data: bytes) -> None:
+        self._text = text
+        self._data = data
+        self._ascii = len(text) == len(data)
+        self._newlines: list[int] | None = None
+
+    def char_offsets(self, byte_offsets: list[int]) -> dict[int, int]:
+        """Convert many offsets in one forward pass, so non-ASCII text stays linear."""
+        if self._ascii:
+            return {b: b for b in byte_offsets}
+        out: dict[int, int] = {}
+        last_b = last_c = 0
+        for b in sorted(set(byte_offsets)):
+            last_c += len(self._data[last_b:b].decode("utf-8", "replace"))
+            last_b = b
+            out[b] = last_c
+        return out
+
+    def line_col(self, char_offset: int) -> tuple[int, int]:
+        if self._newlines is None:
+            table: list[int] = []
+            find = self._text.find
+            pos = find("\n")
+            while pos != -1:
+                table.append(pos)
+                pos = find("\n", pos + 1)
+            self._newlines = table
+        line_index = bisect_right(self._newlines, char_offset - 1)
+        line_start = self._newlines[line_index - 1] + 1 if line_index else 0
+        return line_index + 1, char_offset - line_start + 1
+
+
+class RuleSet:
+    """An immutable, compiled set of rules with one global allowlist."""
+
+    def __init__(self, rules: tuple[Rule, ...], allowlist: Any, keyword_set: Any = None) -> None:
+        self.rules = rules
+        self.allowlist = allowlist
+        # One RE2 set over every keyword answers "which keywords occur" in a single pass;
+        # the set's answer is indices into the sorted ``_keywords`` list.
+        self._keyword_set = keyword_set
+        self._keywords = sorted({k for rule in rules for k in rule.keywords})
+
+    def __repr__(self) -> str:
+        return f"RuleSet({len(self.rules)} rules)"
+
+    def _allowed(self, rule: Rule, secret: bytes, whole: bytes) -> bool:
+        for allow in (rule.allowlist, self.allowlist):
+            if allow is not None and (allow.search(secret) or allow.search(whole)):
+                return True
+        return False
+
+    def _hits(self, rule: Rule, data: bytes) -> list[_Hit]:
+        hits: list[_Hit] = []
+        group = rule.secret_group
+        for match in rule.pattern.finditer(data):
+            if len(hits) >= MAX_HITS_PER_RULE:
+                break
+            start, end = match.span(group)
+            if start < 0 or start == end:
+                continue
+            secret_b = data[start:end]
+            whole_b = match.group(0)
+            if self._allowed(rule, secret_b, whole_b):
+                continue
+            secret = secret_b.decode("utf-8", "replace")
+            if rule.check is not None:
+                whole = whole_b.decode("utf-8", "replace")
+                if not rule.check(secret, whole, rule.check_params):
+                    continue
+            hits.append(_Hit(rule, start, end, redact(secret, rule.preview_prefix)))
+        return hits
+
+    def _present_keywords(self, text: str, data: bytes) -> frozenset[str]:
+        if self._keyword_set is not None:
+            # A set of literals compiles to a trie-sized DFA, so the match cannot run out
+            # of DFA memory on any input; None means no keyword occurs.
+            found = self._keyword_set.Match(data) or ()
+            return frozenset(self._keywords[i] for i in found)
+        lowered = text.lower()
+        return frozenset(k for k in self._keywords if k in lowered)
+
+    def scan(self, text: str, file: str = "<text>") -> list[Finding]:
+        """Findings sorted by line, column and rule id; one finding per secret span."""
+        # "replace" maps each unencodable code point (a lone surrogate) to one "?", so
+        # character offsets in the bytes and in ``text`` still agree.
+        data = text.encode("utf-8", "replace")
+        present = self._present_keywords(text, data)
+        hits: list[_Hit] = []
+        for rule in self.rules:
+            if rule.keywords and present.isdisjoint(rule.keywords):
+                continue
+            hits.extend(self._hits(rule, data))
+        if not hits:
+            return []
+        return self._findings(_dedupe(hits, self.rules), text, data, file)
+
+    def _findings(self, hits: list[_Hit], text: str, data: bytes, file: str) -> list[Finding]:
+        positions = _Positions(text, data)
+        offsets = positions.char_offsets([h.start for h in hits])
+        findings = []
+        for hit in hits:
+            line, column = positions.line_col(offsets[hit.start])
+            findings.append(
+                Finding(
+                    rule_id=hit.rule.id,
+                    category=hit.rule.category,
+                    description=hit.rule.description,
+                    file=file,
+                    line=line,
+                    column=column,
+                    preview=hit.preview,
+                )
+            )
+        findings.sort(key=lambda f: (f.line, f.column, f.rule_id))
+        return findings
+
+
+def _dedupe(hits: list[_Hit], rules: tuple[Rule, ...]) -> list[_Hit]:
+    """Keep the first rule (file order) per span; drop fallback hits overlapping a specific one."""
+    order = {rule.id: index for index, rule in enumerate(rules)}
+    by_span: dict[tuple[int, int], _Hit] = {}
+    for hit in sorted(hits, key=lambda h: order[h.rule.id]):
+        by_span.setdefault((hit.start, hit.end), hit)
+    kept = sorted(by_span.values(), key=lambda h: (h.start, h.end))
+    specific = [h for h in kept if not h.rule.fallback]
+    if len(specific) == len(kept):
+        return kept
+    starts = [h.start for h in specific]
+    # Running maximum of ends: a hit overlaps some specific hit that starts before its end
+    # exactly when the furthest such end lies past its start.
+    reach: list[int] = []
+    for h in specific:
+        reach.append(max(h.end, reach[-1]) if reach else h.end)
+    out = []
+    for hit in kept:
+        if hit.rule.fallback:
+            index = bisect_right(starts, hit.end - 1)
+            if index and reach[index - 1] > hit.start:
+                continue
+        out.append(hit)
+    return out
+
+
+def scan_bytes(ruleset: RuleSet, data: bytes, file: str = "<bytes>") -> list[Finding]:
+    """Scan raw file content; undecodable bytes become U+FFFD rather than an error."""
+    return ruleset.scan(data.decode("utf-8", errors="replace"), file)

@@ -1,0 +1,165 @@
+"""Load, validate and compile the privacy rules file plus any user-supplied rules."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Any
+
+from ..errors import ConfigError, Issue
+from ..resources import data_dir, load_schema
+from .checks import CHECKS
+from .engine import RuleSet
+from .model import Rule
+
+RULES_FILE = "privacy-rules.yaml"
+SCHEMA_FILE = "privacy-rules.schema.json"
+
+
+def _compile(pattern: str, where: str) -> Any:
+    import re2
+
+    options = re2.Options()
+    # A rejected user pattern is reported through ConfigError; RE2's own stderr log is noise.
+    options.log_errors = False
+    try:
+        return re2.compile(pattern, options)
+    except re2.error as exc:
+        raise ConfigError(
+            f"{where}: pattern is not accepted by RE2 ({exc})",
+            issues=[Issue("privacy.pattern", where, str(exc))],
+        ) from exc
+
+
+def _compile_alternation(patterns: list[str], where: str) -> Any:
+    """One RE2 program for a whole allowlist, so a candidate costs one search, not N."""
+    if not patterns:
+        return None
+    for index, pattern in enumerate(patterns):
+        _compile(pattern, f"{where}[{index}]")
+    return _compile("|".join(f"(?:{p})" for p in patterns), where)
+
+
+def _rule_label(document: dict[str, Any], path: list[Any]) -> str:
+    if len(path) >= 2 and path[0] == "rules" and isinstance(path[1], int):
+        rules = document.get("rules") or []
+        if path[1] < len(rules) and isinstance(rules[path[1]], dict):
+            rid = rules[path[1]].get("id")
+            if isinstance(rid, str):
+                return f"privacy rule {rid!r}"
+        return f"privacy rule #{path[1] + 1}"
+    if len(path) >= 2 and path[0] == "allowlist":
+        return f"privacy allowlist entry #{path[1] + 1}"
+    return "privacy rules"
+
+
+def validate_document(document: Any, source: str) -> None:
+    """Raise ConfigError naming the offending rule when ``document`` breaks the schema."""
+    import jsonschema
+
+    validator = jsonschema.Draft202012Validator(load_schema(SCHEMA_FILE))
+    errors = sorted(validator.iter_errors(document), key=lambda e: list(e.absolute_path))
+    if not errors:
+        return
+    issues = []
+    for error in errors:
+        path = list(error.absolute_path)
+        label = _rule_label(document if isinstance(document, dict) else {}, path)
+        pointer = "/" + "/".join(str(p) for p in path)
+        issues.append(Issue("privacy.schema", pointer, f"{label}: {error.message}"))
+    first = issues[0]
+    more = f" (and {len(issues) - 1} more)" if len(issues) > 1 else ""
+    raise ConfigError(f"{source}: {first.message}{more}", code="config.invalid", issues=issues)
+
+
+def compile_rule(raw: dict[str, Any], source: str) -> Rule:
+    rid = str(raw["id"])
+    where = f"{source}: privacy rule {rid!r}"
+    pattern = _compile(str(raw["pattern"]), where)
+    group = int(raw.get("secret_group", 0))
+    if group > pattern.groups:
+        raise ConfigError(f"{where}: secret_group {group} but the pattern has {pattern.groups} groups")
+    check_name = raw.get("check")
+    params: dict[str, float] = {}
+    if "min_entropy" in raw:
+        params["min_entropy"] = float(raw["min_entropy"])
+    return Rule(
+        id=rid,
+        category=str(raw["category"]),
+        description=str(raw["description"]),
+        source=source,
+        pattern=pattern,
+        keywords=tuple(str(k) for k in raw.get("keywords", ())),
+        check=CHECKS[check_name] if check_name else None,
+        check_params=params,
+        secret_group=group,
+        allowlist=_compile_alternation(list(raw.get("allowlist", ())), f"{where} allowlist"),
+        preview_prefix=int(raw.get("preview_prefix", 0)),
+        fallback=bool(raw.get("fallback", False)),
+    )
+
+
+@lru_cache(maxsize=1)
+def _default_document() -> dict[str, Any]:
+    import yaml
+
+    path = data_dir("schemas") / RULES_FILE
+    with open(path, encoding="utf-8") as fh:
+        document = yaml.safe_load(fh)
+    validate_document(document, RULES_FILE)
+    assert isinstance(document, dict)
+    return document
+
+
+def _build(rules: list[dict[str, Any]], sources: list[str], allowlist: list[str]) -> RuleSet:
+    seen: set[str] = set()
+    compiled: list[Rule] = []
+    for raw, source in zip(rules, sources):
+        if raw["id"] in seen:
+            raise ConfigError(f"{source}: privacy rule {raw['id']!r} is defined twice")
+        seen.add(raw["id"])
+        compiled.append(compile_rule(raw, source))
+    keywords = sorted({k for rule in compiled for k in rule.keywords})
+    return RuleSet(
+        tuple(compiled),
+        _compile_alternation(allowlist, "privacy allowlist"),
+        _keyword_set(keywords),
+    )
+
+
+def _keyword_set(keywords: list[str]) -> Any:
+    """A case-insensitive RE2 set of literal keywords, indexed like ``keywords``."""
+    if not keywords:
+        return None
+    import re2
+
+    options = re2.Options()
+    options.case_sensitive = False
+    options.literal = True
+    keyword_set = re2.Set.SearchSet(options)
+    for keyword in keywords:
+        keyword_set.Add(keyword)
+    keyword_set.Compile()
+    return keyword_set
+
+
+@lru_cache(maxsize=1)
+def _default_ruleset() -> RuleSet:
+    document = _default_document()
+    rules = list(document["rules"])
+    return _build(rules, [RULES_FILE] * len(rules), list(document.get("allowlist", [])))
+
+
+def load_ruleset(
+    extra_rules: list[dict[str, object]] | None = None,
+    extra_allowlist: list[str] | None = None,
+) -> RuleSet:
+    """The shipped rules (compiled once, cached) plus validated user rules and allowlist entries."""
+    if not extra_rules and not extra_allowlist:
+        return _default_ruleset()
+    extra = {"version": 1, "rules": list(extra_rules or []), "allowlist": list(extra_allowlist or [])}
+    validate_document(extra, "user privacy rules")
+    document = _default_document()
+    rules = list(document["rules"]) + extra["rules"]
+    sources = [RULES_FILE] * len(document["rules"]) + ["user privacy rules"] * len(extra["rules"])
+    allowlist = list(document.get("allowlist", [])) + extra["allowlist"]
+    return _build(rules, sources, allowlist)

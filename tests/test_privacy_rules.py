@@ -1,0 +1,189 @@
+"""Rules file validation, documentation allowlist, finding fields and user-supplied rules."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import jsonschema
+import pytest
+import yaml
+
+from pipeline.errors import ConfigError
+from pipeline.privacy import Finding, RuleSet, load_ruleset, scan_bytes
+from pipeline.resources import data_dir, load_schema
+
+TOKEN = "ghp_" + "Zq7Lm2Xc9Vb4Nn8Kp1Rt6Yw3Hs5Jd0Fg2Aa9"  # 40 chars, format-valid, fake
+
+
+def test_shipped_rules_validate_against_the_schema() -> None:
+    document = yaml.safe_load((data_dir("schemas") / "privacy-rules.yaml").read_text("utf-8"))
+    schema = load_schema("privacy-rules.schema.json")
+    jsonschema.Draft202012Validator.check_schema(schema)
+    jsonschema.Draft202012Validator(schema).validate(document)
+    ids = [r["id"] for r in document["rules"]]
+    assert len(ids) == len(set(ids))
+
+
+def test_default_ruleset_is_cached_and_compiled_with_re2() -> None:
+    import re2
+
+    ruleset = load_ruleset()
+    assert load_ruleset() is ruleset
+    assert isinstance(ruleset, RuleSet)
+    for rule in ruleset.rules:
+        assert isinstance(rule.pattern, re2._Regexp), rule.id
+        assert rule.allowlist is None or isinstance(rule.allowlist, re2._Regexp)
+    assert isinstance(ruleset.allowlist, re2._Regexp)
+
+
+def test_import_does_not_load_heavy_modules() -> None:
+    code = "import sys, pipeline.privacy; print([m for m in ('re2', 'yaml', 'jsonschema') if m in sys.modules])"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         cwd=Path(__file__).resolve().parents[1])
+    assert out.stdout.strip() == "[]"
+
+
+DOCUMENTATION_VALUES = [
+    "write to user@example.com for access",
+    "mail alice@example.org or bob@sub.example.net",
+    "the address example@gmail.com is a placeholder",
+    "host db.staging.example resolves in the lab",
+    "https://admin:s3cretPass9@api.example.com/v1",
+    "aws_access_key_id = AKIAIOSFODNN7EXAMPLE",
+    "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+    "GITHUB_TOKEN=ghp_" + "x" * 36,
+    "API_KEY=XXXX",
+    "API_KEY=xxxxxxxxxxxxxxxxxxxxxxxx",
+    "TOKEN=<token>",
+    "OPENAI_API_KEY=<your-api-key>",
+    "PASSWORD=${DB_PASSWORD}",
+    "PASSWORD=$DB_PASSWORD",
+    "token: {{ vault_github_token }}",
+    "PASSWORD=changeme",
+    "SECRET=***",
+    "SECRET=********",
+    "TOKEN=…",
+    "API_KEY=your_token_here",
+    "password: YOUR_PASSWORD",
+    "Authorization: Bearer <token>",
+    'curl -H "Authorization: Bearer $API_TOKEN" https://api.example.com',
+    "postgres://postgres:postgres@localhost:5432/app",
+    "cd /home/user/project && make",
+    "cd ~/project && make",
+    "cp .env $HOME/backup/",
+    "edit /root/.bashrc",
+    "Stripe test card 4242 4242 4242 4242",
+    "IBAN GB82 WEST 1234 5698 7654 32 from the spec",
+    "SSN format 123-45-6789",
+    "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIiwibmFtZSI6IkpvaG4gRG9lIiwiaWF0IjoxNTE2MjM5MDIyfQ.SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c",
+    "docs hosts 192.0.2.1, 198.51.100.7 and 203.0.113.9",
+    "private 10.1.2.3, 172.16.5.4, 192.168.0.10, loopback 127.0.0.1, link-local 169.254.1.1, any 0.0.0.0",
+    "v6 docs 2001:db8::1, loopback ::1, ula fd12:3456:789a::1, link-local fe80::1",
+    "webhook https://hooks.slack.com/services/T00000000/B00000000/XXXXXXXXXXXXXXXXXXXXXXXX",
+    "remote git@github.com:acme/app.git",
+]
+
+
+@pytest.mark.parametrize("text", DOCUMENTATION_VALUES)
+def test_documentation_values_are_not_flagged(text: str) -> None:
+    assert load_ruleset().scan(text) == []
+
+
+def test_finding_position_fields_and_redaction() -> None:
+    text = "first line\nsecond line\nnaïve café — token is " + TOKEN + " ok\n"
+    findings = load_ruleset().scan(text, file="notes/a.md")
+    assert len(findings) == 1
+    finding = findings[0]
+    assert isinstance(finding, Finding)
+    assert (finding.rule_id, finding.category) == ("github-classic-token", "credential")
+    assert (finding.file, finding.line) == ("notes/a.md", 3)
+    line3 = text.splitlines()[2]
+    assert finding.column == line3.index(TOKEN) + 1
+    assert finding.preview == "ghp_…[40 chars]"
+    for rendered in (repr(finding), finding.describe(), json.dumps(finding.as_dict(), ensure_ascii=False)):
+        assert TOKEN not in rendered
+        assert TOKEN[4:] not in rendered
+        assert TOKEN[:8] not in rendered
+    assert finding.describe() == (
+        f"notes/a.md:3:{finding.column}: github-classic-token (credential): "
+        f"GitHub personal access token (classic) [ghp_…[40 chars]]"
+    )
+    assert finding.as_dict()["ruleId"] == "github-classic-token"
+
+
+def test_findings_are_sorted_and_deduplicated_per_span() -> None:
+    text = f"GITHUB_TOKEN={TOKEN}\nmail jane.roe@acmecorp.io\nx {TOKEN}"
+    findings = load_ruleset().scan(text)
+    assert [(f.line, f.rule_id) for f in findings] == [
+        (1, "github-classic-token"),
+        (2, "email-address"),
+        (3, "github-classic-token"),
+    ]
+
+
+def test_scan_bytes_replaces_invalid_utf8() -> None:
+    data = b"\xff\xfe bad bytes\n\xc3( " + TOKEN.encode() + b"\n"
+    findings = scan_bytes(load_ruleset(), data, "blob.bin")
+    assert [(f.rule_id, f.file, f.line, f.column) for f in findings] == [
+        ("github-classic-token", "blob.bin", 2, 4)
+    ]
+
+
+USER_RULE = {
+    "id": "acme-internal-token",
+    "category": "credential",
+    "description": "ACME internal service token",
+    "pattern": r"\b(acme_[a-z0-9]{16})\b",
+    "keywords": ["acme_"],
+    "secret_group": 1,
+    "preview_prefix": 4,
+}
+
+
+def test_user_rules_and_allowlist_entries_work() -> None:
+    ruleset = load_ruleset(extra_rules=[USER_RULE], extra_allowlist=[r"^acme_0{16}$"])
+    assert ruleset is not load_ruleset()
+    hits = ruleset.scan("svc token acme_k2j4h5g6f7d8s9a1")
+    assert [(f.rule_id, f.preview) for f in hits] == [("acme-internal-token", "acme…[21 chars]")]
+    assert ruleset.scan("svc token acme_0000000000000000") == []
+    allowing = load_ruleset(extra_allowlist=[r"(?i)@acmecorp\.io$"])
+    assert allowing.scan("mail jane.roe@acmecorp.io") == []
+    assert load_ruleset().scan("mail jane.roe@acmecorp.io") != []
+
+
+@pytest.mark.parametrize(
+    ("change", "needle"),
+    [
+        ({"category": "secrets"}, "acme-internal-token"),
+        ({"id": "Bad_Id"}, "Bad_Id"),
+        ({"pattern": r"acme_(?=[a-z])"}, "acme-internal-token"),
+        ({"pattern": r"(a)\1"}, "acme-internal-token"),
+        ({"keywords": ["ACME_"]}, "acme-internal-token"),
+        ({"check": "entropy"}, "acme-internal-token"),
+        ({"check": "no-such-check"}, "acme-internal-token"),
+        ({"secret_group": 3}, "acme-internal-token"),
+        ({"preview_prefix": 9}, "acme-internal-token"),
+        ({"unknown": 1}, "acme-internal-token"),
+        ({"id": "github-classic-token"}, "github-classic-token"),
+    ],
+)
+def test_invalid_user_rules_raise_config_error_naming_the_rule(change: dict[str, object], needle: str) -> None:
+    rule = {**USER_RULE, **change}
+    with pytest.raises(ConfigError) as info:
+        load_ruleset(extra_rules=[rule])
+    assert needle in str(info.value)
+
+
+def test_missing_required_field_names_the_rule() -> None:
+    rule = {k: v for k, v in USER_RULE.items() if k != "pattern"}
+    with pytest.raises(ConfigError, match="acme-internal-token"):
+        load_ruleset(extra_rules=[rule])
+
+
+@pytest.mark.parametrize("entry", ["(?<=a)b", "", "a{2,1}"])
+def test_invalid_allowlist_entries_raise_config_error(entry: str) -> None:
+    with pytest.raises(ConfigError, match="allowlist"):
+        load_ruleset(extra_allowlist=[entry])
