@@ -1,0 +1,80 @@
+"""OS sandbox for untrusted workers: a policy, a self-applying launcher, and a capability probe."""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .policy import Policy as Policy
+
+EXIT_REFUSED = 125  # require_fs was set and Landlock could not be applied
+EXIT_LAUNCHER_ERROR = 126  # the launcher itself failed before exec
+EXIT_EXEC_FAILED = 127  # execvpe of the worker failed
+MARKER = "memfold-sandbox:"  # prefix of the launcher's own stderr lines
+
+DEFAULT_RLIMITS: dict[str, int | None] = {
+    "cpu": 600,
+    "fsize": 256 << 20,
+    "nofile": 256,
+    "core": 0,
+    "as": None,
+}
+
+
+# Field defaults shared by Policy and the launcher, which reads the JSON without
+# importing dataclasses (that import alone costs ~20 ms on every worker start).
+POLICY_DEFAULTS: dict[str, Any] = {
+    "read_paths": ["/"],
+    "write_paths": [],
+    "network": False,
+    "env": {},
+    "rlimits": DEFAULT_RLIMITS,
+    "pids_max": 256,
+    "drop_caps": True,
+    "require_fs": False,
+    "report_path": None,
+    "landlock": True,
+    "seccomp": True,
+    "pid_namespace": True,
+    "cgroup_procs": [],
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name == "Policy":
+        from .policy import Policy
+
+        return Policy
+    raise AttributeError(name)
+
+
+def _cgroup_writable() -> dict[str, Any]:
+    from . import cgroup
+
+    return cgroup.availability()
+
+
+def probe() -> dict[str, Any]:
+    """What this machine can enforce, read from the kernel without changing this process."""
+    from . import caps, landlock, seccomp
+
+    uid = os.getuid()
+    cap_sys_admin = bool(caps.effective_caps() & (1 << 21))
+    try:
+        with open("/proc/sys/user/max_user_namespaces", encoding="ascii") as fh:
+            userns = int(fh.read().strip()) > 0
+    except (OSError, ValueError):
+        userns = False
+    abi = landlock.abi_version()
+    return {
+        "platform": "linux",
+        "uid": uid,
+        "landlock": {"abi": abi, "fs": abi >= 1, "net": abi >= 4, "scoped": abi >= 6},
+        "seccomp": seccomp.available(),
+        # Root can create a PID namespace directly; others need a user namespace first.
+        "pid_namespace": cap_sys_admin or userns,
+        "user_namespace": userns,
+        "cgroup": _cgroup_writable(),
+        "capabilities": "held" if caps.effective_caps() else "none",
+    }

@@ -1,0 +1,254 @@
+"""The launcher: joins cgroups, enters a PID namespace, confines itself, execs the worker."""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import signal
+import sys
+from types import SimpleNamespace
+from typing import TYPE_CHECKING, Any, NoReturn, cast
+
+from . import EXIT_EXEC_FAILED, EXIT_LAUNCHER_ERROR, EXIT_REFUSED, MARKER, POLICY_DEFAULTS, caps, kernel, landlock, procs, seccomp
+
+if TYPE_CHECKING:
+    from .policy import Policy
+
+
+def _say(message: str) -> None:
+    try:
+        os.write(2, f"{MARKER} {message}\n".encode())
+    except OSError:
+        pass
+
+
+def _open_report(path: str | None) -> int | None:
+    if not path:
+        return None
+    flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC
+    try:
+        return os.open(path, flags, 0o600)
+    except OSError:
+        return None
+
+
+def _append_report(fd: int | None, record: dict[str, Any]) -> None:
+    if fd is None:
+        return
+    try:
+        os.write(fd, (json.dumps(record, sort_keys=True) + "\n").encode())
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def _close_fds(keep: int) -> None:
+    """Close every descriptor >= 3 except ``keep`` (close-on-exec, so it dies at exec too)."""
+    try:
+        fds = [int(x) for x in os.listdir("/proc/self/fd")]
+    except OSError:
+        fds = list(range(3, 1024))
+    for fd in fds:
+        if fd >= 3 and fd != keep:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
+
+def _confine(policy: Policy, base: dict[str, Any]) -> dict[str, Any]:
+    """Apply rlimits, no_new_privs, Landlock, capability drop and seccomp to this process."""
+    report = dict(base)
+    report["rlimits"] = caps.apply_rlimits(policy.rlimits)
+    report["no_new_privs"] = caps.set_no_new_privs()
+    ll: dict[str, Any] = {"abi": landlock.abi_version(), "fs": False, "net": False, "scoped": False}
+    if policy.landlock and report["no_new_privs"]:
+        try:
+            ll = landlock.restrict(policy.read_paths, policy.write_paths, network=policy.network, abi=ll["abi"])
+        except OSError as exc:
+            ll["error"] = str(exc)
+    report["landlock"] = ll
+    report["capabilities"] = caps.drop_all() if policy.drop_caps else "kept"
+    sc: dict[str, Any] = {"sockets": "allowed", "installed": False}
+    if policy.seccomp and report["no_new_privs"] and seccomp.available():
+        try:
+            sc = {**seccomp.install(policy.network), "installed": True}
+        except OSError as exc:
+            sc["error"] = str(exc)
+    report["seccomp"] = sc
+    report["uid"] = os.getuid()
+    return report
+
+
+def _init(policy: Policy, argv: list[str], base: dict[str, Any], status_w: int, lifeline_r: int) -> NoReturn:
+    """The launcher's child: PID 1 of the namespace (or plain child), confines, forks the worker, reaps."""
+    try:
+        # If the outer launcher dies, so do we; the lifeline catches a death before prctl.
+        kernel.prctl(kernel.PR_SET_PDEATHSIG, signal.SIGKILL)
+        # As PID 1, signals without a handler are ignored; Python's SIGINT handler is dropped.
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        if select.select([lifeline_r], [], [], 0)[0]:
+            os._exit(EXIT_LAUNCHER_ERROR)
+        # Opened before Landlock: the run dir holding it is read-only for the worker.
+        report_fd = _open_report(policy.report_path)
+        report = _confine(policy, base)
+        if policy.require_fs and not report["landlock"]["fs"]:
+            report["refused"] = "landlock unavailable"
+            _append_report(report_fd, report)
+            _say("refused: filesystem sandbox (Landlock) unavailable and required")
+            os._exit(EXIT_REFUSED)
+        # The report is written before any worker code runs, so the worker cannot forge it.
+        _append_report(report_fd, report)
+        worker = os.fork()
+        if worker == 0:
+            _close_fds(status_w)
+            # Python ignores these; exec keeps ignored signals ignored, so restore defaults.
+            for sig in (signal.SIGPIPE, signal.SIGXFSZ):
+                signal.signal(sig, signal.SIG_DFL)
+            try:
+                os.execvpe(argv[0], argv, policy.env)
+            except OSError as exc:
+                os.write(status_w, f"exec-failed {exc.errno} {exc.strerror}\n".encode())
+                os._exit(EXIT_EXEC_FAILED)
+        while True:
+            pid, status = os.wait()  # as PID 1 this also reaps orphaned descendants
+            if pid == worker:
+                break
+        if os.WIFSIGNALED(status):
+            os.write(status_w, f"signal {os.WTERMSIG(status)}\n".encode())
+            os._exit(128 + os.WTERMSIG(status))
+        code = os.waitstatus_to_exitcode(status)
+        os.write(status_w, f"exit {code}\n".encode())
+        os._exit(code)
+    except BaseException as exc:  # never fall back into the caller's stack in a forked child
+        _say(f"launcher-error {type(exc).__name__}: {exc}")
+        os._exit(EXIT_LAUNCHER_ERROR)
+
+
+def _read_all(fd: int) -> str:
+    chunks: list[bytes] = []
+    while True:
+        try:
+            data = os.read(fd, 4096)
+        except InterruptedError:
+            continue
+        if not data:
+            return b"".join(chunks).decode(errors="replace")
+        chunks.append(data)
+
+
+def launch(policy: Policy, argv: list[str]) -> int:
+    """Join cgroups, enter a PID namespace, fork the confining child, wait, relay status."""
+    joined = procs.join_cgroups(policy.cgroup_procs)
+    mode = procs.enter_pid_namespace() if policy.pid_namespace else None
+    me = os.getpid()
+    subreaper = mode is None and procs.set_subreaper()
+    cgroup_kill = any(os.path.exists(os.path.join(os.path.dirname(p), "cgroup.kill")) for p in joined)
+    mechanisms = [name for name, on in (("pid-namespace", mode is not None), ("cgroup.kill", cgroup_kill),
+                                        ("subreaper+pidfd", subreaper), ("process-group", True)) if on]
+    base: dict[str, Any] = {
+        "pid_namespace": mode is not None,
+        "namespace_mode": mode,
+        "pids_max": _pids_max(joined),
+        "cgroups": len(joined),
+        "kill": mechanisms[0],
+        "kill_mechanisms": mechanisms,
+    }
+    status_r, status_w = os.pipe2(os.O_CLOEXEC)
+    lifeline_r, lifeline_w = os.pipe2(os.O_CLOEXEC)
+    child = os.fork()
+    if child == 0:
+        os.close(status_r)
+        os.close(lifeline_w)
+        _init(policy, argv, base, status_w, lifeline_r)
+    os.close(status_w)
+    os.close(lifeline_r)
+
+    reaped = False
+
+    def stop(signum: int, _frame: object) -> None:
+        # The parent asks for a stop: kill the confined tree and wait until it is gone, so
+        # our own exit tells the parent that nothing is left (PID 1's exit reaps the namespace).
+        if not reaped:
+            try:
+                os.kill(child, signal.SIGKILL)
+                os.waitpid(child, 0)
+            except OSError:
+                pass
+        if subreaper:
+            procs.sweep(me)
+        os._exit(128 + signum)
+
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(sig, stop)
+    messages = _read_all(status_r).splitlines()
+    _, status = os.waitpid(child, 0)
+    reaped = True
+    if subreaper:
+        procs.sweep(me)
+    outcome: dict[str, Any] = {"outcome": "exit"}
+    for line in messages:
+        word, _, rest = line.partition(" ")
+        if word == "exec-failed":
+            outcome = {"outcome": "exec-failed", "error": rest}
+            _say(f"exec-failed {argv[0]}: {rest}")
+        elif word == "signal" and outcome["outcome"] == "exit":
+            outcome = {"outcome": "signal", "signal": int(rest)}
+        elif word == "exit" and outcome["outcome"] == "exit":
+            outcome["code"] = int(rest)
+    _append_report(_open_report(policy.report_path), outcome)
+    if outcome["outcome"] == "signal":
+        signal.signal(outcome["signal"], signal.SIG_DFL)
+        os.kill(me, outcome["signal"])
+    return os.waitstatus_to_exitcode(status) if os.WIFEXITED(status) else EXIT_LAUNCHER_ERROR
+
+
+def _pids_max(joined: list[str]) -> int | None:
+    """The tightest pids.max among the joined cgroups, None when unlimited or absent."""
+    values = []
+    for procs_file in joined:
+        try:
+            with open(os.path.join(os.path.dirname(procs_file), "pids.max"), encoding="ascii") as fh:
+                text = fh.read().strip()
+        except OSError:
+            continue
+        if text.isdigit():
+            values.append(int(text))
+    return min(values) if values else None
+
+
+def _load(text: str) -> Policy:
+    """The policy as read-only attributes, without importing dataclasses (start-up cost)."""
+    raw = json.loads(text)
+    if not isinstance(raw, dict):
+        raise ValueError("policy must be a JSON object")
+    return cast("Policy", SimpleNamespace(**{**POLICY_DEFAULTS, **raw}))
+
+
+def main(args: list[str]) -> int:
+    try:
+        if "--" not in args:
+            raise ValueError("usage: python -m pipeline.sandbox (--policy FILE | --policy-fd N) -- argv...")
+        split = args.index("--")
+        opts, argv = args[:split], args[split + 1 :]
+        if not argv or len(opts) != 2 or opts[0] not in ("--policy", "--policy-fd"):
+            raise ValueError("usage: python -m pipeline.sandbox (--policy FILE | --policy-fd N) -- argv...")
+        if opts[0] == "--policy-fd":
+            fd = int(opts[1])
+            os.lseek(fd, 0, os.SEEK_SET)
+            text = _read_all(fd)
+            os.close(fd)
+        else:
+            with open(opts[1], encoding="utf-8") as fh:
+                text = fh.read()
+        policy = _load(text)
+    except (OSError, ValueError) as exc:
+        _say(f"launcher-error {exc}")
+        return EXIT_LAUNCHER_ERROR
+    try:
+        return launch(policy, argv)
+    except Exception as exc:  # report distinctly instead of a traceback the parent cannot classify
+        _say(f"launcher-error {type(exc).__name__}: {exc}")
+        return EXIT_LAUNCHER_ERROR

@@ -1,0 +1,116 @@
+"""Launcher-side containment: join cgroups, enter a PID namespace, sweep orphans via pidfd."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from typing import Iterable
+
+from . import kernel
+
+
+def join_cgroups(procs_files: Iterable[str]) -> list[str]:
+    """Move this process into each cgroup; children inherit membership."""
+    joined: list[str] = []
+    for path in procs_files:
+        try:
+            with open(path, "w", encoding="ascii") as fh:
+                fh.write("0")  # "0" means the writing process
+            joined.append(path)
+        except OSError:
+            pass
+    return joined
+
+
+def enter_pid_namespace() -> str | None:
+    """Make the next fork PID 1 of a new PID namespace: its exit kills every member.
+
+    Root (CAP_SYS_ADMIN) unshares directly; otherwise a user namespace mapping
+    only our own uid/gid comes first. Returns the mode, or None if neither works.
+    """
+    try:
+        kernel.unshare(kernel.CLONE_NEWPID)
+        return "pid"
+    except OSError:
+        pass
+    uid, gid = os.getuid(), os.getgid()
+    try:
+        kernel.unshare(kernel.CLONE_NEWUSER | kernel.CLONE_NEWPID)
+    except OSError:
+        return None
+    try:
+        for name, text in (("setgroups", "deny"), ("uid_map", f"{uid} {uid} 1"), ("gid_map", f"{gid} {gid} 1")):
+            with open(f"/proc/self/{name}", "w", encoding="ascii") as fh:
+                fh.write(text)
+    except OSError:
+        pass  # an unmapped uid still works for the pid namespace; ids show as overflow ids
+    return "user+pid"
+
+
+def children_of(parent: int) -> list[int]:
+    """Direct children of ``parent`` according to /proc (field 4 of stat is the ppid)."""
+    found: list[int] = []
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return found
+    for name in names:
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as fh:
+                data = fh.read()
+        except OSError:
+            continue
+        # The command name may contain spaces and parentheses; fields resume after the last ')'.
+        rest = data[data.rfind(b")") + 2 :].split()
+        if len(rest) > 1 and int(rest[1]) == parent:
+            found.append(int(name))
+    return found
+
+
+def sweep(me: int, rounds: int = 50) -> int:
+    """Kill every process reparented to this subreaper until none is left.
+
+    A child cannot be recycled before we reap it, and pidfds pin the target
+    anyway, so the signal never lands on an unrelated process.
+    """
+    killed = 0
+    for _ in range(rounds):
+        kids = children_of(me)
+        if not kids:
+            break
+        for pid in kids:
+            try:
+                fd = os.pidfd_open(pid)
+            except OSError:
+                continue
+            try:
+                signal.pidfd_send_signal(fd, signal.SIGKILL)
+                killed += 1
+            except OSError:
+                pass
+            finally:
+                os.close(fd)
+        time.sleep(0.005)  # let the kills land before reaping and listing again
+        reap_all()
+    return killed
+
+
+def reap_all() -> None:
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+
+
+def set_subreaper() -> bool:
+    try:
+        kernel.prctl(kernel.PR_SET_CHILD_SUBREAPER, 1)
+        return True
+    except OSError:
+        return False

@@ -1,0 +1,456 @@
+"""Run an untrusted worker: sandboxed spawn, bounded capture, timeout, and no surviving descendants."""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import selectors
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import FrameType
+from typing import Any, Callable, Iterable, Mapping
+
+from .errors import WorkerFailed
+from .sandbox import (
+    DEFAULT_RLIMITS,
+    EXIT_EXEC_FAILED,
+    EXIT_LAUNCHER_ERROR,
+    EXIT_REFUSED,
+    MARKER,
+    Policy,
+    cgroup,
+)
+
+ENV_ALLOW = ("PATH", "HOME", "LANG", "TERM", "TMPDIR")
+TAIL_BYTES = 64 << 10
+_CHUNK = 1 << 16
+_DRAIN_GRACE = 2.0  # seconds to collect output still buffered in pipes after the kill
+# Read+execute roots used when the caller narrows read_paths: what interpreters need to start.
+_SYSTEM_READ = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/etc", "/opt", "/proc", "/dev", "/sys/devices/system/cpu")
+
+
+@dataclass(frozen=True)
+class WorkerSpec:
+    argv: tuple[str, ...]
+    cwd: Path
+    env: dict[str, str]
+    timeout: float
+    network: bool = False
+    sandbox: bool = True
+    require_fs_sandbox: bool = False
+    read_paths: tuple[Path, ...] = ()
+    write_paths: tuple[Path, ...] = ()
+    rlimits: dict[str, int] | None = None
+    pids_max: int | None = 256
+
+
+@dataclass(frozen=True)
+class WorkerResult:
+    returncode: int | None
+    stdout: bytes
+    stderr_tail: bytes
+    timed_out: bool
+    killed_reason: str | None
+    over_bound: str | None
+    duration_s: float
+    protections: dict[str, Any]
+    stderr_dropped: int = 0
+
+
+def build_env(parent_env: Mapping[str, str], allow: Iterable[str], scratch: Path) -> dict[str, str]:
+    """Allowlisted environment; HOME and TMPDIR are (created) directories inside ``scratch``."""
+    names = set(ENV_ALLOW) | set(allow)
+    env = {k: v for k, v in parent_env.items() if k in names or k.startswith("LC_")}
+    home, tmp = scratch / "home", scratch / "tmp"
+    home.mkdir(parents=True, exist_ok=True)
+    tmp.mkdir(parents=True, exist_ok=True)
+    env["HOME"] = str(home)
+    env["TMPDIR"] = str(tmp)
+    env.setdefault("PATH", os.defpath)
+    return env
+
+
+def sandbox_description(probe_or_report: Mapping[str, Any]) -> dict[str, Any]:
+    """The manifest/receipt view of a probe() or launcher report: what was (or can be) enforced."""
+    ll = probe_or_report.get("landlock") or {}
+    sc = probe_or_report.get("seccomp")
+    sockets = sc.get("sockets") if isinstance(sc, dict) and sc.get("installed", True) else None
+    return {
+        "enforced": bool(ll.get("fs")),
+        "filesystem": "landlock" if ll.get("fs") else "none",
+        "landlock_abi": int(ll.get("abi") or 0),
+        "network": {
+            "tcp": "denied" if ll.get("net") else "not-restricted",
+            "sockets": sockets or "not-restricted",
+        },
+        "capabilities": probe_or_report.get("capabilities", "unknown"),
+        "no_new_privs": bool(probe_or_report.get("no_new_privs", False)),
+        "rlimits": dict(probe_or_report.get("rlimits") or {}),
+        "pid_namespace": bool(probe_or_report.get("pid_namespace", False)),
+        "pids_max": probe_or_report.get("pids_max"),
+        "kill": probe_or_report.get("kill", "process-group"),
+    }
+
+
+def _launcher_env() -> dict[str, str]:
+    # The launcher must import this package from wherever it is installed, and nothing else.
+    root = str(Path(__file__).resolve().parent.parent)
+    return {"PYTHONPATH": root, "LC_ALL": "C.UTF-8"}
+
+
+def _policy(spec: WorkerSpec, report_path: Path, cg: cgroup.RunCgroups) -> Policy:
+    if spec.read_paths:
+        extra = {sys.prefix, sys.base_prefix, str(spec.cwd)}
+        read = tuple(dict.fromkeys([*(str(p) for p in spec.read_paths), *_SYSTEM_READ, *sorted(extra)]))
+    else:
+        read = ("/",)
+    limits: dict[str, int | None] = dict(DEFAULT_RLIMITS)
+    limits["cpu"] = max(1, int(spec.timeout) + 1)
+    limits.update(spec.rlimits or {})
+    return Policy(
+        read_paths=read,
+        write_paths=tuple(dict.fromkeys([str(spec.cwd), *(str(p) for p in spec.write_paths)])),
+        network=spec.network,
+        env=dict(spec.env),
+        rlimits=limits,
+        pids_max=spec.pids_max,
+        # Always: in a user namespace even an unprivileged launcher holds capabilities.
+        drop_caps=spec.sandbox,
+        require_fs=spec.require_fs_sandbox,
+        report_path=str(report_path),
+        landlock=spec.sandbox,
+        seccomp=spec.sandbox,
+        pid_namespace=True,
+        cgroup_procs=cg.procs_files,
+    )
+
+
+class _Terminated(Exception):
+    """SIGTERM arrived while a worker was running; re-delivered after cleanup."""
+
+
+@dataclass
+class _Capture:
+    stdout: bytearray = field(default_factory=bytearray)
+    head_len: int = 0
+    tail: bytearray = field(default_factory=bytearray)
+    beyond: int = 0  # stderr bytes that did not fit in the head
+
+    @property
+    def dropped(self) -> int:
+        return self.beyond - len(self.tail)
+
+
+class _Run:
+    """One spawned launcher and everything needed to kill its whole tree."""
+
+    def __init__(self, proc: subprocess.Popen[bytes], cg: cgroup.RunCgroups, report_path: Path | None) -> None:
+        self.proc = proc
+        self.cg = cg
+        self.report_path = report_path
+
+    def kill_all(self) -> None:
+        """Kill the whole tree and return only when it is gone (or after a bounded wait).
+
+        SIGTERM first asks the launcher, which the worker cannot signal, to SIGKILL its
+        child and wait for it: PID 1 of the namespace exits only after every member is
+        reaped, and a subreaper sweeps orphans. SIGKILL to the process group and
+        cgroup.kill then catch anything left, e.g. if the launcher itself was killed.
+        """
+        proc = self.proc
+        if proc.poll() is None:
+            try:
+                proc.send_signal(signal.SIGTERM)
+                proc.wait(timeout=2.0)
+            except (OSError, subprocess.TimeoutExpired):
+                pass
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except OSError:
+                pass
+        self.cg.kill()
+        try:
+            proc.wait(timeout=5.0)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def _report(path: Path | None) -> dict[str, Any]:
+    """Merge the launcher's report lines (protections first, then the outcome)."""
+    out: dict[str, Any] = {}
+    if path is None:
+        return out
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except OSError:
+        return out
+    for line in lines:
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(record, dict) and "outcome" in record:
+            out["launcher_outcome"] = record
+        elif isinstance(record, dict):
+            out.update(record)
+    return out
+
+
+def _resolve(argv0: str, env: Mapping[str, str]) -> str | None:
+    if "/" in argv0:
+        return argv0 if os.access(argv0, os.X_OK) and not os.path.isdir(argv0) else None
+    return shutil.which(argv0, path=env.get("PATH", os.defpath))
+
+
+def _spawn(spec: WorkerSpec, report_path: Path, stdout_path: Path) -> tuple[subprocess.Popen[bytes], cgroup.RunCgroups]:
+    """Start the launcher (policy on a memfd, never on disk: the env may hold API keys)."""
+    cg = cgroup.create(f"memfold-{os.getpid()}-{secrets.token_hex(4)}", spec.pids_max)
+    policy = _policy(spec, report_path, cg)
+    fd = os.memfd_create("memfold-policy", os.MFD_CLOEXEC)
+    try:
+        os.write(fd, policy.to_json().encode())
+        argv = [sys.executable, "-S", "-P", "-m", "pipeline.sandbox", "--policy-fd", str(fd), "--", *spec.argv]
+        try:
+            proc = subprocess.Popen(
+                argv,
+                cwd=spec.cwd,
+                env=_launcher_env(),
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                close_fds=True,
+                pass_fds=(fd,),
+                start_new_session=True,
+            )
+        except OSError as exc:
+            cg.remove()
+            raise WorkerFailed(
+                f"could not start the sandbox launcher: {exc}", code="worker.spawn", data={"argv": list(spec.argv)}
+            ) from exc
+    finally:
+        os.close(fd)
+    return proc, cg
+
+
+def run_worker(
+    spec: WorkerSpec,
+    *,
+    stdout_path: Path,
+    stderr_path: Path,
+    stdout_limit: int = 16 << 20,
+    stderr_limit: int = 1 << 20,
+    stop_when: Callable[[bytes], bool] | None = None,
+) -> WorkerResult:
+    """Run ``spec`` to completion, timeout, stop or bound; every descendant is dead on return.
+
+    stdout is kept (in memory and in ``stdout_path``) up to ``stdout_limit``; one
+    byte more kills the worker (``over_bound="stdout"``). stderr is never fatal:
+    ``stderr_path`` keeps the first and last ``stderr_limit // 2`` bytes with a
+    note of how much was dropped between them. A nonzero exit is not an error here.
+    """
+    if not spec.argv:
+        raise WorkerFailed("empty worker command", code="worker.spawn")
+    if _resolve(spec.argv[0], spec.env) is None:
+        raise WorkerFailed(
+            f"worker command not found or not executable: {spec.argv[0]}",
+            code="worker.spawn",
+            hint="check the worker command and PATH in the worker config",
+            data={"argv": list(spec.argv)},
+        )
+    if spec.sandbox and spec.require_fs_sandbox:
+        from .sandbox import landlock
+
+        if landlock.abi_version() < 1:
+            raise WorkerFailed(
+                "no filesystem sandbox (Landlock) on this kernel",
+                code="worker.sandbox-unavailable",
+                hint="use the built-in worker, or pass --unsafe-no-sandbox",
+            )
+    report_path = stdout_path.with_name(stdout_path.name + ".sandbox.json")
+    report_path.unlink(missing_ok=True)
+    main_thread = threading.current_thread() is threading.main_thread()
+    old: dict[int, Any] = {}
+
+    def on_term(_signum: int, _frame: FrameType | None) -> None:
+        raise _Terminated()
+
+    start = time.monotonic()
+    run: _Run | None = None
+    cap = _Capture()
+    terminated = False
+    timed_out = False
+    killed: str | None = None
+    over: str | None = None
+    try:
+        if main_thread:
+            old[signal.SIGINT] = signal.signal(signal.SIGINT, signal.default_int_handler)
+            old[signal.SIGTERM] = signal.signal(signal.SIGTERM, on_term)
+        proc, cg = _spawn(spec, report_path, stdout_path)
+        run = _Run(proc, cg, report_path)
+        assert proc.stdout is not None and proc.stderr is not None
+        with open(stdout_path, "wb") as out_f, open(stderr_path, "wb") as err_f:
+            timed_out, killed, over = _pump(
+                run, spec.timeout, start, out_f, err_f, cap, stdout_limit, stderr_limit, stop_when
+            )
+            if cap.dropped:
+                err_f.write(f"\n[{MARKER} {cap.dropped} bytes of stderr dropped]\n".encode())
+            err_f.write(cap.tail)
+    except _Terminated:
+        terminated = True
+    finally:
+        if run is not None:
+            if run.proc.returncode is None:
+                run.kill_all()
+            run.cg.remove()
+            for pipe in (run.proc.stdout, run.proc.stderr):
+                if pipe is not None:
+                    pipe.close()
+        _restore(old)
+    if terminated:
+        # Everything is dead and the old handler is back: deliver SIGTERM as if never caught.
+        signal.raise_signal(signal.SIGTERM)
+        raise WorkerFailed("interrupted by SIGTERM", code="worker.interrupted")
+    assert run is not None
+    duration = time.monotonic() - start
+    report = _report(report_path)
+    rc = run.proc.returncode
+    tail = _file_tail(stderr_path)
+    if killed is None and rc == EXIT_REFUSED and report.get("refused"):
+        raise WorkerFailed(
+            f"worker refused: {report['refused']}",
+            code="worker.sandbox-unavailable",
+            hint="use the built-in worker, or pass --unsafe-no-sandbox",
+            data={"protections": report},
+        )
+    outcome = report.get("launcher_outcome") or {}
+    if killed is None and outcome.get("outcome") == "exec-failed":
+        raise WorkerFailed(
+            f"could not execute worker {spec.argv[0]}: {outcome.get('error')}",
+            code="worker.spawn",
+            data={"argv": list(spec.argv), "protections": report},
+        )
+    if killed is None and rc == EXIT_LAUNCHER_ERROR and f"{MARKER} launcher-error".encode() in tail:
+        raise WorkerFailed(
+            "the sandbox launcher failed before starting the worker",
+            code="worker.spawn",
+            data={"stderr": tail.decode(errors="replace")[-2000:]},
+        )
+    return WorkerResult(
+        returncode=None if killed else rc,
+        stdout=bytes(cap.stdout),
+        stderr_tail=tail,
+        timed_out=timed_out,
+        killed_reason=killed,
+        over_bound=over,
+        duration_s=duration,
+        protections=report,
+        stderr_dropped=cap.dropped,
+    )
+
+
+def _file_tail(path: Path) -> bytes:
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(max(0, os.fstat(fh.fileno()).st_size - TAIL_BYTES))
+            return fh.read()
+    except OSError:
+        return b""
+
+
+def _restore(old: dict[int, Any]) -> None:
+    for sig, handler in old.items():
+        signal.signal(sig, handler)
+    old.clear()
+
+
+def _pump(
+    run: _Run,
+    timeout: float,
+    start: float,
+    out_f: Any,
+    err_f: Any,
+    cap: _Capture,
+    stdout_limit: int,
+    stderr_limit: int,
+    stop_when: Callable[[bytes], bool] | None,
+) -> tuple[bool, str | None, str | None]:
+    """Read both pipes until EOF; enforce the deadline, the stdout bound and ``stop_when``."""
+    proc = run.proc
+    assert proc.stdout is not None and proc.stderr is not None
+    out_fd, err_fd = proc.stdout.fileno(), proc.stderr.fileno()
+    head_limit = stderr_limit // 2
+    tail_keep = stderr_limit - head_limit
+    sel = selectors.DefaultSelector()
+    sel.register(out_fd, selectors.EVENT_READ)
+    sel.register(err_fd, selectors.EVENT_READ)
+    deadline = start + timeout
+    drain_until: float | None = None
+    timed_out, killed, over = False, None, None
+    try:
+        while sel.get_map():
+            now = time.monotonic()
+            if drain_until is not None and now >= drain_until:
+                break  # something we could not kill still holds a pipe; stop waiting for it
+            if drain_until is None and now >= deadline:
+                timed_out, killed = True, "timeout"
+                run.kill_all()
+                drain_until = time.monotonic() + _DRAIN_GRACE
+                continue
+            limit = (drain_until or deadline) - now
+            for key, _ in sel.select(min(limit, 0.1)):
+                fd = int(key.fd)
+                try:
+                    data = os.read(fd, _CHUNK)
+                except BlockingIOError:
+                    continue
+                if not data:
+                    sel.unregister(fd)
+                    continue
+                if fd == out_fd:
+                    if killed:
+                        continue  # output after a kill is not part of the result
+                    room = stdout_limit - len(cap.stdout)
+                    if len(data) > room:
+                        data = data[:room]
+                        over, killed = "stdout", "over-bound"
+                    cap.stdout += data
+                    out_f.write(data)
+                    if killed is None and stop_when is not None and stop_when(bytes(cap.stdout)):
+                        killed = "stopped"
+                    if killed:
+                        out_f.flush()
+                        run.kill_all()
+                        drain_until = time.monotonic() + _DRAIN_GRACE
+                else:
+                    _stderr(data, err_f, cap, head_limit, tail_keep)
+            if drain_until is None and proc.poll() is not None:
+                # The launcher is gone: whatever still runs in its tree dies now.
+                run.kill_all()
+                drain_until = time.monotonic() + _DRAIN_GRACE
+    finally:
+        sel.close()
+    if proc.returncode is None:
+        run.kill_all()
+    return timed_out, killed, over
+
+
+def _stderr(data: bytes, err_f: Any, cap: _Capture, head_limit: int, tail_keep: int) -> None:
+    room = head_limit - cap.head_len
+    if room > 0:
+        err_f.write(data[:room])
+        cap.head_len += min(room, len(data))
+        data = data[room:]
+        if not data:
+            return
+    cap.beyond += len(data)
+    cap.tail += data
+    if len(cap.tail) > tail_keep:
+        del cap.tail[: len(cap.tail) - tail_keep]

@@ -1,0 +1,319 @@
+"""The sandbox holds: each hostile worker's attack fails and leaves no process behind."""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any, Iterator
+
+import pytest
+
+from pipeline.sandbox import EXIT_REFUSED, Policy, probe, seccomp
+from pipeline.worker import WorkerResult, WorkerSpec, build_env, run_worker
+
+HOSTILE = Path(__file__).parent / "workers" / "hostile.py"
+ROOT = Path(__file__).resolve().parent.parent
+PROBE = probe()
+needs_landlock = pytest.mark.skipif(PROBE["landlock"]["abi"] < 1, reason="kernel has no Landlock")
+needs_seccomp = pytest.mark.skipif(not PROBE["seccomp"], reason="kernel has no seccomp filters")
+
+
+def survivors(token: str) -> list[int]:
+    found = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/cmdline", "rb") as fh:
+                if token.encode() in fh.read():
+                    found.append(int(name))
+        except OSError:
+            pass
+    return found
+
+
+@pytest.fixture
+def run(tmp_path: Path) -> Iterator[Any]:
+    """Run hostile.py ATTACK under the sandbox; check no process with the run's token survives."""
+    tokens: list[str] = []
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+
+    def go(attack: str, *args: str, network: bool = False, timeout: float = 20, **kw: Any) -> tuple[dict[str, Any], WorkerResult]:
+        token = f"tok-{secrets.token_hex(6)}"
+        tokens.append(token)
+        spec = WorkerSpec(
+            argv=(sys.executable, str(HOSTILE), attack, token, *args),
+            cwd=scratch,
+            env=build_env(os.environ, [], scratch),
+            timeout=timeout,
+            network=network,
+            **kw,
+        )
+        res = run_worker(spec, stdout_path=tmp_path / f"{token}.out", stderr_path=tmp_path / f"{token}.err")
+        assert survivors(token) == []
+        lines = res.stdout.decode().strip().splitlines()
+        return (json.loads(lines[-1]) if lines else {}), res
+
+    yield go
+    for token in tokens:
+        assert survivors(token) == []
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Path:
+    d = tmp_path / "store"
+    d.mkdir(mode=0o700)
+    (d / "memory.md").write_text("original")
+    (d / "sub").mkdir()
+    return d
+
+
+def test_policy_round_trips() -> None:
+    p = Policy(read_paths=("/a",), write_paths=("/b",), env={"X": "1"}, cgroup_procs=("/c",))
+    assert Policy.from_json(p.to_json()) == p
+    assert Policy.from_json("{}").read_paths == ("/",)
+
+
+def test_probe_is_cheap_and_complete() -> None:
+    t = time.monotonic()
+    info = probe()
+    assert time.monotonic() - t < 0.5
+    assert {"landlock", "seccomp", "pid_namespace", "cgroup", "uid"} <= set(info)
+
+
+def test_seccomp_program_is_well_formed() -> None:
+    for arch in ("x86_64", "aarch64"):
+        for network in (False, True):
+            code = seccomp.build(network, arch)
+            assert len(code) % 8 == 0 and len(code) // 8 < 256
+
+
+@pytest.mark.integration
+@needs_landlock
+def test_write_outside_scratch_fails(run: Any, store: Path, tmp_path: Path) -> None:
+    home_target = Path.home() / f".memfold-attack-{secrets.token_hex(4)}"
+    verdict, res = run("write", str(store / "new.md"), str(store / "memory.md"), str(home_target), str(tmp_path / "x"))
+    assert res.protections["landlock"]["fs"] is True
+    assert all(v.startswith("failed") for k, v in verdict.items() if k != "attack"), verdict
+    assert not (store / "new.md").exists() and not home_target.exists() and not (tmp_path / "x").exists()
+    assert (store / "memory.md").read_text() == "original"
+
+
+@pytest.mark.integration
+@needs_landlock
+def test_scratch_and_worker_home_are_writable(run: Any, tmp_path: Path) -> None:
+    scratch = tmp_path / "scratch"
+    verdict, _ = run("write", str(scratch / "ok"), str(scratch / "home" / "ok"))
+    assert set(verdict.values()) == {"write", "succeeded"}
+
+
+@pytest.mark.integration
+@needs_landlock
+def test_delete_rename_truncate_in_read_only_dir_fail(run: Any, store: Path) -> None:
+    verdict, _ = run("remove", str(store / "memory.md"), str(store / "renamed.md"), str(store / "sub"))
+    assert all(v.startswith("failed") for k, v in verdict.items() if k != "attack"), verdict
+    assert (store / "memory.md").read_text() == "original"
+    assert (store / "sub").is_dir() and not (store / "renamed.md").exists()
+
+
+@pytest.mark.integration
+@needs_landlock
+def test_symlink_planted_in_scratch_does_not_reach_store(run: Any, store: Path, tmp_path: Path) -> None:
+    link = tmp_path / "scratch" / "link"
+    verdict, _ = run("symlink", str(link), str(store / "memory.md"), str(store / "planted.md"))
+    assert verdict["through"].startswith("failed") and verdict["create"].startswith("failed")
+    assert verdict["hardlink"].startswith("failed")
+    assert (store / "memory.md").read_text() == "original" and not (store / "planted.md").exists()
+
+
+def _expect_nothing(sock: socket.socket) -> None:
+    sock.settimeout(0.3)
+    with pytest.raises(socket.timeout):
+        conn = sock.accept()[0] if sock.type == socket.SOCK_STREAM else None
+        if conn is not None:
+            pytest.fail(f"worker connected and sent {conn.recv(100)!r}")
+        sock.recvfrom(100)
+
+
+@pytest.mark.integration
+@needs_seccomp
+def test_tcp_connect_fails(run: Any) -> None:
+    with socket.socket() as srv:
+        srv.bind(("127.0.0.1", 0))
+        srv.listen()
+        verdict, _ = run("tcp", str(srv.getsockname()[1]))
+        assert verdict["connect"].startswith("failed")
+        _expect_nothing(srv)
+
+
+@pytest.mark.integration
+@needs_seccomp
+def test_udp_send_fails(run: Any) -> None:
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as srv:
+        srv.bind(("127.0.0.1", 0))
+        verdict, _ = run("udp", str(srv.getsockname()[1]))
+        assert verdict["sendto"].startswith("failed")
+        _expect_nothing(srv)
+
+
+@pytest.mark.integration
+@needs_seccomp
+def test_unix_socket_connect_fails(run: Any, tmp_path: Path) -> None:
+    path = tmp_path / "s.sock"
+    with socket.socket(socket.AF_UNIX) as srv:
+        srv.bind(str(path))
+        srv.listen()
+        verdict, _ = run("unix", str(path))
+        assert verdict["connect"].startswith("failed") and verdict["socketpair"].startswith("failed")
+        _expect_nothing(srv)
+
+
+@pytest.mark.integration
+def test_network_worker_can_connect(run: Any) -> None:
+    with socket.socket() as srv:
+        srv.bind(("127.0.0.1", 0))
+        srv.listen()
+        srv.settimeout(5)
+        verdict, res = run("tcp", str(srv.getsockname()[1]), network=True)
+        assert verdict["connect"] == "succeeded"
+        assert res.protections["seccomp"]["sockets"] == "allowed"
+        conn = srv.accept()[0]
+        assert conn.recv(10) == b"pwned"
+        conn.close()
+
+
+@pytest.mark.integration
+@needs_landlock
+def test_parent_secret_is_not_visible(run: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    secret = f"s3cret-{secrets.token_hex(8)}"
+    monkeypatch.setenv("MEMFOLD_TEST_SECRET", secret)
+    verdict, res = run("env", str(os.getpid()))
+    assert "MEMFOLD_TEST_SECRET" not in verdict["environ"]
+    assert verdict["parent_environ"].startswith("failed")
+    assert secret.encode() not in res.stdout
+
+
+@pytest.mark.integration
+@pytest.mark.skipif(os.getuid() != 0, reason="root-only powers are what is tested")
+def test_root_powers_are_gone(run: Any, tmp_path: Path) -> None:
+    target = tmp_path / "scratch" / "owned"
+    target.write_text("x")
+    mnt = tmp_path / "scratch" / "mnt"
+    mnt.mkdir()
+    verdict, res = run("root", str(target), str(mnt))
+    assert res.protections["capabilities"] == "dropped"
+    for key in ("chown", "setuid", "mount", "unshare", "chroot"):
+        assert verdict[key].startswith("failed"), (key, verdict)
+    assert verdict["uid"] == 0 and target.stat().st_uid == 0
+    assert not os.path.ismount(mnt)
+
+
+@pytest.mark.integration
+def test_fork_bomb_is_bounded(run: Any) -> None:
+    t = time.monotonic()
+    verdict, res = run("forkbomb", "1.5", pids_max=32)
+    assert time.monotonic() - t < 15
+    if res.protections.get("pids_max") is None:
+        pytest.skip("no pids cgroup on this machine; the bomb ran unbounded until the deadline")
+    assert verdict["spawned"] < 32 and verdict["limited"] > 0
+
+
+@pytest.mark.integration
+def test_setsid_grandchild_dies_with_the_worker(run: Any, tmp_path: Path) -> None:
+    marker = tmp_path / "scratch" / "marker"
+    verdict, res = run("orphan", str(marker), "1")
+    assert verdict["forked"] and res.returncode == 0
+    time.sleep(2)
+    assert not marker.exists()
+
+
+@pytest.mark.integration
+def test_launcher_refuses_when_fs_sandbox_required_but_missing(tmp_path: Path) -> None:
+    report = tmp_path / "report.json"
+    policy = tmp_path / "policy.json"
+    marker = tmp_path / "ran"
+    policy.write_text(Policy(landlock=False, require_fs=True, report_path=str(report)).to_json())
+    proc = subprocess.run(
+        [sys.executable, "-m", "pipeline.sandbox", "--policy", str(policy), "--", "touch", str(marker)],
+        cwd=ROOT, capture_output=True, timeout=20,
+    )
+    assert proc.returncode == EXIT_REFUSED and b"refused" in proc.stderr
+    assert json.loads(report.read_text().splitlines()[0])["refused"]
+    assert not marker.exists()
+
+
+UNPRIV = """
+import json, os, sys, time
+from pathlib import Path
+from pipeline.worker import WorkerSpec, build_env, run_worker
+base = Path(sys.argv[1]); scratch = base / "scratch"; scratch.mkdir()
+spec = WorkerSpec(argv=(sys.executable, sys.argv[2], "orphan", sys.argv[3], str(scratch / "marker"), "1"),
+                  cwd=scratch, env=build_env({"PATH": "/usr/bin:/bin"}, [], scratch), timeout=20)
+res = run_worker(spec, stdout_path=base / "out", stderr_path=base / "err")
+w = WorkerSpec(argv=(sys.executable, sys.argv[2], "write", sys.argv[3], str(base / "escaped")),
+               cwd=scratch, env=spec.env, timeout=20)
+res2 = run_worker(w, stdout_path=base / "out2", stderr_path=base / "err2")
+time.sleep(2)
+print(json.dumps({"protections": res.protections, "marker": (scratch / "marker").exists(),
+                  "escaped": (base / "escaped").exists(), "rc": res.returncode}))
+"""
+
+
+@pytest.mark.integration
+def test_unprivileged_user_gets_the_same_guarantees(tmp_path: Path) -> None:
+    python = shutil.which("python3", path="/usr/bin:/bin")
+    if os.getuid() != 0 or python is None:
+        pytest.skip("needs root to switch to nobody, and a system python3 that nobody can run")
+    base = Path(f"/tmp/memfold-unpriv-{secrets.token_hex(4)}")
+    base.mkdir(mode=0o755)
+    os.chown(base, 65534, 65534)
+    token = f"tok-{secrets.token_hex(6)}"
+    hostile = base / "hostile.py"
+    shutil.copy(HOSTILE, hostile)
+    try:
+        proc = subprocess.run(
+            [python, "-c", UNPRIV, str(base), str(hostile), token],
+            env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}, cwd="/", user=65534, group=65534,
+            extra_groups=[], capture_output=True, timeout=40,
+        )
+        if proc.returncode != 0 and b"Permission denied" in proc.stderr and b"pipeline" in proc.stderr:
+            pytest.skip("nobody cannot read the package")
+        assert proc.returncode == 0, proc.stderr.decode()
+        out = json.loads(proc.stdout.decode().splitlines()[-1])
+        assert out["rc"] == 0 and not out["marker"] and not out["escaped"]
+        print(out["protections"])
+        assert out["protections"]["capabilities"] in ("none-held", "dropped")
+        assert out["protections"]["landlock"]["fs"] is (PROBE["landlock"]["abi"] >= 1)
+        assert out["protections"]["kill"] in ("pid-namespace", "cgroup.kill", "subreaper+pidfd")
+        assert survivors(token) == []
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+
+
+@pytest.mark.integration
+def test_subreaper_fallback_kills_setsid_grandchild(tmp_path: Path) -> None:
+    """Without a PID namespace the launcher, as subreaper, sweeps orphans by pidfd."""
+    report = tmp_path / "report.json"
+    policy = tmp_path / "policy.json"
+    marker = tmp_path / "marker"
+    token = f"tok-{secrets.token_hex(6)}"
+    policy.write_text(Policy(pid_namespace=False, write_paths=(str(tmp_path),), report_path=str(report),
+                             env={"PATH": "/usr/bin:/bin"}).to_json())
+    proc = subprocess.run(
+        [sys.executable, "-m", "pipeline.sandbox", "--policy", str(policy), "--",
+         sys.executable, str(HOSTILE), "orphan", token, str(marker), "1"],
+        cwd=ROOT, capture_output=True, timeout=20, start_new_session=True,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(report.read_text().splitlines()[0])["kill"] == "subreaper+pidfd"
+    assert survivors(token) == []
+    time.sleep(2)
+    assert not marker.exists()

@@ -1,0 +1,129 @@
+"""A hostile worker: ``hostile.py ATTACK TOKEN [ARGS...]`` tries one escape and prints a JSON verdict."""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import socket
+import sys
+import time
+
+
+def attempt(fn):  # type: ignore[no-untyped-def]
+    try:
+        fn()
+        return "succeeded"
+    except OSError as exc:
+        return f"failed: {exc.__class__.__name__} {exc.errno}"
+
+
+def main() -> None:
+    attack, _token, *args = sys.argv[1:]
+    out: dict[str, object] = {"attack": attack}
+    if attack == "write":  # create/overwrite files at each path given
+        for path in args:
+            out[path] = attempt(lambda p=path: open(p, "w").write("pwned"))
+    elif attack == "remove":  # args: file, new name, dir
+        out["unlink"] = attempt(lambda: os.unlink(args[0]))
+        out["rename"] = attempt(lambda: os.rename(args[0], args[1]))
+        out["rmdir"] = attempt(lambda: os.rmdir(args[2]))
+        out["truncate"] = attempt(lambda: os.truncate(args[0], 0))
+    elif attack == "symlink":  # args: link in scratch, existing target outside, new target outside
+        os.symlink(args[1], args[0])
+        out["through"] = attempt(lambda: open(args[0], "w").write("pwned"))
+        os.symlink(args[2], args[0] + ".new")
+        out["create"] = attempt(lambda: open(args[0] + ".new", "w").write("pwned"))
+        out["hardlink"] = attempt(lambda: os.link(args[1], args[0] + ".hard"))
+    elif attack == "tcp":
+        def tcp() -> None:
+            s = socket.create_connection(("127.0.0.1", int(args[0])), timeout=2)
+            s.sendall(b"pwned")
+            s.close()
+        out["connect"] = attempt(tcp)
+    elif attack == "udp":
+        def udp() -> None:
+            s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+            s.sendto(b"pwned", ("127.0.0.1", int(args[0])))
+        out["sendto"] = attempt(udp)
+    elif attack == "unix":
+        def unix() -> None:
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            s.connect(args[0])
+            s.sendall(b"pwned")
+        out["connect"] = attempt(unix)
+        out["socketpair"] = attempt(lambda: socket.socketpair())
+    elif attack == "env":  # args: parent pid
+        out["environ"] = dict(os.environ)
+        out["parent_environ"] = attempt(lambda: print(open(f"/proc/{args[0]}/environ", "rb").read()))
+    elif attack == "root":  # args: file in scratch, dir to mount on
+        libc = ctypes.CDLL(None, use_errno=True)
+        out["chown"] = attempt(lambda: os.chown(args[0], 1000, 1000))
+        out["setuid"] = attempt(lambda: os.setuid(1000))
+        out["uid"] = os.getuid()
+        ret = libc.mount(b"tmpfs", args[1].encode(), b"tmpfs", 0, None)
+        out["mount"] = "succeeded" if ret == 0 else f"failed: {ctypes.get_errno()}"
+        out["unshare"] = attempt(lambda: os.unshare(0x10000000) if hasattr(os, "unshare") else _unshare(libc))
+        out["chroot"] = attempt(lambda: os.chroot("/tmp"))
+    elif attack == "forkbomb":  # args: seconds
+        end = time.monotonic() + float(args[0])
+        limited = 0
+        spawned = 0
+        while time.monotonic() < end:
+            try:
+                if os.fork() == 0:
+                    time.sleep(float(args[0]) + 30)
+                    os._exit(0)
+                spawned += 1
+            except BlockingIOError:
+                limited += 1
+                time.sleep(0.01)
+        out["spawned"] = spawned
+        out["limited"] = limited
+    elif attack == "orphan":  # args: marker path, delay: a setsid grandchild writes the marker later
+        if os.fork() == 0:
+            os.setsid()
+            if os.fork() == 0:
+                time.sleep(float(args[1]))
+                open(args[0], "w").write("survived")
+                os._exit(0)
+            os._exit(0)
+        os.wait()
+        out["forked"] = True
+    elif attack == "fds":
+        out["fds"] = {fd: _link(fd) for fd in os.listdir("/proc/self/fd")}
+    elif attack == "stdout":  # args: megabytes
+        block = b"x" * (1 << 20)
+        for _ in range(int(args[0])):
+            sys.stdout.buffer.write(block)
+        sys.stdout.flush()
+        return
+    elif attack == "stderr":
+        block = b"e" * (1 << 20)
+        for _ in range(int(args[0])):
+            sys.stderr.buffer.write(block)
+        sys.stderr.flush()
+    elif attack == "hang":
+        while True:
+            time.sleep(1)
+    elif attack == "plan-then-hang":
+        print(json.dumps({"schemaVersion": 1, "operations": []}), flush=True)
+        while True:
+            time.sleep(1)
+    print(json.dumps(out), flush=True)
+
+
+def _unshare(libc: ctypes.CDLL) -> None:
+    if libc.unshare(0x10000000) != 0:
+        raise OSError(ctypes.get_errno(), "unshare")
+
+
+def _link(fd: str) -> str:
+    try:
+        return os.readlink(f"/proc/self/fd/{fd}")
+    except OSError:
+        return "?"
+
+
+if __name__ == "__main__":
+    main()
