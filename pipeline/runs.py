@@ -39,10 +39,12 @@ def find_run(runs: Path, run_id: str) -> Path:
 
 
 def list_runs(runs: Path) -> list[str]:
+    """Run ids, oldest first (by the run dir's mtime: ids made in the same second sort randomly)."""
     try:
-        return sorted(n for n in os.listdir(runs) if RUN_ID_RE.match(n))
+        entries = [e for e in os.scandir(runs) if RUN_ID_RE.match(e.name) and e.is_dir(follow_symlinks=False)]
     except FileNotFoundError:
         return []
+    return [e.name for e in sorted(entries, key=lambda e: (e.stat(follow_symlinks=False).st_mtime_ns, e.name))]
 
 
 def prune_runs(runs: Path, keep: int, protect: set[str]) -> list[str]:
@@ -52,3 +54,10 @@ def prune_runs(runs: Path, keep: int, protect: set[str]) -> list[str]:
     for name in doomed:
         shutil.rmtree(runs / name, ignore_errors=True)
     return doomed
+
+
+def write_artifact(run_dir: Path, name: str, data: bytes) -> str:
+    """Write one run-dir file once (never replaced); returns its sha256."""
+    from .fsutil import safe_join, write_new
+
+    return write_new(safe_join(run_dir, name), data)

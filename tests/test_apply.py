@@ -121,7 +121,7 @@ def test_recovery_rolls_a_committed_journal_forward(env: Env) -> None:
 
 def test_a_corrupt_journal_needs_recovery_exit_8(env: Env) -> None:
     _seed(env)
-    run = sorted((env.project_home / "runs").iterdir())[-1]
+    run = env.project_home / "runs" / json.loads(sorted((env.project_home / "receipts").iterdir())[-1].read_text())["runId"]
     (env.project_home / "pending").write_text(run.name + "\n")
     journal = run / "journal.json"
     journal.write_text(journal.read_text().replace('"done"', '"committed"'))

@@ -1,0 +1,57 @@
+Feature: The memory store
+  Every write goes through one transaction: the private store keeps every memory,
+  the safe mirror in the repository keeps exactly the safe ones, and nothing is
+  ever half-written.
+
+  Background:
+    Given an initialised project
+
+  Scenario: A private memory stays out of the repository
+    When I run "add user_editor -d 'prefers vim keybindings' -t user -b 'Uses vim.'"
+    Then the exit code is 0
+    And the private store holds "user_editor.md"
+    And the mirror does not hold "user_editor.md"
+    And the private index lists "user_editor.md" as harness only
+    And the mirror index does not mention "user_editor"
+
+  Scenario: A safe memory is mirrored byte for byte
+    When I run "add project_ports -d 'dev server on port 8080' --visibility safe -b 'make dev'"
+    Then the exit code is 0
+    And the mirror copy of "project_ports.md" is byte-identical to the private copy
+    And the mirror index lists "project_ports.md"
+
+  Scenario: A near-duplicate is reported instead of stored twice
+    Given the memory "project_deploy" with description "Deploys go through ops/deploy.sh"
+    When I run "add project_shipping -d 'deploys go through OPS/deploy.sh.'"
+    Then the exit code is 1
+    And the error names "project_deploy.md"
+    And both roots are unchanged
+
+  Scenario: Making a memory private removes it from the mirror
+    Given the safe memory "project_ci" with description "CI runs on every push"
+    When I run "update project_ci --visibility private"
+    Then the exit code is 0
+    And the mirror does not hold "project_ci.md"
+    And the mirror index does not mention "project_ci"
+
+  Scenario: Forget then undo restores every byte
+    Given the safe memory "project_ci" with description "CI runs on every push"
+    And I remember the state of both roots
+    When I run "forget project_ci"
+    And I undo the last run
+    Then the exit code is 0
+    And both roots are as remembered
+
+  Scenario: A second writer waits, then gives up naming the holder
+    Given the project lock is held by another process
+    When I run "add project_x -d 'a fact'" with a lock timeout of 0.2 seconds
+    Then the exit code is 3
+    And the error names the holder's run
+    And both roots are unchanged
+
+  Scenario: A symlinked memory file is refused and nothing is written outside
+    Given a memory file in the private store that is a symlink to a file outside
+    When I run "add project_y -d 'another fact'"
+    Then the exit code is 1
+    And the error mentions "symlink"
+    And the file outside is unchanged
