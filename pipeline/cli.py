@@ -5,25 +5,58 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 
-from .commands import audit as _audit  # noqa: F401 - registers commands
-from .commands import demo as _demo  # noqa: F401
-from .commands import store as _store  # noqa: F401
-from .commands._app import STATE, app, report_error
 from .errors import MemfoldError
 
+_VALUE_OPTIONS = {"--home", "--project"}
+FAST_COMMANDS = {"inject"}
 
-def _wants_json(argv: Sequence[str]) -> bool:
-    return STATE.json or "--json" in argv
+
+def _command_of(args: Sequence[str]) -> tuple[str | None, list[str]]:
+    """The subcommand and the arguments around it (global options may come first)."""
+    rest: list[str] = []
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        if arg in _VALUE_OPTIONS and i + 1 < len(args):
+            rest += [arg, args[i + 1]]
+            i += 2
+            continue
+        if arg.startswith("-"):
+            rest.append(arg)
+            i += 1
+            continue
+        return arg, rest + list(args[i + 1 :])
+    return None, rest
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    command, rest = _command_of(args)
+    if command in FAST_COMMANDS:
+        # The per-prompt path: no typer, pydantic, jsonschema or portalocker import.
+        from .hosts.inject import main as inject_main
+
+        try:
+            return inject_main(rest)
+        except SystemExit as exc:  # argparse usage errors
+            return int(exc.code or 0)
+    return _full(args)
+
+
+def _full(args: list[str]) -> int:
     import typer
 
-    args = list(sys.argv[1:] if argv is None else argv)
+    from .commands import audit as _audit  # noqa: F401 - registers commands
+    from .commands import consolidate as _consolidate  # noqa: F401
+    from .commands import demo as _demo  # noqa: F401
+    from .commands import mirror as _mirror  # noqa: F401
+    from .commands import store as _store  # noqa: F401
+    from .commands._app import STATE, app, report_error
+
     try:
         result = app(args=args, prog_name="memfold", standalone_mode=False)
     except MemfoldError as exc:
-        report_error(exc, _wants_json(args))
+        report_error(exc, STATE.json or "--json" in args)
         return exc.exit_code
     except typer.Abort:
         sys.stderr.write("memfold: aborted\n")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
@@ -47,6 +48,10 @@ def refuse_drift(pre: PreState, touched: set[str]) -> None:
 def privacy_issues(post: PostState, ruleset: RuleSet) -> Iterator[Issue]:
     for name in sorted(post.public):
         text = post.public[name].decode("utf-8", errors="replace")
+        hidden = _invisible(text)
+        if hidden:
+            yield Issue("mirror.invisible", f".memory/{name}:{hidden[0]}:{hidden[1]}",
+                        f"{name} line {hidden[0]} holds a control or bidi character that can hide text")
         for finding in ruleset.scan(text, f".memory/{name}"):
             yield Issue(
                 f"privacy.{finding.category}",
@@ -128,8 +133,25 @@ def check_disk_mirror(files: dict[str, bytes], harness: dict[str, bytes] | None,
         if harness is not None and harness.get(name) is not None and sha256_bytes(harness[name]) != sha256_bytes(data):
             issues.append(Issue("mirror.differs", f".memory/{name}", f"{name} differs from the private copy"))
     for name, data in sorted(files.items()):
+        hidden = _invisible(data.decode("utf-8", errors="replace"))
+        if hidden:
+            issues.append(Issue("mirror.invisible", f".memory/{name}:{hidden[0]}:{hidden[1]}",
+                                f"{name} line {hidden[0]} holds a control or bidi character that can hide text"))
         for finding in ruleset.scan(data.decode("utf-8", errors="replace"), f".memory/{name}"):
             issues.append(Issue(f"privacy.{finding.category}", f".memory/{name}:{finding.line}:{finding.column}",
                                 f"{name} line {finding.line}: {finding.rule_id} ({finding.description}) "
                                 f"{finding.preview}"))
     return issues
+
+
+# Bidi controls (Trojan Source) and control characters other than tab and line ends.
+_INVISIBLE = re.compile("[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+
+
+def _invisible(text: str) -> tuple[int, int] | None:
+    """Line and column of the first bidi control or control character, if any."""
+    match = _INVISIBLE.search(text)
+    if match is None:
+        return None
+    line_start = text.rfind("\n", 0, match.start()) + 1
+    return text.count("\n", 0, match.start()) + 1, match.start() - line_start + 1

@@ -6,6 +6,7 @@ import os
 import socket
 from typing import Any
 
+from . import gitinfo
 from .apply import PENDING
 from .commit import Services
 from .engine import read_pre
@@ -14,6 +15,7 @@ from .mirror import mirror_drift
 from .receipt import log_entries
 from .runs import list_runs
 from .store.index import capacity, render_index
+from .trust import is_trusted
 
 
 def _live_owner(svc: Services) -> str | None:
@@ -43,6 +45,11 @@ def project_status(svc: Services) -> dict[str, Any]:
         pending = None
     warnings = [w for w in [cap.warning("private")] if w]
     warnings += [f"ignored in the private store: {n}" for n in pre.harness.ignored]
+    tracked = gitinfo.tracked(layout.project_root)
+    mirror_names = sorted(pre.public.files)
+    private_names = {n for n, m in pre.memories.items() if not m.is_safe}
+    leaks = sorted(private_names & gitinfo.ever_committed(layout.project_root)) if tracked is not None else []
+    warnings += [f"{n} is private now but is in the git history of .memory/: rewrite that history" for n in leaks]
     return {
         "projectRoot": str(layout.project_root),
         "projectHome": str(layout.project_home),
@@ -61,5 +68,8 @@ def project_status(svc: Services) -> dict[str, Any]:
         "receipts": len(log_entries(layout.receipts)),
         "pendingRecovery": pending,
         "drift": mirror_drift(pre),
+        "trusted": is_trusted(layout.home, layout.project_root),
+        "git": None if tracked is None else {
+            "tracked": tracked, "untracked": [n for n in mirror_names if n not in tracked], "pastLeaks": leaks},
         "warnings": warnings,
     }

@@ -6,14 +6,17 @@ import hashlib
 import io
 import json
 import os
+import shlex
 import subprocess
 import sys
+import time
 from contextlib import redirect_stderr, redirect_stdout
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
+from pytest_bdd import given, parsers, then, when
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -102,3 +105,213 @@ def env(tmp_path: Path) -> Env:
     project.mkdir()
     subprocess.run(["git", "init", "-q", str(project)], check=True)
     return Env(home=tmp_path / "home", project=project)
+
+
+# Gherkin steps shared by every feature (pytest-bdd finds step definitions through conftest).
+
+
+@pytest.fixture
+def ctx() -> dict[str, Any]:
+    return {}
+
+
+def _run(env: Env, ctx: dict[str, Any], command: str) -> Result:
+    if "<last run>" in command:
+        command = command.replace("<last run>", _last_run(env).name)
+    result = env.run(*shlex.split(command))
+    ctx["result"] = result
+    return result
+
+
+def _last_run(env: Env) -> Path:
+    newest = json.loads(_receipts(env)[-1].read_text())
+    return env.project_home / "runs" / newest["runId"]
+
+
+def _receipts(env: Env) -> list[Path]:
+    return sorted((env.project_home / "receipts").iterdir())
+
+
+@given("an initialised project")
+def initialised(env: Env) -> None:
+    assert env.run("init").code == 0
+
+
+@given(parsers.parse('the memory "{name}" with description "{description}"'))
+def private_memory(env: Env, ctx: dict[str, Any], name: str, description: str) -> None:
+    assert env.run("add", name, "-d", description, "-b", f"{name} body").code == 0
+    ctx["before"] = env.snapshot()
+
+
+@given(parsers.parse('the safe memory "{name}" with description "{description}"'))
+def safe_memory(env: Env, ctx: dict[str, Any], name: str, description: str) -> None:
+    assert env.run("add", name, "-d", description, "--visibility", "safe", "-b", f"{name} body").code == 0
+    ctx["before"] = env.snapshot()
+
+
+@given("I remember the state of both roots")
+def remember(env: Env, ctx: dict[str, Any]) -> None:
+    ctx["remembered"] = env.snapshot()
+
+
+@given("the project lock is held by another process", target_fixture="holder")
+def lock_held(env: Env, ctx: dict[str, Any]) -> Any:
+    ctx["before"] = env.snapshot()
+    code = (
+        "import sys, time\n"
+        "from pathlib import Path\n"
+        "from pipeline.lock import project_lock\n"
+        "home = Path(sys.argv[1])\n"
+        "with project_lock(home / 'lock', home / 'lock.json', run_id='20261130T120000Z-0badc0de',"
+        " operation='consolidate', timeout=1, now='2026-11-30T12:00:00Z'):\n"
+        "    print('locked', flush=True)\n"
+        "    time.sleep(30)\n"
+    )
+    proc = subprocess.Popen([sys.executable, "-c", code, str(env.project_home)], stdout=subprocess.PIPE,
+                            text=True, env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert proc.stdout is not None and proc.stdout.readline().strip() == "locked"
+    yield proc
+    proc.kill()
+    proc.wait()
+
+
+@given("a memory file in the private store that is a symlink to a file outside")
+def symlinked_memory(env: Env, ctx: dict[str, Any], tmp_path: Path) -> None:
+    outside = tmp_path / "outside.md"
+    outside.write_bytes(b"---\ndescription: outside\n---\nnot a memory of ours\n")
+    (env.harness / "project_link.md").symlink_to(outside)
+    ctx["outside"] = (outside, outside.read_bytes())
+
+
+@when(parsers.parse('I run "{command}"'))
+def run_command(env: Env, ctx: dict[str, Any], command: str) -> None:
+    _run(env, ctx, command)
+
+
+@when(parsers.parse('I run "{command}" with a lock timeout of {seconds:f} seconds'))
+def run_with_timeout(env: Env, ctx: dict[str, Any], command: str, seconds: float) -> None:
+    env.home.mkdir(parents=True, exist_ok=True)
+    (env.home / "config.yaml").write_text(f"lock:\n  timeout: {seconds}\n")
+    started = time.monotonic()
+    _run(env, ctx, command)
+    ctx["waited"] = time.monotonic() - started
+
+
+@when("I undo the last run")
+def undo_last(env: Env, ctx: dict[str, Any]) -> None:
+    _run(env, ctx, f"undo {_last_run(env).name}")
+
+
+@when(parsers.parse('I change one byte of the last run\'s "{name}"'))
+def change_byte(env: Env, name: str) -> None:
+    path = _last_run(env) / name
+    data = bytearray(path.read_bytes())
+    index = data.index(b'"runId"')
+    data[index + 1] = ord("R")
+    path.write_bytes(bytes(data))
+
+
+def _edit_receipt(path: Path, change: Any) -> None:
+    receipt = json.loads(path.read_text())
+    change(receipt)
+    path.write_text(json.dumps(receipt, indent=2, sort_keys=True) + "\n")
+
+
+@when("I change a final hash in the newest receipt")
+def change_newest_final(env: Env) -> None:
+    _edit_receipt(_receipts(env)[-1], lambda r: r["finalHashes"]["harness"].update({"user_b.md": "0" * 64}))
+
+
+@when("I change a final hash in the first receipt")
+def change_first_final(env: Env) -> None:
+    _edit_receipt(_receipts(env)[0], lambda r: r["finalHashes"]["harness"].update({"MEMORY.md": "1" * 64}))
+
+
+@when("I set the newest receipt's previous link to another digest")
+def change_previous(env: Env) -> None:
+    _edit_receipt(_receipts(env)[-1], lambda r: r.update(previous="2" * 64))
+
+
+@when(parsers.parse('I append a line to the private copy of "{name}"'))
+def hand_edit(env: Env, name: str) -> None:
+    with open(env.harness / name, "a", encoding="utf-8") as fh:
+        fh.write("edited by hand\n")
+
+
+@then(parsers.parse("the exit code is {code:d}"))
+def exit_code(ctx: dict[str, Any], code: int) -> None:
+    result = ctx["result"]
+    assert result.code == code, (result.out, result.err)
+
+
+@then(parsers.parse('the private store holds "{name}"'))
+def harness_holds(env: Env, name: str) -> None:
+    assert (env.harness / name).is_file()
+
+
+@then(parsers.parse('the mirror does not hold "{name}"'))
+def mirror_lacks(env: Env, name: str) -> None:
+    assert not (env.mirror / name).exists()
+
+
+@then(parsers.parse('the private index lists "{name}" as harness only'))
+def private_index(env: Env, name: str) -> None:
+    lines = (env.harness / "MEMORY.md").read_text().splitlines()
+    assert any(f"]({name})" in line and line.endswith("(harness only)") for line in lines), lines
+
+
+@then(parsers.parse('the mirror index does not mention "{text}"'))
+def mirror_index_lacks(env: Env, text: str) -> None:
+    assert text not in (env.mirror / "MEMORY.md").read_text()
+
+
+@then(parsers.parse('the mirror index lists "{name}"'))
+def mirror_index_lists(env: Env, name: str) -> None:
+    assert f"]({name})" in (env.mirror / "MEMORY.md").read_text()
+
+
+@then(parsers.parse('the mirror copy of "{name}" is byte-identical to the private copy'))
+def mirror_identical(env: Env, name: str) -> None:
+    assert (env.mirror / name).read_bytes() == (env.harness / name).read_bytes()
+
+
+@then(parsers.parse('the error names "{text}"'))
+@then(parsers.parse('the error mentions "{text}"'))
+def error_names(ctx: dict[str, Any], text: str) -> None:
+    assert text in ctx["result"].err
+
+
+@then(parsers.parse('the output mentions "{text}"'))
+def output_mentions(ctx: dict[str, Any], text: str) -> None:
+    result = ctx["result"]
+    assert text in result.out + result.err, (result.out, result.err)
+
+
+@then("the error names the holder's run")
+def names_holder(ctx: dict[str, Any]) -> None:
+    assert "run 20261130T120000Z-0badc0de (consolidate" in ctx["result"].err
+    assert ctx["waited"] >= 0.2
+
+
+@then("both roots are unchanged")
+def unchanged(env: Env, ctx: dict[str, Any]) -> None:
+    assert env.snapshot() == ctx["before"]
+
+
+@then("both roots are as remembered")
+def as_remembered(env: Env, ctx: dict[str, Any]) -> None:
+    assert env.snapshot() == ctx["remembered"]
+
+
+@then("the file outside is unchanged")
+def outside_unchanged(env: Env, ctx: dict[str, Any]) -> None:
+    path, data = ctx["outside"]
+    assert path.read_bytes() == data
+    assert not (env.harness / "project_y.md").exists()
+
+
+@then(parsers.parse('the audit reports {count:d} hand edit naming "{name}"'))
+def audit_drift(ctx: dict[str, Any], count: int, name: str) -> None:
+    body = ctx["result"].json()
+    assert body["handEdits"] == count
+    assert all(name in d["file"] for d in body["drift"])

@@ -97,12 +97,16 @@ def status(json_out: bool = JsonOpt) -> int:
         f"mirror       {data['mirror']} ({data['mirrorFiles']} files)",
         f"capacity     {data['capacity']['lines']}/{data['capacity']['maxLines']} lines, "
         f"{data['capacity']['bytes']}/{data['capacity']['maxBytes']} bytes",
+        f"trusted      {'yes: the mirror is injected' if data['trusted'] else 'no: only the private store is injected'}",
         f"lock         {data['lock'] or 'free'}",
         f"last run     {data['lastRun'] or 'none'}",
         f"receipts     {data['receipts']}",
     ]
     if data["pendingRecovery"]:
         lines.append(f"RECOVERY     run {data['pendingRecovery']} was interrupted: run `memfold recover`")
+    if data["git"] is not None:
+        lines.append(f"git          {len(data['git']['tracked'])} mirror files tracked, "
+                     f"{len(data['git']['untracked'])} untracked")
     for line in data["drift"]:
         lines.append(f"drift        {line}")
     for warning in data["warnings"]:

@@ -1,0 +1,64 @@
+"""`memfold mirror check`: the mirror as it is on disk, hand edits, links and special files included."""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from .errors import Issue
+from .fsutil import read_bounded
+from .mirror import check_disk_mirror
+from .paths import Layout
+from .store.memory import INDEX_NAME, is_memory_name
+from .store.state import Limits, read_root
+
+if TYPE_CHECKING:
+    from .privacy import RuleSet
+
+
+def _targets(layout: Layout, files: list[Path]) -> list[str]:
+    if not files:
+        try:
+            return sorted(os.listdir(layout.mirror))
+        except FileNotFoundError:
+            return []
+    names = []
+    for f in files:
+        path = f if f.is_absolute() else layout.project_root / f
+        if path.parent.resolve() == layout.mirror.resolve() or path.parent == layout.mirror:
+            names.append(path.name)
+    return sorted(set(names))
+
+
+def check_mirror(layout: Layout, ruleset: RuleSet, limits: Limits, files: list[Path]) -> list[Issue]:
+    issues: list[Issue] = []
+    contents: dict[str, bytes] = {}
+    for name in _targets(layout, files):
+        path = layout.mirror / name
+        where = f".memory/{name}"
+        try:
+            st = os.lstat(path)
+        except FileNotFoundError:
+            continue  # deleted in this commit: nothing to leak
+        if stat.S_ISLNK(st.st_mode):
+            issues.append(Issue("mirror.symlink", where, f"{name} is a symlink; the mirror holds regular files only"))
+            continue
+        if not stat.S_ISREG(st.st_mode):
+            issues.append(Issue("mirror.not-regular", where, f"{name} is not a regular file"))
+            continue
+        if name != INDEX_NAME and not is_memory_name(name):
+            issues.append(Issue("mirror.name", where, f"{name} is not a memory file name"))
+            continue
+        limit = limits.max_file_bytes if name != INDEX_NAME else max(limits.index_bytes * 4, 1 << 20)
+        if st.st_size > limit:
+            issues.append(Issue("bounds.file-size", where, f"{name} is {st.st_size} bytes, over the {limit}-byte bound"))
+            continue
+        contents[name] = read_bounded(path, limit)
+    try:
+        harness = read_root(layout.harness, limits).files
+    except Exception:  # noqa: BLE001 - without a readable store only the mirror itself is judged
+        harness = None
+    issues.extend(check_disk_mirror(contents, harness, ruleset, limits))
+    return issues
