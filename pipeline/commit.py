@@ -9,20 +9,24 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .apply import Change, RootResolver, apply_changes, recover
-from .engine import PostState, PreState, changed_files
+from .engine import PostState, PreState, changed_files, current_hashes
 from .errors import VerifyFailed
 from .fsutil import dump_json, sha256_bytes, write_new
-from .mirror import privacy_gate, refuse_drift, verify_post
+from .mirror import privacy_gate, refuse_drift, refuse_safe_without_mirror, verify_post
 from .paths import Layout
 from .receipt import build_receipt, chain_head, diff_maps, log_name
 from .runs import prune_runs
 from .store.memory import stamp
-from .store.state import Limits, read_root
+from .store.state import Limits
 
 if TYPE_CHECKING:
     from .privacy import RuleSet
 
 ROOTS = ("harness", "public", "receipts")
+
+
+def _roots(layout: Layout) -> tuple[str, ...]:
+    return ROOTS if layout.mirror is not None else ("harness", "receipts")
 
 
 @dataclass(frozen=True)
@@ -47,7 +51,7 @@ class Services:
 
 def run_recovery(svc: Services) -> str | None:
     layout = svc.layout
-    return recover(layout.project_home, layout.runs, svc.resolver, ROOTS)
+    return recover(layout.project_home, layout.runs, svc.resolver, _roots(layout))
 
 
 @dataclass(frozen=True)
@@ -65,6 +69,10 @@ class RunRecord:
 
 def gate(svc: Services, pre: PreState, post: PostState) -> None:
     """Everything that must hold before anything is written: drift, privacy, post-state shape."""
+    if not post.mirrored:
+        refuse_safe_without_mirror(post)
+        verify_post(post, svc.limits, None)
+        return
     refuse_drift(pre, {op.name for op in post.operations})
     if svc.ruleset is not None:
         privacy_gate(post, svc.ruleset)
@@ -98,12 +106,7 @@ def commit_run(svc: Services, run_dir: Path, rec: RunRecord, pre: PreState, post
 
 
 def reverify_on_disk(svc: Services, final: dict[str, dict[str, str]]) -> None:
-    layout = svc.layout
-    now = {
-        "harness": read_root(layout.harness, svc.limits, with_bytes=False).hashes,
-        "public": read_root(layout.mirror, svc.limits, with_bytes=False).hashes,
-    }
-    differences = diff_maps(final, now)
+    differences = diff_maps(final, current_hashes(svc.layout, svc.limits))
     if differences:
         raise VerifyFailed(
             "after commit the files on disk do not match the receipt: " + ", ".join(differences[:5]),

@@ -84,7 +84,7 @@ def _direct_transaction(
                                for op in operations]}
         manifest = {"kind": "memfold-run-manifest", "schemaVersion": 1, **identity, "command": command,
                     "contextMode": "direct", "snapshotDigest": artifact,
-                    "roots": {"harness": str(layout.harness), "public": str(layout.mirror),
+                    "roots": {"harness": str(layout.harness), "public": str(layout.mirror) if layout.mirror else None,
                               "project": str(layout.project_root)},
                     "sourceHashes": pre.hash_maps(), "worker": {"kind": "parent"},
                     "sandbox": {"kind": "none", "reason": "direct edit: no worker runs"},
@@ -95,8 +95,9 @@ def _direct_transaction(
         write_new(run_dir / "plan.json", plan_bytes)
         rec = RunRecord(run_id, scope_digest, artifact, selected, command, manifest["worker"], manifest["sandbox"])
         log_path = commit_run(svc, run_dir, rec, pre, post, plan_bytes)[1]
-    warnings = [w for w in (capacity(post.harness[INDEX_NAME], svc.limits).warning("private"),
-                            capacity(post.public[INDEX_NAME], svc.limits).warning("mirror")) if w]
+    indexes = (("private", post.harness), ("mirror", post.public))
+    warnings = [w for label, files in indexes if INDEX_NAME in files
+                for w in [capacity(files[INDEX_NAME], svc.limits).warning(label)] if w]
     return TxResult(run_id, command, [op.summary() for op in operations], str(log_path), warnings)
 
 

@@ -39,6 +39,7 @@ class PreState:
     harness: RootState
     public: RootState
     memories: dict[str, Memory]
+    mirrored: bool = True
 
     def hash_maps(self) -> HashMaps:
         return {"harness": dict(self.harness.hashes), "public": dict(self.public.hashes)}
@@ -50,6 +51,7 @@ class PostState:
     public: dict[str, bytes]
     memories: dict[str, Memory]
     operations: list[Operation] = field(default_factory=list)
+    mirrored: bool = True
 
     def hash_maps(self) -> HashMaps:
         return {
@@ -60,9 +62,15 @@ class PostState:
 
 def read_pre(layout: Layout, limits: Limits) -> PreState:
     harness = read_root(layout.harness, limits)
-    public = read_root(layout.mirror, limits)
+    public = read_root(layout.mirror, limits) if layout.mirror is not None else RootState(layout.project_home)
     memories = {name: parse_memory(data, name) for name, data in harness.memories().items()}
-    return PreState(harness=harness, public=public, memories=memories)
+    return PreState(harness=harness, public=public, memories=memories, mirrored=layout.mirror is not None)
+
+
+def current_hashes(layout: Layout, limits: Limits) -> HashMaps:
+    """Both roots re-hashed from disk now (the stale check, post-commit check and verify use it)."""
+    return {"harness": read_root(layout.harness, limits, with_bytes=False).hashes,
+            "public": read_root(layout.mirror, limits, with_bytes=False).hashes if layout.mirror else {}}
 
 
 def compute_post(pre: PreState, operations: list[Operation]) -> PostState:
@@ -87,9 +95,12 @@ def compute_post(pre: PreState, operations: list[Operation]) -> PostState:
         memories[op.name] = memory
     harness = dict(files)
     harness[INDEX_NAME] = render_index(memories, mirror=False)
-    public = {name: data for name, data in files.items() if memories[name].is_safe}
-    public[INDEX_NAME] = render_index(memories, mirror=True)
-    return PostState(harness=harness, public=public, memories=memories, operations=list(operations))
+    public: dict[str, bytes] = {}
+    if pre.mirrored:
+        public = {name: data for name, data in files.items() if memories[name].is_safe}
+        public[INDEX_NAME] = render_index(memories, mirror=True)
+    return PostState(harness=harness, public=public, memories=memories, operations=list(operations),
+                     mirrored=pre.mirrored)
 
 
 def changed_files(pre: RootState, post: dict[str, bytes]) -> list[tuple[str, bytes | None, str | None]]:

@@ -20,7 +20,7 @@ def init_project(svc: Services, lock_timeout: float) -> bool:
         run_recovery(svc)
         post = compute_post(read_pre(layout, svc.limits), [])
         for root, files in ((layout.harness, post.harness), (layout.mirror, post.public)):
-            if not (root / INDEX_NAME).exists():
+            if root is not None and not (root / INDEX_NAME).exists():
                 atomic_write(root / INDEX_NAME, files[INDEX_NAME], 0o644 if root == layout.mirror else 0o600)
                 created = True
     return created

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from .engine import PostState, PreState
-from .errors import Issue, IssueList, PrivacyRejected, VerifyFailed
+from .errors import InputRejected, Issue, IssueList, PrivacyRejected, VerifyFailed
 from .fsutil import sha256_bytes
 from .store.index import PRIVATE_MARK, render_index
 from .store.memory import INDEX_NAME, is_memory_name, parse_memory
@@ -45,6 +45,14 @@ def refuse_drift(pre: PreState, touched: set[str]) -> None:
         )
 
 
+def refuse_safe_without_mirror(post: PostState) -> None:
+    """The global store has no mirror: a memory there cannot be marked safe."""
+    safe = sorted(n for n, m in post.memories.items() if m.is_safe)
+    if safe:
+        raise InputRejected(f"{safe[0]} is marked safe, but the global store is private only",
+                            code="global.safe", hint="leave out --visibility safe for global memories")
+
+
 def privacy_issues(post: PostState, ruleset: RuleSet) -> Iterator[Issue]:
     for name in sorted(post.public):
         text = post.public[name].decode("utf-8", errors="replace")
@@ -73,6 +81,13 @@ def privacy_gate(post: PostState, ruleset: RuleSet) -> None:
 
 
 def post_issues(post: PostState, limits: Limits) -> Iterator[Issue]:
+    yield from _bound_issues(post, limits)
+    if not post.mirrored:
+        if post.public:
+            yield Issue("mirror.unexpected", "public", "a scope without a mirror would write mirror files")
+        if post.harness.get(INDEX_NAME) != render_index(post.memories, mirror=False):
+            yield Issue("index.harness", "harness/MEMORY.md", "the private index is not complete and current")
+        return
     safe = {n for n, m in post.memories.items() if m.is_safe}
     mirror_memories = {n for n in post.public if n != INDEX_NAME}
     for name in sorted(mirror_memories - safe):
@@ -92,6 +107,9 @@ def post_issues(post: PostState, limits: Limits) -> Iterator[Issue]:
         yield Issue("index.public", "public/MEMORY.md", "the mirror index is not complete and current")
     if post.harness.get(INDEX_NAME) != render_index(post.memories, mirror=False):
         yield Issue("index.harness", "harness/MEMORY.md", "the private index is not complete and current")
+
+
+def _bound_issues(post: PostState, limits: Limits) -> Iterator[Issue]:
     if len(post.memories) > limits.max_files:
         yield Issue("bounds.file-count", "harness", f"{len(post.memories)} memories exceed {limits.max_files}")
     for root, files in (("harness", post.harness), ("public", post.public)):

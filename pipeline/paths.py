@@ -55,21 +55,24 @@ def scope_key(root: Path) -> str:
 
 @dataclass(frozen=True)
 class Layout:
+    """Paths of one scope: a project (private store + mirror) or the user-wide global store (no mirror)."""
+
     home: Path
     project_root: Path
     scope_key: str
+    is_global: bool = False
 
     @property
     def project_home(self) -> Path:
-        return self.home / "projects" / self.scope_key
+        return self.home / "global" if self.is_global else self.home / "projects" / self.scope_key
 
     @property
     def harness(self) -> Path:
         return self.project_home / "memory"
 
     @property
-    def mirror(self) -> Path:
-        return self.project_root / MIRROR_DIR
+    def mirror(self) -> Path | None:
+        return None if self.is_global else self.project_root / MIRROR_DIR
 
     @property
     def runs(self) -> Path:
@@ -91,14 +94,28 @@ class Layout:
     def config(self) -> Path:
         return self.home / "config.yaml"
 
+    @property
+    def label(self) -> str:
+        return "global" if self.is_global else str(self.project_root)
+
     def root(self, key: str) -> Path:
-        return {"harness": self.harness, "public": self.mirror, "receipts": self.receipts}[key]
+        path = {"harness": self.harness, "public": self.mirror, "receipts": self.receipts}[key]
+        if path is None:
+            raise KeyError(f"the {self.label} scope has no {key} root")
+        return path
 
 
 def make_layout(home: Path, project_dir: Path) -> Layout:
     home = Path(os.path.abspath(home))
     root = project_root(project_dir)
     return Layout(home=home, project_root=root, scope_key=scope_key(root))
+
+
+def global_layout(home: Path) -> Layout:
+    """The user-wide store: private only, never inside a repository."""
+    home = Path(os.path.abspath(home))
+    root = home / "global"
+    return Layout(home=home, project_root=root, scope_key=scope_key(root), is_global=True)
 
 
 def check_layout(layout: Layout) -> None:
@@ -108,7 +125,8 @@ def check_layout(layout: Layout) -> None:
                          hint="pass the real directory with --home or MEMFOLD_HOME")
     for path in (layout.harness, layout.runs, layout.receipts, layout.lock_path, layout.lock_info):
         refuse_symlinks(path, layout.home)
-    refuse_symlinks(layout.mirror, layout.project_root)
+    if layout.mirror is not None:
+        refuse_symlinks(layout.mirror, layout.project_root)
 
 
 def ensure_layout(layout: Layout) -> bool:
@@ -119,9 +137,10 @@ def ensure_layout(layout: Layout) -> bool:
     for path in (layout.harness, layout.runs, layout.receipts):
         ensure_dir(path, layout.home)
     os.chmod(layout.project_home, 0o700)
-    ensure_dir(layout.mirror, layout.project_root, mode=0o755)
+    if layout.mirror is not None:
+        ensure_dir(layout.mirror, layout.project_root, mode=0o755)
     info = layout.project_home / "project.json"
     if not info.exists():
-        atomic_write(info, dump_json({"kind": "memfold-project", "root": str(layout.project_root),
-                                      "scopeKey": layout.scope_key}))
+        atomic_write(info, dump_json({"kind": "memfold-global" if layout.is_global else "memfold-project",
+                                      "root": str(layout.project_root), "scopeKey": layout.scope_key}))
     return created

@@ -45,7 +45,7 @@ def project_status(svc: Services) -> dict[str, Any]:
         pending = None
     warnings = [w for w in [cap.warning("private")] if w]
     warnings += [f"ignored in the private store: {n}" for n in pre.harness.ignored]
-    tracked = gitinfo.tracked(layout.project_root)
+    tracked = gitinfo.tracked(layout.project_root) if layout.mirror else None
     mirror_names = sorted(pre.public.files)
     private_names = {n for n, m in pre.memories.items() if not m.is_safe}
     leaks = sorted(private_names & gitinfo.ever_committed(layout.project_root)) if tracked is not None else []
@@ -55,7 +55,7 @@ def project_status(svc: Services) -> dict[str, Any]:
         "projectHome": str(layout.project_home),
         "scopeKey": layout.scope_key,
         "harness": str(layout.harness),
-        "mirror": str(layout.mirror),
+        "mirror": str(layout.mirror) if layout.mirror else None,
         "initialised": layout.project_home.is_dir(),
         "memories": len(pre.memories),
         "safe": safe,

@@ -21,7 +21,8 @@ from .receipt import (
     strip_prefix,
 )
 from .runs import find_run
-from .store.state import Limits, read_root
+from .engine import current_hashes
+from .store.state import Limits
 
 IDENTITY = ("runId", "scopeKey", "scopeDigest", "artifactHash")
 
@@ -41,11 +42,6 @@ class Report:
     def as_dict(self) -> dict[str, Any]:
         return {"ok": self.ok, "checks": self.checks, "errors": [e.as_dict() for e in self.errors],
                 "drift": self.drift, "receipts": self.receipts}
-
-
-def current_hashes(layout: Layout, limits: Limits) -> dict[str, dict[str, str]]:
-    return {"harness": read_root(layout.harness, limits, with_bytes=False).hashes,
-            "public": read_root(layout.mirror, limits, with_bytes=False).hashes}
 
 
 def _load_json(path: Path, report: Report, code: str) -> Any:

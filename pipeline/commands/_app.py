@@ -23,6 +23,7 @@ app = typer.Typer(
 )
 
 JsonOpt = typer.Option(False, "--json", help="print one JSON object for machines")
+GlobalOpt = typer.Option(False, "--global", help="the user-wide store (private, no mirror) instead of the project's")
 
 
 @dataclass
@@ -30,6 +31,7 @@ class Globals:
     project: Path | None = None
     home: Path | None = None
     json: bool = False
+    global_scope: bool = False
     warnings: list[str] = field(default_factory=list)
 
 
@@ -41,8 +43,14 @@ def _global_options(
     project: Path = typer.Option(None, "--project", help="project directory (default: the working directory)"),
     home: Path = typer.Option(None, "--home", help="memfold home (default: $MEMFOLD_HOME or the user data dir)"),
     json_out: bool = typer.Option(False, "--json", help="print JSON for machines"),
+    global_: bool = GlobalOpt,
 ) -> None:
-    STATE.project, STATE.home, STATE.json = project, home, json_out
+    STATE.project, STATE.home, STATE.json, STATE.global_scope = project, home, json_out, global_
+
+
+def use_global(flag: bool) -> None:
+    """A command's own --global flag (the global option before the command works too)."""
+    STATE.global_scope = STATE.global_scope or flag
 
 
 def want_json(local: bool) -> bool:
@@ -65,9 +73,12 @@ def home_dir() -> Path:
 
 
 def layout() -> Any:
-    from ..paths import check_layout, make_layout
+    from ..paths import check_layout, global_layout, make_layout
 
-    result = make_layout(home_dir(), STATE.project or Path.cwd())
+    if STATE.global_scope:
+        result = global_layout(home_dir())
+    else:
+        result = make_layout(home_dir(), STATE.project or Path.cwd())
     check_layout(result)
     return result
 

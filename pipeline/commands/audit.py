@@ -7,7 +7,7 @@ from typing import Any
 import typer
 
 from ..errors import VerifyFailed
-from ._app import JsonOpt, app, emit, lock_timeout, services, want_json
+from ._app import GlobalOpt, JsonOpt, app, emit, lock_timeout, services, use_global, want_json
 
 
 def _report_text(report: Any, title: str) -> str:
@@ -21,8 +21,9 @@ def _report_text(report: Any, title: str) -> str:
 
 @app.command()
 def verify(target: str = typer.Argument(None, help="run id or receipt file (default: the newest run)"),
-           json_out: bool = JsonOpt) -> int:
+           global_: bool = GlobalOpt, json_out: bool = JsonOpt) -> int:
     """Check a receipt against its plan bytes, manifest, chain link and (if newest) the files on disk."""
+    use_global(global_)
     from ..receipt import log_entries
     from ..verify import verify_receipt
 
@@ -41,8 +42,9 @@ def verify(target: str = typer.Argument(None, help="run id or receipt file (defa
 
 @app.command()
 def audit(strict: bool = typer.Option(False, "--strict", help="hand edits (drift) also fail"),
-          json_out: bool = JsonOpt) -> int:
+          global_: bool = GlobalOpt, json_out: bool = JsonOpt) -> int:
     """Walk the whole receipt chain; report breaks (exit 7) and hand edits between receipts."""
+    use_global(global_)
     from ..verify import audit as run_audit
 
     svc = services(privacy=False)
@@ -56,8 +58,9 @@ def audit(strict: bool = typer.Option(False, "--strict", help="hand edits (drift
 
 
 @app.command()
-def recover(json_out: bool = JsonOpt) -> int:
+def recover(global_: bool = GlobalOpt, json_out: bool = JsonOpt) -> int:
     """Finish or discard an interrupted transaction."""
+    use_global(global_)
     from ..commit import run_recovery
     from ..lock import project_lock
     from ..paths import ensure_layout
@@ -73,8 +76,9 @@ def recover(json_out: bool = JsonOpt) -> int:
 
 
 @app.command()
-def undo(run_id: str = typer.Argument(...), json_out: bool = JsonOpt) -> int:
+def undo(run_id: str = typer.Argument(...), global_: bool = GlobalOpt, json_out: bool = JsonOpt) -> int:
     """Restore a run's pre-state as a new transaction (refused, exit 5, if its files changed since)."""
+    use_global(global_)
     from ..edits import direct_transaction
     from ..undo import undo_ops
     from .store import _print_tx
@@ -86,15 +90,16 @@ def undo(run_id: str = typer.Argument(...), json_out: bool = JsonOpt) -> int:
 
 
 @app.command()
-def status(json_out: bool = JsonOpt) -> int:
+def status(global_: bool = GlobalOpt, json_out: bool = JsonOpt) -> int:
     """Roots, counts, capacity, lock holder, last run and pending recovery."""
+    use_global(global_)
     from ..status import project_status
 
     data = project_status(services(privacy=False))
     lines = [
         f"project      {data['projectRoot']}",
         f"private      {data['harness']} ({data['memories']} memories: {data['safe']} safe, {data['private']} private)",
-        f"mirror       {data['mirror']} ({data['mirrorFiles']} files)",
+        f"mirror       {data['mirror'] or 'none (the global store is private only)'} ({data['mirrorFiles']} files)",
         f"capacity     {data['capacity']['lines']}/{data['capacity']['maxLines']} lines, "
         f"{data['capacity']['bytes']}/{data['capacity']['maxBytes']} bytes",
         f"trusted      {'yes: the mirror is injected' if data['trusted'] else 'no: only the private store is injected'}",

@@ -8,7 +8,7 @@ from typing import Any
 
 import typer
 
-from ._app import JsonOpt, app, emit, layout, lock_timeout, services, want_json, warn
+from ._app import GlobalOpt, JsonOpt, app, emit, layout, lock_timeout, services, use_global, want_json, warn
 
 
 def _body(body: str | None, body_file: Path | None) -> str | None:
@@ -53,8 +53,9 @@ ExpiresOpt = typer.Option(None, "--expires", help="YYYY-MM-DD after which the me
 
 
 @app.command()
-def init(json_out: bool = JsonOpt) -> int:
+def init(global_: bool = GlobalOpt, json_out: bool = JsonOpt) -> int:
     """Create the project home, both roots and their indexes (idempotent)."""
+    use_global(global_)
     from ..init import init_project
 
     created = init_project(services(), lock_timeout())
@@ -71,9 +72,10 @@ def add(
     name: str = typer.Argument(..., help="file name, e.g. project_deploy-target (.md is added)"),
     description: str = typer.Option(None, "--description", "-d", help="one self-contained line"),
     type_: str = TypeOpt, visibility: str = VisOpt, body: str = BodyOpt, body_file: Path = BodyFileOpt,
-    expires: str = ExpiresOpt, json_out: bool = JsonOpt,
+    expires: str = ExpiresOpt, global_: bool = GlobalOpt, json_out: bool = JsonOpt,
 ) -> int:
     """Create a memory, or overwrite the one with exactly this name (keeping its created date)."""
+    use_global(global_)
     from ..edits import MemoryInput, add_ops, direct_transaction
     from ..store.memory import normalize_name
 
@@ -88,9 +90,10 @@ def add(
 def update(
     name: str = typer.Argument(...), description: str = typer.Option(None, "--description", "-d"),
     type_: str = TypeOpt, visibility: str = VisOpt, body: str = BodyOpt, body_file: Path = BodyFileOpt,
-    expires: str = ExpiresOpt, json_out: bool = JsonOpt,
+    expires: str = ExpiresOpt, global_: bool = GlobalOpt, json_out: bool = JsonOpt,
 ) -> int:
     """Change fields or the body of an existing memory."""
+    use_global(global_)
     from ..edits import MemoryInput, direct_transaction, update_ops
     from ..store.memory import normalize_name
 
@@ -101,8 +104,9 @@ def update(
 
 
 @app.command()
-def forget(name: str = typer.Argument(...), json_out: bool = JsonOpt) -> int:
+def forget(name: str = typer.Argument(...), global_: bool = GlobalOpt, json_out: bool = JsonOpt) -> int:
     """Delete a memory from the private store and the mirror."""
+    use_global(global_)
     from ..edits import direct_transaction, forget_ops
     from ..store.memory import normalize_name
 
@@ -124,8 +128,9 @@ def _row(name: str, m: Any) -> dict[str, Any]:
 
 
 @app.command("list")
-def list_(json_out: bool = JsonOpt) -> int:
+def list_(global_: bool = GlobalOpt, json_out: bool = JsonOpt) -> int:
     """List the memories of this project."""
+    use_global(global_)
     _, memories = _memories()
     rows = [_row(n, memories[n]) for n in sorted(memories)]
     human = "\n".join(f"{r['file']:<40} {r['type']:<9} {r['visibility']:<7} {r['description']}" for r in rows)
@@ -134,8 +139,9 @@ def list_(json_out: bool = JsonOpt) -> int:
 
 
 @app.command()
-def show(name: str = typer.Argument(...), json_out: bool = JsonOpt) -> int:
+def show(name: str = typer.Argument(...), global_: bool = GlobalOpt, json_out: bool = JsonOpt) -> int:
     """Print one memory."""
+    use_global(global_)
     from ..edits import require
     from ..engine import read_pre
 
@@ -151,8 +157,9 @@ def show(name: str = typer.Argument(...), json_out: bool = JsonOpt) -> int:
 
 
 @app.command()
-def search(query: str = typer.Argument(...), limit: int = typer.Option(20, "--limit"), json_out: bool = JsonOpt) -> int:
+def search(query: str = typer.Argument(...), limit: int = typer.Option(20, "--limit"), global_: bool = GlobalOpt, json_out: bool = JsonOpt) -> int:
     """Find memories by words in their name, description and body."""
+    use_global(global_)
     from ..store.search import rank
 
     _, memories = _memories()

@@ -1,0 +1,104 @@
+"""The consolidation transaction, stage by stage; each stage lives in its own module."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from .commit import RunRecord, Services, commit_run, gate, run_recovery
+from .engine import compute_post, read_pre
+from .extract import ExtractLimits
+from .fsutil import dump_json, sha256_bytes
+from .lock import project_lock
+from .manifest import build_manifest
+from .paths import ensure_layout
+from .runs import create_run_dir, new_run_id, write_artifact
+from .scope import default_scope, select
+from .snapshot import ContextLimits, build_snapshot
+from .spawn import requested_protections, run_plan_worker
+from .stale import refuse_if_stale
+from .summary import summarize
+from .task import choose_worker, placeholders, render_task
+from .validate import raise_for
+
+
+@dataclass(frozen=True)
+class ConsolidateRequest:
+    context: bytes | None = None
+    context_source: str = "none"
+    scope: str | None = None
+    select: tuple[str, ...] = ()
+    worker: str = "builtin"
+    workers: Mapping[str, Any] = field(default_factory=dict)
+    allow_publish: bool = False
+    dry_run: bool = False
+    unsafe_no_sandbox: bool = False
+    parent_env: Mapping[str, str] = field(default_factory=dict)
+    lock_timeout: float = 0.0
+    extract_limits: ExtractLimits = ExtractLimits()
+    context_limits: ContextLimits = ContextLimits()
+
+
+def consolidate(svc: Services, req: ConsolidateRequest) -> dict[str, Any]:
+    """lock → recover → run dir + snapshot → worker → plan → validate → stale check → commit."""
+    layout = svc.layout
+    ensure_layout(layout)
+    run_id = new_run_id(svc.clock())
+    with project_lock(layout.lock_path, layout.lock_info, run_id=run_id, operation="consolidate",
+                      timeout=req.lock_timeout, now=svc.now()):
+        run_recovery(svc)
+        pre = read_pre(layout, svc.limits)
+        run_dir = create_run_dir(layout.runs, layout.home, run_id)
+        snapshot, snapshot_bytes = build_snapshot(req.context, source=req.context_source, limits=req.context_limits)
+        snapshot_digest = write_artifact(run_dir, "snapshot.json", snapshot_bytes)
+        scope = req.scope or default_scope(req.context is not None, req.select)
+        selected = select(scope, pre.memories, snapshot, req.select)
+        places = placeholders(run_dir, layout.harness, layout.mirror or layout.harness, layout.project_root)
+        choice = choose_worker(req.worker, req.workers, places)
+        manifest = build_manifest(
+            layout=layout, run_id=run_id, run_dir=run_dir, snapshot_digest=snapshot_digest,
+            context_mode=snapshot["contextMode"], scope=scope, selected=selected, source=pre.hash_maps(),
+            worker=choice.describe(), sandbox=requested_protections(choice, req.unsafe_no_sandbox),
+            limits=svc.limits, extract_limits={"maxStdoutBytes": req.extract_limits.max_stdout_bytes,
+                                               "maxPlanBytes": req.extract_limits.max_plan_bytes},
+            allow_publish=req.allow_publish, created_at=svc.now(),
+        )
+        write_artifact(run_dir, "manifest.json", dump_json(manifest))
+        write_artifact(run_dir, "task.md", render_task(_task_values(manifest, places, svc)))
+        outcome = run_plan_worker(choice, run_dir=run_dir, layout=layout, parent_env=req.parent_env,
+                                  unsafe_no_sandbox=req.unsafe_no_sandbox, limits=req.extract_limits)
+        plan_bytes = outcome.extracted.plan_bytes
+        write_artifact(run_dir, "plan.json", plan_bytes)
+        validation = _validate(svc, req, outcome.extracted.plan, manifest, pre)
+        write_artifact(run_dir, "validation.json", dump_json(validation.as_dict()))
+        raise_for(validation)
+        refuse_if_stale(layout, svc.limits, pre)
+        post = compute_post(pre, validation.operations)
+        summary = summarize(run_id, outcome.extracted.plan, pre, post)
+        if req.dry_run:
+            return {**summary, "dryRun": True, "runDir": str(run_dir)}
+        gate(svc, pre, post)
+        record = RunRecord(run_id, manifest["scopeDigest"], snapshot_digest, selected, "consolidate",
+                           {**choice.describe(), "durationSeconds": round(outcome.duration_s, 3),
+                            "planSource": outcome.extracted.source}, outcome.protections)
+        receipt, log_path = commit_run(svc, run_dir, record, pre, post, plan_bytes)
+    return {**summary, "dryRun": False, "runDir": str(run_dir), "receipt": str(log_path),
+            "planDigest": sha256_bytes(plan_bytes), "previous": receipt["previous"]}
+
+
+def _validate(svc: Services, req: ConsolidateRequest, plan: dict[str, Any], manifest: dict[str, Any],
+              pre: Any) -> Any:
+    from .validate import validate_plan
+
+    return validate_plan(plan, manifest, pre=pre, repo_root=svc.layout.project_root, ruleset=svc.ruleset,
+                         allow_publish=req.allow_publish, limits=svc.limits)
+
+
+def _task_values(manifest: dict[str, Any], places: dict[str, str], svc: Services) -> dict[str, str]:
+    selected = "\n".join(f"- `{name}`" for name in manifest["selected"]) or "(none: an empty scope is a no-op)"
+    return {"run_id": manifest["runId"], "scope_key": manifest["scopeKey"], "scope_digest": manifest["scopeDigest"],
+            "artifact_hash": manifest["artifactHash"], "created_at": manifest["createdAt"],
+            "harness": places["harness"], "public": places["public"], "repo": places["repo"],
+            "manifest": places["manifest"], "snapshot": places["snapshot"], "selected": selected,
+            "max_file_bytes": str(svc.limits.max_file_bytes)}
