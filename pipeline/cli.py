@@ -49,7 +49,12 @@ def _full(args: list[str]) -> int:
     from .commands import audit as _audit  # noqa: F401 - registers commands
     from .commands import consolidate as _consolidate  # noqa: F401
     from .commands import demo as _demo  # noqa: F401
+    from .commands import everyday as _everyday  # noqa: F401
+    from .commands import io as _io  # noqa: F401
     from .commands import mirror as _mirror  # noqa: F401
+    from .commands import schedule as _schedule  # noqa: F401
+    from .commands import hooks as _hooks  # noqa: F401
+    from .commands import mcp as _mcp  # noqa: F401
     from .commands import store as _store  # noqa: F401
     from .commands._app import STATE, app, report_error
 

@@ -1,4 +1,4 @@
-"""The user config (``<home>/config.yaml``): limits, lock, runs, workers, privacy, injection."""
+"""The user config (``<home>/config.yaml``): each section is validated on its own, and never rewritten."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from .errors import ConfigError
+from .errors import ConfigError, Issue
 from .fsutil import read_bounded
 from .store.state import Limits
 
@@ -46,39 +46,115 @@ class PrivacyConfig(_Strict):
 class InjectConfig(_Strict):
     guidance: bool = True
     max_bytes: int = Field(16_000, ge=512)
+    max_files: int = Field(8, ge=0, le=1000)
 
 
-class Config(_Strict):
-    limits: LimitsConfig = LimitsConfig()
-    lock: LockConfig = LockConfig()
-    runs: RunsConfig = RunsConfig()
+class ConsolidateConfig(_Strict):
+    due_hours: float = Field(24.0, gt=0)
+    due_writes: int = Field(20, ge=1)
+
+
+class Workers(BaseModel):
+    model_config = ConfigDict(frozen=True)
     workers: dict[str, WorkerConfig] = Field(default_factory=dict)
-    privacy: PrivacyConfig = PrivacyConfig()
-    inject: InjectConfig = InjectConfig()
+
+
+SECTIONS: dict[str, type[BaseModel]] = {
+    "limits": LimitsConfig, "lock": LockConfig, "runs": RunsConfig, "workers": Workers,
+    "privacy": PrivacyConfig, "inject": InjectConfig, "consolidate": ConsolidateConfig,
+}
+
+
+class Config:
+    """Valid sections are usable; a command touching a broken section gets its ConfigError (exit 2)."""
+
+    def __init__(self, path: Path, values: dict[str, BaseModel], problems: list[Issue]) -> None:
+        self.path = path
+        self._values = values
+        self.problems = problems
+
+    def section(self, name: str) -> Any:
+        bad = [p for p in self.problems if p.path in ("$", f"$.{name}") or p.path.startswith(f"$.{name}.")]
+        if bad:
+            details = "; ".join(f"{p.path}: {p.message}" for p in bad[:5])
+            raise ConfigError(f"{self.path}: {details}", code="config.invalid",
+                              hint="fix the file (memfold never rewrites it); `memfold config check` explains")
+        return self._values.get(name) or SECTIONS[name]()
+
+    @property
+    def limits(self) -> LimitsConfig:
+        return self.section("limits")  # type: ignore[no-any-return]
+
+    @property
+    def lock(self) -> LockConfig:
+        return self.section("lock")  # type: ignore[no-any-return]
+
+    @property
+    def runs(self) -> RunsConfig:
+        return self.section("runs")  # type: ignore[no-any-return]
+
+    @property
+    def privacy(self) -> PrivacyConfig:
+        return self.section("privacy")  # type: ignore[no-any-return]
+
+    @property
+    def inject(self) -> InjectConfig:
+        return self.section("inject")  # type: ignore[no-any-return]
+
+    @property
+    def consolidate(self) -> ConsolidateConfig:
+        return self.section("consolidate")  # type: ignore[no-any-return]
+
+    @property
+    def workers(self) -> dict[str, WorkerConfig]:
+        return self.section("workers").workers  # type: ignore[no-any-return]
 
     def store_limits(self) -> Limits:
         return Limits(**self.limits.model_dump())
 
 
-def load_config(path: Path) -> Config:
-    """Read and validate the config. A missing file means defaults; a broken one is never rewritten."""
+def _parse(path: Path) -> tuple[Any, list[Issue]]:
     try:
         raw = read_bounded(path, 1 << 20)
     except FileNotFoundError:
-        return Config()
+        return {}, []
+    except Exception as exc:  # noqa: BLE001 - an unreadable config is reported, not fatal to every command
+        return None, [Issue("config.unreadable", "$", str(exc))]
     import yaml
 
     try:
-        data = yaml.safe_load(raw.decode("utf-8")) or {}
+        data = yaml.safe_load(raw.decode("utf-8"))
     except (yaml.YAMLError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"{path} is not valid YAML: {str(exc).splitlines()[0]}",
-                          hint="fix the file (memfold never rewrites it)") from None
+        return None, [Issue("config.yaml", "$", f"not valid YAML: {str(exc).splitlines()[0]}")]
+    if data is None:
+        return {}, []
     if not isinstance(data, dict):
-        raise ConfigError(f"{path} must hold a mapping at the top level")
-    try:
-        return Config.model_validate(data)
-    except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors(include_url=False)
-        )
-        raise ConfigError(f"{path}: {problems}", hint="fix the file (memfold never rewrites it)") from None
+        return None, [Issue("config.shape", "$", "the top level must be a mapping")]
+    return data, []
+
+
+def load_config(path: Path) -> Config:
+    """Read the config; a missing file means defaults. Problems are kept per section, not raised here."""
+    data, problems = _parse(path)
+    values: dict[str, BaseModel] = {}
+    for key, value in (data or {}).items():
+        model = SECTIONS.get(str(key))
+        if model is None:
+            problems.append(Issue("config.unknown", f"$.{key}",
+                                  f"unknown section (known: {', '.join(sorted(SECTIONS))})"))
+            continue
+        try:
+            values[key] = model.model_validate({"workers": value} if model is Workers else value or {})
+        except ValidationError as exc:
+            for err in exc.errors(include_url=False):
+                loc = [str(p) for p in err["loc"] if not (model is Workers and p == "workers")]
+                problems.append(Issue("config.invalid", ".".join(["$", str(key), *loc]), err["msg"]))
+    return Config(path, values, problems)
+
+
+def config_schema() -> dict[str, Any]:
+    """The JSON Schema of the whole file, generated from the section models."""
+    properties = {name: model.model_json_schema() for name, model in SECTIONS.items() if model is not Workers}
+    properties["workers"] = {"type": "object", "additionalProperties": WorkerConfig.model_json_schema()}
+    return {"$schema": "https://json-schema.org/draft/2020-12/schema", "title": "memfold user config",
+            "type": "object", "additionalProperties": False, "properties": properties}

@@ -9,7 +9,7 @@ from typing import Any
 
 from .commit import RunRecord, Services, commit_run, gate, run_recovery
 from .engine import Operation, PreState, compute_post, read_pre
-from .errors import ApplyFailed, InputRejected
+from .errors import ApplyFailed, InputRejected, StaleState
 from .fsutil import digest_json, dump_json, sha256_bytes, write_new
 from .lock import project_lock
 from .paths import ensure_layout
@@ -195,3 +195,45 @@ def require(pre: PreState, name: str) -> str:
         raise InputRejected(f"no memory named {name}", code="memory.not-found",
                             hint="`memfold list` shows the names")
     return actual
+
+
+def rename_ops(old: str, new: str, now: Any) -> Callable[[PreState], list[Operation]]:
+    """The file and its frontmatter name follow; body, dates and visibility are kept."""
+
+    def build(pre: PreState) -> list[Operation]:
+        actual = require(pre, old)
+        clash = find_name(pre.memories.keys(), new)
+        if clash is not None and clash != actual:
+            raise InputRejected(f"{new} already exists as {clash}", code="memory.duplicate",
+                                hint="forget or rename that one first")
+        if clash == actual and actual == new:
+            return []
+        memory = pre.memories[actual]
+        title = new.removesuffix(".md") if memory.name == actual.removesuffix(".md") else memory.name
+        renamed = memory.with_changes(name=title, modified=stamp(now))
+        return [Operation(actual, "delete", memory.visibility),
+                Operation(new, "create", renamed.visibility, render_memory(renamed))]
+
+    return build
+
+
+def clear_ops() -> Callable[[PreState], list[Operation]]:
+    def build(pre: PreState) -> list[Operation]:
+        return [Operation(name, "delete", pre.memories[name].visibility) for name in sorted(pre.memories)]
+
+    return build
+
+
+def replace_ops(name: str, content: bytes, *, expected: str) -> Callable[[PreState], list[Operation]]:
+    """`memfold edit`: the edited file replaces the memory, unless it changed meanwhile (exit 5)."""
+    from .store.memory import parse_memory
+
+    def build(pre: PreState) -> list[Operation]:
+        actual = require(pre, name)
+        if pre.harness.hashes.get(actual) != expected:
+            raise StaleState(f"{actual} changed while it was being edited", code="state.stale",
+                             hint="re-run `memfold edit` to start from the current version")
+        memory = parse_memory(content, actual)
+        return [Operation(actual, "rewrite", memory.visibility, content)]
+
+    return build
