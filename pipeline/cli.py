@@ -50,6 +50,7 @@ def _full(args: list[str]) -> int:
     from .commands import consolidate as _consolidate  # noqa: F401
     from .commands import demo as _demo  # noqa: F401
     from .commands import everyday as _everyday  # noqa: F401
+    from .commands import validate as _validate  # noqa: F401
     from .commands import io as _io  # noqa: F401
     from .commands import mirror as _mirror  # noqa: F401
     from .commands import schedule as _schedule  # noqa: F401

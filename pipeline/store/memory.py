@@ -11,7 +11,7 @@ from typing import Any
 
 from ..errors import InputRejected
 
-NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]*\.md$")
+NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]*\.md")
 MAX_NAME_LEN = 128
 INDEX_NAME = "MEMORY.md"
 TYPES = ("user", "feedback", "project", "reference")
@@ -34,7 +34,7 @@ def normalize_name(raw: str) -> str:
 
 
 def check_name(name: str) -> None:
-    if len(name) > MAX_NAME_LEN or not NAME_RE.match(name):
+    if len(name) > MAX_NAME_LEN or not NAME_RE.fullmatch(name):
         raise InputRejected(
             f"{name!r} is not a valid memory file name",
             code="memory.name",
@@ -46,7 +46,7 @@ def check_name(name: str) -> None:
 
 
 def is_memory_name(name: str) -> bool:
-    return len(name) <= MAX_NAME_LEN and bool(NAME_RE.match(name)) and name.lower() != "memory.md"
+    return len(name) <= MAX_NAME_LEN and bool(NAME_RE.fullmatch(name)) and name.lower() != "memory.md"
 
 
 def sanitize_line(value: str) -> str:
@@ -127,7 +127,9 @@ def parse_memory(data: bytes, file: str = "<memory>") -> Memory:
         text = text[1:]
     head, body = split_frontmatter(text, file)
     try:
-        meta = yaml.safe_load(head) if head.strip() else {}
+        # The C loader is the same safe loader, about 10x faster where libyaml is built in.
+        loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+        meta = yaml.load(head, Loader=loader) if head.strip() else {}  # noqa: S506 - a safe loader
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 2}" if mark is not None else ""

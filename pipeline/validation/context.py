@@ -1,0 +1,151 @@
+"""What every validation rule reads: the plan, the run's manifest, the pre-state and collaborators."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+from ..engine import PreState
+from ..errors import Issue, UsageError
+from ..privacy import RuleSet
+from ..store.memory import INDEX_NAME, is_memory_name
+from ..store.state import Limits
+
+IDENTITY = ("runId", "scopeKey", "scopeDigest", "artifactHash")
+ARTIFACTS = ("inventory", "staleness", "grounding", "report")
+_KEY_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_SHOW_LIMIT = 80
+_SCAN_LIMIT = 4096
+
+
+def json_path(*parts: str | int) -> str:
+    """``$.operations[3].content`` from ("operations", 3, "content")."""
+    out = ["$"]
+    for part in parts:
+        if isinstance(part, int):
+            out.append(f"[{part}]")
+        elif _KEY_RE.match(part):
+            out.append(f".{part}")
+        else:
+            out.append(f"[{part!r}]")
+    return "".join(out)
+
+
+def valid_name(name: object) -> bool:
+    """``is_memory_name`` plus a whole-string match: ``$`` in the pattern also accepts a final newline."""
+    return isinstance(name, str) and "\n" not in name and is_memory_name(name)
+
+
+@dataclass(frozen=True)
+class ManifestView:
+    """The few manifest fields validation binds the plan to, type-checked once."""
+
+    identity: dict[str, str]
+    selected: tuple[str, ...]
+
+    @classmethod
+    def from_manifest(cls, manifest: object) -> ManifestView:
+        # The manifest is written by the parent, so a malformed one is a caller error, not a plan issue.
+        if not isinstance(manifest, dict):
+            raise UsageError("the run manifest is not a JSON object", code="manifest.invalid")
+        identity: dict[str, str] = {}
+        for key in IDENTITY:
+            value = manifest.get(key)
+            if not isinstance(value, str):
+                raise UsageError(f"the run manifest has no string {key}", code="manifest.invalid")
+            identity[key] = value
+        selected = manifest.get("selected")
+        if not isinstance(selected, list) or not all(valid_name(n) for n in selected):
+            raise UsageError("the run manifest's selected is not a list of memory file names",
+                             code="manifest.invalid")
+        return cls(identity, tuple(selected))
+
+
+@dataclass
+class Context:
+    """Inputs of one validation. ``broken`` lists top-level plan fields the schema rejected."""
+
+    plan: dict[str, Any]
+    manifest: ManifestView
+    pre: PreState
+    repo_root: Path
+    ruleset: RuleSet | None
+    allow_publish: bool
+    limits: Limits
+    broken: frozenset[str] = frozenset()
+    _labels: dict[str, str] = field(default_factory=dict)
+
+    def intact(self, key: str) -> bool:
+        return key not in self.broken
+
+    def items(self, key: str) -> Iterator[tuple[int, dict[str, Any]]]:
+        """(index, item) of a plan array; callers only use it on fields the schema accepted."""
+        value = self.plan.get(key)
+        if isinstance(value, list):
+            for index, item in enumerate(value):
+                if isinstance(item, dict):
+                    yield index, item
+
+    @cached_property
+    def selected(self) -> frozenset[str]:
+        return frozenset(self.manifest.selected)
+
+    def harness_names(self) -> set[str]:
+        return set(self.pre.memories)
+
+    def public_names(self) -> set[str]:
+        return {n for n in self.pre.public.hashes if n != INDEX_NAME}
+
+    def label(self, name: str) -> str:
+        """A memory name for a message, withheld if the privacy rules flag the name itself."""
+        cached = self._labels.get(name)
+        if cached is None:
+            cached = self.show(name, quote=False)
+            self._labels[name] = cached
+        return cached
+
+    def redacted(self, message: str, fallback: str) -> str:
+        """``message`` unless the privacy rules flag something in it (parsers quote bad values)."""
+        if self.ruleset is not None and self.ruleset.scan(message, "<message>"):
+            return fallback
+        return message
+
+    def show(self, value: str, *, quote: bool = True) -> str:
+        """An untrusted string made fit for a message: cut short and withheld if it looks secret."""
+        if self.ruleset is not None:
+            # Scan past the cut, so a secret that starts in the shown part is caught whole.
+            findings = self.ruleset.scan(value[:_SCAN_LIMIT], "<message>")
+            if findings:
+                return f"<withheld: matches privacy rule {findings[0].rule_id}>"
+        text = value if len(value) <= _SHOW_LIMIT else value[:_SHOW_LIMIT] + "…"
+        return repr(text) if quote or not text.isprintable() else text
+
+
+class Subject:
+    """``operations[3] (rewrite name.md)``, built only when a message needs it: a label costs a scan."""
+
+    def __init__(self, ctx: Context, artifact: str, index: int, name: str, kind: str = "") -> None:
+        self.ctx, self.artifact, self.index, self.name, self.kind = ctx, artifact, index, name, kind
+
+    def __str__(self) -> str:
+        kind = f"{self.kind} " if self.kind else ""
+        return f"{self.artifact}[{self.index}] ({kind}{self.ctx.label(self.name)})"
+
+
+Rule = Callable[[Context], Iterator[Issue]]
+
+
+@dataclass(frozen=True)
+class RuleSpec:
+    """A registered rule. It runs only if the fields in ``needs`` passed the schema; it counts as
+    a passed check only if every field in ``reads`` did (it skips broken parts by itself)."""
+
+    name: str
+    check: Rule
+    needs: tuple[str, ...] = ()
+    reads: tuple[str, ...] = ()
+    needs_rules: bool = False

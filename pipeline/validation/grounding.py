@@ -1,0 +1,78 @@
+"""Grounding observations: repository-relative paths that stay inside the project and exist when found."""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterator
+
+from ..errors import Issue
+from .context import Context, Subject, json_path
+
+# Distinct paths resolved per plan. Each costs a few lstat calls; the schema caps observations
+# per memory but not per plan, so this keeps a hostile plan's filesystem work bounded.
+MAX_RESOLVED_PATHS = 10_000
+_DRIVE = re.compile(r"^[A-Za-z]:")
+
+
+def path_problem(path: str) -> str | None:
+    """Why ``path`` is not a plain repository-relative path, or None."""
+    if "\x00" in path:
+        return "contains a NUL character"
+    if path.startswith(("/", "~")) or _DRIVE.match(path):
+        return "is absolute; give it relative to the repository root"
+    if "\\" in path:
+        return "contains a backslash; use '/' between components"
+    if ".." in path.split("/"):
+        return "has a '..' component"
+    return None
+
+
+def grounding(ctx: Context) -> Iterator[Issue]:
+    root = os.path.realpath(ctx.repo_root)
+    prefix = root if root.endswith(os.sep) else root + os.sep
+    # path -> (inside the root, exists); observations repeat the same files, so resolve each once.
+    resolved: dict[str, tuple[bool, bool]] = {}
+    for index, item in ctx.items("grounding"):
+        subject = Subject(ctx, "grounding", index, item["name"])
+        for position, observation in enumerate(item["observations"]):
+            path = observation["path"]
+            problem = path_problem(path)
+            if problem is not None:
+                yield Issue("plan.grounding.path", _at(index, position), f"{subject}: observation path {ctx.show(path)} {problem}")
+                continue
+            state = resolved.get(path)
+            if state is None:
+                if len(resolved) >= MAX_RESOLVED_PATHS:
+                    yield Issue("plan.grounding.bounds", json_path("grounding"),
+                                f"the plan observes more than {MAX_RESOLVED_PATHS} distinct paths; "
+                                "the rest were not checked")
+                    return
+                state = resolved[path] = _resolve(root, prefix, path)
+            inside, exists = state
+            if not inside:
+                yield Issue("plan.grounding.escape", _at(index, position),
+                            f"{subject}: observation path {ctx.show(path)} leads outside the repository "
+                            "once symlinks are resolved")
+            elif observation["status"] == "found" and not exists:
+                yield Issue("plan.grounding.absent", _at(index, position),
+                            f"{subject}: observation path {ctx.show(path)} is marked found but does not exist")
+
+
+def _at(index: int, position: int) -> str:
+    return json_path("grounding", index, "observations", position, "path")
+
+
+def _resolve(root: str, prefix: str, path: str) -> tuple[bool, bool]:
+    """Metadata only: realpath and lstat, never the file's contents."""
+    try:
+        real = os.path.realpath(os.path.join(root, path))
+    except (OSError, ValueError):
+        return False, False  # unresolvable counts as outside: fail closed
+    if real != root and not real.startswith(prefix):
+        return False, False
+    try:
+        os.lstat(real)
+    except (OSError, ValueError):
+        return True, False
+    return True, True

@@ -1,0 +1,154 @@
+"""Rules on the plan's operations: scope, uniqueness, content, store bounds, publishing and privacy."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from ..errors import InputRejected, Issue
+from ..fsutil import sha256_bytes
+from ..store.memory import parse_memory, split_frontmatter
+from .context import Context, Subject, json_path, valid_name
+
+_MIRROR_NOTE = "safe memories are copied to the git-tracked mirror"
+
+
+def operations(ctx: Context) -> Iterator[Issue]:
+    roots: dict[str, list[str]] = {}
+    for name in ctx.harness_names():
+        roots.setdefault(name.lower(), []).append("the private store")
+    for name in ctx.public_names():
+        roots.setdefault(name.lower(), []).append("the mirror")
+    first: dict[str, int] = {}
+    for index, op in ctx.items("operations"):
+        name, kind = op["name"], op["kind"]
+        subject = Subject(ctx, "operations", index, op["name"], op["kind"])
+        if not valid_name(name):
+            yield Issue("plan.operation.name", json_path("operations", index, "name"),
+                        f"{subject}: not a memory file name (MEMORY.md is the index)")
+            continue
+        lower = name.lower()
+        if lower in first:
+            yield Issue("plan.operation.duplicate", json_path("operations", index, "name"),
+                        f"{subject}: operations[{first[lower]}] already changes this memory "
+                        "(one operation per name, compared case-insensitively)")
+        else:
+            first[lower] = index
+        if kind in ("rewrite", "delete") and name not in ctx.selected:
+            yield Issue("plan.operation.scope", json_path("operations", index, "name"),
+                        f"{subject}: {kind} is only allowed on selected memories")
+        if kind == "create" and lower in roots:
+            yield Issue("plan.operation.exists", json_path("operations", index, "name"),
+                        f"{subject}: a memory with this name already exists in "
+                        f"{' and '.join(roots[lower])} (names are compared case-insensitively)")
+        if kind != "delete":
+            yield from _content(ctx, index, op, subject)
+
+
+def _content(ctx: Context, index: int, op: dict[str, Any], subject: Subject) -> Iterator[Issue]:
+    at = json_path("operations", index, "content")
+    data = _encoded(op)
+    if data is None:
+        yield Issue("plan.operation.content", at, f"{subject}: content is not valid Unicode text "
+                    "(it holds a lone surrogate)")
+        return
+    if len(data) > ctx.limits.max_file_bytes:
+        yield Issue("plan.operation.too-large", at, f"{subject}: content is {len(data)} bytes in UTF-8, "
+                    f"over the {ctx.limits.max_file_bytes}-byte bound")
+        return
+    digest = op.get("contentSha256")
+    if digest is not None and digest.removeprefix("sha256:") != sha256_bytes(data):
+        yield Issue("plan.operation.hash", json_path("operations", index, "contentSha256"),
+                    f"{subject}: contentSha256 is not the sha256 of the content's UTF-8 bytes")
+    try:
+        memory = parse_memory(data, op["name"])
+    except InputRejected as exc:
+        # parse_memory names the file first; the subject already does.
+        detail = exc.message.removeprefix(f"{op['name']}: ")
+        detail = ctx.redacted(detail, f"content does not parse as a memory file ({exc.code})")
+        yield Issue("plan.operation.content", at, f"{subject}: {detail}")
+        return
+    if memory.visibility != op["classification"]:
+        yield Issue("plan.operation.disagrees", at,
+                    f"{subject}: the content's frontmatter says visibility {memory.visibility} "
+                    f"but the operation's classification is {op['classification']}")
+
+
+def _encoded(op: dict[str, Any]) -> bytes | None:
+    try:
+        return bytes(op["content"].encode("utf-8"))
+    except UnicodeEncodeError:
+        return None
+
+
+def bounds(ctx: Context) -> Iterator[Issue]:
+    names = {n.lower() for n in ctx.harness_names()}
+    for _, op in ctx.items("operations"):
+        if op["kind"] == "delete" and op["name"] in ctx.pre.memories:
+            names.discard(op["name"].lower())
+        elif op["kind"] == "create":
+            names.add(op["name"].lower())
+    if len(names) > ctx.limits.max_files:
+        yield Issue("bounds.file-count", json_path("operations"),
+                    f"after the plan the store would hold {len(names)} memories, over the bound of "
+                    f"{ctx.limits.max_files}")
+
+
+def publish(ctx: Context) -> Iterator[Issue]:
+    """private -> safe needs --allow-publish, also when a private body reappears under a new name."""
+    if ctx.allow_publish:
+        return
+    private_bodies: dict[str, str] = {}
+    for name, memory in sorted(ctx.pre.memories.items()):
+        body = memory.body.strip()
+        if not memory.is_safe and body:
+            private_bodies.setdefault(body, name)
+    hint = "pass --allow-publish to consolidate to publish it"
+    for index, op in ctx.items("operations"):
+        if op["kind"] == "delete" or op["classification"] != "safe":
+            continue
+        name = op["name"]
+        subject = Subject(ctx, "operations", index, op["name"], op["kind"])
+        current = ctx.pre.memories.get(name)
+        if current is not None and not current.is_safe:
+            yield Issue("privacy.publish", json_path("operations", index, "classification"),
+                        f"{subject}: the memory is private and this makes it safe ({_MIRROR_NOTE}); {hint}")
+            continue
+        source = private_bodies.get(_body(op["content"], name))
+        if source is not None and source != name:
+            yield Issue("privacy.publish", json_path("operations", index, "content"),
+                        f"{subject}: the content repeats the body of the private memory {source} "
+                        f"({_MIRROR_NOTE}); {hint}")
+
+
+def _body(text: str, name: str) -> str:
+    try:
+        return split_frontmatter(text.replace("\r\n", "\n"), name)[1].strip()
+    except InputRejected:
+        return ""
+
+
+def privacy(ctx: Context) -> Iterator[Issue]:
+    """Scan what will be safe after the plan and is new or changed; unchanged files were scanned when written."""
+    assert ctx.ruleset is not None  # the registry runs this rule only with rules loaded
+    for index, op in ctx.items("operations"):
+        if op["kind"] == "delete" or op["classification"] != "safe":
+            continue
+        data = _encoded(op)
+        if data is None or len(data) > ctx.limits.max_file_bytes:
+            continue  # the operations rule rejects it; scanning it would be unbounded work
+        name = op["name"]
+        current = ctx.pre.memories.get(name)
+        if current is not None and current.is_safe and ctx.pre.harness.hashes.get(name) == sha256_bytes(data):
+            continue
+        subject = Subject(ctx, "operations", index, op["name"], op["kind"])
+        # A file name enters the mirror (and its index) when the memory first becomes safe.
+        names_it = current is None or not current.is_safe
+        for finding in ctx.ruleset.scan(name, name) if names_it else ():
+            yield Issue(f"privacy.{finding.category}", json_path("operations", index, "name"),
+                        f"{subject}: the file name matches {finding.rule_id} ({finding.description}) "
+                        f"[{finding.preview}]; {_MIRROR_NOTE}")
+        for finding in ctx.ruleset.scan(op["content"], name):
+            yield Issue(f"privacy.{finding.category}", json_path("operations", index, "content"),
+                        f"{subject} line {finding.line}, column {finding.column}: {finding.rule_id} "
+                        f"({finding.description}) [{finding.preview}]; {_MIRROR_NOTE}")
