@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,6 +21,7 @@ class WorkerOutcome:
     extracted: Extracted
     protections: dict[str, Any]
     duration_s: float
+    extract_ms: float
 
 
 def requested_protections(choice: WorkerChoice, unsafe_no_sandbox: bool) -> dict[str, Any]:
@@ -63,4 +65,6 @@ def run_plan_worker(
     if result.returncode != 0:
         raise WorkerFailed(f"worker {choice.name} exited with status {result.returncode}", code="worker.exit",
                            hint=where, data={"returncode": result.returncode})
-    return WorkerOutcome(extract_plan(result.stdout, limits), protections, result.duration_s)
+    started = time.perf_counter()
+    extracted = extract_plan(result.stdout, limits)
+    return WorkerOutcome(extracted, protections, result.duration_s, round((time.perf_counter() - started) * 1000, 3))

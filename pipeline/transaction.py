@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from .commit import RunRecord, Services, commit_run, gate, run_recovery
-from .engine import compute_post, read_pre
+from .engine import PreState, compute_post, read_pre
 from .extract import ExtractLimits
 from .fsutil import dump_json, sha256_bytes
 from .lock import project_lock
@@ -19,7 +20,8 @@ from .snapshot import ContextLimits, build_snapshot
 from .spawn import requested_protections, run_plan_worker
 from .stale import refuse_if_stale
 from .summary import summarize
-from .task import choose_worker, placeholders, render_task
+from .task import WorkerChoice, choose_worker, placeholders, render_task
+from .timing import Timings
 from .validate import raise_for
 
 
@@ -42,53 +44,66 @@ class ConsolidateRequest:
 
 def consolidate(svc: Services, req: ConsolidateRequest) -> dict[str, Any]:
     """lock → recover → run dir + snapshot → worker → plan → validate → stale check → commit."""
-    layout = svc.layout
+    layout, t = svc.layout, Timings()
     ensure_layout(layout)
     run_id = new_run_id(svc.clock())
     with project_lock(layout.lock_path, layout.lock_info, run_id=run_id, operation="consolidate",
                       timeout=req.lock_timeout, now=svc.now()):
-        run_recovery(svc)
-        pre = read_pre(layout, svc.limits)
+        t.run("recover", run_recovery, svc)
+        pre = t.run("read", read_pre, layout, svc.limits)
         run_dir = create_run_dir(layout.runs, layout.home, run_id)
-        snapshot, snapshot_bytes = build_snapshot(req.context, source=req.context_source, limits=req.context_limits)
-        snapshot_digest = write_artifact(run_dir, "snapshot.json", snapshot_bytes)
-        scope = req.scope or default_scope(req.context is not None, req.select)
-        selected = select(scope, pre.memories, snapshot, req.select)
-        places = placeholders(run_dir, layout.harness, layout.mirror or layout.harness, layout.project_root)
-        choice = choose_worker(req.worker, req.workers, places)
-        manifest = build_manifest(
-            layout=layout, run_id=run_id, run_dir=run_dir, snapshot_digest=snapshot_digest,
-            context_mode=snapshot["contextMode"], scope=scope, selected=selected, source=pre.hash_maps(),
-            worker=choice.describe(), sandbox=requested_protections(choice, req.unsafe_no_sandbox),
-            limits=svc.limits, extract_limits={"maxStdoutBytes": req.extract_limits.max_stdout_bytes,
-                                               "maxPlanBytes": req.extract_limits.max_plan_bytes},
-            allow_publish=req.allow_publish, created_at=svc.now(),
-        )
-        write_artifact(run_dir, "manifest.json", dump_json(manifest))
-        write_artifact(run_dir, "task.md", render_task(_task_values(manifest, places, svc)))
-        outcome = run_plan_worker(choice, run_dir=run_dir, layout=layout, parent_env=req.parent_env,
-                                  unsafe_no_sandbox=req.unsafe_no_sandbox, limits=req.extract_limits)
+        snapshot, snapshot_digest = t.run("snapshot", _snapshot, run_dir, req)
+        manifest, choice = t.run("manifest", _manifest, svc, req, run_dir, snapshot, snapshot_digest, pre)
+        outcome = t.run("worker", run_plan_worker, choice, run_dir=run_dir, layout=layout,
+                        parent_env=req.parent_env, unsafe_no_sandbox=req.unsafe_no_sandbox, limits=req.extract_limits)
+        t.stages["extraction"] = outcome.extract_ms
         plan_bytes = outcome.extracted.plan_bytes
         write_artifact(run_dir, "plan.json", plan_bytes)
-        validation = _validate(svc, req, outcome.extracted.plan, manifest, pre)
+        validation = t.run("validation", _validate, svc, req, outcome.extracted.plan, manifest, pre)
         write_artifact(run_dir, "validation.json", dump_json(validation.as_dict()))
         raise_for(validation)
-        refuse_if_stale(layout, svc.limits, pre)
-        post = compute_post(pre, validation.operations)
+        t.run("stale-check", refuse_if_stale, layout, svc.limits, pre)
+        post = t.run("index", compute_post, pre, validation.operations)
         summary = summarize(run_id, outcome.extracted.plan, pre, post)
         if req.dry_run:
-            return {**summary, "dryRun": True, "runDir": str(run_dir)}
-        gate(svc, pre, post)
-        record = RunRecord(run_id, manifest["scopeDigest"], snapshot_digest, selected, "consolidate",
+            return {**summary, "dryRun": True, "runDir": str(run_dir), "timings": t.stages}
+        t.run("post-verify", gate, svc, pre, post)
+        record = RunRecord(run_id, manifest["scopeDigest"], snapshot_digest, manifest["selected"], "consolidate",
                            {**choice.describe(), "durationSeconds": round(outcome.duration_s, 3),
                             "planSource": outcome.extracted.source}, outcome.protections)
-        receipt, log_path = commit_run(svc, run_dir, record, pre, post, plan_bytes)
+        receipt, log_path = t.run("commit", commit_run, svc, run_dir, record, pre, post, plan_bytes)
     return {**summary, "dryRun": False, "runDir": str(run_dir), "receipt": str(log_path),
-            "planDigest": sha256_bytes(plan_bytes), "previous": receipt["previous"]}
+            "planDigest": sha256_bytes(plan_bytes), "previous": receipt["previous"], "timings": t.stages}
+
+
+def _snapshot(run_dir: Path, req: ConsolidateRequest) -> tuple[dict[str, Any], str]:
+    snapshot, data = build_snapshot(req.context, source=req.context_source, limits=req.context_limits)
+    return snapshot, write_artifact(run_dir, "snapshot.json", data)
+
+
+def _manifest(svc: Services, req: ConsolidateRequest, run_dir: Path, snapshot: dict[str, Any], digest: str,
+              pre: PreState) -> tuple[dict[str, Any], WorkerChoice]:
+    """Scope selection, worker choice, the manifest and the rendered task, written to the run dir."""
+    layout = svc.layout
+    scope = req.scope or default_scope(req.context is not None, req.select)
+    selected = select(scope, pre.memories, snapshot, req.select)
+    places = placeholders(run_dir, layout.harness, layout.mirror or layout.harness, layout.project_root)
+    choice = choose_worker(req.worker, req.workers, places)
+    manifest = build_manifest(
+        layout=layout, run_id=run_dir.name, run_dir=run_dir, snapshot_digest=digest,
+        context_mode=snapshot["contextMode"], scope=scope, selected=selected, source=pre.hash_maps(),
+        worker=choice.describe(), sandbox=requested_protections(choice, req.unsafe_no_sandbox),
+        limits=svc.limits, extract_limits={"maxStdoutBytes": req.extract_limits.max_stdout_bytes,
+                                           "maxPlanBytes": req.extract_limits.max_plan_bytes},
+        allow_publish=req.allow_publish, created_at=svc.now(),
+    )
+    write_artifact(run_dir, "manifest.json", dump_json(manifest))
+    write_artifact(run_dir, "task.md", render_task(_task_values(manifest, places, svc)))
+    return manifest, choice
 
 
 def _validate(svc: Services, req: ConsolidateRequest, plan: dict[str, Any], manifest: dict[str, Any],
-              pre: Any) -> Any:
+              pre: PreState) -> Any:
     from .validate import validate_plan
 
     return validate_plan(plan, manifest, pre=pre, repo_root=svc.layout.project_root, ruleset=svc.ruleset,
