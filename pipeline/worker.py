@@ -20,7 +20,6 @@ from typing import Any, Callable, Iterable, Mapping
 from .errors import WorkerFailed
 from .sandbox import (
     DEFAULT_RLIMITS,
-    EXIT_EXEC_FAILED,
     EXIT_LAUNCHER_ERROR,
     EXIT_REFUSED,
     MARKER,

@@ -6,7 +6,6 @@ import json
 import os
 import select
 import signal
-import sys
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any, NoReturn, cast
 

@@ -1,0 +1,200 @@
+"""Duplicate groups: exact (normalised facts) and near (token Jaccard, found through MinHash LSH)."""
+
+from __future__ import annotations
+
+import hashlib
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from collections.abc import Iterable, Iterator
+from functools import lru_cache
+
+from ..store.memory import Memory
+from .text import fact_keys, memory_tokens, newness, subject_tokens, tokens, value_lines
+
+# Calibrated on tests/data/planner: paraphrases of one note score >= 0.5 on the whole
+# text or >= 0.6 on descriptions; unrelated notes of one topic stay below 0.35.
+NEAR_THRESHOLD = 0.5
+DESCRIPTION_THRESHOLD = 0.6
+CONTAINMENT_THRESHOLD = 0.9
+MIN_TOKENS = 3
+BINS = 32
+ROWS = 2
+# A bucket this full is boilerplate, not similarity: chain its members instead of pairing all.
+MAX_BUCKET = 48
+_MASK = (1 << 61) - 1
+# Tokens in more than this share of memories (and at least COMMON_MIN) say nothing about similarity.
+COMMON_SHARE = 0.02
+COMMON_MIN = 50
+
+
+@lru_cache(maxsize=1 << 20)
+def _hash(token: str) -> int:
+    return int.from_bytes(hashlib.blake2b(token.encode(), digest_size=8).digest(), "big")
+
+
+def signature(items: frozenset[str]) -> tuple[int, ...]:
+    """One-permutation MinHash with rotation densification: one hash per token, BINS minima."""
+    mins = [_MASK + 1] * BINS
+    for token in items:
+        h = _hash(token)
+        b = h % BINS
+        v = (h // BINS) & _MASK
+        if v < mins[b]:
+            mins[b] = v
+    out = list(mins)
+    # An empty bin borrows the next filled bin to its right (circularly), shifted by the distance.
+    nxt: int | None = None
+    for i in range(2 * BINS - 1, -1, -1):
+        j = i % BINS
+        if mins[j] <= _MASK:
+            nxt = i
+        elif i < BINS and nxt is not None:
+            out[j] = (mins[nxt % BINS] + (nxt - i) * 0x9E3779B97F4A7C15) & _MASK
+    return tuple(out)
+
+
+def jaccard(a: frozenset[str], b: frozenset[str]) -> float:
+    if not a or not b:
+        return 0.0
+    inter = len(a & b)
+    return inter / (len(a) + len(b) - inter)
+
+
+def similar(name_a: str, a: Memory, name_b: str, b: Memory) -> bool:
+    """Same type and close enough in wording to be one note written twice."""
+    if a.type != b.type:
+        return False
+    ta, tb = memory_tokens(name_a, a), memory_tokens(name_b, b)
+    # Each names a subject (a word in its file name and description) the other never mentions:
+    # "billing retries three times" and "catalog retries three times" are two facts, not one.
+    # A word in a memory's name, description and body is its subject; the other lacking it says "other thing".
+    sub_a, sub_b = subject_tokens(name_a, a) - tb, subject_tokens(name_b, b) - ta
+    if (sub_a and sub_b) or sub_a & tokens(a.body) or sub_b & tokens(b.body):
+        return False
+    if len(ta) < MIN_TOKENS or len(tb) < MIN_TOKENS:
+        return fact_keys(a) == fact_keys(b)
+    if jaccard(ta, tb) >= NEAR_THRESHOLD:
+        return True
+    da, db = tokens(a.description), tokens(b.description)
+    if len(da) >= MIN_TOKENS and len(db) >= MIN_TOKENS and jaccard(da, db) >= DESCRIPTION_THRESHOLD:
+        return True
+    small, large = (ta, tb) if len(ta) <= len(tb) else (tb, ta)
+    return len(small) >= 2 * MIN_TOKENS and len(small & large) / len(small) >= CONTAINMENT_THRESHOLD
+
+
+def conflicting(a: Memory, b: Memory) -> bool:
+    """The two state one thing (same line apart from its values) with different values."""
+    va, vb = value_lines(a), value_lines(b)
+    if len(va) > len(vb):
+        va, vb = vb, va
+    return any(key in vb and va[key] != vb[key] and not (va[key] & vb[key]) for key in va)
+
+
+@dataclass
+class Index:
+    """LSH buckets over memories; tokens most memories share are left out of the signatures."""
+
+    common: frozenset[str]
+    buckets: dict[tuple[object, ...], list[str]] = field(default_factory=lambda: defaultdict(list))
+
+    def keys(self, name: str, memory: Memory) -> list[tuple[object, ...]]:
+        """One bucket for the exact fact set, one per band of the text and description signatures."""
+        keys: list[tuple[object, ...]] = [("exact", memory.type, tuple(sorted(fact_keys(memory))))]
+        rare = memory_tokens(name, memory) - self.common
+        if rare:
+            sig = signature(rare)
+            keys.extend(("band", memory.type, band, sig[band : band + ROWS]) for band in range(0, BINS, ROWS))
+        desc = tokens(memory.description) - self.common
+        if len(desc) >= MIN_TOKENS:
+            dsig = signature(desc)
+            keys.extend(("desc", memory.type, b, dsig[b : b + 2 * ROWS]) for b in range(0, BINS, 2 * ROWS))
+        return keys
+
+    def add(self, name: str, memory: Memory) -> None:
+        for key in self.keys(name, memory):
+            self.buckets[key].append(name)
+
+    def nearest(self, name: str, memory: Memory, memories: dict[str, Memory]) -> str | None:
+        """The newest indexed memory that ``memory`` duplicates without conflicting, if any."""
+        seen: set[str] = set()
+        for key in self.keys(name, memory):
+            seen.update(self.buckets.get(key, ())[:MAX_BUCKET])
+        matches = [n for n in sorted(seen) if n in memories and similar(name, memory, n, memories[n])
+                   and not conflicting(memory, memories[n])]
+        return max(matches, key=lambda n: newness(memories[n], n)) if matches else None
+
+
+def build_index(names: Iterable[str], memories: dict[str, Memory]) -> Index:
+    ordered = list(names)
+    df: Counter[str] = Counter()
+    for name in ordered:
+        df.update(memory_tokens(name, memories[name]))
+    cut = max(COMMON_MIN, int(len(ordered) * COMMON_SHARE))
+    index = Index(frozenset(t for t, n in df.items() if n > cut))
+    for name in ordered:
+        index.add(name, memories[name])
+    return index
+
+
+def _pairs_in(buckets: Iterable[list[str]]) -> Iterator[tuple[str, str]]:
+    for members in buckets:
+        if len(members) < 2:
+            continue
+        if len(members) > MAX_BUCKET:
+            yield from zip(members, members[1:])
+            continue
+        for i, first in enumerate(members):
+            for second in members[i + 1 :]:
+                yield first, second
+
+
+def _dirty_pairs(index: Index, dirty: list[str], memories: dict[str, Memory]) -> Iterator[tuple[str, str]]:
+    """Pairs of a changed memory with anything sharing a bucket (stale entries are skipped later)."""
+    for name in dirty:
+        index.add(name, memories[name])
+    for name in dirty:
+        for key in index.keys(name, memories[name]):
+            for other in index.buckets[key][:MAX_BUCKET]:
+                if other != name:
+                    yield name, other
+
+
+def groups(names: Iterable[str], memories: dict[str, Memory], index: Index | None = None,
+           dirty: set[str] | None = None) -> tuple[list[list[str]], Index]:
+    """Duplicate groups (each sorted newest first), connected through verified similar pairs.
+
+    Given the index of an earlier pass and the names changed since, only pairs with a changed
+    member are checked: the others were checked then. Returns the index for the next pass.
+    """
+    ordered = sorted(names)
+    parent = {n: n for n in ordered}
+
+    def find(x: str) -> str:
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    if index is None or dirty is None:
+        index = build_index(ordered, memories)
+        # Components do not depend on the order pairs are checked in; dicts keep insertion order anyway.
+        pairs = _pairs_in(index.buckets.values())
+    else:
+        pairs = _dirty_pairs(index, sorted(n for n in dirty if n in parent), memories)
+    checked: set[tuple[str, str]] = set()
+    for a, b in pairs:
+        if a not in parent or b not in parent:
+            continue  # removed since the index was built
+        pair = (a, b) if a < b else (b, a)
+        if pair in checked or find(a) == find(b):
+            continue
+        checked.add(pair)
+        ma, mb = memories[a], memories[b]
+        if similar(a, ma, b, mb) and not conflicting(ma, mb):
+            ra, rb = find(a), find(b)
+            parent[max(ra, rb)] = min(ra, rb)
+    out: dict[str, list[str]] = defaultdict(list)
+    for name in ordered:
+        out[find(name)].append(name)
+    result = [sorted(g, key=lambda n: newness(memories[n], n), reverse=True) for g in out.values() if len(g) > 1]
+    return sorted(result, key=lambda g: g[0]), index

@@ -1,0 +1,168 @@
+"""Grounding: the repository paths and symbols a memory names, checked against the project tree."""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..store.memory import Memory
+
+MAX_OBSERVATIONS = 20
+MAX_SYMBOL_FILE_BYTES = 512 * 1024
+_EXT = (
+    "py|pyi|sh|bash|zsh|js|mjs|cjs|ts|tsx|jsx|go|rs|rb|java|kt|c|h|cc|cpp|hpp|cs|swift|php|"
+    "toml|yaml|yml|json|cfg|ini|lock|txt|md|rst|sql|env|conf|mk|tf|proto|graphql|css|scss|html|xml|gradle"
+)
+_BARE = frozenset({"Makefile", "Dockerfile", "Justfile", "Procfile", "Gemfile", "Rakefile", "Vagrantfile",
+                   "Containerfile", "Jenkinsfile", "CODEOWNERS", "LICENSE", "Podfile", "Brewfile",
+                   "Cartfile", "Fastfile"})
+# Slash words such as "blue/green" or "CI/CD" are prose; a path needs a known top
+# directory, a file extension or backticks to count as a repository claim.
+_TOP_DIRS = frozenset({"src", "lib", "app", "apps", "ops", "deploy", "scripts", "script", "bin", "tests", "test",
+                       "docs", "doc", "config", "configs", "conf", "cmd", "pkg", "internal", "tools", "infra",
+                       "packages", "services", "web", "api", "migrations", "db", "charts", "k8s", ".github",
+                       "frontend", "backend", "server", "client", "examples", "benchmarks", "etc", "ios", "android",
+                       "dags", "jobs", "dbt", "terraform", "ansible", "helm", "crates", "cmd"})
+_LINK = re.compile(r"\[\[[^\]\n]*\]\]|\[[^\]\n]*\]\([a-z][a-z0-9+.-]*://[^)\s]*\)")
+_URL = re.compile(r"[a-z][a-z0-9+.-]*://\S+", re.IGNORECASE)
+_TICKS = re.compile(r"`([^`\n]+)`")
+_PATHISH = re.compile(
+    r"(?<![\w/.~$-])(\.{0,2}/?(?:[\w.-]+/)+[\w.-]+/?|[\w.-]+\.(?:" + _EXT + r")\b|"
+    + "|".join(sorted(_BARE)) + r")(?![\w/])"
+)
+_SYMBOL = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*)(?:\(\))?$")
+_FILE_TAIL = re.compile(r"\.(?:" + _EXT + r")$")
+
+
+@dataclass(frozen=True)
+class Claims:
+    paths: tuple[str, ...]
+    symbols: tuple[str, ...]
+
+
+def _clean(token: str) -> str | None:
+    """A repository-relative path, or None when the token must not be looked up at all."""
+    token = token.strip().rstrip(".,;:)!?'\"").lstrip("(\"'")
+    if token.startswith("./"):
+        token = token[2:]
+    if not token or token.startswith(("/", "~", "\\", "$", "-")) or re.match(r"^[A-Za-z]:", token):
+        return None
+    if any(ch in token for ch in "\\*?{}<>|$%\x00 ") or "://" in token:
+        return None
+    parts = token.rstrip("/").split("/")
+    if any(p in ("", ".", "..") for p in parts):
+        return None
+    return token
+
+
+def _is_claim(path: str, ticked: bool) -> bool:
+    if path.endswith("/"):
+        return False  # directories are context, not a file the memory depends on
+    last = path.rsplit("/", 1)[-1]
+    if _FILE_TAIL.search(last) or last in _BARE:
+        return True
+    return "/" in path and (ticked or path.split("/", 1)[0] in _TOP_DIRS)
+
+
+def extract(memory: Memory) -> Claims:
+    text = _URL.sub(" ", _LINK.sub(" ", f"{memory.description}\n{memory.body}"))
+    paths: list[str] = []
+    symbols: list[str] = []
+    for span in _TICKS.findall(text):
+        word = span.strip().split(" ")[0] if span.strip() else ""
+        path = _clean(word)
+        if path is not None and ("/" in path or _FILE_TAIL.search(path) or path in _BARE):
+            if _is_claim(path, True):
+                paths.append(path)
+            continue
+        sym = _SYMBOL.match(span.strip())
+        # Only identifiers that look like code (snake_case, CamelCase, dotted, a call) are symbols.
+        if sym and ("_" in sym.group(1) or "." in sym.group(1) or span.strip().endswith("()")
+                    or re.search(r"[a-z][A-Z]", sym.group(1))):
+            symbols.append(sym.group(1))
+    for match in _PATHISH.finditer(_TICKS.sub(" ", text)):
+        path = _clean(match.group(1))
+        if path is not None and _is_claim(path, False):
+            paths.append(path)
+    return Claims(tuple(dict.fromkeys(paths)), tuple(dict.fromkeys(symbols)))
+
+
+@dataclass
+class Tree:
+    """Stat-only lookups below one project root, cached across memories."""
+
+    root: Path
+    real: str = ""
+    _status: dict[str, str] = field(default_factory=dict)
+    _text: dict[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.real = os.path.realpath(self.root)
+
+    def status(self, rel: str) -> str:
+        """``found`` for a regular file inside the root after resolving links, ``dir``, or ``missing``."""
+        if rel not in self._status:
+            resolved = os.path.realpath(os.path.join(self.real, rel))
+            inside = resolved.startswith(self.real.rstrip(os.sep) + os.sep)
+            if inside and os.path.isfile(resolved):
+                self._status[rel] = "found"
+            elif inside and os.path.isdir(resolved):
+                self._status[rel] = "dir"
+            else:
+                self._status[rel] = "missing"
+        return self._status[rel]
+
+    def text(self, rel: str) -> str:
+        if rel not in self._text:
+            path = os.path.realpath(os.path.join(self.real, rel))
+            try:
+                with open(path, "rb") as handle:
+                    self._text[rel] = handle.read(MAX_SYMBOL_FILE_BYTES).decode("utf-8", "replace")
+            except OSError:
+                self._text[rel] = ""
+        return self._text[rel]
+
+
+def ground(name: str, memory: Memory, tree: Tree | None) -> dict[str, Any]:
+    """The plan's grounding entry for one memory."""
+    claims = extract(memory)
+    observations: list[dict[str, str]] = []
+    found_files: list[str] = []
+    for path in claims.paths:
+        if len(observations) >= MAX_OBSERVATIONS:
+            break
+        status = tree.status(path) if tree is not None else "missing"
+        if status == "dir":
+            continue
+        observations.append({"path": path, "status": status})
+        if status == "found":
+            found_files.append(path)
+    if tree is not None and found_files:
+        for symbol in claims.symbols:
+            if len(observations) >= MAX_OBSERVATIONS:
+                break
+            leaf = symbol.rsplit(".", 1)[-1]
+            where = next((f for f in found_files if re.search(rf"\b{re.escape(leaf)}\b", tree.text(f))), None)
+            if where is not None:
+                observations.append({"path": where, "status": "found", "note": f"symbol {symbol} appears here"})
+            else:
+                observations.append({"path": found_files[0], "status": "missing",
+                                     "note": f"symbol {symbol} appears in none of the files this memory names"})
+    entry: dict[str, Any] = {"name": name, "observations": observations}
+    found = sum(1 for o in observations if o["status"] == "found")
+    if not observations:
+        entry["status"] = "not-applicable"
+        entry["reason"] = "makes no claim about a repository file"
+    elif found == len(observations):
+        entry["status"] = "grounded"
+        entry["reason"] = f"all {found} named repository paths/symbols exist"
+    elif found:
+        entry["status"] = "partially-grounded"
+        entry["reason"] = f"{found} of {len(observations)} named repository paths/symbols exist"
+    else:
+        entry["status"] = "ungrounded"
+        entry["reason"] = "none of the named repository paths exist (renamed or removed?)"
+    return entry

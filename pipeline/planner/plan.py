@@ -1,0 +1,183 @@
+"""The pure core: manifest, memories and snapshot in, one consolidation plan out."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from ..fsutil import sha256_bytes
+from ..store.memory import Memory, render_memory
+from ..store.state import Limits
+from . import candidates, capacity, conflicts, dedupe, staleness
+from .grounding import Tree, ground
+from .text import clear_caches
+from .work import Fate, Work, canonical
+
+KIND = "memory-consolidation-plan"
+MAX_PASSES = 6
+MAX_TEXT = 1900
+
+
+class PlanInputError(ValueError):
+    """The run's inputs cannot be planned (e.g. a selected memory is not in the store)."""
+
+
+def limits_of(manifest: dict[str, Any]) -> Limits:
+    raw = manifest.get("limits") or {}
+    base = Limits()
+
+    def num(key: str, default: int) -> int:
+        value = raw.get(key)
+        return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else default
+
+    return Limits(num("maxFileBytes", base.max_file_bytes), num("maxFiles", base.max_files),
+                  num("indexLines", base.index_lines), num("indexBytes", base.index_bytes))
+
+
+def _cut(text: str, limit: int = MAX_TEXT) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def consolidate(work: Work) -> None:
+    """Run merge, conflict and capacity stages until none of them changes the post-state."""
+    dirty: set[str] | None = None
+    index: dedupe.Index | None = None
+    for _ in range(MAX_PASSES):
+        work.touched = set()
+        changed = False
+        found, index = dedupe.groups(list(work.live), work.live, index, dirty)
+        for group in found:
+            target = group[0]
+            if work.absorb(target, group[1:], "SUBSUMED", f"a duplicate of {target}"):
+                changed = True
+        changed |= conflicts.resolve(work)
+        changed |= capacity.fit(work)
+        if not changed:
+            return
+        dirty = set(work.touched)
+    work.notes.append(f"consolidation did not settle after {MAX_PASSES} passes; a later run may merge more")
+
+
+def build_plan(manifest: dict[str, Any], memories: dict[str, tuple[bytes, Memory]], snapshot: dict[str, Any],
+               repo_root: Path, *, reserved: Iterable[str] = ()) -> dict[str, Any]:
+    """The plan for one run. ``memories`` is the whole private store; ``reserved`` adds mirror names."""
+    clear_caches()
+    selected = sorted(str(n) for n in manifest.get("selected") or [])
+    absent = [n for n in selected if n not in memories]
+    if absent:
+        raise PlanInputError(f"selected memories missing from the store: {', '.join(absent[:5])}")
+    now = str(manifest["createdAt"])
+    chosen = set(selected)
+    parsed = {n: m for n, (_, m) in memories.items()}
+    original = {n: canonical(parsed[n]) for n in selected}
+    work = Work(original=original, live=dict(original),
+                fixed={n: m for n, m in parsed.items() if n not in chosen},
+                limits=limits_of(manifest), today=now[:10])
+    for name in selected:
+        stale = staleness.verdict(original[name], work.today)
+        if stale is not None:
+            work.remove(name, Fate(stale[0], "deleted", stale[1]))
+    taken = {n.lower() for n in parsed} | {n.lower() for n in reserved}
+    cands = snapshot.get("candidates") if isinstance(snapshot, dict) else None
+    candidates.apply(work, cands if isinstance(cands, list) else [], taken, now)
+    consolidate(work)
+    tree = Tree(repo_root) if repo_root.is_dir() else None
+    grounding = [ground(n, original[n], tree) for n in selected]
+    plan: dict[str, Any] = {
+        "kind": KIND,
+        "schemaVersion": 1,
+        "runId": manifest["runId"],
+        "scopeKey": manifest["scopeKey"],
+        "scopeDigest": manifest["scopeDigest"],
+        "artifactHash": manifest["artifactHash"],
+        "selected": selected,
+        "inventory": [{"name": n, "classification": original[n].visibility} for n in selected],
+        "clusters": _clusters(work, selected),
+        "staleness": [_staleness(work, n) for n in selected],
+        "grounding": grounding,
+        "report": [_report(work, n, g) for n, g in zip(selected, grounding)],
+        "operations": _operations(work),
+        "notes": [_cut(n, 3900) for n in dict.fromkeys(work.notes)],
+    }
+    if manifest.get("snapshotDigest") == manifest["artifactHash"]:
+        plan["snapshotDigest"] = manifest["artifactHash"]
+    return plan
+
+
+def _final(work: Work, name: str) -> str:
+    seen = {name}
+    while name in work.fates and work.fates[name].target and work.fates[name].target not in seen:
+        name = str(work.fates[name].target)
+        seen.add(name)
+    return name
+
+
+def _clusters(work: Work, selected: list[str]) -> list[dict[str, Any]]:
+    groups: dict[str, list[str]] = defaultdict(list)
+    for name in selected:
+        final = _final(work, name)
+        memory = work.live.get(final) or work.original[name]
+        groups[capacity.cluster_key(final if final in work.live else name, memory)].append(name)
+    return [{"name": key, "files": sorted(files)} for key, files in sorted(groups.items())]
+
+
+def _staleness(work: Work, name: str) -> dict[str, str]:
+    if name in work.fates:
+        fate = work.fates[name]
+        return {"name": name, "verdict": fate.verdict, "reason": _cut(fate.summary)}
+    if name in work.verdicts:
+        verdict, reason = work.verdicts[name]
+        return {"name": name, "verdict": verdict, "reason": _cut(reason)}
+    return {"name": name, "verdict": "KEEP", "reason": "current: not expired, not a duplicate, not contradicted"}
+
+
+def _changed(work: Work, name: str) -> bool:
+    if name not in work.live or work.live[name] is work.original.get(name):
+        return False
+    return name not in work.original or render_memory(work.live[name]) != render_memory(work.original[name])
+
+
+def _report(work: Work, name: str, grounding: dict[str, Any]) -> dict[str, str]:
+    if name in work.fates:
+        fate = work.fates[name]
+        return {"name": name, "status": fate.status, "summary": _cut(fate.summary, 3900)}
+    parts = list(work.events.get(name, []))
+    if grounding["status"] == "ungrounded":
+        parts.append("flagged: none of the repository paths it names exist any more; kept (verify or update)")
+    if _changed(work, name):
+        merged = any(p.startswith(("absorbed", "supersedes")) for p in parts)
+        status = "merged" if merged else "rewritten"
+        if work.live[name].visibility != work.original[name].visibility and not merged:
+            status = "reclassified"
+    elif grounding["status"] == "ungrounded" or name in work.verdicts:
+        status = "flagged"
+        if name in work.verdicts:
+            parts.append(work.verdicts[name][1])
+    else:
+        status = "kept"
+    summary = "; ".join(parts) or "kept unchanged"
+    return {"name": name, "status": status, "summary": _cut(summary, 3900)}
+
+
+def _operations(work: Work) -> list[dict[str, Any]]:
+    ops: list[dict[str, Any]] = []
+    for name in sorted(set(work.original) | set(work.live)):
+        memory = work.live.get(name)
+        if memory is None:
+            fate = work.fates[name]
+            ops.append({"name": name, "kind": "delete", "classification": work.original[name].visibility,
+                        "reason": _cut(f"{fate.verdict}: {fate.summary}")})
+            continue
+        if name in work.created:
+            kind = "create"
+        elif _changed(work, name):
+            kind = "rewrite"
+        else:
+            continue
+        content = render_memory(memory)
+        ops.append({"name": name, "kind": kind, "classification": memory.visibility,
+                    "content": content.decode("utf-8"), "contentSha256": sha256_bytes(content),
+                    "reason": _cut("; ".join(work.events.get(name, [])) or "updated")})
+    return ops

@@ -1,0 +1,82 @@
+"""The planner as a worker process: read a run directory, print one plan, map failures to exit codes."""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any, BinaryIO, TextIO
+
+from ..errors import MemfoldError
+from ..fsutil import dump_json, read_bounded
+from ..store.memory import Memory, is_memory_name, parse_memory
+from ..store.state import read_root
+from .plan import PlanInputError, build_plan, limits_of
+
+MAX_MANIFEST_BYTES = 16 << 20
+MAX_SNAPSHOT_BYTES = 256 << 20
+
+
+def _json(path: Path, limit: int) -> dict[str, Any]:
+    value = json.loads(read_bounded(path, limit).decode("utf-8"))
+    if not isinstance(value, dict):
+        raise PlanInputError(f"{path.name} is not a JSON object")
+    return value
+
+
+def _names(root: Path) -> list[str]:
+    try:
+        return sorted(e.name for e in os.scandir(root) if is_memory_name(e.name))
+    except FileNotFoundError:
+        return []
+
+
+def plan_run(run_dir: Path) -> bytes:
+    """The plan bytes for one run directory; only reads."""
+    manifest = _json(run_dir / "manifest.json", MAX_MANIFEST_BYTES)
+    snapshot_path = run_dir / "snapshot.json"
+    snapshot = _json(snapshot_path, MAX_SNAPSHOT_BYTES) if snapshot_path.exists() else {}
+    roots = manifest["roots"]
+    selected = set(manifest.get("selected") or [])
+    state = read_root(Path(roots["harness"]), limits_of(manifest))
+    memories: dict[str, tuple[bytes, Memory]] = {}
+    for name, data in state.memories().items():
+        try:
+            memories[name] = (data, parse_memory(data, name))
+        except MemfoldError:
+            if name in selected:
+                raise
+            # An unreadable memory outside the scope is left alone; its name stays taken.
+    public = roots.get("public")
+    reserved = [*(_names(Path(public)) if public else []), *state.memories()]
+    plan = build_plan(manifest, memories, snapshot, Path(roots["project"]), reserved=reserved)
+    return dump_json(plan)
+
+
+def main(argv: list[str] | None = None, stdout: BinaryIO | None = None, stderr: TextIO | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m pipeline.planner",
+                                     description="memfold's built-in deterministic consolidation planner")
+    parser.add_argument("--run-dir", required=True, type=Path, help="the run directory (manifest.json, snapshot.json)")
+    args = parser.parse_args(argv)
+    err = stderr or sys.stderr
+    # The planner builds millions of small acyclic objects and lives for one run: cyclic collection
+    # would only rescan them (it made planning superlinear), so it stays off in this process.
+    gc.disable()
+    try:
+        data = plan_run(args.run_dir)
+    except MemfoldError as exc:
+        print(f"memfold planner: {exc} [{exc.code}]", file=err)
+        return exc.exit_code or 1
+    except KeyError as exc:
+        print(f"memfold planner: the manifest lacks the field {exc.args[0]!r}", file=err)
+        return 1
+    except (PlanInputError, OSError, ValueError, TypeError) as exc:
+        print(f"memfold planner: {type(exc).__name__}: {exc}", file=err)
+        return 1
+    out = stdout or sys.stdout.buffer
+    out.write(data)
+    out.flush()
+    return 0

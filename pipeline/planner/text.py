@@ -1,0 +1,178 @@
+"""Text normalisation shared by the planner stages: fact lines, tokens, values and masks."""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+from ..store.memory import TYPES, Memory
+
+_MARKER = re.compile(r"^\s*(?:[-*+]\s+\[[ xX]\]\s+|[-*+]\s+|\d+[.)]\s+|>\s*)+")
+_PUNCT = re.compile(r"[^\w\s]|_")
+_WORD = re.compile(r"[a-z0-9]+")
+_LINK = re.compile(r"\[\[[^\]\n]*\]\]")
+# Values are what two statements of the same subject can disagree on: commands in
+# backticks, URLs, paths, versions and numbers (ports, sizes, dates).
+_VALUE = re.compile(
+    r"`[^`\n]+`"
+    r"|[a-z][a-z0-9+.-]*://\S+"
+    r"|[\w.~-]*/[\w./-]+"
+    r"|[\w-]+\.(?:py|sh|js|ts|tsx|jsx|go|rs|rb|java|toml|ya?ml|json|cfg|ini|lock|txt|sql|env|conf)\b"
+    r"|\b[a-z]*\d+(?:[.:_-]?[a-z0-9]+)*\b"
+)
+VALUE_MARK = "zvalz"
+STOPWORDS = frozenset(
+    """a an the and or but if then else of to in on at by for with from into onto via as is are was were be
+    been being it its this that these those there here we you i our your my me us they them he she his her
+    do does did done not no never always should must can could would will shall may might just also only
+    very so than too use uses used using when where which who what how all any each
+    every some such via per about after before over under up down out off again more most other same own
+    please note remember dont don t s""".split()
+)
+
+
+def fact_key(line: str) -> str:
+    """Compare lines after normalising list markers, case, punctuation and whitespace."""
+    text = _MARKER.sub("", line).casefold()
+    return " ".join(_PUNCT.sub(" ", text).split())
+
+
+@lru_cache(maxsize=1 << 20)
+def body_facts(body: str) -> tuple[tuple[str, str], ...]:
+    """(raw line, key) for every body line that carries text, in order."""
+    out: list[tuple[str, str]] = []
+    for raw in body.split("\n"):
+        key = fact_key(raw)
+        if key:
+            out.append((raw.rstrip(), key))
+    return tuple(out)
+
+
+def fact_lines(memory: Memory) -> tuple[tuple[str, str], ...]:
+    """A memory's facts: its body lines, or its description when the body says nothing."""
+    facts = body_facts(memory.body)
+    if facts:
+        return facts
+    key = fact_key(memory.description)
+    return ((memory.description, key),) if key else ()
+
+
+def fact_keys(memory: Memory) -> frozenset[str]:
+    return _fact_keys(memory.body, memory.description)
+
+
+@lru_cache(maxsize=1 << 20)
+def _fact_keys(body: str, description: str) -> frozenset[str]:
+    facts = body_facts(body)
+    return frozenset(key for _, key in facts) if facts else frozenset({fact_key(description)} - {""})
+
+
+def known_keys(memory: Memory) -> frozenset[str]:
+    """Every key a memory states, its description included."""
+    return fact_keys(memory) | {fact_key(memory.description)}
+
+
+# Everyday synonyms notes are paraphrased with; mapping them keeps a reworded note close to its original.
+_SYNONYMS = {
+    "reply": "answer", "replies": "answer", "response": "answer", "responses": "answer", "answers": "answer",
+    "terse": "short", "brief": "short", "concise": "short", "shorter": "short",
+    "db": "database", "repo": "repository", "config": "configuration", "docs": "documentation",
+    "prod": "production", "dev": "development", "env": "environment", "deps": "dependencies",
+}
+
+
+@lru_cache(maxsize=1 << 20)
+def _stem(word: str) -> str:
+    word = _SYNONYMS.get(word, word)
+    # A crude suffix strip is enough to make "pushing"/"push" and "tests"/"test" meet.
+    for suffix in ("ing", "ed", "es", "s"):
+        if len(word) > len(suffix) + 3 and word.endswith(suffix):
+            return word[: -len(suffix)]
+    return word
+
+
+@lru_cache(maxsize=1 << 20)
+def tokens(text: str) -> frozenset[str]:
+    words = _WORD.findall(_LINK.sub(" ", text.casefold()).replace("_", " "))
+    return frozenset(_stem(w) for w in words if w not in STOPWORDS and len(w) > 1)
+
+
+@lru_cache(maxsize=1 << 20)
+def name_stem(name: str) -> str:
+    """The file name without extension and type prefix: ``project_api-port.md`` → ``api-port``."""
+    stem = name[:-3] if name.lower().endswith(".md") else name
+    for kind in TYPES:
+        for sep in ("_", "-"):
+            if stem.lower().startswith(kind + sep):
+                return stem[len(kind) + 1 :]
+    return stem
+
+
+_VERSIONISH = re.compile(r"^(?:v?\d+|old|new|copy|bak|backup|updated|latest|final|draft|\d{4}|\d{2})$")
+
+
+def subject_stem(name: str) -> str:
+    """The name stem without trailing version-like parts, so ``api-port-v2`` meets ``api-port``."""
+    parts = [p for p in re.split(r"[-_]+", name_stem(name).lower()) if p]
+    while len(parts) > 1 and _VERSIONISH.match(parts[-1]):
+        parts.pop()
+    return "-".join(parts)
+
+
+def memory_tokens(name: str, memory: Memory) -> frozenset[str]:
+    return _memory_tokens(name, memory.description, memory.body)
+
+
+@lru_cache(maxsize=1 << 20)
+def _memory_tokens(name: str, description: str, body: str) -> frozenset[str]:
+    return tokens(name_stem(name)) | tokens(description) | tokens(body)
+
+
+def subject_tokens(name: str, memory: Memory) -> frozenset[str]:
+    """Words both the file name and the description use: what the memory is about."""
+    return tokens(name_stem(name)) & tokens(memory.description)
+
+
+@lru_cache(maxsize=1 << 20)
+def masked(line: str) -> tuple[str, tuple[str, ...]]:
+    """(the line's key with every value replaced by one marker, the values in order)."""
+    text = _MARKER.sub("", line).casefold()
+    values: list[str] = []
+
+    def keep(match: re.Match[str]) -> str:
+        values.append(match.group(0).strip("`").strip().rstrip(".,;:"))
+        return f" {VALUE_MARK} "
+
+    replaced = _VALUE.sub(keep, text)
+    return " ".join(_PUNCT.sub(" ", replaced).split()), tuple(values)
+
+
+def value_lines(memory: Memory) -> dict[str, frozenset[tuple[str, ...]]]:
+    """Masked key → the value tuples it is stated with, for lines (and description) with values."""
+    return _value_lines(memory.description, memory.body)
+
+
+@lru_cache(maxsize=1 << 20)
+def _value_lines(description: str, body: str) -> dict[str, frozenset[tuple[str, ...]]]:
+    out: dict[str, set[tuple[str, ...]]] = {}
+    for raw in [description, *(r for r, _ in body_facts(body))]:
+        key, values = masked(raw)
+        if values and key.replace(VALUE_MARK, "").strip():
+            out.setdefault(key, set()).add(values)
+    return {k: frozenset(v) for k, v in out.items()}
+
+
+def newness(memory: Memory, name: str) -> tuple[str, str, str]:
+    """Sort key: later ``modified``, then later ``created``, then the name."""
+    return (memory.modified or memory.created or "", memory.created or "", name)
+
+
+def short_list(names: list[str], limit: int = 8) -> str:
+    shown = ", ".join(names[:limit])
+    return shown + (f" and {len(names) - limit} more" if len(names) > limit else "")
+
+
+def clear_caches() -> None:
+    """Drop memoised results so one plan's inputs do not hold memory (or speed) into the next."""
+    for cached in (body_facts, _fact_keys, tokens, _stem, name_stem, _memory_tokens, masked, _value_lines):
+        cached.cache_clear()

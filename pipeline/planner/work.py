@@ -1,0 +1,103 @@
+"""The planner's working post-state: live memories, what happened to each name, and merging."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..store.memory import Memory, render_memory
+from ..store.state import Limits
+from .text import fact_lines, newness, short_list
+
+
+@dataclass(frozen=True)
+class Fate:
+    """What became of a selected memory that leaves the store."""
+
+    verdict: str
+    status: str
+    summary: str
+    target: str | None = None
+
+
+@dataclass
+class Work:
+    original: dict[str, Memory]
+    live: dict[str, Memory]
+    fixed: dict[str, Memory]
+    limits: Limits
+    today: str
+    created: set[str] = field(default_factory=set)
+    fates: dict[str, Fate] = field(default_factory=dict)
+    verdicts: dict[str, tuple[str, str]] = field(default_factory=dict)
+    events: dict[str, list[str]] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    touched: set[str] = field(default_factory=set)
+
+    def event(self, name: str, text: str) -> None:
+        self.events.setdefault(name, []).append(text)
+
+    def fits(self, memory: Memory) -> bool:
+        return len(render_memory(memory)) <= self.limits.max_file_bytes
+
+    def remove(self, name: str, fate: Fate) -> None:
+        del self.live[name]
+        if name in self.created:
+            self.created.discard(name)  # a file this plan would create and then drop is never created
+        else:
+            self.fates[name] = fate
+
+    def absorb(self, target: str, sources: list[str], verdict: str, why: str) -> list[str]:
+        """Merge ``sources`` into ``target`` (facts kept, oldest ``created``); returns the ones merged."""
+        merged = self.live[target]
+        taken: list[str] = []
+        for source in sources:
+            candidate = merge(merged, [self.live[source]])
+            if not self.fits(candidate):
+                self.event(target, f"could not absorb {source}: the merged file would pass the size bound")
+                continue
+            merged = candidate
+            taken.append(source)
+        if not taken:
+            return []
+        mixed = merged.visibility == "private" and self.live[target].visibility == "safe"
+        self.live[target] = merged
+        self.touched.add(target)
+        private_note = " (the result is private because a merged memory was private)" if mixed else ""
+        for source in taken:
+            self.remove(source, Fate(verdict, "merged", f"{why}; merged into {target}{private_note}", target))
+        self.event(target, f"absorbed {short_list(taken)} ({why}){private_note}")
+        return taken
+
+
+def merge(target: Memory, others: list[Memory]) -> Memory:
+    """Target's lines first, then each distinct fact line of the others; oldest created; private wins."""
+    lines = [raw for raw, _ in fact_lines(target)] if not target.body.strip() else target.body.rstrip("\n").split("\n")
+    seen = {key for _, key in fact_lines(target)}
+    for other in others:
+        for raw, key in fact_lines(other):
+            if key not in seen:
+                seen.add(key)
+                lines.append(raw)
+    created = min((m.created for m in [target, *others] if m.created), default=None)
+    expires: str | None = None
+    if all(m.expires for m in [target, *others]):
+        expires = max(m.expires for m in [target, *others] if m.expires)
+    modified = max((m for m in [target, *others]), key=lambda m: newness(m, "")).modified
+    private = any(m.visibility == "private" for m in [target, *others])
+    return target.with_changes(
+        body=canonical_body("\n".join(lines)),
+        created=created,
+        expires=expires,
+        modified=modified or target.modified,
+        visibility="private" if private else target.visibility,
+    )
+
+
+def canonical_body(body: str) -> str:
+    """The body exactly as it reads back after ``render_memory`` and ``parse_memory``."""
+    body = body.replace("\r\n", "\n").strip("\n")
+    return body + "\n" if body else ""
+
+
+def canonical(memory: Memory) -> Memory:
+    return memory.with_changes(body=canonical_body(memory.body))

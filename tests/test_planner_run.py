@@ -1,0 +1,184 @@
+"""The planner as a worker: determinism, the run-dir entry point, candidates, grounding safety, scale."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from test_planner_support import (
+
+
+    REPO,
+    apply_plan,
+    check_plan,
+    load_projects,
+    manifest_for,
+    memory_bytes,
+    plan_store,
+    store_of,
+    write_repo,
+)
+
+from pipeline.fsutil import dump_json
+from pipeline.planner.grounding import Tree, extract, ground
+from pipeline.planner.plan import build_plan
+from pipeline.store.memory import Memory, parse_memory
+
+
+def _shop() -> dict[str, Any]:
+    return next(p for p in load_projects() if p["id"] == "shop-api")
+
+
+def test_the_same_inputs_give_a_byte_identical_plan(tmp_path: Path) -> None:
+    project = _shop()
+    store = store_of(project)
+    repo = write_repo(tmp_path / "repo", project["files"])
+    assert dump_json(plan_store(store, repo)) == dump_json(plan_store(dict(reversed(list(store.items()))), repo))
+
+
+def test_an_empty_scope_without_candidates_is_a_valid_no_op(tmp_path: Path) -> None:
+    plan = plan_store({}, tmp_path)
+    assert check_plan(plan, [], {}, tmp_path) == []
+    assert all(plan[k] == [] for k in ("selected", "inventory", "clusters", "staleness", "grounding", "report",
+                                       "operations"))
+
+
+def _run_dir(tmp_path: Path, store: dict[str, bytes], files: dict[str, str],
+             candidates: list[dict[str, str]]) -> Path:
+    harness, public, run = tmp_path / "harness", tmp_path / "public", tmp_path / "run"
+    for d in (harness, public, run):
+        d.mkdir()
+    for name, data in store.items():
+        (harness / name).write_bytes(data)
+    project = write_repo(tmp_path / "project", files)
+    manifest = {**manifest_for(sorted(store)), "contextMode": "transcript", "snapshotPath": "snapshot.json",
+                "roots": {"harness": str(harness), "public": str(public), "project": str(project),
+                          "runDir": str(run)}, "sourceHashes": {"harness": {}, "public": {}},
+                "worker": {"name": "builtin"}, "sandbox": {}}
+    (run / "manifest.json").write_bytes(dump_json(manifest))
+    (run / "snapshot.json").write_bytes(dump_json({"kind": "memfold-context-snapshot", "candidates": candidates}))
+    for d in (harness, public, run):
+        for f in d.iterdir():
+            f.chmod(stat.S_IRUSR)
+        d.chmod(stat.S_IRUSR | stat.S_IXUSR)
+    return run
+
+
+@pytest.mark.integration
+def test_the_module_prints_one_plan_for_a_read_only_run_dir(tmp_path: Path) -> None:
+    project = _shop()
+    store = store_of(project)
+    run = _run_dir(tmp_path, store, project["files"], [{"body": "Staging deploys use ops/deploy.sh --env staging",
+                                                        "origin": "remember-line"}])
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    proc = subprocess.run([sys.executable, "-m", "pipeline.planner", "--run-dir", str(run)], cwd=scratch,
+                          capture_output=True, env={**os.environ, "PYTHONPATH": str(REPO)}, timeout=120)
+    assert proc.returncode == 0, proc.stderr.decode()
+    plan = json.loads(proc.stdout)
+    assert check_plan(plan, sorted(store), store, tmp_path / "project") == []
+    assert proc.stdout == dump_json(plan)
+    assert any(op["kind"] == "create" for op in plan["operations"])
+
+
+def test_the_module_fails_with_a_message_when_the_manifest_is_missing(tmp_path: Path) -> None:
+    from io import BytesIO, StringIO
+
+    from pipeline.planner.run import main
+
+    out, err = BytesIO(), StringIO()
+    assert main(["--run-dir", str(tmp_path)], stdout=out, stderr=err) == 1
+    assert out.getvalue() == b"" and "manifest.json" in err.getvalue()
+
+
+def test_candidates_become_creates_or_updates_and_a_second_run_is_a_no_op(tmp_path: Path) -> None:
+    project = _shop()
+    store = store_of(project)
+    repo = write_repo(tmp_path / "repo", project["files"])
+    candidates = [
+        {"body": "Feature branches are squash-merged.", "type": "feedback", "origin": "remember-line"},
+        {"body": "Feature branches are squash-merged!", "type": "feedback", "origin": "tool-call"},
+        {"description": "Run make test before pushing any branch", "type": "feedback", "origin": "record",
+         "body": "Always run `make test` before pushing; CI is slow and fails on lint.\nAlso run it after rebases."},
+        {"name": "Team glossary", "body": "SKU means stock keeping unit.", "visibility": "safe", "type": "reference",
+         "origin": "candidates-array"},
+        {"body": "remind me on 2026-01-02 to renew the token", "origin": "remember-line"},
+    ]
+    plan = plan_store(store, repo, candidates=candidates)
+    assert check_plan(plan, sorted(store), store, repo) == []
+    creates = {op["name"]: op for op in plan["operations"] if op["kind"] == "create"}
+    assert sorted(creates) == ["feedback_feature-branches-are-squash-merged.md", "reference_team-glossary.md"]
+    assert creates["reference_team-glossary.md"]["classification"] == "safe"
+    assert creates["feedback_feature-branches-are-squash-merged.md"]["classification"] == "private"
+    rewritten = [op for op in plan["operations"] if op["kind"] == "rewrite" and "after rebases" in op["content"]]
+    assert len(rewritten) == 1
+    assert any("one-shot" in n for n in plan["notes"])
+    after = apply_plan(store, plan)
+    assert plan_store(after, repo, candidates=candidates)["operations"] == []
+
+
+def test_a_candidate_duplicating_a_memory_outside_the_scope_is_skipped_with_a_note(tmp_path: Path) -> None:
+    store = store_of(_shop())
+    plan = plan_store(store, tmp_path, selected=[], candidates=[
+        {"body": "Always run `make test` before pushing; CI is slow and fails on lint.\nAnd after rebases.",
+         "description": "Run make test before pushing any branch", "type": "feedback", "origin": "record"}])
+    assert plan["operations"] == []
+    assert any("outside the selected scope" in n for n in plan["notes"])
+
+
+def test_create_names_avoid_names_in_the_mirror(tmp_path: Path) -> None:
+    cand = [{"body": "Feature branches are squash-merged.", "type": "feedback", "origin": "remember-line"}]
+    plan = plan_store({}, tmp_path, candidates=cand, mirror=("FEEDBACK_feature-branches-are-squash-merged.md",))
+    assert [op["name"] for op in plan["operations"]] == ["feedback_feature-branches-are-squash-merged-2.md"]
+
+
+def test_grounding_never_looks_outside_the_project_root(tmp_path: Path) -> None:
+    outside = write_repo(tmp_path / "outside", {"secret.py": "x = 1\n"})
+    repo = write_repo(tmp_path / "repo", {"src/app/main.py": "def create_app():\n    pass\n"})
+    (repo / "src" / "escape.py").symlink_to(outside / "secret.py")
+    memory = Memory(name="m", description="entry point is src/app/main.py", body=(
+        "See /etc/passwd, ../outside/secret.py, ~/notes.md and src/escape.py.\n"
+        "The factory is `create_app` and `missing_helper()`.\nDeploy is blue/green via https://x.io/a/b.py\n"))
+    entry = ground("project_m.md", memory, Tree(repo))
+    paths = {(o["path"], o["status"], o.get("note", "")) for o in entry["observations"]}
+    assert ("src/app/main.py", "found", "") in paths
+    assert ("src/escape.py", "missing", "") in paths
+    assert all(not p.startswith(("/", "~")) and ".." not in p for p, _, _ in paths)
+    assert any("create_app" in note and status == "found" for _, status, note in paths)
+    assert any("missing_helper" in note and status == "missing" for _, status, note in paths)
+    assert entry["status"] == "partially-grounded"
+
+
+def test_grounding_caps_observations_and_says_when_nothing_is_claimed(tmp_path: Path) -> None:
+    body = "\n".join(f"- src/mod{i}.py" for i in range(50))
+    assert len(ground("a.md", Memory(name="a", description="d", body=body), Tree(tmp_path))["observations"]) == 20
+    none = ground("b.md", Memory(name="b", description="prefers short answers", body="no preamble\n"), None)
+    assert none["status"] == "not-applicable" and none["reason"]
+    assert extract(Memory(name="c", description="CI/CD and blue/green", body="and/or")).paths == ()
+
+
+def test_a_selected_name_missing_from_the_store_is_an_input_error(tmp_path: Path) -> None:
+    from pipeline.planner.plan import PlanInputError
+
+    with pytest.raises(PlanInputError):
+        build_plan({**manifest_for(["project_x.md"])}, {}, {}, tmp_path)
+
+
+def test_a_mixed_visibility_group_becomes_private_and_the_report_says_so(tmp_path: Path) -> None:
+    a = memory_bytes({"n": "project_cache.md", "d": "product pages are cached in redis for five minutes",
+                      "b": "Cache keys start with shop product.\n", "v": "safe", "m": "2026-05-01T00:00:00Z"})
+    b = memory_bytes({"n": "project_page-cache.md", "d": "Product pages are cached in redis for five minutes.",
+                      "b": "Invalidate on price change.\n", "m": "2026-01-01T00:00:00Z", "c": "2025-12-01"})
+    store = {"project_cache.md": a, "project_page-cache.md": b}
+    plan = plan_store(store, tmp_path)
+    [rewrite] = [op for op in plan["operations"] if op["kind"] == "rewrite"]
+    merged = parse_memory(rewrite["content"].encode(), rewrite["name"])
+    assert rewrite["classification"] == "private" and merged.created == "2025-12-01"
+    assert "Invalidate on price change." in merged.body and "Cache keys" in merged.body
+    assert "private" in {r["name"]: r for r in plan["report"]}["project_page-cache.md"]["summary"]
