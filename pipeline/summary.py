@@ -20,7 +20,9 @@ def summarize(run_id: str, plan: dict[str, Any], pre: PreState, post: PostState)
             if before is not None and before.visibility != op.classification:
                 reclassified.append({"name": op.name, "from": before.visibility, "to": op.classification})
     report = {r.get("name"): r for r in plan.get("report") or [] if isinstance(r, dict)}
-    merged = sorted(n for n, r in report.items() if r.get("status") == "merged")
+    # A merge shows once: the absorbed memory under "merged", its target under "rewritten".
+    merged = sorted(n for n in deleted if report.get(n, {}).get("status") == "merged")
+    deleted = [n for n in deleted if n not in merged]
     changed = post.hash_maps() != pre.hash_maps()
     return {
         "ok": True,

@@ -50,6 +50,8 @@ def audit(strict: bool = typer.Option(False, "--strict", help="hand edits (drift
     svc = services(privacy=False)
     report = run_audit(svc.layout, svc.limits)
     data = {**report.as_dict(), "handEdits": len(report.drift)}
+    report.checks = [f"{report.receipts} receipts: schema, phase, chain links, plan digests and identities"] \
+        if report.ok else []
     emit(data, _report_text(report, f"audit of {report.receipts} receipts")
          + (f"\n  {len(report.drift)} hand edit(s)" if report.drift else ""), as_json=want_json(json_out))
     if not report.ok or (strict and report.drift):

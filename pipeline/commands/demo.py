@@ -16,10 +16,16 @@ from ._app import app
 SAMPLES: list[tuple[str, list[str]]] = [
     ("project_deploy-target", ["-d", "production deploys go through the blue/green script in ops/deploy.sh",
                                "--visibility", "safe", "-b", "Run ops/deploy.sh --blue-green; never deploy by hand."]),
+    ("project_deploy-howto", ["-d", "deploy to production with the blue/green script ops/deploy.sh",
+                              "--visibility", "safe",
+                              "-b", "Run ops/deploy.sh --blue-green; never deploy by hand.\n"
+                                    "Push the release tag before deploying."]),
     ("feedback_use-real-db", ["-d", "integration tests hit a real Postgres, never mocks", "-t", "feedback",
                               "--visibility", "safe", "-b", "Mocked databases hid a migration bug once."]),
     ("user_staging-token", ["-d", "where the staging token lives", "-t", "user",
                             "-b", "The staging token is in the team vault under staging/api."]),
+    ("project_code-freeze", ["-d", "code freeze for the spring release", "--visibility", "safe",
+                             "--expires", "2026-04-30", "-b", "No merges to main until the release is cut."]),
     ("project_ports", ["-d", "the dev server listens on port 8080", "--visibility", "safe",
                        "-b", "Start it with `make dev`; it serves http://localhost:8080."]),
 ]
@@ -59,10 +65,19 @@ def demo(keep: bool = typer.Option(False, "--keep", help="keep the sample home a
     failures += _step("update", home, project, "update", "project_ports", "-d",
                       "the dev server listens on port 8081", "-b", "Start it with `make dev` on port 8081.") != 0
     failures += _step("list", home, project, "list") != 0
+    failures += _step("consolidate with the built-in worker (dry run)", home, project, "consolidate", "--dry-run") != 0
+    failures += _step("consolidate with the built-in worker", home, project, "consolidate") != 0
+    failures += _step("a second consolidation is a verified no-op", home, project, "consolidate") != 0
+    failures += _step("list", home, project, "list") != 0
     failures += _step("status", home, project, "status") != 0
     failures += _step("verify the newest receipt", home, project, "verify") != 0
     failures += _step("audit the receipt chain", home, project, "audit") != 0
     mirror = project / ".memory"
+    merged = (mirror / "project_deploy-target.md").read_text(encoding="utf-8")
+    kept = "Push the release tag before deploying." in merged and not (mirror / "project_deploy-howto.md").exists()
+    sys.stdout.write(f"\nthe merged memory kept the fact only its duplicate had: {'yes' if kept else 'NO'}\n")
+    failures += not kept
+    failures += (mirror / "user_staging-token.md").exists() or (mirror / "project_code-freeze.md").exists()
     sys.stdout.write(f"\nmirror {mirror} (tracked by git, shared with the team):\n")
     for entry in sorted(os.listdir(mirror)):
         sys.stdout.write(f"  {entry}\n")
