@@ -9,6 +9,7 @@ from typing import Any
 from . import gitinfo
 from .apply import PENDING
 from .commit import Services
+from .cron import DuePolicy, due_state
 from .engine import read_pre
 from .lock import describe_owner, read_owner
 from .mirror import mirror_drift
@@ -33,8 +34,16 @@ def _live_owner(svc: Services) -> str | None:
     return describe_owner(owner)
 
 
-def project_status(svc: Services) -> dict[str, Any]:
+def _due_policy(svc: Services) -> DuePolicy:
+    from .config import load_config
+
+    section = load_config(svc.layout.config).consolidate
+    return DuePolicy(hours=section.due_hours, writes=section.due_writes)
+
+
+def project_status(svc: Services, due_policy: DuePolicy | None = None) -> dict[str, Any]:
     layout = svc.layout
+    due = due_state(layout.receipts, due_policy or _due_policy(svc), svc.clock())
     pre = read_pre(layout, svc.limits)
     safe = sum(1 for m in pre.memories.values() if m.is_safe)
     cap = capacity(render_index(pre.memories, mirror=False), svc.limits)
@@ -69,6 +78,11 @@ def project_status(svc: Services) -> dict[str, Any]:
         "pendingRecovery": pending,
         "drift": mirror_drift(pre),
         "trusted": is_trusted(layout.home, layout.project_root),
+        "due": due["due"],
+        "dueReason": due["reason"],
+        "lastConsolidation": due["lastConsolidation"],
+        "hoursSinceConsolidation": due["hoursSince"],
+        "writesSinceConsolidation": due["writesSince"],
         "git": None if tracked is None else {
             "tracked": tracked, "untracked": [n for n in mirror_names if n not in tracked], "pastLeaks": leaks},
         "warnings": warnings,

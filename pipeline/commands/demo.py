@@ -31,8 +31,9 @@ SAMPLES: list[tuple[str, list[str]]] = [
 ]
 
 
-def _step(title: str, home: Path, project: Path, *args: str) -> int:
-    sys.stdout.write(f"\n$ memfold {' '.join(args)}\n")
+def _step(title: str, home: Path, project: Path, *args: str, secret: str = "") -> int:
+    shown = " ".join(args).replace(secret, "<a GitHub token>") if secret else " ".join(args)
+    sys.stdout.write(f"\n$ memfold {shown}\n")
     sys.stdout.flush()
     from ..cli import main
 
@@ -57,8 +58,9 @@ def demo(keep: bool = typer.Option(False, "--keep", help="keep the sample home a
     failures += _step("init", home, project, "init") != 0
     for name, args in SAMPLES:
         failures += _step("add", home, project, "add", name, *args) != 0
+    token = "ghp_" + "Zx81" * 9
     refused = _step("a secret in a safe memory is refused", home, project, "add", "project_ci-token",
-                    "-d", "the CI token", "--visibility", "safe", "-b", "token: ghp_" + "Zx81" * 9)
+                    "-d", "the CI token", "--visibility", "safe", "-b", f"token: {token}", secret=token)
     failures += refused != 1
     failures += _step("near-duplicate refused", home, project, "add", "project_deploy",
                       "-d", "Production deploys go through the blue/green script in ops/deploy.sh.") != 1

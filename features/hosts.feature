@@ -1,0 +1,67 @@
+Feature: Host integrations
+  Claude Code, Pi, Codex and any MCP client reach the same store; every install
+  merges into what is there and every uninstall removes exactly what it added.
+
+  Background:
+    Given an initialised project
+
+  Scenario: An MCP client drives the store through the official SDK over stdio
+    When an MCP client lists the tools and calls each of them
+    Then every memfold tool is listed with annotations and an output schema
+    And the private store holds "project_mcp-added.md"
+    And the duplicate add came back as a tool error with code "memory.near-duplicate"
+    And the forgotten memory is gone from the private store
+
+  Scenario: The installed SessionStart hook turns hook JSON into additionalContext
+    Given the memory "project_build.md" with description "builds with pnpm workspaces"
+    When I run "hooks install claude"
+    And Claude Code runs the installed SessionStart hook
+    Then the hook exits 0 with additionalContext mentioning "builds with pnpm workspaces"
+
+  Scenario: The hook fails open when memfold cannot read its own files
+    Given the memfold config file is not valid YAML
+    When Claude Code runs the installed SessionStart hook
+    Then the hook exits 0 and prints nothing
+    And the hook log names the reason
+
+  Scenario: Installing keeps an unrelated hook; uninstalling removes only what was added
+    Given a project Claude settings file with an unrelated SessionStart hook
+    When I run "hooks install claude --prompt"
+    And I run "hooks install claude --prompt"
+    Then the Claude settings keep the unrelated hook and hold one memfold hook for "SessionStart" and "UserPromptSubmit"
+    And the consolidate command file runs "hooks consolidate claude $ARGUMENTS" before the model sees it
+    When I run "hooks uninstall claude"
+    Then the Claude settings file is byte-identical to the original
+    And the consolidate command file and its directory are gone
+
+  Scenario: A user-scope install respects CLAUDE_CONFIG_DIR and leaves no trace after uninstall
+    Given CLAUDE_CONFIG_DIR points to an empty directory
+    When I run "hooks install claude --user"
+    Then the Claude config dir holds "settings.json" and "commands/consolidate.md"
+    When I run "hooks uninstall claude --user"
+    Then the Claude config dir is empty
+
+  Scenario: /consolidate consolidates with the newest transcript of this project
+    Given the memory "project_build.md" with description "builds with pnpm workspaces"
+    And a Claude Code transcript of this project
+    When I run "hooks consolidate claude"
+    Then the exit code is 0
+    And the output mentions "transcript: "
+    And the newest receipt is a consolidation with a context snapshot
+
+  Scenario: /consolidate no-context runs without a transcript
+    When I run "hooks consolidate claude no-context"
+    Then the exit code is 0
+    And the output mentions "transcript: none (no-context)"
+
+  Scenario: The Pi extension is valid JavaScript once its types are stripped
+    When I run "hooks install pi"
+    Then the exit code is 0
+    And ".pi/extensions/memfold.ts" passes node's syntax check
+    And the Pi extension registers "consolidate" and runs memfold "inject" at "session_start"
+
+  Scenario: Codex gets a SessionStart hook in .codex/hooks.json
+    When I run "hooks install codex"
+    Then ".codex/hooks.json" runs the memfold hook at "SessionStart"
+    When I run "hooks uninstall codex"
+    Then ".codex" does not exist in the project

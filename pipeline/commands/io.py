@@ -1,0 +1,59 @@
+"""``memfold import`` and ``memfold export``: other tools' memory in, a Claude Code memory dir out."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from ..errors import UsageError
+from ._app import JsonOpt, app, emit, lock_timeout, services, want_json
+
+FORMATS = {"pi-notes": 1, "pi-memory": 1, "claude": 1, "harness": 2}
+
+
+@app.command("import")
+def import_(fmt: str = typer.Argument(..., metavar="FORMAT", help="pi-notes | pi-memory | claude | harness"),
+            paths: list[Path] = typer.Argument(..., help="FILE, DIR, or (harness) PRIVATE PUBLIC"),
+            json_out: bool = JsonOpt) -> int:
+    """Import another tool's memory as one receipted transaction; importing twice adds nothing."""
+    from typing import Any
+
+    from ..edits import direct_transaction
+    from ..importers import parsers, plan_import
+
+    if fmt not in FORMATS:
+        raise UsageError(f"unknown import format {fmt!r} (one of {', '.join(FORMATS)})", code="usage.format")
+    if len(paths) != FORMATS[fmt]:
+        raise UsageError(f"import {fmt} takes {FORMATS[fmt]} path(s)", code="usage.paths")
+    parsed = parsers()[fmt](*paths)
+    svc = services()
+    report: dict[str, Any] = {}
+    extra = {"import": fmt, "sources": [str(p.absolute()) for p in paths]}
+    result = direct_transaction(svc, "import", plan_import(parsed, svc.ruleset, report),
+                                lock_timeout=lock_timeout(), extra=extra)
+    data = {**result.as_dict(), "format": fmt, "imported": report.get("imported", []),
+            "skipped": report.get("skipped", [])}
+    lines = [f"imported {i['name']} ({i['visibility']})" for i in data["imported"]]
+    lines += [f"skipped {s['source']}: {s['reason']}" for s in data["skipped"]]
+    lines.append(f"receipt: {result.receipt}" if result.run_id else "nothing new to import")
+    emit(data, "\n".join(lines), as_json=want_json(json_out))
+    return 0
+
+
+@app.command("export")
+def export(fmt: str = typer.Argument(..., metavar="FORMAT", help="claude"),
+           dest: Path = typer.Argument(..., help="the memory dir to write"), json_out: bool = JsonOpt) -> int:
+    """Write the private store as a Claude Code memory dir (memory files + MEMORY.md)."""
+    from ..engine import read_pre
+    from ..importers.claude import export_dir
+    from ..store.index import render_index
+
+    if fmt != "claude":
+        raise UsageError(f"unknown export format {fmt!r} (only claude)", code="usage.format")
+    svc = services(privacy=False)
+    pre = read_pre(svc.layout, svc.limits)
+    written = export_dir(pre.harness.memories(), render_index(pre.memories, mirror=False), dest)
+    emit({"ok": True, "format": fmt, "written": [str(p) for p in written]},
+         f"exported {len(written) - 1} memories to {dest}", as_json=want_json(json_out))
+    return 0

@@ -1,0 +1,321 @@
+"""The MCP server: memfold's store and transactions as tools, in one long-lived process on stdio."""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Annotated, Any
+
+from mcp.server.mcpserver import MCPServer
+from mcp.types import CallToolResult, TextContent, ToolAnnotations
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..commit import Services
+from ..cron import DuePolicy
+from ..errors import InputRejected, MemfoldError
+from ..store.memory import Memory, parse_memory
+from ..store.state import read_root
+
+SERVER_NAME = "memfold"
+
+
+class _Out(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+
+class OpOut(BaseModel):
+    name: str
+    kind: str
+    classification: str | None = None
+    contentSha256: str | None = None
+
+
+class TxOut(BaseModel):
+    ok: bool
+    command: str
+    runId: str | None = Field(description="null when nothing changed (no transaction, no receipt)")
+    operations: list[OpOut]
+    receipt: str | None
+    warnings: list[str]
+
+
+class MemoryRow(BaseModel):
+    file: str
+    name: str
+    description: str
+    type: str
+    visibility: str
+    created: str | None = None
+    modified: str | None = None
+    expires: str | None = None
+
+
+class ListOut(BaseModel):
+    ok: bool
+    memories: list[MemoryRow]
+
+
+class SearchRow(MemoryRow):
+    score: int
+    body: str
+
+
+class SearchOut(BaseModel):
+    ok: bool
+    query: str
+    results: list[SearchRow]
+
+
+class ConsolidateOut(_Out):
+    ok: bool
+    runId: str
+    dryRun: bool
+    noOp: bool | None = None
+    verified: bool | None = None
+    receipt: str | None = None
+
+
+class StatusOut(_Out):
+    ok: bool
+    projectRoot: str
+    memories: int
+    safe: int
+    private: int
+    due: bool
+    lock: str | None = None
+
+
+class VerifyOut(BaseModel):
+    ok: bool
+    target: str | None
+    checks: list[str]
+    errors: list[dict[str, str]]
+    drift: list[dict[str, Any]]
+    receipts: int
+
+
+def _row(file: str, m: Memory) -> dict[str, Any]:
+    return {"file": file, "name": m.name, "description": m.description, "type": m.type, "visibility": m.visibility,
+            "created": m.created, "modified": m.modified, "expires": m.expires}
+
+
+def _signature(root: Path) -> tuple[tuple[str, int, int, int], ...] | None:
+    """Name, mtime, size and inode of every entry: any write (atomic rename or in place) changes it."""
+    try:
+        entries = sorted(os.scandir(root), key=lambda e: e.name)
+    except FileNotFoundError:
+        return None
+    out = []
+    for entry in entries:
+        st = entry.stat(follow_symlinks=False)
+        out.append((entry.name, st.st_mtime_ns, st.st_size, st.st_ino))
+    return tuple(out)
+
+
+@dataclass
+class _ParsedCache:
+    """Read calls skip re-reading an unchanged store; after a change only changed files are parsed.
+
+    Unchanged is judged by each entry's (name, mtime, size, inode); on any difference the store is read
+    again in full through ``read_root``, with all its checks (symlinks, bounds, case collisions).
+    """
+
+    entries: dict[str, tuple[str, Memory]] = field(default_factory=dict)
+    signature: tuple[tuple[str, int, int, int], ...] | None = None
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def memories(self, svc: Services) -> dict[str, Memory]:
+        signature = _signature(svc.layout.harness)
+        with self.lock:
+            if signature is not None and signature == self.signature:
+                return {n: m for n, (_, m) in self.entries.items()}
+        state = read_root(svc.layout.harness, svc.limits)
+        with self.lock:
+            self.signature = signature
+            fresh: dict[str, tuple[str, Memory]] = {}
+            for name, data in state.memories().items():
+                digest = state.hashes[name]
+                hit = self.entries.get(name)
+                fresh[name] = hit if hit and hit[0] == digest else (digest, parse_memory(data, name))
+            self.entries = fresh
+            return {n: m for n, (_, m) in fresh.items()}
+
+
+@dataclass
+class Backend:
+    """The tool bodies, free of MCP types: everything loaded once, each call one core function."""
+
+    svc: Services
+    lock_timeout: float
+    workers: Mapping[str, Any]
+    due_policy: DuePolicy
+    parent_env: Mapping[str, str] = field(default_factory=dict)
+    cache: _ParsedCache = field(default_factory=_ParsedCache)
+
+    def edit(self, command: str, build: Callable[..., Any]) -> dict[str, Any]:
+        from ..edits import direct_transaction
+
+        return direct_transaction(self.svc, command, build, lock_timeout=self.lock_timeout).as_dict()
+
+    def add(self, name: str, description: str, body: str, type_: str, visibility: str,
+            expires: str | None) -> dict[str, Any]:
+        from ..edits import MemoryInput, add_ops
+        from ..store.memory import normalize_name
+
+        data = MemoryInput(description, type_, visibility, body, expires)
+        return self.edit("add", add_ops(normalize_name(name), data, self.svc.clock()))
+
+    def update(self, name: str, **fields: Any) -> dict[str, Any]:
+        from ..edits import MemoryInput, update_ops
+        from ..store.memory import normalize_name
+
+        return self.edit("update", update_ops(normalize_name(name), MemoryInput(**fields), self.svc.clock()))
+
+    def forget(self, name: str) -> dict[str, Any]:
+        from ..edits import forget_ops
+        from ..store.memory import normalize_name
+
+        return self.edit("forget", forget_ops(normalize_name(name)))
+
+    def list_memories(self) -> dict[str, Any]:
+        memories = self.cache.memories(self.svc)
+        return {"ok": True, "memories": [_row(n, memories[n]) for n in sorted(memories)]}
+
+    def search(self, query: str, limit: int) -> dict[str, Any]:
+        from ..store.search import rank
+
+        memories = self.cache.memories(self.svc)
+        hits = rank(query, memories)[: max(limit, 0)]
+        return {"ok": True, "query": query,
+                "results": [{**_row(n, memories[n]), "score": s, "body": memories[n].body} for n, s in hits]}
+
+    def consolidate(self, context: str | None, scope: str | None, worker: str, dry_run: bool) -> dict[str, Any]:
+        from ..transaction import ConsolidateRequest, consolidate
+
+        if worker != "builtin":
+            spec = self.workers.get(worker)
+            if spec is None or getattr(spec, "network", True):
+                raise InputRejected(f"worker {worker!r} is not available over MCP",
+                                    code="mcp.worker", hint="use builtin, or a configured worker without network")
+        request = ConsolidateRequest(
+            context=context.encode("utf-8") if context is not None else None,
+            context_source="mcp" if context is not None else "none", scope=scope, worker=worker,
+            workers=self.workers, dry_run=True, parent_env=dict(self.parent_env), lock_timeout=0.0)
+        preview = consolidate(self.svc, request)
+        counts = preview.get("memories") or {}
+        if counts.get("before", 0) > 0 and counts.get("after", 1) == 0:
+            # A tool an agent can call must not be able to empty the store in one go.
+            raise InputRejected("the plan would remove every memory; refused over MCP", code="mcp.would-clear",
+                                hint="run `memfold consolidate` yourself if that is really intended")
+        if dry_run:
+            return {"ok": True, **preview}
+        from dataclasses import replace
+
+        return {"ok": True, **consolidate(self.svc, replace(request, dry_run=False))}
+
+    def status(self) -> dict[str, Any]:
+        from ..status import project_status
+
+        return {"ok": True, **project_status(self.svc, self.due_policy)}
+
+    def verify(self, target: str | None, audit: bool) -> dict[str, Any]:
+        from ..receipt import log_entries
+        from ..verify import audit as run_audit, verify_receipt
+
+        layout, limits = self.svc.layout, self.svc.limits
+        if audit:
+            return {**run_audit(layout, limits).as_dict(), "target": None}
+        if target is None:
+            entries = log_entries(layout.receipts)
+            if not entries:
+                return {"ok": True, "target": None, "checks": [], "errors": [], "drift": [], "receipts": 0}
+            target = str(entries[-1].path)
+        return {**verify_receipt(layout, limits, target).as_dict(), "target": target}
+
+
+def _call(run: Callable[[], dict[str, Any]]) -> CallToolResult:
+    """Success carries structured content; a MemfoldError becomes a tool error carrying its stable code."""
+    import json
+
+    try:
+        data = run()
+    except MemfoldError as exc:
+        text = f"[{exc.code}] {exc.message}" + (f"\nhint: {exc.hint}" if exc.hint else "")
+        return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=exc.as_dict(),
+                              is_error=True)
+    text = json.dumps(data, sort_keys=True, ensure_ascii=False)
+    return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=data,
+                          is_error=not data.get("ok", True))
+
+
+def _hints(read_only: bool, destructive: bool = False, idempotent: bool = False) -> ToolAnnotations:
+    return ToolAnnotations(read_only_hint=read_only, destructive_hint=destructive, idempotent_hint=idempotent,
+                           open_world_hint=False)
+
+
+Name = Annotated[str, Field(description="memory file name, e.g. project_deploy-target (.md optional)")]
+Kind = Annotated[str | None, Field(description="user | feedback | project | reference")]
+Vis = Annotated[str | None, Field(description="safe (mirrored to .memory/, privacy-checked) | private")]
+
+
+def build_server(backend: Backend) -> MCPServer:
+    server: MCPServer = MCPServer(SERVER_NAME, instructions=(
+        "Durable project memory. Every write is a receipted transaction; private memories never reach "
+        "the shared .memory/ mirror. Search before adding: near-duplicates are refused."))
+
+    @server.tool(annotations=_hints(False, destructive=True))
+    def memory_add(name: Name, description: Annotated[str, Field(description="one self-contained line")],
+                   body: str = "", type: Kind = None, visibility: Vis = None,
+                   expires: Annotated[str | None, Field(description="YYYY-MM-DD")] = None,
+                   ) -> Annotated[CallToolResult, TxOut]:
+        """Create a memory, or overwrite the one with exactly this name (a near-duplicate is refused)."""
+        return _call(lambda: backend.add(name, description, body, type or "project", visibility or "private",
+                                         expires))
+
+    @server.tool(annotations=_hints(False, destructive=True))
+    def memory_update(name: Name, description: str | None = None, body: str | None = None, type: Kind = None,
+                      visibility: Vis = None, expires: str | None = None) -> Annotated[CallToolResult, TxOut]:
+        """Change fields or the body of an existing memory."""
+        return _call(lambda: backend.update(name, description=description, body=body, type=type,
+                                            visibility=visibility, expires=expires))
+
+    @server.tool(annotations=_hints(False, destructive=True, idempotent=True))
+    def memory_forget(name: Name) -> Annotated[CallToolResult, TxOut]:
+        """Delete one memory (from the private store and the mirror)."""
+        return _call(lambda: backend.forget(name))
+
+    @server.tool(annotations=_hints(True, idempotent=True))
+    def memory_list() -> Annotated[CallToolResult, ListOut]:
+        """List this project's memories (name, description, type, visibility, dates)."""
+        return _call(backend.list_memories)
+
+    @server.tool(annotations=_hints(True, idempotent=True))
+    def memory_search(query: str, limit: Annotated[int, Field(ge=1, le=200)] = 10,
+                      ) -> Annotated[CallToolResult, SearchOut]:
+        """Find memories by words in their name, description and body; returns the bodies too."""
+        return _call(lambda: backend.search(query, limit))
+
+    @server.tool(annotations=_hints(False, destructive=True))
+    def memory_consolidate(
+        context: Annotated[str | None, Field(description="session transcript text (JSON/JSONL)")] = None,
+        scope: Annotated[str | None, Field(description="all | related")] = None,
+        worker: str = "builtin", dry_run: bool = False,
+    ) -> Annotated[CallToolResult, ConsolidateOut]:
+        """Consolidate the store through the verified transaction (never publishes private memories)."""
+        return _call(lambda: backend.consolidate(context, scope, worker, dry_run))
+
+    @server.tool(annotations=_hints(True, idempotent=True))
+    def memory_status() -> Annotated[CallToolResult, StatusOut]:
+        """Roots, counts, capacity, lock holder, last run and whether consolidation is due."""
+        return _call(backend.status)
+
+    @server.tool(annotations=_hints(True, idempotent=True))
+    def memory_verify(target: Annotated[str | None, Field(description="run id or receipt path")] = None,
+                      audit: bool = False) -> Annotated[CallToolResult, VerifyOut]:
+        """Verify a receipt (default: the newest) or, with audit, walk the whole receipt chain."""
+        return _call(lambda: backend.verify(target, audit))
+
+    return server

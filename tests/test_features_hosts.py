@@ -1,0 +1,471 @@
+"""Step definitions for features/hosts.feature and features/operations.feature."""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import REPO, Env, Result
+from mcp_client import with_session
+from pytest_bdd import given, parsers, scenarios, then, when
+
+scenarios("hosts.feature", "operations.feature")
+
+DATA = Path(__file__).resolve().parent / "data" / "imports"
+TOKEN = "ghp_" + "Q7vR2mK9xL4pW8sT1nB6yC3zH5jD0fG2aE4u"
+TOOLS = {"memory_add", "memory_update", "memory_forget", "memory_list", "memory_search", "memory_consolidate",
+         "memory_status", "memory_verify"}
+READ_ONLY = {"memory_list", "memory_search", "memory_status", "memory_verify"}
+
+
+def _child_env(extra: dict[str, str] | None = None) -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": str(REPO), **(extra or {})}
+
+
+# --- MCP ---------------------------------------------------------------------------------------------
+
+
+@when("an MCP client lists the tools and calls each of them")
+def mcp_round_trip(env: Env, ctx: dict[str, Any]) -> None:
+    async def body(session: Any) -> dict[str, Any]:
+        out: dict[str, Any] = {"tools": (await session.list_tools()).tools}
+        call = session.call_tool
+        out["add"] = await call("memory_add", {"name": "project_mcp-added", "description": "added over MCP",
+                                               "body": "from the SDK client", "visibility": "safe"})
+        await call("memory_add", {"name": "project_gone", "description": "to be forgotten", "body": "x"})
+        out["dup"] = await call("memory_add", {"name": "project_twin", "description": "added over MCP"})
+        out["update"] = await call("memory_update", {"name": "project_mcp-added", "body": "updated body"})
+        out["list"] = await call("memory_list", {})
+        out["search"] = await call("memory_search", {"query": "added MCP"})
+        out["forget"] = await call("memory_forget", {"name": "project_gone"})
+        out["consolidate"] = await call("memory_consolidate", {"dry_run": True})
+        out["status"] = await call("memory_status", {})
+        out["verify"] = await call("memory_verify", {})
+        return out
+
+    ctx["mcp"] = with_session(env.home, env.project, body)
+
+
+@then("every memfold tool is listed with annotations and an output schema")
+def mcp_tools(ctx: dict[str, Any]) -> None:
+    tools = {t.name: t for t in ctx["mcp"]["tools"]}
+    assert set(tools) == TOOLS
+    for name, tool in tools.items():
+        hints = tool.annotations
+        assert hints.read_only_hint is (name in READ_ONLY) and hints.open_world_hint is False, name
+        assert tool.output_schema and tool.output_schema.get("type") == "object", name
+    for key in ("add", "update", "list", "search", "forget", "consolidate", "status", "verify"):
+        result = ctx["mcp"][key]
+        assert not result.is_error, (key, result.content)
+        assert result.structured_content["ok"] is True, key
+    assert [r["file"] for r in ctx["mcp"]["search"].structured_content["results"]][0] == "project_mcp-added.md"
+    assert ctx["mcp"]["verify"].structured_content["ok"] is True
+
+
+@then(parsers.parse('the duplicate add came back as a tool error with code "{code}"'))
+def mcp_duplicate(ctx: dict[str, Any], code: str) -> None:
+    result = ctx["mcp"]["dup"]
+    assert result.is_error and result.structured_content["code"] == code
+    assert code in result.content[0].text
+
+
+@then("the forgotten memory is gone from the private store")
+def mcp_forgot(env: Env) -> None:
+    assert not (env.harness / "project_gone.md").exists()
+    assert b"updated body" in (env.mirror / "project_mcp-added.md").read_bytes()
+
+
+# --- Claude Code -------------------------------------------------------------------------------------
+
+
+def _hook_command(env: Env) -> str:
+    settings = json.loads((env.project / ".claude" / "settings.json").read_text())
+    return str(settings["hooks"]["SessionStart"][-1]["hooks"][0]["command"])
+
+
+@given("the memfold config file is not valid YAML")
+def broken_config(env: Env) -> None:
+    assert env.run("hooks", "install", "claude").code == 0
+    (env.home / "config.yaml").write_text("inject: [unclosed\n")
+
+
+@when("Claude Code runs the installed SessionStart hook")
+def run_hook(env: Env, ctx: dict[str, Any]) -> None:
+    hook = {"session_id": "s1", "transcript_path": "/nonexistent.jsonl", "cwd": str(env.project),
+            "hook_event_name": "SessionStart", "source": "startup"}
+    # Claude Code runs hook commands through a shell, with the hook JSON on stdin.
+    proc = subprocess.run(["/bin/sh", "-c", _hook_command(env)], input=json.dumps(hook), capture_output=True,
+                          text=True, timeout=60, cwd=str(env.project), env=_child_env())
+    ctx["hook"] = proc
+
+
+@then(parsers.parse('the hook exits 0 with additionalContext mentioning "{text}"'))
+def hook_context(ctx: dict[str, Any], text: str) -> None:
+    proc = ctx["hook"]
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    assert out["hookSpecificOutput"]["hookEventName"] == "SessionStart"
+    assert text in out["hookSpecificOutput"]["additionalContext"]
+
+
+@then("the hook exits 0 and prints nothing")
+def hook_silent(ctx: dict[str, Any]) -> None:
+    assert ctx["hook"].returncode == 0 and ctx["hook"].stdout == ""
+
+
+@then("the hook log names the reason")
+def hook_log(env: Env) -> None:
+    log = (env.home / "logs" / "hook.log").read_text()
+    assert "inject:" in log and "Error" in log, log
+
+
+@given("a project Claude settings file with an unrelated SessionStart hook")
+def claude_settings(env: Env, ctx: dict[str, Any]) -> None:
+    path = env.project / ".claude" / "settings.json"
+    path.parent.mkdir()
+    original = {"model": "sonnet", "hooks": {"SessionStart": [
+        {"matcher": "startup", "hooks": [{"type": "command", "command": "echo unrelated"}]}]}}
+    path.write_text(json.dumps(original, indent=2) + "\n")
+    ctx["settings"] = path.read_bytes()
+
+
+def _ours(handler: dict[str, Any]) -> bool:
+    return "inject --format claude-hook" in handler.get("command", "")
+
+
+@then(parsers.parse('the Claude settings keep the unrelated hook and hold one memfold hook for "{a}" and "{b}"'))
+def settings_merged(env: Env, a: str, b: str) -> None:
+    data = json.loads((env.project / ".claude" / "settings.json").read_text())
+    assert data["model"] == "sonnet"
+    start = data["hooks"]["SessionStart"]
+    assert start[0] == {"matcher": "startup", "hooks": [{"type": "command", "command": "echo unrelated"}]}
+    for event in (a, b):
+        ours = [h for g in data["hooks"][event] for h in g["hooks"] if _ours(h)]
+        assert len(ours) == 1, (event, data)
+        first = shlex.split(ours[0]["command"])[0]
+        assert Path(first).is_absolute() and Path(first).exists()
+
+
+@then(parsers.parse('the consolidate command file runs "{tail}" before the model sees it'))
+def command_file(env: Env, tail: str) -> None:
+    text = (env.project / ".claude" / "commands" / "consolidate.md").read_text()
+    assert text.startswith("---\ndescription: ")
+    bang = [line for line in text.splitlines() if line.startswith("!`")]
+    assert len(bang) == 1 and bang[0].endswith(f"{tail}`"), bang
+    assert "allowed-tools: Bash(" in text
+
+
+@then("the Claude settings file is byte-identical to the original")
+def settings_restored(env: Env, ctx: dict[str, Any]) -> None:
+    assert json.loads((env.project / ".claude" / "settings.json").read_bytes()) == json.loads(ctx["settings"])
+
+
+@then("the consolidate command file and its directory are gone")
+def command_gone(env: Env) -> None:
+    assert not (env.project / ".claude" / "commands").exists()
+    assert (env.project / ".claude" / "settings.json").exists()
+
+
+@given("CLAUDE_CONFIG_DIR points to an empty directory")
+def claude_config_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, ctx: dict[str, Any]) -> None:
+    target = tmp_path / "claude-config"
+    target.mkdir()
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(target))
+    ctx["claude_dir"] = target
+
+
+@then(parsers.parse('the Claude config dir holds "{a}" and "{b}"'))
+def claude_dir_holds(ctx: dict[str, Any], a: str, b: str) -> None:
+    assert (ctx["claude_dir"] / a).is_file() and (ctx["claude_dir"] / b).is_file()
+
+
+@then("the Claude config dir is empty")
+def claude_dir_empty(ctx: dict[str, Any]) -> None:
+    assert list(ctx["claude_dir"].iterdir()) == []
+
+
+@given("a Claude Code transcript of this project")
+def transcript(env: Env, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from pipeline.hosts.claude import project_dir_name
+
+    claude = tmp_path / "claude-config"
+    folder = claude / "projects" / project_dir_name(env.project.resolve())
+    folder.mkdir(parents=True)
+    line = {"type": "user", "uuid": "u1", "parentUuid": None, "sessionId": "s1", "cwd": str(env.project),
+            "message": {"role": "user", "content": "We build with pnpm workspaces."}}
+    (folder / "old.jsonl").write_text("{}\n")
+    os.utime(folder / "old.jsonl", (1, 1))
+    (folder / "s1.jsonl").write_text(json.dumps(line) + "\n")
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(claude))
+    monkeypatch.chdir(env.project)
+
+
+@then("the newest receipt is a consolidation with a context snapshot")
+def consolidation_receipt(env: Env) -> None:
+    newest = sorted((env.project_home / "receipts").iterdir())[-1]
+    receipt = json.loads(newest.read_text())
+    assert receipt["command"] == "consolidate"
+    snapshot = json.loads((env.project_home / "runs" / receipt["runId"] / "snapshot.json").read_text())
+    assert snapshot["contextMode"] != "disabled", snapshot.get("contextMode")
+
+
+# --- Pi and Codex ------------------------------------------------------------------------------------
+
+
+@then(parsers.parse('"{rel}" passes node\'s syntax check'))
+def pi_syntax(env: Env, rel: str, tmp_path: Path) -> None:
+    from pipeline.hosts.pi import node_check
+
+    ok, err = node_check((env.project / rel).read_bytes(), tmp_path)
+    assert ok, err
+
+
+@then(parsers.parse('the Pi extension registers "{command}" and runs memfold "{sub}" at "{event}"'))
+def pi_content(env: Env, command: str, sub: str, event: str) -> None:
+    text = (env.project / ".pi" / "extensions" / "memfold.ts").read_text()
+    assert f'pi.registerCommand("{command}"' in text and f'pi.on("{event}"' in text and f'["{sub}"]' in text
+    argv = json.loads(text.split("const MEMFOLD: string[] = ", 1)[1].split(";", 1)[0])
+    assert Path(argv[0]).exists() and "--home" in argv
+
+
+@then(parsers.parse('"{rel}" runs the memfold hook at "{event}"'))
+def codex_hooks(env: Env, rel: str, event: str) -> None:
+    data = json.loads((env.project / rel).read_text())
+    handlers = [h for g in data["hooks"][event] for h in g["hooks"]]
+    assert len(handlers) == 1 and _ours(handlers[0])
+
+
+@then(parsers.parse('"{rel}" does not exist in the project'))
+def absent(env: Env, rel: str) -> None:
+    assert not (env.project / rel).exists()
+
+
+# --- cron and systemd --------------------------------------------------------------------------------
+
+
+@given(parsers.parse("the config says consolidation is due after {n:d} writes"))
+def due_config(env: Env) -> None:
+    env.home.mkdir(parents=True, exist_ok=True)
+    (env.home / "config.yaml").write_text("consolidate:\n  due_writes: 2\n  due_hours: 1000\n")
+
+
+def _project(env: Env, tmp_path: Path, ctx: dict[str, Any], label: str) -> Env:
+    root = tmp_path / label
+    root.mkdir()
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    other = Env(home=env.home, project=root)
+    ctx.setdefault("projects", {})[label] = other
+    return other
+
+
+def _writes(project: Env, n: int) -> None:
+    for i in range(n):
+        assert project.run("add", f"project_note-{i}", "-d", f"note number {i}", "-b", f"body {i}").code == 0
+
+
+@given(parsers.parse('a project "{label}" with {n:d} writes'))
+def project_with_writes(env: Env, tmp_path: Path, ctx: dict[str, Any], label: str, n: int) -> None:
+    _writes(_project(env, tmp_path, ctx, label), n)
+
+
+@given(parsers.parse('a project "{label}" with {n:d} write, consolidated since'))
+def project_consolidated(env: Env, tmp_path: Path, ctx: dict[str, Any], label: str, n: int) -> None:
+    project = _project(env, tmp_path, ctx, label)
+    _writes(project, n)
+    assert project.run("consolidate", "--no-context").code == 0
+
+
+@given(parsers.parse('the project "{label}" is locked by another process'))
+def lock_project(ctx: dict[str, Any], label: str) -> Any:
+    project = ctx["projects"][label]
+    code = ("import sys, time\nfrom pathlib import Path\nfrom pipeline.lock import project_lock\n"
+            "home = Path(sys.argv[1])\n"
+            "with project_lock(home / 'lock', home / 'lock.json', run_id='20261130T120000Z-0badc0de',"
+            " operation='consolidate', timeout=1, now='2026-11-30T12:00:00Z'):\n"
+            "    print('locked', flush=True)\n    time.sleep(60)\n")
+    homes = {p.name: p for p in (project.home / "projects").iterdir()}
+    from pipeline.paths import scope_key
+
+    home = homes[scope_key(project.project.resolve())]
+    proc = subprocess.Popen([sys.executable, "-c", code, str(home)], stdout=subprocess.PIPE, text=True,
+                            env=_child_env())
+    assert proc.stdout is not None and proc.stdout.readline().strip() == "locked"
+    ctx["holder"] = proc
+
+
+@pytest.fixture(autouse=True)
+def _release_holder(ctx: dict[str, Any]) -> Any:
+    yield
+    holder = ctx.get("holder")
+    if holder is not None:
+        holder.kill()
+        holder.wait()
+
+
+@when(parsers.parse('cron runs "{command}"'))
+def cron_run(env: Env, ctx: dict[str, Any], command: str) -> None:
+    proc = subprocess.run([sys.executable, "-m", "pipeline", "--home", str(env.home), *shlex.split(command)],
+                          capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL,
+                          env=_child_env(), cwd=str(env.home))
+    ctx["cron"] = proc
+    ctx["lines"] = {}
+    roots = {str(p.project.resolve()): label for label, p in ctx["projects"].items()}
+    for line in proc.stdout.splitlines():
+        data = json.loads(line)
+        ctx["lines"][roots.get(data["project"], data["project"])] = data
+
+
+@then("the cron run exits 0 and prints one JSON line per project and nothing else")
+def cron_lines(ctx: dict[str, Any]) -> None:
+    proc = ctx["cron"]
+    assert proc.returncode == 0, (proc.stdout, proc.stderr)
+    assert len(proc.stdout.splitlines()) == 3 and set(ctx["lines"]) == {"locked", "fresh", "due"}, proc.stdout
+
+
+@then(parsers.parse('the line for "{label}" is skipped with reason "{reason}"'))
+def cron_locked(ctx: dict[str, Any], label: str, reason: str) -> None:
+    line = ctx["lines"][label]
+    assert line["status"] == "skipped" and line["reason"] == reason and line["exitCode"] == 0
+    assert line["holder"]["runId"] == "20261130T120000Z-0badc0de"
+
+
+@then(parsers.parse('the line for "{label}" is skipped as not due'))
+def cron_not_due(ctx: dict[str, Any], label: str) -> None:
+    line = ctx["lines"][label]
+    assert line["status"] == "skipped" and line["reason"].startswith("not due") and line["due"]["writesSince"] == 0
+
+
+@then(parsers.parse('the line for "{label}" is consolidated and verified'))
+def cron_due(ctx: dict[str, Any], label: str) -> None:
+    line = ctx["lines"][label]
+    assert line["status"] == "consolidated" and line["verified"] is True and Path(line["receipt"]).is_file()
+
+
+@then(parsers.parse('the cron log names the project "{label}"'))
+def cron_log(env: Env, ctx: dict[str, Any], label: str) -> None:
+    log = (env.home / "logs" / "cron.log").read_text()
+    assert f"skipped {ctx['projects'][label].project.resolve()}" in log
+
+
+@then(parsers.parse('status of "{label}" says consolidation is not due'))
+def status_due(ctx: dict[str, Any], label: str) -> None:
+    data = ctx["projects"][label].run("status", "--json").json()
+    assert data["due"] is False and data["writesSinceConsolidation"] == 0 and data["lastConsolidation"]
+
+
+@when(parsers.parse('I run "{command}" with a user home'))
+def run_with_user_home(env: Env, ctx: dict[str, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                       command: str) -> None:
+    user_home = tmp_path / "user-home"
+    user_home.mkdir()
+    monkeypatch.setenv("HOME", str(user_home))
+    monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
+    ctx["user_home"] = user_home
+    ctx["result"] = env.run(*shlex.split(command))
+
+
+@then(parsers.parse('the user unit dir holds "{service}" and "{timer}"'))
+def units_written(ctx: dict[str, Any], service: str, timer: str) -> None:
+    assert ctx["result"].code == 0, ctx["result"].err
+    unit_dir = ctx["user_home"] / ".config" / "systemd" / "user"
+    assert sorted(p.name for p in unit_dir.iterdir()) == sorted([service, timer])
+    ctx["units"] = {p.name: p.read_text() for p in unit_dir.iterdir()}
+
+
+@then(parsers.parse('the timer is hourly and persistent and the service runs "{tail}"'))
+def units_content(ctx: dict[str, Any], tail: str) -> None:
+    units = ctx["units"]
+    timer, service = units["memfold-consolidate.timer"], units["memfold-consolidate.service"]
+    assert "OnCalendar=hourly" in timer and "Persistent=true" in timer and "WantedBy=timers.target" in timer
+    exec_start = next(line for line in service.splitlines() if line.startswith("ExecStart="))
+    assert "Type=oneshot" in service and exec_start.endswith(tail) and "--home" in exec_start
+
+
+# --- import and export -------------------------------------------------------------------------------
+
+
+def _import(env: Env, ctx: dict[str, Any], fmt: str, *paths: Path) -> Result:
+    result = env.run("import", fmt, *map(str, paths), "--json")
+    ctx.setdefault("imports", []).append(result)
+    return result
+
+
+@when(parsers.parse('I import "{fmt}" from "{source}"'))
+def import_fixture(env: Env, ctx: dict[str, Any], fmt: str, source: str) -> None:
+    _import(env, ctx, fmt, *(DATA / s for s in source.split()))
+
+
+@then(parsers.parse("the import exits 0 with a receipt and {count:d} new memories"))
+def import_ok(env: Env, ctx: dict[str, Any], count: int) -> None:
+    result = ctx["imports"][-1]
+    assert result.code == 0, result.err
+    data = result.json()
+    assert len(data["imported"]) == count and Path(data["receipt"]).is_file()
+    assert json.loads(Path(data["receipt"]).read_text())["command"] == "import"
+    on_disk = {p.name for p in env.harness.iterdir()} - {"MEMORY.md"}
+    assert on_disk == {i["name"] for i in data["imported"]}
+
+
+@then(parsers.parse('the import skipped "{source}" because "{reason}"'))
+def import_skipped(ctx: dict[str, Any], source: str, reason: str) -> None:
+    skipped = ctx["imports"][-1].json()["skipped"]
+    assert any(s["source"].strip() == source.strip() and reason in s["reason"] for s in skipped), skipped
+
+
+@then(parsers.parse('every imported memory is "{visibility}" unless listed as safe "{safe}"'))
+def import_visibility(env: Env, ctx: dict[str, Any], visibility: str, safe: str) -> None:
+    for item in ctx["imports"][-1].json()["imported"]:
+        expected = "safe" if item["name"] == safe else visibility
+        assert item["visibility"] == expected, item
+        assert (env.mirror / item["name"]).exists() == (expected == "safe")
+
+
+@then("nothing was imported and no receipt was written")
+def import_again(env: Env, ctx: dict[str, Any]) -> None:
+    result = ctx["imports"][-1]
+    assert result.code == 0 and result.json()["imported"] == [] and result.json()["runId"] is None
+    assert len(list((env.project_home / "receipts").iterdir())) == 1
+
+
+@given("a harness pair whose public memory holds a GitHub token")
+def secret_pair(tmp_path: Path, ctx: dict[str, Any]) -> None:
+    private, public = tmp_path / "private", tmp_path / "public"
+    private.mkdir()
+    public.mkdir()
+    text = f"---\nname: CI\ndescription: the CI token\ntype: reference\n---\ntoken {TOKEN}\n"
+    for root in (private, public):
+        (root / "reference_ci.md").write_text(text)
+    ctx["pair"] = (private, public)
+
+
+@when("I import the harness pair")
+def import_pair(env: Env, ctx: dict[str, Any]) -> None:
+    assert _import(env, ctx, "harness", *ctx["pair"]).code == 0
+
+
+@when("I export the store as a Claude memory dir")
+def export_store(env: Env, ctx: dict[str, Any], tmp_path: Path) -> None:
+    ctx["export"] = tmp_path / "exported"
+    result = env.run("export", "claude", str(ctx["export"]))
+    assert result.code == 0, result.err
+    assert (ctx["export"] / "MEMORY.md").is_file()
+
+
+@when("I import the export into a fresh project")
+def import_export(env: Env, ctx: dict[str, Any], tmp_path: Path) -> None:
+    fresh = Env(home=tmp_path / "fresh-home", project=tmp_path / "fresh")
+    fresh.project.mkdir()
+    result = _import(fresh, ctx, "claude", ctx["export"])
+    assert result.code == 0 and len(result.json()["imported"]) == 2, result.out + result.err
+    ctx["fresh"] = fresh
+
+
+@then("the fresh project's private store is byte-identical to the original's")
+def round_trip(env: Env, ctx: dict[str, Any]) -> None:
+    assert ctx["fresh"].snapshot() == env.snapshot()
