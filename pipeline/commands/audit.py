@@ -107,6 +107,8 @@ def status(global_: bool = GlobalOpt, json_out: bool = JsonOpt) -> int:
         f"trusted      {'yes: the mirror is injected' if data['trusted'] else 'no: only the private store is injected'}",
         f"lock         {data['lock'] or 'free'}",
         f"last run     {data['lastRun'] or 'none'}",
+        f"consolidate  {'due' if data.get('due') else 'not due'}"
+        + (f" ({data['dueReason']})" if data.get("due") and data.get("dueReason") else ""),
         f"receipts     {data['receipts']}",
     ]
     if data["pendingRecovery"]:
