@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from .engine import PostState, PreState
+from .store.memory import INDEX_NAME
 
 
 def summarize(run_id: str, plan: dict[str, Any], pre: PreState, post: PostState) -> dict[str, Any]:
@@ -23,7 +24,8 @@ def summarize(run_id: str, plan: dict[str, Any], pre: PreState, post: PostState)
     # A merge shows once: the absorbed memory under "merged", its target under "rewritten".
     merged = sorted(n for n in deleted if report.get(n, {}).get("status") == "merged")
     deleted = [n for n in deleted if n not in merged]
-    changed = post.hash_maps() != pre.hash_maps()
+    # Indexes are derived: rebuilding one (first run, a memory added by hand) changes no memory.
+    changed = _memory_hashes(post.hash_maps()) != _memory_hashes(pre.hash_maps())
     return {
         "ok": True,
         "runId": run_id,
@@ -38,6 +40,10 @@ def summarize(run_id: str, plan: dict[str, Any], pre: PreState, post: PostState)
         "memories": {"before": len(pre.memories), "after": len(post.memories)},
         "reasons": {n: r.get("summary", "") for n, r in sorted(report.items()) if r.get("status") != "kept"},
     }
+
+
+def _memory_hashes(maps: Any) -> dict[str, dict[str, str]]:
+    return {root: {n: h for n, h in files.items() if n != INDEX_NAME} for root, files in maps.items()}
 
 
 def summary_text(summary: dict[str, Any]) -> str:
