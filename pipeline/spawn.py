@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+import os
+import sys
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -9,11 +12,12 @@ from pathlib import Path
 from typing import Any
 
 from .errors import WorkerFailed
-from .extract import Extracted, ExtractLimits, extract_plan
+from .extract import PLAN_EVENT, Extracted, ExtractLimits, extract_plan
 from .paths import Layout
 from .task import WorkerChoice
 
 PACKAGE_ROOT = Path(__file__).resolve().parent.parent
+PIDS_MAX = 256
 
 
 @dataclass(frozen=True)
@@ -24,45 +28,91 @@ class WorkerOutcome:
     extract_ms: float
 
 
+class PlanEventWatch:
+    """``stop_when`` for the worker: true once stdout holds one complete plan event line.
+
+    A worker that printed ``{"type":"consolidation_plan","plan":{...}}`` has said all it
+    has to say; DESIGN.md kills every descendant "when the plan is extracted", so one
+    that keeps running (an agent CLI waiting on a child, a daemon it left) is stopped and
+    its plan used. The plan is whatever stdout held when the stop was decided: a second,
+    different plan in the same output still fails extraction as ``worker.multiple-plans``.
+    Only the event form counts; a bare object or an agent stream has no unambiguous end.
+    Each line is inspected once, so the watch costs O(stdout) over the whole run.
+    """
+
+    def __init__(self) -> None:
+        self._scanned = 0
+
+    def __call__(self, out: bytes) -> bool:
+        end = out.rfind(b"\n")
+        if end < self._scanned:
+            return False
+        lines, self._scanned = out[self._scanned:end].split(b"\n"), end + 1
+        for line in lines:
+            if PLAN_EVENT.encode() not in line:
+                continue
+            try:
+                record = json.loads(line)
+            except (ValueError, RecursionError):
+                continue
+            if isinstance(record, dict) and record.get("type") == PLAN_EVENT and isinstance(record.get("plan"), dict):
+                return True
+        return False
+
+
+def _import_dirs() -> list[Path]:
+    """Where this interpreter imports from: the built-in planner must be able to read them."""
+    return [Path(p) for p in sys.path if p and os.path.isdir(p)]
+
+
 def requested_protections(choice: WorkerChoice, unsafe_no_sandbox: bool) -> dict[str, Any]:
     """What the manifest promises before the worker starts (the receipt records what was enforced)."""
     from .sandbox import probe
-    from .worker import sandbox_description
+    from .sandbox.describe import planned
 
-    if unsafe_no_sandbox:
-        return {"enforced": False, "filesystem": "none", "reason": "--unsafe-no-sandbox"}
-    described = sandbox_description(probe())
-    described["network"]["requested"] = "allowed" if choice.network else "denied"
-    return described
+    return planned(probe(), network=choice.network, timeout=choice.timeout, pids_max=PIDS_MAX,
+                   sandbox=not unsafe_no_sandbox)
 
 
 def run_plan_worker(
     choice: WorkerChoice, *, run_dir: Path, layout: Layout, parent_env: Mapping[str, str],
     unsafe_no_sandbox: bool, limits: ExtractLimits,
 ) -> WorkerOutcome:
-    from .worker import WorkerSpec, build_env, run_worker, sandbox_description
+    from .sandbox.describe import enforced
+    from .worker import WorkerSpec, build_env, run_worker
 
     scratch = run_dir / "scratch"
     env = build_env(parent_env, choice.env, scratch)
     if choice.builtin:
-        env["PYTHONPATH"] = str(PACKAGE_ROOT)
+        # The planner imports exactly what this process imports: same package, same dependencies.
+        env["PYTHONPATH"] = os.pathsep.join([str(PACKAGE_ROOT), *map(str, _import_dirs())])
     spec = WorkerSpec(
         argv=choice.argv, cwd=scratch, env=env, timeout=choice.timeout, network=choice.network,
         sandbox=not unsafe_no_sandbox, require_fs_sandbox=not choice.builtin and not unsafe_no_sandbox,
-        read_paths=tuple(p for p in (run_dir, layout.harness, layout.mirror, layout.project_root, PACKAGE_ROOT) if p),
-        write_paths=(scratch,),
+        read_paths=tuple(p for p in (run_dir, layout.harness, layout.mirror, layout.project_root, PACKAGE_ROOT,
+                                     *(_import_dirs() if choice.builtin else ())) if p),
+        write_paths=(scratch,), pids_max=PIDS_MAX,
     )
-    result = run_worker(spec, stdout_path=run_dir / "stdout.jsonl", stderr_path=run_dir / "stderr.txt",
-                        stdout_limit=limits.max_stdout_bytes)
-    protections = sandbox_description(result.protections) if result.protections else {"enforced": False}
+    try:
+        result = run_worker(spec, stdout_path=run_dir / "stdout.jsonl", stderr_path=run_dir / "stderr.txt",
+                            stdout_limit=limits.max_stdout_bytes, stop_when=PlanEventWatch())
+    except WorkerFailed as exc:
+        if exc.code == "worker.sandbox-unavailable":
+            raise WorkerFailed(f"worker {choice.name} refused: {exc}", code=exc.code, hint=exc.hint,
+                               data=exc.data) from None
+        raise
+    protections = enforced(result.protections, network=choice.network, sandbox=not unsafe_no_sandbox)
+    protections["worker_end"] = result.killed_reason or "exit"
     where = f"see {run_dir / 'stderr.txt'}"
     if result.timed_out:
-        raise WorkerFailed(f"worker {choice.name} timed out after {choice.timeout:g} s and was killed",
-                           code="worker.timeout", hint=f"raise its timeout in the config; {where}")
+        raise WorkerFailed(f"worker {choice.name} timed out after {choice.timeout:g} s; it and every process "
+                           "it started were killed", code="worker.timeout",
+                           hint=f"raise its timeout in the config; {where}")
     if result.over_bound:
-        raise WorkerFailed(f"worker {choice.name} printed more than {limits.max_stdout_bytes} bytes",
-                           code="worker.output-too-large", hint="a plan is far smaller; check the worker")
-    if result.returncode != 0:
+        raise WorkerFailed(f"worker {choice.name} printed more than {limits.max_stdout_bytes} bytes on stdout "
+                           "and was killed", code="worker.output-too-large",
+                           hint="a plan is far smaller; check the worker")
+    if result.killed_reason != "stopped" and result.returncode != 0:
         raise WorkerFailed(f"worker {choice.name} exited with status {result.returncode}", code="worker.exit",
                            hint=where, data={"returncode": result.returncode})
     started = time.perf_counter()

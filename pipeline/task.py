@@ -52,7 +52,7 @@ def choose_worker(name: str, workers: Mapping[str, Any], places: Mapping[str, st
                   builtin_timeout: float = 300.0) -> WorkerChoice:
     """Worker commands come only from the user config (or the built-in), never from the repository."""
     if name == BUILTIN:
-        argv = (sys.executable, "-m", "pipeline.planner", "--run-dir", places["run_dir"])
+        argv: tuple[str, ...] = (sys.executable, "-m", "pipeline.planner", "--run-dir", places["run_dir"])
         return WorkerChoice(BUILTIN, argv, builtin_timeout, (), False)
     config = workers.get(name)
     if config is None:

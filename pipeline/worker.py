@@ -5,18 +5,19 @@ from __future__ import annotations
 import json
 import os
 import secrets
-import selectors
 import shutil
 import signal
 import subprocess
 import sys
 import threading
 import time
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any
 
+from .capture import Capture, Run, file_tail, pump
 from .errors import WorkerFailed
 from .sandbox import (
     DEFAULT_RLIMITS,
@@ -28,9 +29,6 @@ from .sandbox import (
 )
 
 ENV_ALLOW = ("PATH", "HOME", "LANG", "TERM", "TMPDIR")
-TAIL_BYTES = 64 << 10
-_CHUNK = 1 << 16
-_DRAIN_GRACE = 2.0  # seconds to collect output still buffered in pipes after the kill
 # Read+execute roots used when the caller narrows read_paths: what interpreters need to start.
 _SYSTEM_READ = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/etc", "/opt", "/proc", "/dev", "/sys/devices/system/cpu")
 
@@ -78,36 +76,34 @@ def build_env(parent_env: Mapping[str, str], allow: Iterable[str], scratch: Path
 
 def sandbox_description(probe_or_report: Mapping[str, Any]) -> dict[str, Any]:
     """The manifest/receipt view of a probe() or launcher report: what was (or can be) enforced."""
-    ll = probe_or_report.get("landlock") or {}
-    sc = probe_or_report.get("seccomp")
-    sockets = sc.get("sockets") if isinstance(sc, dict) and sc.get("installed", True) else None
-    return {
-        "enforced": bool(ll.get("fs")),
-        "filesystem": "landlock" if ll.get("fs") else "none",
-        "landlock_abi": int(ll.get("abi") or 0),
-        "network": {
-            "tcp": "denied" if ll.get("net") else "not-restricted",
-            "sockets": sockets or "not-restricted",
-        },
-        "capabilities": probe_or_report.get("capabilities", "unknown"),
-        "no_new_privs": bool(probe_or_report.get("no_new_privs", False)),
-        "rlimits": dict(probe_or_report.get("rlimits") or {}),
-        "pid_namespace": bool(probe_or_report.get("pid_namespace", False)),
-        "pids_max": probe_or_report.get("pids_max"),
-        "kill": probe_or_report.get("kill", "process-group"),
-    }
+    from .sandbox.describe import enforced
+
+    return enforced(probe_or_report)
 
 
 def _launcher_env() -> dict[str, str]:
     # The launcher must import this package from wherever it is installed, and nothing else.
     root = str(Path(__file__).resolve().parent.parent)
-    return {"PYTHONPATH": root, "LC_ALL": "C.UTF-8"}
+    env = {"PYTHONPATH": root, "LC_ALL": "C.UTF-8"}
+    from .sandbox.landlock import DISABLE_ENV
+
+    if DISABLE_ENV in os.environ:  # the launcher must see the same (degraded) machine as the parent
+        env[DISABLE_ENV] = os.environ[DISABLE_ENV]
+    return env
 
 
 def _policy(spec: WorkerSpec, report_path: Path, cg: cgroup.RunCgroups) -> Policy:
     if spec.read_paths:
         extra = {sys.prefix, sys.base_prefix, str(spec.cwd)}
-        read = tuple(dict.fromkeys([*(str(p) for p in spec.read_paths), *_SYSTEM_READ, *sorted(extra)]))
+        system: list[str] = list(_SYSTEM_READ)
+        if os.getuid() == 0:
+            # Owner bits would let a capability-less root worker read /etc/shadow: grant only what
+            # every user may read there. Other users are kept out of such files by the kernel already.
+            from .sandbox.readable import world_readable
+
+            system[system.index("/etc")] = ""
+            system.extend(world_readable("/etc"))
+        read = tuple(dict.fromkeys([*(str(p) for p in spec.read_paths), *filter(None, system), *sorted(extra)]))
     else:
         read = ("/",)
     limits: dict[str, int | None] = dict(DEFAULT_RLIMITS)
@@ -133,53 +129,6 @@ def _policy(spec: WorkerSpec, report_path: Path, cg: cgroup.RunCgroups) -> Polic
 
 class _Terminated(Exception):
     """SIGTERM arrived while a worker was running; re-delivered after cleanup."""
-
-
-@dataclass
-class _Capture:
-    stdout: bytearray = field(default_factory=bytearray)
-    head_len: int = 0
-    tail: bytearray = field(default_factory=bytearray)
-    beyond: int = 0  # stderr bytes that did not fit in the head
-
-    @property
-    def dropped(self) -> int:
-        return self.beyond - len(self.tail)
-
-
-class _Run:
-    """One spawned launcher and everything needed to kill its whole tree."""
-
-    def __init__(self, proc: subprocess.Popen[bytes], cg: cgroup.RunCgroups, report_path: Path | None) -> None:
-        self.proc = proc
-        self.cg = cg
-        self.report_path = report_path
-
-    def kill_all(self) -> None:
-        """Kill the whole tree and return only when it is gone (or after a bounded wait).
-
-        SIGTERM first asks the launcher, which the worker cannot signal, to SIGKILL its
-        child and wait for it: PID 1 of the namespace exits only after every member is
-        reaped, and a subreaper sweeps orphans. SIGKILL to the process group and
-        cgroup.kill then catch anything left, e.g. if the launcher itself was killed.
-        """
-        proc = self.proc
-        if proc.poll() is None:
-            try:
-                proc.send_signal(signal.SIGTERM)
-                proc.wait(timeout=2.0)
-            except (OSError, subprocess.TimeoutExpired):
-                pass
-            try:
-                os.killpg(proc.pid, signal.SIGKILL)
-            except OSError:
-                pass
-        self.cg.kill()
-        try:
-            proc.wait(timeout=5.0)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
 
 
 def _report(path: Path | None) -> dict[str, Any]:
@@ -282,8 +231,8 @@ def run_worker(
         raise _Terminated()
 
     start = time.monotonic()
-    run: _Run | None = None
-    cap = _Capture()
+    run: Run | None = None
+    cap = Capture()
     terminated = False
     timed_out = False
     killed: str | None = None
@@ -293,10 +242,10 @@ def run_worker(
             old[signal.SIGINT] = signal.signal(signal.SIGINT, signal.default_int_handler)
             old[signal.SIGTERM] = signal.signal(signal.SIGTERM, on_term)
         proc, cg = _spawn(spec, report_path, stdout_path)
-        run = _Run(proc, cg, report_path)
+        run = Run(proc, cg, report_path)
         assert proc.stdout is not None and proc.stderr is not None
         with open(stdout_path, "wb") as out_f, open(stderr_path, "wb") as err_f:
-            timed_out, killed, over = _pump(
+            timed_out, killed, over = pump(
                 run, spec.timeout, start, out_f, err_f, cap, stdout_limit, stderr_limit, stop_when
             )
             if cap.dropped:
@@ -321,7 +270,7 @@ def run_worker(
     duration = time.monotonic() - start
     report = _report(report_path)
     rc = run.proc.returncode
-    tail = _file_tail(stderr_path)
+    tail = file_tail(stderr_path)
     if killed is None and rc == EXIT_REFUSED and report.get("refused"):
         raise WorkerFailed(
             f"worker refused: {report['refused']}",
@@ -355,101 +304,9 @@ def run_worker(
     )
 
 
-def _file_tail(path: Path) -> bytes:
-    try:
-        with open(path, "rb") as fh:
-            fh.seek(max(0, os.fstat(fh.fileno()).st_size - TAIL_BYTES))
-            return fh.read()
-    except OSError:
-        return b""
-
-
 def _restore(old: dict[int, Any]) -> None:
     for sig, handler in old.items():
         signal.signal(sig, handler)
     old.clear()
 
 
-def _pump(
-    run: _Run,
-    timeout: float,
-    start: float,
-    out_f: Any,
-    err_f: Any,
-    cap: _Capture,
-    stdout_limit: int,
-    stderr_limit: int,
-    stop_when: Callable[[bytes], bool] | None,
-) -> tuple[bool, str | None, str | None]:
-    """Read both pipes until EOF; enforce the deadline, the stdout bound and ``stop_when``."""
-    proc = run.proc
-    assert proc.stdout is not None and proc.stderr is not None
-    out_fd, err_fd = proc.stdout.fileno(), proc.stderr.fileno()
-    head_limit = stderr_limit // 2
-    tail_keep = stderr_limit - head_limit
-    sel = selectors.DefaultSelector()
-    sel.register(out_fd, selectors.EVENT_READ)
-    sel.register(err_fd, selectors.EVENT_READ)
-    deadline = start + timeout
-    drain_until: float | None = None
-    timed_out, killed, over = False, None, None
-    try:
-        while sel.get_map():
-            now = time.monotonic()
-            if drain_until is not None and now >= drain_until:
-                break  # something we could not kill still holds a pipe; stop waiting for it
-            if drain_until is None and now >= deadline:
-                timed_out, killed = True, "timeout"
-                run.kill_all()
-                drain_until = time.monotonic() + _DRAIN_GRACE
-                continue
-            limit = (drain_until or deadline) - now
-            for key, _ in sel.select(min(limit, 0.1)):
-                fd = int(key.fd)
-                try:
-                    data = os.read(fd, _CHUNK)
-                except BlockingIOError:
-                    continue
-                if not data:
-                    sel.unregister(fd)
-                    continue
-                if fd == out_fd:
-                    if killed:
-                        continue  # output after a kill is not part of the result
-                    room = stdout_limit - len(cap.stdout)
-                    if len(data) > room:
-                        data = data[:room]
-                        over, killed = "stdout", "over-bound"
-                    cap.stdout += data
-                    out_f.write(data)
-                    if killed is None and stop_when is not None and stop_when(bytes(cap.stdout)):
-                        killed = "stopped"
-                    if killed:
-                        out_f.flush()
-                        run.kill_all()
-                        drain_until = time.monotonic() + _DRAIN_GRACE
-                else:
-                    _stderr(data, err_f, cap, head_limit, tail_keep)
-            if drain_until is None and proc.poll() is not None:
-                # The launcher is gone: whatever still runs in its tree dies now.
-                run.kill_all()
-                drain_until = time.monotonic() + _DRAIN_GRACE
-    finally:
-        sel.close()
-    if proc.returncode is None:
-        run.kill_all()
-    return timed_out, killed, over
-
-
-def _stderr(data: bytes, err_f: Any, cap: _Capture, head_limit: int, tail_keep: int) -> None:
-    room = head_limit - cap.head_len
-    if room > 0:
-        err_f.write(data[:room])
-        cap.head_len += min(room, len(data))
-        data = data[room:]
-        if not data:
-            return
-    cap.beyond += len(data)
-    cap.tail += data
-    if len(cap.tail) > tail_keep:
-        del cap.tail[: len(cap.tail) - tail_keep]

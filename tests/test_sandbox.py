@@ -317,3 +317,33 @@ def test_subreaper_fallback_kills_setsid_grandchild(tmp_path: Path) -> None:
     assert survivors(token) == []
     time.sleep(2)
     assert not marker.exists()
+
+
+@pytest.mark.integration
+@needs_landlock
+def test_explicit_read_paths_keep_private_files_out_of_reach(run: Any, tmp_path: Path, store: Path) -> None:
+    private = tmp_path / "private"
+    private.mkdir(mode=0o700)
+    (private / "key").write_text("secret")
+    readable = [str(store / "memory.md")]
+    root_only = [str(private / "key")]
+    if os.getuid() == 0:
+        # A root worker without capabilities still owns root's files: only the rules keep these out.
+        root_only += [p for p in ("/etc/shadow", "/etc/gshadow") if os.path.exists(p)]
+    verdict, res = run("read", *readable, *root_only, read_paths=(store, HOSTILE.parent))
+    assert res.protections["landlock"]["fs"] is True
+    assert verdict[readable[0]] == "succeeded"
+    for path in root_only:
+        assert verdict[path].startswith("failed: PermissionError"), (path, verdict)
+    assert verdict["attack"] == "read" and b"secret" not in res.stdout
+
+
+@pytest.mark.integration
+@needs_landlock
+def test_explicit_read_paths_still_run_an_interpreter_with_tls_and_users(run: Any, store: Path) -> None:
+    # What a networked agent CLI reads in /etc must stay readable after the narrowing.
+    wanted = [p for p in ("/etc/passwd", "/etc/ld.so.cache", "/etc/ssl/certs", "/etc/resolv.conf")
+              if os.path.isfile(p)]
+    verdict, res = run("read", *wanted, read_paths=(store, HOSTILE.parent))
+    assert res.returncode == 0
+    assert all(verdict[p] == "succeeded" for p in wanted), verdict

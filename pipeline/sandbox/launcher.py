@@ -9,7 +9,18 @@ import signal
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any, NoReturn, cast
 
-from . import EXIT_EXEC_FAILED, EXIT_LAUNCHER_ERROR, EXIT_REFUSED, MARKER, POLICY_DEFAULTS, caps, kernel, landlock, procs, seccomp
+from . import (
+    EXIT_EXEC_FAILED,
+    EXIT_LAUNCHER_ERROR,
+    EXIT_REFUSED,
+    MARKER,
+    POLICY_DEFAULTS,
+    caps,
+    kernel,
+    landlock,
+    procs,
+    seccomp,
+)
 
 if TYPE_CHECKING:
     from .policy import Policy

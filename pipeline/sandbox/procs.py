@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import signal
 import time
-from typing import Iterable
+from collections.abc import Iterable
 
 from . import kernel
 

@@ -1,4 +1,12 @@
-"""A hostile worker: ``hostile.py ATTACK TOKEN [ARGS...]`` tries one escape and prints a JSON verdict."""
+"""A hostile worker: ``hostile.py [--run-dir DIR --then MODE] ATTACK TOKEN [ARGS...]`` tries one escape.
+
+Without ``--run-dir`` it prints a JSON verdict on stdout. With it (as a configured worker of
+``memfold consolidate``) the verdict goes to stderr, one ``hostile: KEY: RESULT`` line each, so the
+run dir names what was stopped, and ``--then`` says what stdout gets afterwards:
+``verdict`` (not a plan), ``plan`` (the built-in planner's plan for the run), ``bad-plan`` (that plan
+bound to another run id, which validation refuses), ``event-then-hang`` (the plan as a
+consolidation_plan event, then never exit) or ``two-plans`` (two different plan events).
+"""
 
 from __future__ import annotations
 
@@ -19,7 +27,46 @@ def attempt(fn):  # type: ignore[no-untyped-def]
 
 
 def main() -> None:
-    attack, _token, *args = sys.argv[1:]
+    argv = sys.argv[1:]
+    if argv[:1] == ["--run-dir"]:
+        run_dir, then, argv = argv[1], argv[3], argv[4:]
+        out = attack(argv)
+        for key, value in out.items():
+            print(f"hostile: {key}: {value}", file=sys.stderr, flush=True)
+        finish(run_dir, then, out)
+        return
+    out = attack(argv)
+    if out:
+        print(json.dumps(out), flush=True)
+
+
+def finish(run_dir: str, then: str, out: dict[str, object]) -> None:
+    from pathlib import Path
+
+    from pipeline.planner.run import plan_run
+
+    if then == "verdict":
+        print(json.dumps(out), flush=True)
+        return
+    plan = json.loads(plan_run(Path(run_dir)))
+    if then == "plan":
+        sys.stdout.write(json.dumps(plan) + "\n")
+    elif then == "bad-plan":
+        sys.stdout.write(json.dumps({**plan, "runId": "20000101T000000Z-00000000"}) + "\n")
+    elif then == "two-plans":
+        other = {**plan, "report": [{**r, "summary": "a different plan"} for r in plan["report"]]}
+        # One write: both plans reach the parent together, whatever stops the worker.
+        sys.stdout.write("".join(json.dumps({"type": "consolidation_plan", "plan": p}) + "\n" for p in (plan, other)))
+    elif then == "event-then-hang":
+        sys.stdout.write(json.dumps({"type": "consolidation_plan", "plan": plan}) + "\n")
+        sys.stdout.flush()
+        while True:
+            time.sleep(1)
+    sys.stdout.flush()
+
+
+def attack(argv: list[str]) -> dict[str, object]:
+    attack, _token, *args = argv
     out: dict[str, object] = {"attack": attack}
     if attack == "write":  # create/overwrite files at each path given
         for path in args:
@@ -56,8 +103,9 @@ def main() -> None:
     elif attack == "env":  # args: parent pid
         out["environ"] = dict(os.environ)
         out["parent_environ"] = attempt(lambda: print(open(f"/proc/{args[0]}/environ", "rb").read()))
-    elif attack == "root":  # args: file in scratch, dir to mount on
+    elif attack == "root":  # args: file in scratch (created if missing), dir to mount on
         libc = ctypes.CDLL(None, use_errno=True)
+        attempt(lambda: open(args[0], "a").close())
         out["chown"] = attempt(lambda: os.chown(args[0], 1000, 1000))
         out["setuid"] = attempt(lambda: os.setuid(1000))
         out["uid"] = os.getuid()
@@ -97,7 +145,7 @@ def main() -> None:
         for _ in range(int(args[0])):
             sys.stdout.buffer.write(block)
         sys.stdout.flush()
-        return
+        return {}
     elif attack == "stderr":
         block = b"e" * (1 << 20)
         for _ in range(int(args[0])):
@@ -110,7 +158,10 @@ def main() -> None:
         print(json.dumps({"schemaVersion": 1, "operations": []}), flush=True)
         while True:
             time.sleep(1)
-    print(json.dumps(out), flush=True)
+    elif attack == "read":  # report the first bytes of each file given
+        for path in args:
+            out[path] = attempt(lambda p=path: open(p, "rb").read(64))
+    return out
 
 
 def _unshare(libc: ctypes.CDLL) -> None:

@@ -1,0 +1,106 @@
+"""The manifest and receipt views of the sandbox: what is planned, what was in force, what was missing."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from . import DEFAULT_RLIMITS
+
+_KILLERS = ("pid-namespace", "cgroup.kill", "subreaper+pidfd", "process-group")
+
+
+def enforced(report: Mapping[str, Any], *, network: bool | None = None, sandbox: bool = True) -> dict[str, Any]:
+    """The receipt view of a launcher report (or a probe): the protections that were in force.
+
+    ``missing`` names each protection this worker should have had and did not get, so a
+    reader of the receipt need not know which kernel the run happened on.
+    """
+    ll = report.get("landlock") or {}
+    sc = report.get("seccomp")
+    seccomp = dict(sc) if isinstance(sc, dict) and sc.get("installed", True) else None
+    sockets = seccomp.get("sockets") if seccomp else None
+    out: dict[str, Any] = {
+        "enforced": bool(ll.get("fs")),
+        "filesystem": "landlock" if ll.get("fs") else "none",
+        "landlock_abi": int(ll.get("abi") or 0),
+        "landlock_scopes": list(ll.get("scopes") or []),
+        "network": {
+            "tcp": "denied" if ll.get("net") else "not-restricted",
+            "sockets": sockets or "not-restricted",
+        },
+        "seccomp": {k: v for k, v in seccomp.items() if k != "installed"} if seccomp else "not-installed",
+        "capabilities": report.get("capabilities", "unknown"),
+        "no_new_privs": bool(report.get("no_new_privs", False)),
+        "rlimits": dict(report.get("rlimits") or {}),
+        "pid_namespace": bool(report.get("pid_namespace", False)),
+        "pids_max": report.get("pids_max"),
+        "kill": report.get("kill", "process-group"),
+        "kill_mechanisms": list(report.get("kill_mechanisms") or [report.get("kill", "process-group")]),
+    }
+    if "uid" in report:
+        out["uid"] = report["uid"]
+    if network is not None:
+        out["network"]["requested"] = "allowed" if network else "denied"
+        out["missing"] = _missing(out, network)
+    if not sandbox:
+        out["unsafe_no_sandbox"] = True
+    return out
+
+
+def _missing(view: Mapping[str, Any], network: bool) -> list[str]:
+    gaps: list[str] = []
+    if view["filesystem"] == "none":
+        gaps.append("landlock-filesystem")
+    if not network and view["network"]["tcp"] != "denied":
+        gaps.append("landlock-tcp")
+    if not network and view["network"]["sockets"] != "denied":
+        gaps.append("seccomp-sockets")
+    if view["seccomp"] == "not-installed" and "seccomp-sockets" not in gaps:
+        gaps.append("seccomp")
+    if view["capabilities"] not in ("dropped", "none-held"):
+        gaps.append("capability-drop")
+    if not view["no_new_privs"]:
+        gaps.append("no-new-privs")
+    if any(isinstance(v, str) for v in view["rlimits"].values()) or not view["rlimits"]:
+        gaps.append("rlimits")
+    if view["pids_max"] is None and not view["pid_namespace"]:
+        gaps.append("process-cap")
+    if view["kill"] == "process-group":
+        gaps.append("descendant-kill")
+    return gaps
+
+
+def planned(probe: Mapping[str, Any], *, network: bool, timeout: float, pids_max: int | None,
+            sandbox: bool = True) -> dict[str, Any]:
+    """The manifest view, before the worker starts: what this machine can enforce for it."""
+    if not sandbox:
+        return {"enforced": False, "filesystem": "none", "reason": "--unsafe-no-sandbox", "unsafe_no_sandbox": True,
+                "kill": "pid-namespace" if probe.get("pid_namespace") else "process-group"}
+    ll = probe.get("landlock") or {}
+    cg = probe.get("cgroup") or {}
+    seccomp = bool(probe.get("seccomp"))
+    rlimits = {k: v for k, v in DEFAULT_RLIMITS.items() if v is not None}
+    rlimits["cpu"] = max(1, int(timeout) + 1)
+    mechanisms = [name for name, on in zip(_KILLERS, (probe.get("pid_namespace"), cg.get("kill"), True, True)) if on]
+    view: dict[str, Any] = {
+        "status": "planned",
+        "enforced": bool(ll.get("fs")),
+        "filesystem": "landlock" if ll.get("fs") else "none",
+        "landlock_abi": int(ll.get("abi") or 0),
+        "network": {
+            "requested": "allowed" if network else "denied",
+            "tcp": "denied" if ll.get("net") and not network else "not-restricted",
+            "sockets": "denied" if seccomp and not network else ("allowed" if seccomp else "not-restricted"),
+        },
+        "seccomp": seccomp,
+        "capabilities": "drop" if probe.get("capabilities") == "held" else "none-held",
+        "rlimits": rlimits,
+        "pid_namespace": bool(probe.get("pid_namespace")),
+        "pids_max": pids_max if cg.get("pids") else None,
+        "kill": mechanisms[0],
+    }
+    view["missing"] = [g for g in _missing({**view, "no_new_privs": True,
+                                             "seccomp": "installed" if seccomp else "not-installed",
+                                             "capabilities": "dropped"}, network)]
+    return view

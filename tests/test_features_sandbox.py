@@ -1,0 +1,351 @@
+"""Step definitions for features/sandbox.feature: hostile workers run through `memfold consolidate`."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import secrets
+import shutil
+import socket
+import subprocess
+import sys
+import sysconfig
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import REPO, Env, Result
+from pytest_bdd import given, parsers, scenarios, then, when
+
+from pipeline.sandbox import probe
+
+scenarios("sandbox.feature")
+pytestmark = pytest.mark.integration
+
+HOSTILE = REPO / "tests" / "workers" / "hostile.py"
+PROBE = probe()
+SECRET = f"memfold-secret-{secrets.token_hex(12)}"
+# attack name -> (hostile.py attack, its arguments); {…} are worker placeholders, <…> test resources.
+ATTACKS: dict[str, tuple[str, list[str]]] = {
+    "write-store": ("write", ["{harness}/planted.md", "{harness}/user_tea.md"]),
+    "write-mirror": ("write", ["{public}/planted.md", "{public}/project_deploy.md"]),
+    "write-project": ("write", ["{repo}/planted.txt", "{repo}/.git/config"]),
+    "write-home": ("write", ["<home>/planted", "<home>/.profile"]),
+    "remove": ("remove", ["{harness}/user_tea.md", "{harness}/renamed.md", "{public}"]),
+    "symlink": ("symlink", ["{run_dir}/scratch/link", "{harness}/user_tea.md", "{harness}/planted.md"]),
+    "tcp": ("tcp", ["<port>"]),
+    "udp": ("udp", ["<port>"]),
+    "unix": ("unix", ["<unix>"]),
+    "env": ("env", ["<pid>"]),
+    "root": ("root", ["{run_dir}/scratch/owned", "{harness}"]),
+    "forkbomb": ("forkbomb", ["1.5"]),
+    "orphan": ("orphan", ["{run_dir}/scratch/marker", "1"]),
+    "stdout": ("stdout", ["100"]),
+    "stderr": ("stderr", ["100"]),
+    "hang": ("hang", []),
+    "nothing": ("nothing", []),
+}
+TIMEOUTS = {"hang": 3.0}
+
+
+def survivors(token: str) -> list[int]:
+    found = []
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                with open(f"/proc/{name}/cmdline", "rb") as fh:
+                    if token.encode() in fh.read():
+                        found.append(int(name))
+            except OSError:
+                pass
+    return found
+
+
+def tree(root: Path) -> dict[str, str]:
+    """Every file below ``root`` (symlinks as their target text), by relative path."""
+    out: dict[str, str] = {}
+    for path in sorted(root.rglob("*")) if root.exists() else []:
+        rel = str(path.relative_to(root))
+        if path.is_symlink():
+            out[rel] = "symlink:" + os.readlink(path)
+        elif path.is_file():
+            out[rel] = hashlib.sha256(path.read_bytes()).hexdigest()
+        else:
+            out[rel] = "dir"
+    return out
+
+
+@pytest.fixture
+def listeners(tmp_path: Path) -> Iterator[dict[str, socket.socket]]:
+    socks: dict[str, socket.socket] = {}
+    yield socks
+    for sock in socks.values():
+        sock.close()
+
+
+def _resources(ctx: dict[str, Any], attack: str, tmp_path: Path, listeners: dict[str, socket.socket]) -> dict[str, str]:
+    values = {"<home>": str(ctx["real_home"]), "<pid>": str(os.getpid())}
+    if attack == "tcp":
+        srv = socket.socket()
+        srv.bind(("127.0.0.1", 0))
+        srv.listen()
+        listeners["tcp"] = srv
+        values["<port>"] = str(srv.getsockname()[1])
+    elif attack == "udp":
+        srv = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        srv.bind(("127.0.0.1", 0))
+        listeners["udp"] = srv
+        values["<port>"] = str(srv.getsockname()[1])
+    elif attack == "unix":
+        path = tmp_path / "listener.sock"
+        srv = socket.socket(socket.AF_UNIX)
+        srv.bind(str(path))
+        srv.listen()
+        listeners["unix"] = srv
+        values["<unix>"] = str(path)
+    return values
+
+
+def _write_config(env: Env, workers: dict[str, Any]) -> None:
+    # JSON is YAML: the config is written exactly as a user would, without a YAML emitter's quirks.
+    (env.home / "config.yaml").write_text(json.dumps({"workers": workers}, indent=2) + "\n")
+
+
+@given(parsers.parse('the configured worker "{name}" attempts "{attack}" and then prints "{then}"'))
+def configured_worker(env: Env, ctx: dict[str, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                      listeners: dict[str, socket.socket], name: str, attack: str, then: str) -> None:
+    real_home = tmp_path / "real-home"
+    real_home.mkdir(exist_ok=True)
+    (real_home / ".profile").write_text("export EDITOR=vi\n")
+    monkeypatch.setenv("HOME", str(real_home))
+    monkeypatch.setenv("PYTHONPATH", str(REPO))  # named in the worker's env allowlist below
+    monkeypatch.setenv("MEMFOLD_TEST_SECRET", SECRET)
+    token = f"tok-{secrets.token_hex(6)}"
+    ctx.update(attack=attack, then=then, token=token, real_home=real_home,
+               runs_before=set(_runs(env)))
+    kind, args = ATTACKS[attack]
+    values = _resources(ctx, attack, tmp_path, listeners)
+    for key, value in values.items():
+        args = [a.replace(key, value) for a in args]
+    argv = [sys.executable, str(HOSTILE), "--run-dir", "{run_dir}", "--then", then, kind, token, *args]
+    ctx["timeout"] = TIMEOUTS.get(attack, 10.0)
+    _write_config(env, {name: {"argv": argv, "timeout": ctx["timeout"], "env": ["PYTHONPATH"]}})
+
+
+def _runs(env: Env) -> list[Path]:
+    runs = env.project_home / "runs"
+    return sorted(runs.iterdir()) if runs.exists() else []
+
+
+def _new_run(env: Env, ctx: dict[str, Any]) -> Path:
+    """The consolidation's run dir (found once: a later `add` makes another)."""
+    if "run" not in ctx:
+        new = [r for r in _runs(env) if r not in ctx["runs_before"]]
+        assert len(new) == 1, new
+        ctx["run"] = new[0]
+    return ctx["run"]  # type: ignore[no-any-return]
+
+
+@given("I remember every file of the store, the mirror, the project and the home")
+def remember_everything(env: Env, ctx: dict[str, Any]) -> None:
+    ctx["trees"] = _trees(env, ctx)
+
+
+def _trees(env: Env, ctx: dict[str, Any]) -> dict[str, dict[str, str]]:
+    return {"store": tree(env.harness), "mirror": tree(env.mirror), "project": tree(env.project),
+            "home": tree(ctx["real_home"]) if "real_home" in ctx else {}}
+
+
+@given("Landlock is unavailable")
+def no_landlock(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MEMFOLD_SANDBOX_DISABLE", "landlock")
+
+
+@then("every remembered file is byte-identical")
+def byte_identical(env: Env, ctx: dict[str, Any]) -> None:
+    now = _trees(env, ctx)
+    for name, before in ctx["trees"].items():
+        assert now[name] == before, name
+
+
+@then("the attack left no trace")
+def no_trace(env: Env, ctx: dict[str, Any], listeners: dict[str, socket.socket]) -> None:
+    attack, run = ctx["attack"], _new_run(env, ctx)
+    for sock in listeners.values():
+        sock.settimeout(0.3)
+        with pytest.raises(socket.timeout):
+            if sock.type == socket.SOCK_STREAM:
+                conn = sock.accept()[0]
+                pytest.fail(f"the worker connected and sent {conn.recv(100)!r}")
+            sock.recvfrom(100)
+    outputs = [ctx["result"].out, ctx["result"].err] + [
+        p.read_text(errors="replace") for p in run.iterdir() if p.is_file()]
+    assert not any(SECRET in text for text in outputs)  # whatever the attack, the secret never shows
+    if attack == "env":
+        assert "MEMFOLD_TEST_SECRET" not in (run / "stderr.txt").read_text()
+    if attack == "root":
+        assert not os.path.ismount(env.harness)
+        assert (run / "scratch" / "owned").stat().st_uid == os.getuid()
+    if attack == "forkbomb" and PROBE["cgroup"]["pids"]:
+        limited = [line for line in (run / "stderr.txt").read_text().splitlines() if line.startswith("hostile: limited:")]
+        assert int(limited[0].split(":")[-1]) > 0  # pids.max refused forks before the bomb ended
+    if attack == "orphan":
+        time.sleep(2)  # the grandchild would have written after 1 s
+        assert not (run / "scratch" / "marker").exists()
+    if attack == "stderr":
+        assert (run / "stderr.txt").stat().st_size < (1 << 20) + 4096
+    if ctx["then"] == "event-then-hang":
+        receipt = json.loads((run / "post-receipt.json").read_text())
+        assert receipt["worker"]["planSource"] == "jsonl-event"
+        assert receipt["sandbox"]["worker_end"] == "stopped"
+        assert receipt["worker"]["durationSeconds"] < ctx["timeout"] / 2
+    if ctx["result"].code == 0:
+        assert json.loads((run / "post-receipt.json").read_text())["sandbox"]["enforced"] is True
+
+
+@then("no process of the worker is left")
+def no_survivor(ctx: dict[str, Any]) -> None:
+    assert survivors(ctx["token"]) == []
+
+
+@then("the project lock is free")
+def lock_free(env: Env) -> None:
+    started = time.monotonic()
+    result = env.run("add", "user_after", "-d", "added after the hostile run", "-b", "after")
+    assert result.code == 0, result.err
+    assert time.monotonic() - started < 2.0
+
+
+@then(parsers.parse('the run names what was stopped: "{text}"'))
+def names_what_was_stopped(env: Env, ctx: dict[str, Any], text: str) -> None:
+    run = _new_run(env, ctx)
+    said = ctx["result"].err + (run / "stderr.txt").read_text(errors="replace")
+    assert text in said, said[-3000:]
+
+
+@then("the worker never ran")
+def never_ran(env: Env, ctx: dict[str, Any]) -> None:
+    run = _new_run(env, ctx)
+    for name in ("stdout.jsonl", "stderr.txt"):  # refused before anything was spawned
+        assert not (run / name).exists()
+    assert survivors(ctx["token"]) == []
+
+
+def _receipt(env: Env) -> dict[str, Any]:
+    newest = max((env.project_home / "receipts").iterdir())
+    return json.loads(newest.read_text())  # type: ignore[no-any-return]
+
+
+@then("the manifest and the receipt record every protection this machine enforces")
+def records_protections(env: Env) -> None:
+    receipt = _receipt(env)
+    manifest = json.loads((env.project_home / "runs" / receipt["runId"] / "manifest.json").read_text())
+    planned, got = manifest["sandbox"], receipt["sandbox"]
+    abi = PROBE["landlock"]["abi"]
+    assert planned["status"] == "planned" and planned["landlock_abi"] == got["landlock_abi"] == abi
+    assert got["filesystem"] == ("landlock" if abi >= 1 else "none") and got["enforced"] is (abi >= 1)
+    assert got["network"]["requested"] == planned["network"]["requested"] == "denied"
+    assert got["network"]["tcp"] == ("denied" if abi >= 4 else "not-restricted")
+    if PROBE["seccomp"]:
+        assert got["network"]["sockets"] == "denied"
+        assert got["seccomp"]["io_uring"] == "denied" and got["seccomp"]["namespaces"] == "denied"
+    assert got["no_new_privs"] is True
+    assert got["capabilities"] == ("dropped" if os.getuid() == 0 else "none-held")
+    assert got["rlimits"]["core"] == 0 and got["rlimits"]["nofile"] == 256 and got["rlimits"]["cpu"] == 301
+    assert got["rlimits"]["fsize"] == 256 << 20
+    assert got["kill"] == planned["kill"] and got["kill"] in ("pid-namespace", "cgroup.kill", "subreaper+pidfd")
+    assert got["pids_max"] == (256 if PROBE["cgroup"]["pids"] else None)
+    assert got["worker_end"] == "exit" and got["missing"] == planned["missing"]
+    if abi >= 6 and PROBE["seccomp"] and PROBE["pid_namespace"]:
+        assert got["missing"] == []
+
+
+@then(parsers.parse('the receipt says "{what}" was missing'))
+def receipt_missing(env: Env, what: str) -> None:
+    sandbox = _receipt(env)["sandbox"]
+    assert what in sandbox["missing"] and sandbox["filesystem"] == "none" and sandbox["enforced"] is False
+
+
+@then("the receipt says the run was unsafe")
+def receipt_unsafe(env: Env) -> None:
+    sandbox = _receipt(env)["sandbox"]
+    assert sandbox["unsafe_no_sandbox"] is True and sandbox["seccomp"] == "not-installed"
+
+
+# --- the unprivileged scenario: the whole CLI as `nobody`, with a system interpreter nobody can run.
+
+NOBODY = 65534
+
+
+@given("the whole project belongs to an unprivileged user", target_fixture="unpriv")
+def unprivileged(env: Env) -> Iterator[dict[str, Any]]:
+    python = shutil.which("python3", path="/usr/bin:/bin")
+    site = sysconfig.get_paths()["purelib"]
+    if os.getuid() != 0 or python is None:
+        pytest.skip("needs root to switch to nobody, and a system python3")
+    base = Path(f"/tmp/memfold-nobody-{secrets.token_hex(4)}")  # pytest's tmp dirs are root-only
+    base.mkdir(mode=0o755)
+    for sub in ("home", "project"):
+        (base / sub).mkdir(mode=0o700)
+    for path in [base, *base.rglob("*")]:
+        os.chown(path, NOBODY, NOBODY)
+    data = {"base": base, "python": python, "token": f"tok-{secrets.token_hex(6)}",
+            "env": {"PATH": "/usr/bin:/bin", "PYTHONPATH": f"{REPO}:{site}", "MEMFOLD_NOW": "2026-11-30T12:00:00Z",
+                    "HOME": str(base / "home"), "LC_ALL": "C.UTF-8"}}
+    probe_run = _as_nobody(data, "-c", "import pipeline.cli, yaml")
+    if probe_run.returncode != 0:
+        shutil.rmtree(base, ignore_errors=True)
+        pytest.skip(f"nobody cannot import memfold here: {probe_run.stderr[-300:]}")
+    yield data
+    shutil.rmtree(base, ignore_errors=True)
+
+
+def _as_nobody(data: dict[str, Any], *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([data["python"], *args], env=data["env"], cwd=str(data["base"]), user=NOBODY,
+                          group=NOBODY, extra_groups=[], capture_output=True, text=True, timeout=timeout)
+
+
+def _memfold(data: dict[str, Any], *args: str) -> subprocess.CompletedProcess[str]:
+    base = data["base"]
+    return _as_nobody(data, "-m", "pipeline", "--home", str(base / "home"), "--project", str(base / "project"), *args)
+
+
+@when("that user runs a consolidation with a worker that writes into the store and leaves a grandchild")
+def nobody_runs(ctx: dict[str, Any], unpriv: dict[str, Any]) -> None:
+    base = unpriv["base"]
+    git_init = f"import subprocess; subprocess.run(['git', 'init', '-q', '{base}/project'], check=True)"
+    assert _as_nobody(unpriv, "-c", git_init).returncode == 0
+    for args in (("init",), ("add", "user_tea", "-d", "prefers green tea", "-b", "tea")):
+        done = _memfold(unpriv, *args)
+        assert done.returncode == 0, done.stderr
+    store = next((base / "home" / "projects").iterdir()) / "memory"
+    unpriv["store"] = store
+    unpriv["before"] = tree(store)
+    # Two workers in one run would need two configs; the grandchild is left by a wrapper shell line.
+    argv = ["/bin/sh", "-c",
+            (f"{unpriv['python']} {HOSTILE} orphan {unpriv['token']} {{run_dir}}/scratch/marker 1; "
+            f"exec {unpriv['python']} {HOSTILE} --run-dir {{run_dir}} --then verdict write "
+            f"{unpriv['token']} {{harness}}/planted.md {{harness}}/user_tea.md")]
+    (base / "home" / "config.yaml").write_text(json.dumps({"workers": {"evil": {"argv": argv, "timeout": 10}}}))
+    os.chown(base / "home" / "config.yaml", NOBODY, NOBODY)
+    done = _memfold(unpriv, "consolidate", "--no-context", "--worker", "evil")
+    ctx["result"] = Result(done.returncode, done.stdout, done.stderr)
+
+
+@then("the store is byte-identical, the marker never appears and no process is left")
+def nobody_contained(unpriv: dict[str, Any], ctx: dict[str, Any]) -> None:
+    store = unpriv["store"]
+    assert tree(store) == unpriv["before"]
+    assert survivors(unpriv["token"]) == []
+    run = next(r for r in (store.parent / "runs").iterdir() if (r / "task.md").exists())
+    assert "planted.md: failed: PermissionError 13" in (run / "stderr.txt").read_text(), ctx["result"].err
+    report = json.loads((run / "stdout.jsonl.sandbox.json").read_text().splitlines()[0])
+    assert report["uid"] == NOBODY and report["capabilities"] in ("none-held", "dropped")
+    assert report["landlock"]["fs"] is (PROBE["landlock"]["abi"] >= 1)
+    assert report["kill"] in ("pid-namespace", "cgroup.kill", "subreaper+pidfd")
+    time.sleep(2)
+    assert not (run / "scratch" / "marker").exists()
+    assert survivors(unpriv["token"]) == []
