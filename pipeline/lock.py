@@ -33,6 +33,16 @@ def describe_owner(owner: dict[str, Any] | None) -> str:
     )
 
 
+def _wait_for_owner(info_path: Path) -> dict[str, Any] | None:
+    """The holder writes lock.json just after taking the lock: give it a moment to appear."""
+    for _ in range(25):
+        owner = read_owner(info_path)
+        if owner and owner.get("pid") != os.getpid():
+            return owner
+        time.sleep(0.02)
+    return read_owner(info_path)
+
+
 @contextmanager
 def project_lock(
     lock_path: Path,
@@ -59,7 +69,7 @@ def project_lock(
                 break
             except portalocker.LockException:
                 if time.monotonic() >= deadline:
-                    owner = read_owner(info_path)
+                    owner = _wait_for_owner(info_path)
                     raise LockHeld(
                         f"the project is locked by {describe_owner(owner)}",
                         code="lock.held",

@@ -9,6 +9,7 @@ from typing import Any
 
 from .commit import RunRecord, Services, commit_run, gate, run_recovery
 from .engine import PreState, compute_post, read_pre
+from .errors import ApplyFailed
 from .extract import ExtractLimits
 from .fsutil import dump_json, sha256_bytes
 from .lock import project_lock
@@ -44,6 +45,16 @@ class ConsolidateRequest:
 
 def consolidate(svc: Services, req: ConsolidateRequest) -> dict[str, Any]:
     """lock → recover → run dir + snapshot → worker → plan → validate → stale check → commit."""
+    try:
+        return _consolidate(svc, req)
+    except OSError as exc:
+        raise ApplyFailed(
+            f"consolidation failed before its commit point and changed nothing: {exc.strerror or exc}",
+            code="apply.io", hint="check free space and permissions of the memfold home and the project",
+        ) from exc
+
+
+def _consolidate(svc: Services, req: ConsolidateRequest) -> dict[str, Any]:
     layout, t = svc.layout, Timings()
     ensure_layout(layout)
     run_id = new_run_id(svc.clock())
