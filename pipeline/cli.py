@@ -47,6 +47,7 @@ def _full(args: list[str]) -> int:
     import typer
 
     from .commands import audit as _audit  # noqa: F401 - registers commands
+    from .commands import attest as _attest  # noqa: F401
     from .commands import consolidate as _consolidate  # noqa: F401
     from .commands import demo as _demo  # noqa: F401
     from .commands import everyday as _everyday  # noqa: F401
@@ -57,6 +58,7 @@ def _full(args: list[str]) -> int:
     from .commands import hooks as _hooks  # noqa: F401
     from .commands import mcp as _mcp  # noqa: F401
     from .commands import store as _store  # noqa: F401
+    from .commands import bench as _bench  # noqa: F401
     from .commands._app import STATE, app, report_error
 
     try:

@@ -105,6 +105,9 @@ def load_receipt(path: Path) -> dict[str, Any]:
     data = json.loads(read_bounded(path, 256 << 20))
     if not isinstance(data, dict):
         raise ValueError("receipt is not a JSON object")
+    # Its digest (the next receipt's `previous`) needs RFC 8785 form: an integer past 2**53 or a NaN
+    # has none, so such a file is an unreadable receipt, not a crash of `audit` or the next commit.
+    digest_json(data)
     return data
 
 

@@ -163,7 +163,18 @@ def _child(env: Env, script: Path, nth: int, command: list[str]) -> subprocess.C
 
 
 @pytest.mark.integration
+def test_sigkill_across_every_stage_leaves_pre_or_post_state(env: Env, tmp_path: Path) -> None:
+    """CI size: every step of update, every second step of add and forget (100+ kills)."""
+    _sigkill_sweep(env, tmp_path, strides=(1, 2, 2), minimum=100)
+
+
+@pytest.mark.stress
+@pytest.mark.integration
 def test_sigkill_at_every_filesystem_step_leaves_pre_or_post_state(env: Env, tmp_path: Path) -> None:
+    _sigkill_sweep(env, tmp_path, strides=(1, 1, 1), minimum=150)
+
+
+def _sigkill_sweep(env: Env, tmp_path: Path, *, strides: tuple[int, ...], minimum: int) -> None:
     env.project = tmp_path / "plain-project"
     env.project.mkdir()
     _seed(env)
@@ -171,14 +182,14 @@ def test_sigkill_at_every_filesystem_step_leaves_pre_or_post_state(env: Env, tmp
     script.write_text(CHILD.format(repo=str(REPO)))
     saved = tmp_path / "saved"
     kills, outcomes = 0, Counter[str]()
-    for command in COMMANDS:
+    for command, stride in zip(COMMANDS, strides):
         _save(env, saved)
         pre = env.snapshot()
         full = _child(env, script, 10**9, command)
         assert full.returncode == 0, full.stderr
         total = int(full.stderr.rsplit("OPS ", 1)[1])
         post = env.snapshot()
-        for nth in range(1, total + 1):
+        for nth in range(1, total + 1, stride):
             _restore(env, saved)
             proc = _child(env, script, nth, command)
             assert proc.returncode == -signal.SIGKILL, (nth, proc.stderr)
@@ -193,7 +204,7 @@ def test_sigkill_at_every_filesystem_step_leaves_pre_or_post_state(env: Env, tmp
         _restore(env, saved)
         assert _child(env, script, 10**9, command).returncode == 0
     print(f"\ncrash sweep: {kills} kills, {outcomes['pre']} pre-state, {outcomes['post']} post-state")
-    assert kills >= 100
+    assert kills >= minimum
     assert outcomes["pre"] > 0 and outcomes["post"] > 0
 
 

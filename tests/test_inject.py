@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 
 from conftest import REPO, Env
 
@@ -80,3 +81,26 @@ def test_claude_hook_fails_open_on_a_broken_store(env: Env) -> None:
     if out:  # root can still read a 0000 dir: then the block is produced, without the link's target
         context = json.loads(out)["hookSpecificOutput"]["additionalContext"]
         assert "project_bad" not in context
+
+
+def test_the_claude_hook_with_a_config_file_imports_no_heavy_library(env: Env) -> None:
+    """The hook runs before every prompt: with a config present it still loads no YAML after the first run."""
+    assert env.run("add", "project_a", "-d", "alpha fact", "-b", "alpha body").code == 0
+    config = env.home / "config.yaml"
+    config.write_text("inject: {max_files: 3}\n")
+    time.sleep(2.1)  # a config younger than 2 s is never cached (a same-tick rewrite could go unseen)
+    code = (
+        "import io, json, sys\n"
+        "sys.stdin = io.StringIO(json.dumps({'hook_event_name': 'UserPromptSubmit', 'prompt': 'alpha'}))\n"
+        "from pipeline.cli import main\n"
+        f"rc = main(['--home', {str(env.home)!r}, '--project', {str(env.project)!r}, 'inject', '--format', "
+        "'claude-hook'])\n"
+        "heavy = sorted(m for m in ('jsonschema', 'pydantic', 'portalocker', 'typer', 'rfc8785', 're2', 'yaml')"
+        " if m in sys.modules)\n"
+        "print('HEAVY', heavy, 'RC', rc, file=sys.stderr)\n"
+    )
+    runs = [subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                           env={**os.environ, "PYTHONPATH": str(REPO)}) for _ in range(2)]
+    assert "HEAVY ['yaml'] RC 0" in runs[0].stderr or "HEAVY [] RC 0" in runs[0].stderr, runs[0].stderr
+    assert "HEAVY [] RC 0" in runs[1].stderr, runs[1].stderr
+    assert "alpha body" in json.loads(runs[1].stdout)["hookSpecificOutput"]["additionalContext"]

@@ -33,6 +33,7 @@ class Globals:
     json: bool = False
     global_scope: bool = False
     warnings: list[str] = field(default_factory=list)
+    loaded: tuple[Path, Any] | None = None  # the config read once per invocation
 
 
 STATE = Globals()
@@ -46,6 +47,7 @@ def _global_options(
     global_: bool = GlobalOpt,
 ) -> None:
     STATE.project, STATE.home, STATE.json, STATE.global_scope = project, home, json_out, global_
+    STATE.loaded = None
 
 
 def use_global(flag: bool) -> None:
@@ -86,7 +88,10 @@ def layout() -> Any:
 def config() -> Any:
     from ..config import load_config
 
-    return load_config(home_dir() / "config.yaml")
+    path = home_dir() / "config.yaml"
+    if STATE.loaded is None or STATE.loaded[0] != path:
+        STATE.loaded = (path, load_config(path))
+    return STATE.loaded[1]
 
 
 def services(*, privacy: bool = True) -> Any:

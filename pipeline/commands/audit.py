@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import typer
 
-from ..errors import VerifyFailed
+from ..errors import UsageError, VerifyFailed
 from ._app import GlobalOpt, JsonOpt, app, emit, lock_timeout, services, use_global, want_json
 
 
@@ -21,13 +22,26 @@ def _report_text(report: Any, title: str) -> str:
 
 @app.command()
 def verify(target: str = typer.Argument(None, help="run id or receipt file (default: the newest run)"),
+           attestation: Path = typer.Option(None, "--attestation",
+                                            help="check a DSSE attestation from `memfold attest` instead"),
+           pubkey: Path = typer.Option(None, "--pubkey", help="Ed25519 public key (PEM) the attestation must verify with"),
            global_: bool = GlobalOpt, json_out: bool = JsonOpt) -> int:
     """Check a receipt against its plan bytes, manifest, chain link and (if newest) the files on disk."""
     use_global(global_)
     from ..receipt import log_entries
-    from ..verify import verify_receipt
+    from ..verify import Report, verify_receipt
 
     svc = services(privacy=False)
+    if attestation is not None or pubkey is not None:
+        from ..attest import check
+
+        if attestation is None or target is not None:
+            raise UsageError("--pubkey goes with --attestation F, which takes no run id", code="usage.attest")
+        checks, issues = check(svc.layout, attestation, pubkey)
+        report = Report(ok=not issues, checks=checks, errors=issues, receipts=1)
+        emit(report.as_dict(), _report_text(report, f"verify attestation {attestation}"),
+             as_json=want_json(json_out))
+        return 0 if report.ok else VerifyFailed.exit_code
     if target is None:
         entries = log_entries(svc.layout.receipts)
         if not entries:

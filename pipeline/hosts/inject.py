@@ -18,16 +18,51 @@ DEFAULT_MAX_FILES = 8
 FORMATS = ("text", "json", "claude-hook")
 
 
+CONFIG_CACHE = "cache/inject-config.json"
+# A config changed this recently may change again within one timestamp tick unseen (git's "racy" case).
+_SETTLED_NS = 2_000_000_000
+
+
 def _inject_config(home: Path) -> dict[str, Any]:
-    """Only the ``inject`` section, read without the full (pydantic) config model."""
+    """Only the ``inject`` section, read without the full (pydantic) config model.
+
+    Importing YAML costs more than the rest of this path together, so the section is cached under
+    the config file's identity (device, inode, size, mtime, ctime); any change to the file re-parses it.
+    """
     path = home / "config.yaml"
-    if not path.exists():
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
         return {}
+    key = [st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns]
+    cache = home / CONFIG_CACHE
+    try:
+        cached = json.loads(cache.read_bytes())
+        if isinstance(cached, dict) and cached.get("key") == key and isinstance(cached.get("inject"), dict):
+            return cached["inject"]  # type: ignore[no-any-return]
+    except (OSError, ValueError):
+        pass
     import yaml
 
     data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
     section = data.get("inject") if isinstance(data, dict) else None
-    return section if isinstance(section, dict) else {}
+    section = section if isinstance(section, dict) else {}
+    if time.time_ns() - max(st.st_mtime_ns, st.st_ctime_ns) > _SETTLED_NS:
+        _save_cache(cache, key, section)
+    return section
+
+
+def _save_cache(cache: Path, key: list[int], section: dict[str, Any]) -> None:
+    from ..fsutil import atomic_write
+
+    try:
+        payload = json.dumps({"key": key, "inject": section}, sort_keys=True, default=str)
+        if json.loads(payload)["inject"] != section:
+            return  # YAML values JSON cannot carry (dates, ...): parse again next time
+        cache.parent.mkdir(mode=0o700, exist_ok=True)
+        atomic_write(cache, payload.encode("utf-8"), durable=False)
+    except (OSError, ValueError, TypeError):
+        pass
 
 
 def gather(home: Path, project_dir: Path, *, query: str | None, max_bytes: int | None, max_files: int | None,
@@ -39,9 +74,11 @@ def gather(home: Path, project_dir: Path, *, query: str | None, max_bytes: int |
     settings = _inject_config(home)
     limit_bytes = int(max_bytes or settings.get("max_bytes") or DEFAULT_MAX_BYTES)
     limit_files = int(max_files or settings.get("max_files") or DEFAULT_MAX_FILES)
-    stores = [("private", read_memories(layout.harness, 64 * 1024, 4096))]
+    private = read_memories(layout.harness, 64 * 1024, 4096)
+    stores = [("private", private)]
     if is_trusted(home, layout.project_root):
-        stores.append(("mirror", read_memories(layout.mirror, 64 * 1024, 4096)))
+        # Mirror copies of private memories are shadowed anyway: not parsed twice.
+        stores.append(("mirror", read_memories(layout.mirror, 64 * 1024, 4096, shadowed=private.keys())))
     if include_global:
         stores.append(("global", read_memories(home / "global" / "memory", 64 * 1024, 4096)))
     return build_injection(stores, query=query, max_bytes=limit_bytes, max_files=limit_files,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import unicodedata
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -23,7 +23,10 @@ GUIDANCE = (
 
 def sanitize(text: str) -> str:
     """Drop control and invisible characters; escape < and > so no memory can forge a closing tag."""
-    kept = "".join(ch for ch in text if ch in _KEEP or unicodedata.category(ch) not in _STRIP_CATEGORIES)
+    if text.isascii() and text.replace("\n", "").replace("\t", "").isprintable():
+        kept = text  # printable ASCII has no character of the stripped categories
+    else:
+        kept = "".join(ch for ch in text if ch in _KEEP or unicodedata.category(ch) not in _STRIP_CATEGORIES)
     return kept.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
@@ -43,8 +46,13 @@ class Injection:
     truncated: bool = False
 
 
-def read_memories(root: Path, max_file_bytes: int, max_files: int) -> dict[str, Memory]:
-    """Best effort and lock-free (writes are atomic renames): unreadable files are skipped."""
+def read_memories(root: Path, max_file_bytes: int, max_files: int,
+                  shadowed: Collection[str] = ()) -> dict[str, Memory]:
+    """Best effort and lock-free (writes are atomic renames): unreadable files are skipped.
+
+    Names in ``shadowed`` (already read from a store that shadows this one) count toward
+    ``max_files`` but are not read.
+    """
     import os
 
     from ..fsutil import read_bounded
@@ -54,8 +62,12 @@ def read_memories(root: Path, max_file_bytes: int, max_files: int) -> dict[str, 
         names = sorted(os.listdir(root))
     except OSError:
         return found
+    skipped = 0
     for name in names:
-        if name == INDEX_NAME or not is_memory_name(name) or len(found) >= max_files:
+        if name == INDEX_NAME or not is_memory_name(name) or len(found) + skipped >= max_files:
+            continue
+        if name in shadowed:
+            skipped += 1
             continue
         try:
             found[name] = parse_memory(read_bounded(root / name, max_file_bytes), name)

@@ -51,6 +51,8 @@ def is_memory_name(name: str) -> bool:
 
 def sanitize_line(value: str) -> str:
     """One-line fields: drop control and invisible characters, collapse whitespace."""
+    if value.isascii() and value.isprintable():
+        return " ".join(value.split())  # nothing to drop (the common case, without a per-character loop)
     kept = []
     for ch in value:
         if ch in "\t\n\r":
@@ -114,10 +116,56 @@ def split_frontmatter(text: str, file: str) -> tuple[str, str]:
     return text[4 : end + 1], text[end + 5 :]
 
 
+# The canonical frontmatter render_memory writes: known keys, one per line, each value either a plain
+# scalar YAML can only read as that very string, or a double-quoted string without escapes.
+_CANON_LINE = re.compile(r"(name|description|type|visibility|created|modified|expires): (.+)")
+_CANON_PLAIN = re.compile(r"[A-Za-z_/(][^\t]*")
+_CANON_QUOTED = re.compile(r'"[^"\\\t]*"')
+# What YAML's reader refuses or treats as a line break (it would fail or fold where a split would not).
+_YAML_ODD = "[^\x0a\x20-\x7e\xa0-\ud7ff\ue000-\ufefe\uff00-\ufffd\U00010000-\U0010ffff]|[\u2028\u2029]"
+_YAML_BOOL_NULL = {"yes", "no", "true", "false", "on", "off", "null"}
+_CANON_WORDS = frozenset(TYPES + VISIBILITIES)
+
+
+def _canonical_meta(head: str) -> dict[str, str] | None:
+    """The fields of a canonical head without YAML (which costs ~50 ms to import), or None to use YAML.
+
+    Only what YAML provably reads as the same strings is accepted: plain values that start with a
+    letter, '_', '/' or '(' and are not a YAML bool/null word (no other implicit type starts so), the
+    exact quoting render_memory uses, and dates/stamps that are valid (YAML reads those as date objects,
+    which ``_as_text`` turns back into the identical string).
+    """
+    if head.isascii():
+        if not head.replace("\n", "").isprintable():
+            return None
+    elif re.search(_YAML_ODD, head):  # compiled on first use only: the class is slow to compile
+        return None
+    meta: dict[str, str] = {}
+    for line in head.split("\n")[:-1] if head.endswith("\n") else [None]:
+        match = _CANON_LINE.fullmatch(line) if line is not None else None
+        if match is None or match[1] in meta:
+            return None
+        key, value = match[1], match[2]
+        if value in _CANON_WORDS:
+            pass
+        elif _CANON_QUOTED.fullmatch(value):
+            value = value[1:-1]
+        elif _DATE_RE.match(value) or _STAMP_RE.match(value):
+            try:
+                dt.date.fromisoformat(value[:10])
+                if len(value) > 10:
+                    dt.datetime.fromisoformat(value[:-1])
+            except ValueError:
+                return None
+        elif (not _CANON_PLAIN.fullmatch(value) or _YAML_SPECIAL.search(value)
+              or value.lower() in _YAML_WORDS or value.lower() in _YAML_BOOL_NULL):
+            return None  # what _scalar would quote, or what YAML would read as a bool or null
+        meta[key] = value
+    return meta
+
+
 def parse_memory(data: bytes, file: str = "<memory>") -> Memory:
     """Parse a memory file; accepts CRLF and the ``metadata: {type: …}`` host shape."""
-    import yaml
-
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -126,6 +174,14 @@ def parse_memory(data: bytes, file: str = "<memory>") -> Memory:
     if text.startswith("\ufeff"):
         text = text[1:]
     head, body = split_frontmatter(text, file)
+    canonical = _canonical_meta(head)
+    meta = canonical if canonical is not None else _yaml_meta(head, file)
+    return _from_meta(meta, body, file)
+
+
+def _yaml_meta(head: str, file: str) -> Any:
+    import yaml
+
     try:
         # The C loader is the same safe loader, about 10x faster where libyaml is built in.
         loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -134,6 +190,10 @@ def parse_memory(data: bytes, file: str = "<memory>") -> Memory:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 2}" if mark is not None else ""
         raise InputRejected(f"{file}: frontmatter is not valid YAML{where}", code="memory.yaml") from None
+    return meta
+
+
+def _from_meta(meta: Any, body: str, file: str) -> Memory:
     if not isinstance(meta, dict):
         raise InputRejected(f"{file}: frontmatter must be a mapping", code="memory.frontmatter")
     meta = dict(meta)
@@ -207,6 +267,6 @@ def render_memory(memory: Memory) -> bytes:
         dumped = yaml.safe_dump(memory.extra, sort_keys=True, allow_unicode=True, default_flow_style=False)
         lines.extend(dumped.rstrip("\n").split("\n"))
     lines.append("---")
-    body = memory.body.replace("\r\n", "\n").strip("\n")
+    body = memory.body.replace("\r\n", "\n").replace("\r", "\n").strip("\n")
     text = "\n".join(lines) + "\n" + (body + "\n" if body else "")
     return text.encode("utf-8")

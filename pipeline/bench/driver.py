@@ -1,0 +1,47 @@
+"""``python -m pipeline.bench.driver HOME PROJECT``: one consolidation as the CLI runs it, with raised output bounds.
+
+The built-in planner's plan for 20,000 memories is ~450,000 lines, past the default stdout bounds
+(65,536 lines, 16 MiB) that no config field raises yet; this driver raises them so large stores
+can be measured. Everything else is what `memfold consolidate --no-context` does, minus typer.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import sys
+from pathlib import Path
+
+from ..extract import ExtractLimits
+
+MiB = 1 << 20
+
+
+def raised_limits() -> ExtractLimits:
+    return ExtractLimits(max_stdout_bytes=1024 * MiB, max_lines=4_000_000, max_line_bytes=64 * MiB,
+                         max_plan_bytes=1024 * MiB)
+
+
+def main(argv: list[str]) -> int:
+    from ..commit import Services
+    from ..config import load_config
+    from ..paths import check_layout, make_layout
+    from ..privacy import load_ruleset
+    from ..transaction import ConsolidateRequest, consolidate
+
+    home, project = Path(argv[0]), Path(argv[1])
+    cfg = load_config(home / "config.yaml")
+    layout = make_layout(home, project)
+    check_layout(layout)
+    svc = Services(layout=layout, limits=cfg.store_limits(), clock=lambda: dt.datetime.now(dt.timezone.utc),
+                   ruleset=load_ruleset(cfg.privacy.rules or None, cfg.privacy.allowlist or None),
+                   keep_runs=cfg.runs.keep)
+    summary = consolidate(svc, ConsolidateRequest(workers=cfg.workers, parent_env=dict(os.environ),
+                                                  extract_limits=raised_limits()))
+    sys.stdout.write(json.dumps(summary, sort_keys=True) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))

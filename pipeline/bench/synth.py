@@ -1,0 +1,118 @@
+"""Synthetic stores written straight to disk, byte-identical to what the engine would write."""
+
+from __future__ import annotations
+
+import os
+import random
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..paths import Layout, ensure_layout, make_layout
+from ..store.index import render_index
+from ..store.memory import INDEX_NAME, TYPES, Memory, render_memory
+from ..trust import set_trust
+
+_WORDS = (
+    "deploy staging cache database migration schema index queue worker retry backoff timeout "
+    "build release branch review lint format test fixture mock api endpoint client server "
+    "cookie header proxy docker image registry volume network port config yaml json parser logger metric "
+    "alert dashboard trace span latency budget quota shard replica backup restore cron job script python "
+    "typescript rust go module package version lockfile dependency vendor patch upgrade rollback feature "
+    "flag experiment user team owner oncall incident runbook postmortem ticket sprint roadmap customer "
+    "billing invoice payment refund webhook event stream kafka redis postgres sqlite s3 bucket bluegreen"
+).split()
+# Real notes are short lines of prose; sizes follow what hosts write (a few hundred bytes to a few KB).
+_BODY_LINES = (1, 2, 3, 4, 6, 8, 12, 20, 35)
+DUPLICATE_SHARE = 0.10
+EXPIRED_SHARE = 0.03
+SAFE_SHARE = 0.6
+
+
+@dataclass(frozen=True)
+class Synthetic:
+    home: Path
+    project: Path
+    layout: Layout
+    count: int
+    files: int  # memory files in both roots, indexes included
+
+
+def _sentence(rng: random.Random, lo: int, hi: int) -> str:
+    return " ".join(rng.choice(_WORDS) for _ in range(rng.randint(lo, hi)))
+
+
+def _memory(rng: random.Random, i: int) -> tuple[str, Memory]:
+    kind = TYPES[i % len(TYPES)]
+    topic = "-".join(rng.sample(_WORDS, 2))
+    file = f"{kind}_{topic}-{i:05d}.md"
+    body = "\n".join(f"- {_sentence(rng, 6, 16)}." for _ in range(rng.choice(_BODY_LINES)))
+    expired = rng.random() < EXPIRED_SHARE
+    return file, Memory(
+        name=file.removesuffix(".md"), description=_sentence(rng, 7, 18).capitalize(), type=kind,
+        visibility="safe" if rng.random() < SAFE_SHARE else "private",
+        created=f"2026-{rng.randint(1, 9):02d}-{rng.randint(1, 28):02d}",
+        modified=f"2026-10-{rng.randint(1, 28):02d}T{rng.randint(0, 23):02d}:00:00Z",
+        expires="2026-01-01" if expired else None, body=body,
+    )
+
+
+def _duplicate(rng: random.Random, i: int, of: Memory) -> tuple[str, Memory]:
+    """A paraphrase hosts really produce: the same fact saved again under a new name, slightly reworded."""
+    file = f"{of.type}_again-{i:05d}.md"
+    lines = of.body.split("\n")
+    if len(lines) > 4:
+        lines.pop(rng.randrange(len(lines)))
+    return file, Memory(name=file.removesuffix(".md"), description=of.description + " (again)", type=of.type,
+                        visibility=of.visibility, created=of.created, modified="2026-11-01T00:00:00Z",
+                        body="\n".join(lines))
+
+
+def build_memories(count: int, seed: int = 7) -> dict[str, Memory]:
+    rng = random.Random(seed)
+    memories: dict[str, Memory] = {}
+    originals: list[Memory] = []
+    for i in range(count):
+        if originals and rng.random() < DUPLICATE_SHARE:
+            file, memory = _duplicate(rng, i, rng.choice(originals))
+        else:
+            file, memory = _memory(rng, i)
+            originals.append(memory)
+        memories[file] = memory
+    return memories
+
+
+def _write(path: Path, data: bytes, mode: int) -> None:
+    # Bench setup only: no fsync, the page cache is what every measured path reads from anyway.
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
+    try:
+        os.write(fd, data)
+    finally:
+        os.close(fd)
+
+
+def write_store(base: Path, count: int, *, seed: int = 7) -> Synthetic:
+    """A temp home + project with ``count`` memories in the private store, the safe ones mirrored."""
+    home, project = base / "home", base / "project"
+    home.mkdir(parents=True)
+    project.mkdir()
+    # Large stores need the bounds raised, as a user with such a store would.
+    (home / "config.yaml").write_text(
+        f"limits: {{max_files: {max(50_000, count * 2)}, index_lines: {max(200, count * 2)}, "
+        f"index_bytes: {max(25_600, count * 400)}}}\n", encoding="utf-8")
+    layout = make_layout(home, project)
+    ensure_layout(layout)
+    set_trust(home, layout.project_root, True)
+    memories = build_memories(count, seed)
+    mirror = layout.mirror
+    assert mirror is not None
+    files = 0
+    for file, memory in memories.items():
+        data = render_memory(memory)
+        _write(layout.harness / file, data, 0o600)
+        files += 1
+        if memory.is_safe:
+            _write(mirror / file, data, 0o644)
+            files += 1
+    _write(layout.harness / INDEX_NAME, render_index(memories, mirror=False), 0o600)
+    _write(mirror / INDEX_NAME, render_index(memories, mirror=True), 0o644)
+    return Synthetic(home, layout.project_root, layout, count, files + 2)

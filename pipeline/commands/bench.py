@@ -1,0 +1,52 @@
+"""``memfold bench``: time every path on synthetic stores against its floor and print the table."""
+
+from __future__ import annotations
+
+import sys
+import tempfile
+from pathlib import Path
+
+import typer
+
+from ..errors import UsageError
+from ._app import JsonOpt, app, want_json
+
+QUICK_SIZES = (200,)
+FULL_SIZES = (200, 2000, 20_000)
+
+
+def _sizes(raw: str | None, quick: bool) -> tuple[int, ...]:
+    if raw is None:
+        return QUICK_SIZES if quick else FULL_SIZES
+    try:
+        sizes = tuple(int(part) for part in raw.split(",") if part.strip())
+    except ValueError:
+        raise UsageError(f"--sizes takes numbers separated by commas, not {raw!r}", code="usage.sizes") from None
+    if not sizes or any(n < 1 for n in sizes):
+        raise UsageError("--sizes needs at least one positive number", code="usage.sizes")
+    return sizes
+
+
+@app.command()
+def bench(
+    quick: bool = typer.Option(False, "--quick", help="N=200 and few repetitions: well under a minute"),
+    sizes: str = typer.Option(None, "--sizes", help="store sizes, e.g. 200,2000,20000 (default: all three)"),
+    reps: int = typer.Option(None, "--reps", min=1, help="repetitions of each per-prompt path"),
+    consolidate_reps: int = typer.Option(None, "--consolidate-reps", min=1, help="repetitions of consolidate"),
+    workdir: Path = typer.Option(None, "--workdir", help="where the synthetic stores go (default: a temp dir)"),
+    json_out: bool = JsonOpt,
+) -> int:
+    """Benchmark inject, add, list, search, consolidate (and its stages), verify and audit."""
+    from ..bench.run import Plan, as_json, format_table, run_bench
+
+    def progress(message: str) -> None:
+        sys.stderr.write(f"bench: {message}\n")
+        sys.stderr.flush()
+
+    chosen = _sizes(sizes, quick)
+    with tempfile.TemporaryDirectory(prefix="memfold-bench-", dir=workdir) as tmp:
+        plan = Plan(sizes=chosen, reps=reps or (3 if quick else 7),
+                    consolidate_reps=consolidate_reps or (1 if quick else 3), workdir=Path(tmp), progress=progress)
+        result = run_bench(plan)
+    sys.stdout.write(as_json(result) if want_json(json_out) else format_table(result))
+    return 0

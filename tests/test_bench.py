@@ -1,0 +1,62 @@
+"""memfold bench: the synthetic stores are what the engine would write, and the quick run prints its table."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO
+
+from pipeline.bench.run import Row, format_table
+from pipeline.bench.synth import build_memories, write_store
+from pipeline.engine import compute_post, read_pre
+from pipeline.store.state import Limits
+
+
+def test_a_synthetic_store_is_byte_identical_to_what_the_engine_would_derive(tmp_path: Path) -> None:
+    store = write_store(tmp_path / "s", 120)
+    pre = read_pre(store.layout, Limits(max_files=50_000, index_lines=1000, index_bytes=1 << 20))
+    assert len(pre.memories) == 120
+    post = compute_post(pre, [])
+    assert post.hash_maps() == pre.hash_maps()
+    safe = {n for n, m in pre.memories.items() if m.is_safe}
+    assert set(pre.public.hashes) == safe | {"MEMORY.md"}
+
+
+def test_synthetic_memories_hold_duplicates_and_expired_ones_deterministically() -> None:
+    memories = build_memories(1000)
+    assert memories == build_memories(1000)
+    again = [n for n in memories if "_again-" in n]
+    expired = [n for n, m in memories.items() if m.expires]
+    assert 50 <= len(again) <= 150
+    assert 5 <= len(expired) <= 60
+
+
+def test_the_table_names_every_row_its_floor_and_ratio() -> None:
+    rows = [Row("inject", 200, [30.0, 40.0, 50.0], "python", 20.0, "<= 3x floor at 200", True).as_dict()]
+    text = format_table({"rows": rows, "scaling": None,
+                         "machine": {"cpu": "cpu", "cpus": 2, "platform": "linux", "python": "3.11", "loadavg1": 0.1}})
+    line = next(line for line in text.splitlines() if line.startswith("inject"))
+    assert "40.0" in line and "30.0" in line and "50.0" in line and "python 20.0" in line and "2.00" in line
+    assert line.endswith("ok")
+
+
+@pytest.mark.integration
+def test_bench_quick_completes_and_prints_the_table(tmp_path: Path) -> None:
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    env.pop("MEMFOLD_NOW", None)
+    proc = subprocess.run([sys.executable, "-m", "pipeline", "bench", "--quick", "--workdir", str(tmp_path)],
+                          capture_output=True, text=True, timeout=600, env=env, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    lines = proc.stdout.splitlines()
+    assert lines[0].split()[:5] == ["path", "N", "median", "min", "max"]
+    paths = {line[:22].strip() for line in lines[2:]}
+    for expected in ("inject", "claude hook", "add", "list", "search", "consolidate", "consolidate (CLI)",
+                     "worker", "validation", "commit", "apply (in-process)", "verify", "audit"):
+        assert expected in paths, (expected, proc.stdout)
+    assert lines[-1].startswith("machine: ")
+    assert list(tmp_path.iterdir()) == [], "the bench removes its synthetic stores"
