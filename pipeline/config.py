@@ -21,6 +21,9 @@ class LimitsConfig(_Strict):
     max_files: int = Field(4096, ge=1, le=1_000_000)
     index_lines: int = Field(200, ge=1)
     index_bytes: int = Field(25_600, ge=256)
+    worker_output_bytes: int = Field(16 << 20, ge=1 << 16, le=1 << 32)
+    worker_output_lines: int = Field(65_536, ge=16, le=1 << 26)
+    plan_bytes: int = Field(8 << 20, ge=1 << 12, le=1 << 32)
 
 
 class LockConfig(_Strict):
@@ -110,7 +113,17 @@ class Config:
         return self.section("workers").workers  # type: ignore[no-any-return]
 
     def store_limits(self) -> Limits:
-        return Limits(**self.limits.model_dump())
+        limits = self.limits
+        return Limits(max_file_bytes=limits.max_file_bytes, max_files=limits.max_files,
+                      index_lines=limits.index_lines, index_bytes=limits.index_bytes)
+
+    def extract_limits(self) -> Any:
+        """Bounds on a worker's stdout and its plan (DESIGN.md defaults, configurable)."""
+        from .extract import ExtractLimits
+
+        limits = self.limits
+        return ExtractLimits(max_stdout_bytes=limits.worker_output_bytes, max_lines=limits.worker_output_lines,
+                             max_plan_bytes=limits.plan_bytes)
 
 
 def _parse(path: Path) -> tuple[Any, list[Issue]]:

@@ -62,7 +62,7 @@ def consolidate(
     request = ConsolidateRequest(
         context=data, context_source=source, scope=scope, select=tuple(select_ or ()), worker=worker,
         workers=cfg.workers, allow_publish=allow_publish, dry_run=dry_run, unsafe_no_sandbox=unsafe_no_sandbox,
-        parent_env=dict(os.environ), lock_timeout=0.0, context_limits=limits,
+        parent_env=dict(os.environ), lock_timeout=0.0, context_limits=limits, extract_limits=cfg.extract_limits(),
     )
     if all_projects or if_due or skip_if_locked:
         return _unattended(request, all_projects, if_due, skip_if_locked, want_json(json_out))
