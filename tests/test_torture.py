@@ -213,7 +213,7 @@ CONSOLIDATE = ["consolidate", "--no-context"]
 ADD = ["add", "project_fresh-topic", "-d", "the fresh topic is about websocket heartbeats", "--visibility", "safe",
        "-b", "Heartbeats every 20 seconds keep the load balancer from closing idle websockets."]
 # The command a user runs after the crash: each recovers under the lock before anything else.
-NEXT = [["recover"], ["forget", "project_no-such-memory"], ["status"]]
+NEXT = [["recover"], ["forget", "project_no-such-memory"], ["init"]]
 
 
 def _full_run(env: Env, command: list[str], fast: bool, tmp: Path) -> tuple[int, float]:
