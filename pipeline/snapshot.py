@@ -41,16 +41,9 @@ from typing import Any
 
 from .errors import InputRejected
 from .fsutil import dump_json
-from .transcripts import (
-    Entry,
-    Record,
-    TooDeep,
-    detect_format,
-    entry_candidates,
-    given_candidate,
-    loads_bounded,
-    normaliser,
-)
+from .boundedjson import TooDeep, loads_bounded
+from .candidates import entry_candidates, given_candidate
+from .transcripts import Entry, Record, detect_format, normaliser
 
 KIND = "memfold-context-snapshot"
 SCHEMA_VERSION = 1

@@ -19,7 +19,7 @@ MAX_JSON_DEPTH = 128
 
 def _load(path: Path, what: str) -> Any:
     from ..fsutil import read_bounded
-    from ..transcripts import loads_bounded
+    from ..boundedjson import loads_bounded
 
     try:
         data = read_bounded(path, MAX_JSON_BYTES)
