@@ -63,8 +63,24 @@ class PostState:
 def read_pre(layout: Layout, limits: Limits) -> PreState:
     harness = read_root(layout.harness, limits)
     public = read_root(layout.mirror, limits) if layout.mirror is not None else RootState(layout.project_home)
-    memories = {name: parse_memory(data, name) for name, data in harness.memories().items()}
+    memories = {name: _parsed(name, data, harness.hashes[name]) for name, data in harness.memories().items()}
     return PreState(harness=harness, public=public, memories=memories, mirrored=layout.mirror is not None)
+
+
+_PARSED: dict[tuple[str, str], Memory] = {}
+_PARSED_MAX = 20_000
+
+
+def _parsed(name: str, data: bytes, digest: str) -> Memory:
+    """Parse once per (name, content hash): a long-lived process (the MCP server) re-reads the store
+    on every write, and unchanged files need not be parsed again. Memory values are immutable."""
+    key = (name, digest)
+    memory = _PARSED.get(key)
+    if memory is None:
+        if len(_PARSED) >= _PARSED_MAX:
+            _PARSED.clear()
+        memory = _PARSED[key] = parse_memory(data, name)
+    return memory
 
 
 def current_hashes(layout: Layout, limits: Limits) -> HashMaps:
