@@ -93,6 +93,21 @@ class Env:
         return {"harness": tree_hashes(self.harness), "public": tree_hashes(self.mirror)}
 
 
+def survivors(token: str) -> list[int]:
+    """Pids whose command line holds ``token``: a worker or descendant that outlived its run."""
+    found = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/cmdline", "rb") as fh:
+                if token.encode() in fh.read():
+                    found.append(int(name))
+        except OSError:
+            pass
+    return found
+
+
 def tree_hashes(root: Path) -> dict[str, str]:
     if not root.exists():
         return {}

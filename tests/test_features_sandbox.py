@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import REPO, Env, Result
+from conftest import REPO, Env, Result, survivors
 from pytest_bdd import given, parsers, scenarios, then, when
 
 from pipeline.sandbox import probe
@@ -51,17 +51,6 @@ ATTACKS: dict[str, tuple[str, list[str]]] = {
 TIMEOUTS = {"hang": 3.0}
 
 
-def survivors(token: str) -> list[int]:
-    found = []
-    for name in os.listdir("/proc"):
-        if name.isdigit():
-            try:
-                with open(f"/proc/{name}/cmdline", "rb") as fh:
-                    if token.encode() in fh.read():
-                        found.append(int(name))
-            except OSError:
-                pass
-    return found
 
 
 def tree(root: Path) -> dict[str, str]:

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 import pytest
+from conftest import survivors
 
 from pipeline.sandbox import EXIT_REFUSED, Policy, probe, seccomp
 from pipeline.worker import WorkerResult, WorkerSpec, build_env, run_worker
@@ -25,18 +26,6 @@ needs_landlock = pytest.mark.skipif(PROBE["landlock"]["abi"] < 1, reason="kernel
 needs_seccomp = pytest.mark.skipif(not PROBE["seccomp"], reason="kernel has no seccomp filters")
 
 
-def survivors(token: str) -> list[int]:
-    found = []
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{name}/cmdline", "rb") as fh:
-                if token.encode() in fh.read():
-                    found.append(int(name))
-        except OSError:
-            pass
-    return found
 
 
 @pytest.fixture

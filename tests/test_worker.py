@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import survivors
 
 from pipeline.errors import WorkerFailed
 from pipeline.sandbox import landlock
@@ -25,17 +26,6 @@ HOSTILE = WORKERS / "hostile.py"
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def survivors(token: str) -> list[int]:
-    found = []
-    for name in os.listdir("/proc"):
-        if name.isdigit():
-            try:
-                with open(f"/proc/{name}/cmdline", "rb") as fh:
-                    if token.encode() in fh.read():
-                        found.append(int(name))
-            except OSError:
-                pass
-    return found
 
 
 def hostile(tmp_path: Path, attack: str, *args: str, timeout: float = 20, sandbox: bool = True,

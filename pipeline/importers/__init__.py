@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..edits import fold
@@ -44,6 +45,16 @@ class Parsed:
 
     def skip(self, source: str, reason: str) -> None:
         self.skipped.append(Skip(source, reason))
+
+
+def memory_files(path: Path, parsed: Parsed) -> Iterator[Path]:
+    """The ``*.md`` files of a source dir but its ``MEMORY.md`` index; a missing dir is one skip."""
+    if not path.is_dir():
+        parsed.skip(str(path), "not a directory")
+        return
+    for file in sorted(path.glob("*.md")):
+        if file.name.lower() != "memory.md":
+            yield file
 
 
 def slug(text: str, words: int = 6) -> str:

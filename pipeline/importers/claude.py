@@ -7,7 +7,7 @@ from pathlib import Path
 from ..errors import MemfoldError
 from ..fsutil import read_bounded
 from ..store.memory import parse_memory
-from . import Candidate, Parsed, ordered, safe_file_name
+from . import Candidate, Parsed, memory_files, ordered, safe_file_name
 
 MAX_SOURCE_BYTES = 4 << 20
 
@@ -15,12 +15,7 @@ MAX_SOURCE_BYTES = 4 << 20
 def parse_dir(path: Path) -> Parsed:
     """Every ``*.md`` but the ``MEMORY.md`` index; a file that does not parse is skipped whole."""
     parsed = Parsed()
-    if not path.is_dir():
-        parsed.skip(str(path), "not a directory")
-        return parsed
-    for file in sorted(path.glob("*.md")):
-        if file.name.lower() == "memory.md":
-            continue
+    for file in memory_files(path, parsed):
         try:
             memory = parse_memory(read_bounded(file, MAX_SOURCE_BYTES), file.name)
         except (OSError, MemfoldError) as exc:

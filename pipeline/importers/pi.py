@@ -10,7 +10,7 @@ from typing import Any
 from ..errors import MemfoldError
 from ..fsutil import read_bounded
 from ..store.memory import Memory, parse_memory, sanitize_line, split_frontmatter, stamp
-from . import Candidate, Parsed, ordered, safe_file_name, slug
+from . import Candidate, Parsed, memory_files, ordered, safe_file_name, slug
 
 MAX_SOURCE_BYTES = 4 << 20
 _BULLET = re.compile(r"^[-*+](?:\s+(.*))?$")
@@ -100,12 +100,7 @@ def _topic(parsed: Parsed, path: Path, meta: dict[str, Any], body: str) -> None:
 def parse_memory_dir(path: Path) -> Parsed:
     """Entry files (name/description/type/created/modified) and topic files (``updated`` + sections)."""
     parsed = Parsed()
-    if not path.is_dir():
-        parsed.skip(str(path), "not a directory")
-        return parsed
-    for file in sorted(path.glob("*.md")):
-        if file.name.lower() == "memory.md":
-            continue
+    for file in memory_files(path, parsed):
         try:
             data = read_bounded(file, MAX_SOURCE_BYTES)
             meta, body = _meta(data, file.name)
