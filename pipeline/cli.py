@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Sequence
 
 from .errors import MemfoldError
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Sequence
 
 _VALUE_OPTIONS = {"--home", "--project"}
 FAST_COMMANDS = {"inject"}

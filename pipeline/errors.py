@@ -2,17 +2,43 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any
+# The per-prompt path imports this module: no dataclasses (which pulls in inspect) and no typing here.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+    from typing import Any
 
 
-@dataclass(frozen=True)
 class Issue:
-    """One problem found by a validator: a stable code, a JSON path and a message."""
+    """One problem found by a validator: a stable code, a JSON path and a message (immutable)."""
 
+    __slots__ = ("code", "path", "message")
     code: str
     path: str
     message: str
+
+    def __init__(self, code: str, path: str, message: str) -> None:
+        object.__setattr__(self, "code", code)
+        object.__setattr__(self, "path", path)
+        object.__setattr__(self, "message", message)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"Issue is immutable; cannot set {name}")
+
+    def _key(self) -> tuple[str, str, str]:
+        return (self.code, self.path, self.message)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Issue) and self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __reduce__(self) -> tuple[type[Issue], tuple[str, str, str]]:
+        return (Issue, self._key())  # pickle and copy without __setattr__
+
+    def __repr__(self) -> str:
+        return f"Issue(code={self.code!r}, path={self.path!r}, message={self.message!r})"
 
     def as_dict(self) -> dict[str, str]:
         return {"code": self.code, "path": self.path, "message": self.message}
@@ -112,11 +138,14 @@ class RecoveryNeeded(MemfoldError):
     default_code = "recovery.needed"
 
 
-@dataclass
 class IssueList:
     """Collects issues from many rules, then raises once."""
 
-    issues: list[Issue] = field(default_factory=list)
+    def __init__(self, issues: Iterable[Issue] = ()) -> None:
+        self.issues: list[Issue] = list(issues)
+
+    def __repr__(self) -> str:
+        return f"IssueList(issues={self.issues!r})"
 
     def add(self, code: str, path: str, message: str) -> None:
         self.issues.append(Issue(code, path, message))

@@ -2,55 +2,28 @@
 
 from __future__ import annotations
 
-import hashlib
 import os
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from .errors import UnsafePath, UsageError
+from . import locate
+from .errors import UnsafePath
 from .fsutil import atomic_write, dump_json, ensure_dir, refuse_symlinks
 
-MIRROR_DIR = ".memory"
+MIRROR_DIR = locate.MIRROR_DIR
 
 
 def default_home(env: dict[str, str] | os._Environ[str]) -> Path:
-    explicit = env.get("MEMFOLD_HOME")
-    if explicit:
-        return Path(explicit)
-    from platformdirs import user_data_dir
-
-    return Path(user_data_dir("memfold", appauthor=False))
+    return Path(locate.default_home(env))
 
 
 def project_root(directory: Path) -> Path:
-    """The realpath of the git top level containing ``directory``, else of the directory."""
-    directory = Path(directory)
-    if not directory.is_dir():
-        raise UsageError(f"project directory {directory} does not exist", code="usage.project")
-    top = _git_toplevel(directory.resolve())
-    return Path(os.path.realpath(top if top is not None else directory))
-
-
-def _git_toplevel(directory: Path) -> Path | None:
-    # Walk up for a .git entry first: it is what git does and costs no process.
-    for candidate in (directory, *directory.parents):
-        if (candidate / ".git").exists():
-            try:
-                out = subprocess.run(
-                    ("git", "-C", str(directory), "rev-parse", "--show-toplevel"),
-                    capture_output=True, text=True, timeout=10, check=False,
-                )
-            except (OSError, subprocess.TimeoutExpired):
-                return candidate
-            if out.returncode == 0 and out.stdout.strip():
-                return Path(out.stdout.strip())
-            return candidate
-    return None
+    """The realpath of the git work tree containing ``directory``, else of the directory."""
+    return Path(locate.project_root(os.fspath(directory)))
 
 
 def scope_key(root: Path) -> str:
-    return hashlib.sha256(str(root).encode("utf-8")).hexdigest()
+    return locate.scope_key(str(root))
 
 
 @dataclass(frozen=True)
@@ -64,11 +37,12 @@ class Layout:
 
     @property
     def project_home(self) -> Path:
-        return self.home / "global" if self.is_global else self.home / "projects" / self.scope_key
+        home = str(self.home)
+        return Path(locate.global_home(home) if self.is_global else locate.project_home(home, self.scope_key))
 
     @property
     def harness(self) -> Path:
-        return self.project_home / "memory"
+        return self.project_home / locate.MEMORY_DIR
 
     @property
     def mirror(self) -> Path | None:
@@ -114,7 +88,7 @@ def make_layout(home: Path, project_dir: Path) -> Layout:
 def global_layout(home: Path) -> Layout:
     """The user-wide store: private only, never inside a repository."""
     home = Path(os.path.abspath(home))
-    root = home / "global"
+    root = Path(locate.global_home(str(home)))
     return Layout(home=home, project_root=root, scope_key=scope_key(root), is_global=True)
 
 

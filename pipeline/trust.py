@@ -3,23 +3,27 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
+import os
 
 from .fsutil import atomic_write, dump_json, read_bounded
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from pathlib import Path
 
 TRUST_FILE = "trusted-projects.json"
 
 
-def trusted_roots(home: Path) -> set[str]:
+def trusted_roots(home: Path | str) -> set[str]:
     try:
-        data = json.loads(read_bounded(home / TRUST_FILE, 4 << 20))
+        data = json.loads(read_bounded(os.path.join(home, TRUST_FILE), 4 << 20))
     except (OSError, ValueError):
         return set()
     roots = data.get("roots") if isinstance(data, dict) else None
     return {r for r in roots if isinstance(r, str)} if isinstance(roots, list) else set()
 
 
-def is_trusted(home: Path, root: Path) -> bool:
+def is_trusted(home: Path | str, root: Path | str) -> bool:
     return str(root) in trusted_roots(home)
 
 

@@ -23,6 +23,39 @@ def test_project_root_is_the_git_top_level_realpath(tmp_path: Path) -> None:
     assert project_root(link / "src" / "deep") == repo.resolve()
 
 
+def test_a_linked_worktree_and_a_submodule_are_their_own_roots_as_git_says(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    git = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@example.invalid"]
+    subprocess.run([*git, "commit", "-q", "--allow-empty", "-m", "init"], check=True)
+    subprocess.run([*git, "worktree", "add", "-q", str(tmp_path / "wt")], check=True)
+    (tmp_path / "wt" / "src").mkdir()
+    assert (tmp_path / "wt" / ".git").is_file()
+    expected = subprocess.run(["git", "-C", str(tmp_path / "wt" / "src"), "rev-parse", "--show-toplevel"],
+                              capture_output=True, text=True, check=True).stdout.strip()
+    assert project_root(tmp_path / "wt" / "src") == Path(expected) == (tmp_path / "wt").resolve()
+
+
+@pytest.mark.parametrize("xdg", [None, "", "relative/data", "/abs/data"])
+def test_the_default_home_follows_xdg_like_platformdirs(xdg: str | None, monkeypatch: pytest.MonkeyPatch) -> None:
+    from platformdirs import user_data_dir
+
+    from pipeline.locate import default_home
+
+    if not sys.platform.startswith("linux"):
+        pytest.skip("the XDG rule is computed without platformdirs on Linux only")
+    monkeypatch.setenv("HOME", "/home/someone")
+    if xdg is None:
+        monkeypatch.delenv("XDG_DATA_HOME", raising=False)
+    else:
+        monkeypatch.setenv("XDG_DATA_HOME", xdg)
+    env = dict(os.environ)
+    env.pop("MEMFOLD_HOME", None)
+    assert default_home(env) == user_data_dir("memfold", appauthor=False)
+    assert default_home(env) == ("/abs/data/memfold" if xdg == "/abs/data" else "/home/someone/.local/share/memfold")
+    assert default_home({**env, "MEMFOLD_HOME": "/elsewhere"}) == "/elsewhere"
+
+
 def test_outside_git_the_root_is_the_directory_itself(tmp_path: Path) -> None:
     plain = tmp_path / "plain"
     plain.mkdir()

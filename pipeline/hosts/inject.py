@@ -1,17 +1,23 @@
-"""``memfold inject``: the per-prompt path, kept free of typer, pydantic, jsonschema and portalocker."""
+"""``memfold inject``: the per-prompt path.
+
+It runs before every prompt, so it imports only ``os``, ``sys``, ``json``, ``re`` and memfold's light
+modules: no typer, pydantic, jsonschema or portalocker, and no argparse, pathlib, dataclasses or typing.
+"""
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import sys
 import time
-from collections.abc import Sequence
-from pathlib import Path
-from typing import Any
 
+from .. import locate
 from ..store.inject import Injection, build_injection, read_memories
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from typing import Any
 
 DEFAULT_MAX_BYTES = 16_000
 DEFAULT_MAX_FILES = 8
@@ -23,28 +29,30 @@ CONFIG_CACHE = "cache/inject-config.json"
 _SETTLED_NS = 2_000_000_000
 
 
-def _inject_config(home: Path) -> dict[str, Any]:
+def _inject_config(home: str) -> dict[str, Any]:
     """Only the ``inject`` section, read without the full (pydantic) config model.
 
     Importing YAML costs more than the rest of this path together, so the section is cached under
     the config file's identity (device, inode, size, mtime, ctime); any change to the file re-parses it.
     """
-    path = home / "config.yaml"
+    path = os.path.join(home, "config.yaml")
     try:
         st = os.stat(path)
     except FileNotFoundError:
         return {}
     key = [st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns]
-    cache = home / CONFIG_CACHE
+    cache = os.path.join(home, CONFIG_CACHE)
     try:
-        cached = json.loads(cache.read_bytes())
+        with open(cache, "rb") as fh:
+            cached = json.loads(fh.read())
         if isinstance(cached, dict) and cached.get("key") == key and isinstance(cached.get("inject"), dict):
             return cached["inject"]  # type: ignore[no-any-return]
     except (OSError, ValueError):
         pass
     import yaml
 
-    data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    with open(path, encoding="utf-8") as fh:
+        data = yaml.safe_load(fh.read()) or {}
     section = data.get("inject") if isinstance(data, dict) else None
     section = section if isinstance(section, dict) else {}
     if time.time_ns() - max(st.st_mtime_ns, st.st_ctime_ns) > _SETTLED_NS:
@@ -52,71 +60,129 @@ def _inject_config(home: Path) -> dict[str, Any]:
     return section
 
 
-def _save_cache(cache: Path, key: list[int], section: dict[str, Any]) -> None:
+def _save_cache(cache: str, key: list[int], section: dict[str, Any]) -> None:
     from ..fsutil import atomic_write
 
     try:
         payload = json.dumps({"key": key, "inject": section}, sort_keys=True, default=str)
         if json.loads(payload)["inject"] != section:
             return  # YAML values JSON cannot carry (dates, ...): parse again next time
-        cache.parent.mkdir(mode=0o700, exist_ok=True)
+        os.makedirs(os.path.dirname(cache), mode=0o700, exist_ok=True)
         atomic_write(cache, payload.encode("utf-8"), durable=False)
     except (OSError, ValueError, TypeError):
         pass
 
 
-def gather(home: Path, project_dir: Path, *, query: str | None, max_bytes: int | None, max_files: int | None,
+def gather(home: str, project_dir: str, *, query: str | None, max_bytes: int | None, max_files: int | None,
            include_global: bool = True) -> Injection:
-    from ..paths import make_layout
     from ..trust import is_trusted
 
-    layout = make_layout(home, project_dir)
+    home = os.path.abspath(home)
+    root = locate.project_root(os.fspath(project_dir))
+    harness = os.path.join(locate.project_home(home, locate.scope_key(root)), locate.MEMORY_DIR)
     settings = _inject_config(home)
     limit_bytes = int(max_bytes or settings.get("max_bytes") or DEFAULT_MAX_BYTES)
     limit_files = int(max_files or settings.get("max_files") or DEFAULT_MAX_FILES)
-    private = read_memories(layout.harness, 64 * 1024, 4096)
+    private = read_memories(harness, 64 * 1024, 4096)
     stores = [("private", private)]
-    if is_trusted(home, layout.project_root):
+    if is_trusted(home, root):
         # Mirror copies of private memories are shadowed anyway: not parsed twice.
-        stores.append(("mirror", read_memories(layout.mirror, 64 * 1024, 4096, shadowed=private.keys())))
+        mirror = os.path.join(root, locate.MIRROR_DIR)
+        stores.append(("mirror", read_memories(mirror, 64 * 1024, 4096, shadowed=private.keys())))
     if include_global:
-        stores.append(("global", read_memories(home / "global" / "memory", 64 * 1024, 4096)))
+        stores.append(("global", read_memories(os.path.join(locate.global_home(home), locate.MEMORY_DIR),
+                                               64 * 1024, 4096)))
     return build_injection(stores, query=query, max_bytes=limit_bytes, max_files=limit_files,
                            guidance=bool(settings.get("guidance", True)))
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="memfold inject", description="print the bounded memory context block")
-    parser.add_argument("--home")
-    parser.add_argument("--project")
-    parser.add_argument("--json", action="store_true", dest="json_out")
-    parser.add_argument("--query")
-    parser.add_argument("--max-bytes", type=int)
-    parser.add_argument("--max-files", type=int)
-    parser.add_argument("--format", choices=FORMATS, default="text")
-    return parser
+USAGE = ("usage: memfold inject [--home DIR] [--project DIR] [--query TEXT] [--max-bytes N] [--max-files N]\n"
+         "                      [--format text|json|claude-hook] [--json]\n")
+HELP = USAGE + """
+Print the bounded memory context block a host puts before the model.
+
+  --home DIR          the memfold home (default $MEMFOLD_HOME, else the user data dir)
+  --project DIR       the project (default: the working directory)
+  --query TEXT        also include the bodies of the memories that best match TEXT
+  --max-bytes N       the block's byte budget (default: inject.max_bytes, else 16000)
+  --max-files N       at most N memory bodies (default: inject.max_files, else 8)
+  --format FORMAT     text (default), json, or claude-hook (reads the hook JSON on stdin)
+  --json              the same as --format json
+"""
 
 
-def _home(value: str | None) -> Path:
-    if value:
-        return Path(value)
-    from ..paths import default_home
+class Args:
+    """The parsed command line (argparse would cost more than the rest of this path)."""
 
-    return default_home(os.environ)
+    def __init__(self) -> None:
+        self.home: str | None = None
+        self.project: str | None = None
+        self.query: str | None = None
+        self.max_bytes: int | None = None
+        self.max_files: int | None = None
+        self.format = "text"
+        self.json_out = False
 
 
-def _log(home: Path, message: str) -> None:
+class _Usage(Exception):
+    pass
+
+
+_VALUED = {"--home": "home", "--project": "project", "--query": "query", "--max-bytes": "max_bytes",
+           "--max-files": "max_files", "--format": "format"}
+
+
+def parse_args(argv: Sequence[str]) -> Args:
+    args = Args()
+    items = list(argv)
+    i = 0
+    while i < len(items):
+        item = items[i]
+        i += 1
+        if item in ("-h", "--help"):
+            sys.stdout.write(HELP)
+            raise SystemExit(0)
+        if item == "--json":
+            args.json_out = True
+            continue
+        option, eq, value = item.partition("=")
+        if option not in _VALUED or (not eq and item != option):
+            raise _Usage(f"unrecognized argument: {item}")
+        if not eq:
+            if i >= len(items):
+                raise _Usage(f"{option} expects a value")
+            value = items[i]
+            i += 1
+        setattr(args, _VALUED[option], _value(option, value))
+    return args
+
+
+def _value(option: str, value: str) -> str | int:
+    if option in ("--max-bytes", "--max-files"):
+        if not value.isdigit() or int(value) < 1:
+            raise _Usage(f"{option} expects a positive integer, not {value!r}")
+        return int(value)
+    if option == "--format" and value not in FORMATS:
+        raise _Usage(f"--format is one of {', '.join(FORMATS)}, not {value!r}")
+    return value
+
+
+def _home(value: str | None) -> str:
+    return value or locate.default_home(os.environ)
+
+
+def _log(home: str, message: str) -> None:
     """The hook fails open; the reason goes to a log the user can read, never to the host."""
     try:
-        logs = home / "logs"
-        logs.mkdir(parents=True, exist_ok=True, mode=0o700)
-        with open(logs / "hook.log", "a", encoding="utf-8") as fh:
+        logs = os.path.join(home, "logs")
+        os.makedirs(logs, exist_ok=True, mode=0o700)
+        with open(os.path.join(logs, "hook.log"), "a", encoding="utf-8") as fh:
             fh.write(f"{time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())} inject: {message}\n")
     except OSError:
         pass
 
 
-def claude_hook(args: argparse.Namespace) -> int:
+def claude_hook(args: Args) -> int:
     """SessionStart/UserPromptSubmit hook: reads the hook JSON on stdin; any failure exits 0 silently."""
     home = _home(args.home)
     try:
@@ -127,7 +193,7 @@ def claude_hook(args: argparse.Namespace) -> int:
         cwd = args.project or hook.get("cwd") or os.getcwd()
         event = hook.get("hook_event_name") or "SessionStart"
         query = args.query or (hook.get("prompt") if event == "UserPromptSubmit" else None)
-        result = gather(home, Path(cwd), query=query, max_bytes=args.max_bytes, max_files=args.max_files)
+        result = gather(home, cwd, query=query, max_bytes=args.max_bytes, max_files=args.max_files)
         out = {"hookSpecificOutput": {"hookEventName": event, "additionalContext": result.text}}
         sys.stdout.write(json.dumps(out, ensure_ascii=False) + "\n")
     except Exception as exc:  # noqa: BLE001 - a broken store must never block the host
@@ -136,12 +202,16 @@ def claude_hook(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str]) -> int:
-    args = _parser().parse_args(list(argv))
+    try:
+        args = parse_args(argv)
+    except _Usage as exc:
+        sys.stderr.write(f"{USAGE}memfold inject: error: {exc}\n")
+        return 2
     if args.format == "claude-hook":
         return claude_hook(args)
     home = _home(args.home)
     try:
-        result = gather(home, Path(args.project or os.getcwd()), query=args.query, max_bytes=args.max_bytes,
+        result = gather(home, args.project or os.getcwd(), query=args.query, max_bytes=args.max_bytes,
                         max_files=args.max_files)
     except Exception as exc:  # noqa: BLE001 - the per-prompt path reports and exits without a traceback
         code = getattr(exc, "exit_code", 1)

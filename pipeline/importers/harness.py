@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-from dataclasses import replace
 from pathlib import Path
 
 from ..errors import MemfoldError
@@ -58,6 +57,6 @@ def parse_pair(private: Path, public: Path) -> Parsed:
             parsed.skip(name, "marked (harness only) but present in the public mirror")
             continue
         visibility = "safe" if in_public else "private"
-        parsed.candidates.append(Candidate(safe_file_name(name), replace(memory, visibility=visibility), name))
+        parsed.candidates.append(Candidate(safe_file_name(name), memory.with_changes(visibility=visibility), name))
     parsed.candidates = ordered(parsed.candidates)
     return parsed

@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import os
 import unicodedata
-from collections.abc import Collection, Mapping
-from dataclasses import dataclass, field
-from pathlib import Path
 
-from .memory import INDEX_NAME, Memory, is_memory_name, parse_memory
+from .memory import INDEX_NAME, is_memory_name, parse_memory
 from .search import rank
+
+# The per-prompt path: no dataclasses, pathlib or typing imports (each costs milliseconds per prompt).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Collection, Mapping
+
+    from .memory import Memory
 
 # Bidi embeddings/overrides/isolates and other invisible format characters can hide or reorder text.
 _STRIP_CATEGORIES = {"Cc", "Cf", "Co", "Cs"}
@@ -30,31 +35,23 @@ def sanitize(text: str) -> str:
     return kept.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
-@dataclass(frozen=True)
-class Source:
-    """One store read for injection: ``label`` is project, mirror or global."""
-
-    label: str
-    root: Path
-
-
-@dataclass
 class Injection:
-    text: str
-    included: list[str] = field(default_factory=list)
-    indexed: int = 0
-    truncated: bool = False
+    """The block for the host and what went into it."""
+
+    def __init__(self, text: str = "") -> None:
+        self.text = text
+        self.included: list[str] = []
+        self.indexed = 0
+        self.truncated = False
 
 
-def read_memories(root: Path, max_file_bytes: int, max_files: int,
+def read_memories(root: str, max_file_bytes: int, max_files: int,
                   shadowed: Collection[str] = ()) -> dict[str, Memory]:
     """Best effort and lock-free (writes are atomic renames): unreadable files are skipped.
 
     Names in ``shadowed`` (already read from a store that shadows this one) count toward
     ``max_files`` but are not read.
     """
-    import os
-
     from ..fsutil import read_bounded
 
     found: dict[str, Memory] = {}
@@ -70,7 +67,7 @@ def read_memories(root: Path, max_file_bytes: int, max_files: int,
             skipped += 1
             continue
         try:
-            found[name] = parse_memory(read_bounded(root / name, max_file_bytes), name)
+            found[name] = parse_memory(read_bounded(os.path.join(root, name), max_file_bytes), name)
         except Exception:  # noqa: BLE001 - one bad file must not hide the others from the host
             continue
     return found
@@ -94,7 +91,7 @@ def build_injection(stores: list[tuple[str, Mapping[str, Memory]]], *, query: st
             "check them against the code before relying on them.\n")
     tail = ("\n" + sanitize(GUIDANCE) + "\n" if guidance else "") + "</memory>\n"
     budget = max_bytes - len(head.encode()) - len(tail.encode())
-    out = Injection(text="")
+    out = Injection()
     parts: list[str] = []
     index_lines = []
     for name in sorted(merged, key=lambda n: (order[merged[n][0]], n)):

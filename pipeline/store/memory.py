@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 import re
 import unicodedata
-from dataclasses import dataclass, field, replace
-from typing import Any
 
 from ..errors import InputRejected
+
+# Read on every prompt (``memfold inject``): datetime, dataclasses and typing are left out of the import.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import datetime as dt
+    from typing import Any
 
 NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]*\.md")
 MAX_NAME_LEN = 128
@@ -63,34 +66,78 @@ def sanitize_line(value: str) -> str:
 
 
 def today(now: dt.datetime) -> str:
-    return now.astimezone(dt.timezone.utc).strftime("%Y-%m-%d")
+    return _utc(now, "%Y-%m-%d")
 
 
 def stamp(now: dt.datetime) -> str:
-    return now.astimezone(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return _utc(now, "%Y-%m-%dT%H:%M:%SZ")
 
 
-@dataclass(frozen=True)
+def _utc(now: dt.datetime, fmt: str) -> str:
+    import datetime as dt
+
+    return now.astimezone(dt.timezone.utc).strftime(fmt)
+
+
+_FIELDS = ("name", "description", "type", "visibility", "created", "modified", "expires", "body", "extra")
+
+
 class Memory:
+    """One parsed memory; immutable (parsed memories are shared between readers by content hash)."""
+
+    __slots__ = _FIELDS
     name: str
     description: str
-    type: str = "project"
-    visibility: str = "private"
-    created: str | None = None
-    modified: str | None = None
-    expires: str | None = None
-    body: str = ""
-    extra: dict[str, Any] = field(default_factory=dict)
+    type: str
+    visibility: str
+    created: str | None
+    modified: str | None
+    expires: str | None
+    body: str
+    extra: dict[str, Any]
+
+    def __init__(self, name: str, description: str, type: str = "project", visibility: str = "private",  # noqa: A002
+                 created: str | None = None, modified: str | None = None, expires: str | None = None,
+                 body: str = "", extra: dict[str, Any] | None = None) -> None:
+        values = (name, description, type, visibility, created, modified, expires, body,
+                  {} if extra is None else extra)
+        for key, value in zip(_FIELDS, values):
+            object.__setattr__(self, key, value)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"Memory is immutable; use with_changes({name}=...)")
+
+    def _values(self) -> tuple[Any, ...]:
+        return tuple(getattr(self, key) for key in _FIELDS)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Memory) and self._values() == other._values()
+
+    __hash__ = None  # type: ignore[assignment]  # ``extra`` is a dict
+
+    def __reduce__(self) -> tuple[type[Memory], tuple[Any, ...]]:
+        return (Memory, self._values())
+
+    def __repr__(self) -> str:
+        inner = ", ".join(f"{key}={getattr(self, key)!r}" for key in _FIELDS)
+        return f"Memory({inner})"
 
     @property
     def is_safe(self) -> bool:
         return self.visibility == "safe"
 
     def with_changes(self, **changes: Any) -> Memory:
-        return replace(self, **changes)
+        unknown = set(changes) - set(_FIELDS)
+        if unknown:
+            raise TypeError(f"Memory has no field {sorted(unknown)[0]!r}")
+        return Memory(*(changes.get(key, getattr(self, key)) for key in _FIELDS))
 
 
 def _as_text(value: Any, key: str, file: str) -> str:
+    if type(value) is str:
+        return value  # the canonical reader's values, and most of YAML's
+    import datetime as dt
+
     if isinstance(value, dt.datetime):
         return stamp(value if value.tzinfo else value.replace(tzinfo=dt.timezone.utc))
     if isinstance(value, dt.date):
@@ -151,17 +198,30 @@ def _canonical_meta(head: str) -> dict[str, str] | None:
         elif _CANON_QUOTED.fullmatch(value):
             value = value[1:-1]
         elif _DATE_RE.match(value) or _STAMP_RE.match(value):
-            try:
-                dt.date.fromisoformat(value[:10])
-                if len(value) > 10:
-                    dt.datetime.fromisoformat(value[:-1])
-            except ValueError:
+            if not _valid_stamp(value):
                 return None
         elif (not _CANON_PLAIN.fullmatch(value) or _YAML_SPECIAL.search(value)
               or value.lower() in _YAML_WORDS or value.lower() in _YAML_BOOL_NULL):
             return None  # what _scalar would quote, or what YAML would read as a bool or null
         meta[key] = value
     return meta
+
+
+_MONTH_DAYS = (31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)
+
+
+def _valid_stamp(value: str) -> bool:
+    """Whether ``YYYY-MM-DD`` or ``YYYY-MM-DDTHH:MM:SSZ`` names a real day and time.
+
+    The same answer as ``date.fromisoformat``/``datetime.fromisoformat``, without importing datetime.
+    """
+    if not value.isascii():
+        return False
+    year, month, day = int(value[:4]), int(value[5:7]), int(value[8:10])
+    leap = year % 4 == 0 and (year % 100 != 0 or year % 400 == 0)
+    if year < 1 or not 1 <= month <= 12 or not 1 <= day <= _MONTH_DAYS[month - 1] + (month == 2 and leap):
+        return False
+    return len(value) == 10 or (int(value[11:13]) < 24 and int(value[14:16]) < 60 and int(value[17:19]) < 60)
 
 
 def parse_memory(data: bytes, file: str = "<memory>") -> Memory:

@@ -1,0 +1,91 @@
+"""Where a scope lives, with ``os.path`` only: the one rule both the per-prompt path and ``paths`` use.
+
+``memfold inject`` runs before every prompt, so this module imports nothing beyond ``os`` and ``sys``
+(no pathlib, no subprocess, no platformdirs on Linux).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from .errors import UsageError
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+APP_NAME = "memfold"
+MIRROR_DIR = ".memory"
+PROJECTS_DIR = "projects"
+GLOBAL_DIR = "global"
+MEMORY_DIR = "memory"
+
+
+def default_home(env: Mapping[str, str]) -> str:
+    """``$MEMFOLD_HOME``, else the user data directory of the platform.
+
+    On Linux and the BSDs that is the XDG rule (``$XDG_DATA_HOME`` when it is an absolute path,
+    else ``~/.local/share``), computed here because importing platformdirs costs more than the
+    whole per-prompt path; elsewhere platformdirs decides.
+    """
+    explicit = env.get("MEMFOLD_HOME")
+    if explicit:
+        return explicit
+    if sys.platform.startswith(("linux", "freebsd", "openbsd", "netbsd")):
+        base = env.get("XDG_DATA_HOME", "")
+        if not os.path.isabs(base):
+            base = os.path.join(_user_home(env), ".local", "share")
+        return os.path.join(base, APP_NAME)
+    from platformdirs import user_data_dir
+
+    return str(user_data_dir(APP_NAME, appauthor=False))
+
+
+def _user_home(env: Mapping[str, str]) -> str:
+    home = env.get("HOME", "")
+    if os.path.isabs(home):
+        return home
+    import pwd
+
+    return str(pwd.getpwuid(os.getuid()).pw_dir)
+
+
+def git_toplevel(directory: str) -> str | None:
+    """The nearest directory at or above ``directory`` holding a ``.git`` entry, else None.
+
+    That is the work tree git itself finds for a repository, a linked worktree or a submodule (the
+    latter two hold a ``.git`` file); no git process is started.
+    """
+    current = directory
+    while True:
+        if os.path.exists(os.path.join(current, ".git")):
+            return current
+        parent = os.path.dirname(current)
+        if parent == current:
+            return None
+        current = parent
+
+
+def project_root(directory: str) -> str:
+    """The realpath of the git work tree containing ``directory``, else of the directory itself."""
+    if not os.path.isdir(directory):
+        raise UsageError(f"project directory {directory} does not exist", code="usage.project")
+    real = os.path.realpath(directory)
+    top = git_toplevel(real)
+    return os.path.realpath(top) if top is not None else real
+
+
+def scope_key(root: str) -> str:
+    """The project's store name under the home: sha256 of the root's realpath."""
+    from hashlib import sha256
+
+    return sha256(root.encode("utf-8")).hexdigest()
+
+
+def project_home(home: str, key: str) -> str:
+    return os.path.join(home, PROJECTS_DIR, key)
+
+
+def global_home(home: str) -> str:
+    return os.path.join(home, GLOBAL_DIR)
