@@ -1,77 +1,78 @@
-"""The user config (``<home>/config.yaml``): each section is validated on its own, and never rewritten."""
+"""The user config (``<home>/config.yaml``): each section is validated on its own, and never rewritten.
+
+The pydantic models in ``config_models`` validate the file. Importing pydantic costs more than a
+whole ``memfold add``, so the validated sections (and the problems found) are cached under
+``<home>/cache/config.json`` by the identity of the file and of the validating modules; any change to
+either validates again. A missing file means ``DEFAULTS``, with no pydantic at all.
+"""
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Any
+import json
+import os
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
-
+from . import filecache
 from .errors import ConfigError, Issue
 from .fsutil import read_bounded
-from .store.state import Limits
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from pathlib import Path
+    from typing import Any
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    from .store.state import Limits
 
-
-class LimitsConfig(_Strict):
-    max_file_bytes: int = Field(64 * 1024, ge=256, le=16 << 20)
-    max_files: int = Field(4096, ge=1, le=1_000_000)
-    index_lines: int = Field(200, ge=1)
-    index_bytes: int = Field(25_600, ge=256)
-    worker_output_bytes: int = Field(16 << 20, ge=1 << 16, le=1 << 32)
-    worker_output_lines: int = Field(65_536, ge=16, le=1 << 26)
-    plan_bytes: int = Field(8 << 20, ge=1 << 12, le=1 << 32)
-
-
-class LockConfig(_Strict):
-    timeout: float = Field(5.0, ge=0, le=3600)
-
-
-class RunsConfig(_Strict):
-    keep: int = Field(50, ge=1, le=100_000)
-
-
-class WorkerConfig(_Strict):
-    argv: list[str] = Field(min_length=1)
-    timeout: float = Field(600.0, gt=0, le=86_400)
-    env: list[str] = Field(default_factory=list)
-    network: bool = False
-
-
-class PrivacyConfig(_Strict):
-    rules: list[dict[str, Any]] = Field(default_factory=list)
-    allowlist: list[str] = Field(default_factory=list)
-
-
-class InjectConfig(_Strict):
-    guidance: bool = True
-    max_bytes: int = Field(16_000, ge=512)
-    max_files: int = Field(8, ge=0, le=1000)
-
-
-class ConsolidateConfig(_Strict):
-    due_hours: float = Field(24.0, gt=0)
-    due_writes: int = Field(20, ge=1)
-
-
-class Workers(BaseModel):
-    model_config = ConfigDict(frozen=True)
-    workers: dict[str, WorkerConfig] = Field(default_factory=dict)
-
-
-SECTIONS: dict[str, type[BaseModel]] = {
-    "limits": LimitsConfig, "lock": LockConfig, "runs": RunsConfig, "workers": Workers,
-    "privacy": PrivacyConfig, "inject": InjectConfig, "consolidate": ConsolidateConfig,
+# Every section's defaults; the models in config_models take theirs from here.
+DEFAULTS: dict[str, dict[str, Any]] = {
+    "limits": {"max_file_bytes": 64 * 1024, "max_files": 4096, "index_lines": 200, "index_bytes": 25_600,
+               "worker_output_bytes": 16 << 20, "worker_output_lines": 65_536, "plan_bytes": 8 << 20},
+    "lock": {"timeout": 5.0},
+    "runs": {"keep": 50},
+    "workers": {},
+    "privacy": {"rules": [], "allowlist": []},
+    "inject": {"guidance": True, "max_bytes": 16_000, "max_files": 8},
+    "consolidate": {"due_hours": 24.0, "due_writes": 20},
 }
+WORKER_DEFAULTS: dict[str, Any] = {"timeout": 600.0, "env": [], "network": False}
+CACHE_NAME = "config.json"
+
+
+class Section:
+    """One validated section (or a worker entry): its values as read-only attributes."""
+
+    __slots__ = ("_name", "_values")
+
+    def __init__(self, name: str, values: Mapping[str, Any]) -> None:
+        object.__setattr__(self, "_name", name)
+        # A private copy: callers may not change the defaults or the cache through it.
+        object.__setattr__(self, "_values", json.loads(json.dumps(dict(values))))
+
+    def __getattr__(self, key: str) -> Any:
+        try:
+            return self._values[key]
+        except KeyError:
+            raise AttributeError(f"config section {self._name!r} has no field {key!r}") from None
+
+    def __setattr__(self, key: str, value: object) -> None:
+        raise AttributeError("config values are read-only (memfold never rewrites the config)")
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Section) and (self._name, self._values) == (other._name, other._values)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"Section({self._name!r}, {self._values!r})"
+
+    def as_dict(self) -> dict[str, Any]:
+        return json.loads(json.dumps(self._values))  # type: ignore[no-any-return]
 
 
 class Config:
     """Valid sections are usable; a command touching a broken section gets its ConfigError (exit 2)."""
 
-    def __init__(self, path: Path, values: dict[str, BaseModel], problems: list[Issue]) -> None:
+    def __init__(self, path: Path | str, values: dict[str, Any], problems: list[Issue]) -> None:
         self.path = path
         self._values = values
         self.problems = problems
@@ -82,37 +83,42 @@ class Config:
             details = "; ".join(f"{p.path}: {p.message}" for p in bad[:5])
             raise ConfigError(f"{self.path}: {details}", code="config.invalid",
                               hint="fix the file (memfold never rewrites it); `memfold config check` explains")
-        return self._values.get(name) or SECTIONS[name]()
+        values = self._values.get(name)
+        if name == "workers":
+            return {key: Section(f"workers.{key}", spec) for key, spec in (values or {}).items()}
+        return Section(name, values if values is not None else DEFAULTS[name])
 
     @property
-    def limits(self) -> LimitsConfig:
-        return self.section("limits")  # type: ignore[no-any-return]
+    def limits(self) -> Any:
+        return self.section("limits")
 
     @property
-    def lock(self) -> LockConfig:
-        return self.section("lock")  # type: ignore[no-any-return]
+    def lock(self) -> Any:
+        return self.section("lock")
 
     @property
-    def runs(self) -> RunsConfig:
-        return self.section("runs")  # type: ignore[no-any-return]
+    def runs(self) -> Any:
+        return self.section("runs")
 
     @property
-    def privacy(self) -> PrivacyConfig:
-        return self.section("privacy")  # type: ignore[no-any-return]
+    def privacy(self) -> Any:
+        return self.section("privacy")
 
     @property
-    def inject(self) -> InjectConfig:
-        return self.section("inject")  # type: ignore[no-any-return]
+    def inject(self) -> Any:
+        return self.section("inject")
 
     @property
-    def consolidate(self) -> ConsolidateConfig:
-        return self.section("consolidate")  # type: ignore[no-any-return]
+    def consolidate(self) -> Any:
+        return self.section("consolidate")
 
     @property
-    def workers(self) -> dict[str, WorkerConfig]:
-        return self.section("workers").workers  # type: ignore[no-any-return]
+    def workers(self) -> dict[str, Any]:
+        return self.section("workers")  # type: ignore[no-any-return]
 
     def store_limits(self) -> Limits:
+        from .store.state import Limits
+
         limits = self.limits
         return Limits(max_file_bytes=limits.max_file_bytes, max_files=limits.max_files,
                       index_lines=limits.index_lines, index_bytes=limits.index_bytes)
@@ -126,7 +132,7 @@ class Config:
                              max_plan_bytes=limits.plan_bytes)
 
 
-def _parse(path: Path) -> tuple[Any, list[Issue]]:
+def _parse(path: Path | str) -> tuple[Any, list[Issue]]:
     try:
         raw = read_bounded(path, 1 << 20)
     except FileNotFoundError:
@@ -152,28 +158,41 @@ def _parse(path: Path) -> tuple[Any, list[Issue]]:
     return data, []
 
 
-def load_config(path: Path) -> Config:
+def _validator_identity() -> list[Any]:
+    """What decides the validation result besides the file: this module and the models."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    return [filecache.identity(os.path.join(here, name)) for name in ("config.py", "config_models.py")]
+
+
+def load_config(path: Path | str) -> Config:
     """Read the config; a missing file means defaults. Problems are kept per section, not raised here."""
-    data, problems = _parse(path)
-    values: dict[str, BaseModel] = {}
-    for key, value in (data or {}).items():
-        model = SECTIONS.get(str(key))
-        if model is None:
-            problems.append(Issue("config.unknown", f"$.{key}",
-                                  f"unknown section (known: {', '.join(sorted(SECTIONS))})"))
-            continue
-        try:
-            values[key] = model.model_validate({"workers": value} if model is Workers else value or {})
-        except ValidationError as exc:
-            for err in exc.errors(include_url=False):
-                loc = [str(p) for p in err["loc"] if not (model is Workers and p == "workers")]
-                problems.append(Issue("config.invalid", ".".join(["$", str(key), *loc]), err["msg"]))
+    source = filecache.identity(path)
+    if source is None:
+        return Config(path, {}, [])
+    key = [source, _validator_identity()]
+    cache = filecache.cache_path(os.path.dirname(os.path.abspath(path)), CACHE_NAME)
+    cached = filecache.load(cache, key)
+    if isinstance(cached, dict) and isinstance(cached.get("values"), dict):
+        problems = [Issue(*p) for p in cached.get("problems", [])]
+        return Config(path, cached["values"], problems)
+    values, problems = _validate(path)
+    filecache.save(cache, key, {"values": values, "problems": [[p.code, p.path, p.message] for p in problems]},
+                   [source])
     return Config(path, values, problems)
+
+
+def _validate(path: Path | str) -> tuple[dict[str, Any], list[Issue]]:
+    data, problems = _parse(path)
+    if data is None:
+        return {}, problems
+    from .config_models import validate_sections
+
+    values, found = validate_sections(data)
+    return values, problems + found
 
 
 def config_schema() -> dict[str, Any]:
     """The JSON Schema of the whole file, generated from the section models."""
-    properties = {name: model.model_json_schema() for name, model in SECTIONS.items() if model is not Workers}
-    properties["workers"] = {"type": "object", "additionalProperties": WorkerConfig.model_json_schema()}
-    return {"$schema": "https://json-schema.org/draft/2020-12/schema", "title": "memfold user config",
-            "type": "object", "additionalProperties": False, "properties": properties}
+    from .config_models import config_schema as generate
+
+    return generate()

@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
+from conftest import REPO
 
 from pipeline.config import config_schema, load_config
 from pipeline.errors import ConfigError
@@ -49,3 +54,69 @@ def test_worker_output_bounds_come_from_the_limits_section(tmp_path: Path) -> No
     path.write_text("limits: {worker_output_bytes: 33554432, worker_output_lines: 500000, plan_bytes: 20000000}\n")
     limits = load_config(path).extract_limits()
     assert (limits.max_stdout_bytes, limits.max_lines, limits.max_plan_bytes) == (33554432, 500000, 20000000)
+
+
+def test_the_defaults_table_is_what_the_models_default_to() -> None:
+    from pipeline.config import DEFAULTS, WORKER_DEFAULTS
+    from pipeline.config_models import SECTIONS, WorkerConfig
+
+    for name, model in SECTIONS.items():
+        dumped = model().model_dump()
+        assert (dumped["workers"] if name == "workers" else dumped) == DEFAULTS[name], name
+    worker = WorkerConfig(argv=["x"]).model_dump()
+    assert {k: v for k, v in worker.items() if k != "argv"} == WORKER_DEFAULTS
+
+
+def _settle(path: Path) -> None:
+    """Wait out the two seconds within which a config is never cached (its ctime cannot be set back)."""
+    time.sleep(2.1)
+
+
+def test_validated_sections_are_cached_and_a_changed_file_is_validated_again(tmp_path: Path) -> None:
+    path = tmp_path / "config.yaml"
+    path.write_text("lock: {timeout: 2}\nruns: {keep: 0}\n")
+    _settle(path)
+    first = load_config(path)
+    cache = tmp_path / "cache" / "config.json"
+    assert cache.is_file()
+    assert json.loads(cache.read_text())["value"]["values"]["lock"] == {"timeout": 2.0}
+    code = (f"import sys\nfrom pipeline.config import load_config\ncfg = load_config({str(path)!r})\n"
+            "print(cfg.lock.timeout, [p.path for p in cfg.problems], 'pydantic' in sys.modules, 'yaml' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         env={**os.environ, "PYTHONPATH": str(REPO)}).stdout
+    assert out.split() == ["2.0", "['$.runs.keep']", "False", "False"]  # problems come from the cache too
+    assert [p.path for p in first.problems] == ["$.runs.keep"]
+    # Same size, new content: the identity (mtime, ctime) changes, so the file is validated again.
+    path.write_text("lock: {timeout: 7}\nruns: {keep: 9}\n")
+    assert load_config(path).lock.timeout == 7 and load_config(path).problems == []
+
+
+def test_a_config_written_just_now_is_not_cached(tmp_path: Path) -> None:
+    path = tmp_path / "config.yaml"
+    path.write_text("lock: {timeout: 3}\n")
+    assert load_config(path).lock.timeout == 3
+    assert not (tmp_path / "cache" / "config.json").exists()
+
+
+def test_a_stale_cache_entry_is_never_used(tmp_path: Path) -> None:
+    path = tmp_path / "config.yaml"
+    path.write_text("lock: {timeout: 3}\n")
+    _settle(path)
+    load_config(path)
+    cache = tmp_path / "cache" / "config.json"
+    doc = json.loads(cache.read_text())
+    doc["value"]["values"]["lock"]["timeout"] = 99.0  # a cache from another file identity
+    doc["key"][0][2] += 1
+    cache.write_text(json.dumps(doc))
+    assert load_config(path).lock.timeout == 3
+
+
+def test_sections_are_read_only_copies(tmp_path: Path) -> None:
+    cfg = load_config(tmp_path / "config.yaml")
+    privacy = cfg.privacy
+    privacy.rules.append({"id": "x"})
+    assert load_config(tmp_path / "config.yaml").privacy.rules == []
+    with pytest.raises(AttributeError):
+        privacy.rules = []
+    with pytest.raises(AttributeError):
+        _ = cfg.lock.timeout_seconds

@@ -187,3 +187,22 @@ def test_missing_required_field_names_the_rule() -> None:
 def test_invalid_allowlist_entries_raise_config_error(entry: str) -> None:
     with pytest.raises(ConfigError, match="allowlist"):
         load_ruleset(extra_allowlist=[entry])
+
+
+def test_the_parsed_rules_are_cached_in_the_home_and_a_stale_cache_is_ignored(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from pipeline.privacy import loader
+    from pipeline.resources import data_dir
+
+    shipped = yaml.safe_load((data_dir("schemas") / loader.RULES_FILE).read_text(encoding="utf-8"))
+    monkeypatch.setattr(loader, "_MEMO", {})
+    (tmp_path / "home").mkdir()
+    assert len(loader.load_ruleset(cache_home=str(tmp_path / "home")).rules) == len(shipped["rules"])
+    cache = tmp_path / "home" / "cache" / loader.CACHE_NAME
+    doc = json.loads(cache.read_text())
+    assert doc["value"] == shipped
+    doc["value"]["rules"] = doc["value"]["rules"][:1]
+    doc["key"][2] += 1  # written for another version of the rules file
+    cache.write_text(json.dumps(doc))
+    monkeypatch.setattr(loader, "_MEMO", {})
+    assert len(loader.load_ruleset(cache_home=str(tmp_path / "home")).rules) == len(shipped["rules"])

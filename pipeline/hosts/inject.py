@@ -19,58 +19,14 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
     from typing import Any
 
-DEFAULT_MAX_BYTES = 16_000
-DEFAULT_MAX_FILES = 8
 FORMATS = ("text", "json", "claude-hook")
 
 
-CONFIG_CACHE = "cache/inject-config.json"
-# A config changed this recently may change again within one timestamp tick unseen (git's "racy" case).
-_SETTLED_NS = 2_000_000_000
+def _inject_config(home: str) -> Any:
+    """The validated ``inject`` section; cached by ``load_config``, so no YAML or pydantic per prompt."""
+    from ..config import load_config
 
-
-def _inject_config(home: str) -> dict[str, Any]:
-    """Only the ``inject`` section, read without the full (pydantic) config model.
-
-    Importing YAML costs more than the rest of this path together, so the section is cached under
-    the config file's identity (device, inode, size, mtime, ctime); any change to the file re-parses it.
-    """
-    path = os.path.join(home, "config.yaml")
-    try:
-        st = os.stat(path)
-    except FileNotFoundError:
-        return {}
-    key = [st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns]
-    cache = os.path.join(home, CONFIG_CACHE)
-    try:
-        with open(cache, "rb") as fh:
-            cached = json.loads(fh.read())
-        if isinstance(cached, dict) and cached.get("key") == key and isinstance(cached.get("inject"), dict):
-            return cached["inject"]  # type: ignore[no-any-return]
-    except (OSError, ValueError):
-        pass
-    import yaml
-
-    with open(path, encoding="utf-8") as fh:
-        data = yaml.safe_load(fh.read()) or {}
-    section = data.get("inject") if isinstance(data, dict) else None
-    section = section if isinstance(section, dict) else {}
-    if time.time_ns() - max(st.st_mtime_ns, st.st_ctime_ns) > _SETTLED_NS:
-        _save_cache(cache, key, section)
-    return section
-
-
-def _save_cache(cache: str, key: list[int], section: dict[str, Any]) -> None:
-    from ..fsutil import atomic_write
-
-    try:
-        payload = json.dumps({"key": key, "inject": section}, sort_keys=True, default=str)
-        if json.loads(payload)["inject"] != section:
-            return  # YAML values JSON cannot carry (dates, ...): parse again next time
-        os.makedirs(os.path.dirname(cache), mode=0o700, exist_ok=True)
-        atomic_write(cache, payload.encode("utf-8"), durable=False)
-    except (OSError, ValueError, TypeError):
-        pass
+    return load_config(os.path.join(home, "config.yaml")).inject
 
 
 def gather(home: str, project_dir: str, *, query: str | None, max_bytes: int | None, max_files: int | None,
@@ -81,8 +37,8 @@ def gather(home: str, project_dir: str, *, query: str | None, max_bytes: int | N
     root = locate.project_root(os.fspath(project_dir))
     harness = os.path.join(locate.project_home(home, locate.scope_key(root)), locate.MEMORY_DIR)
     settings = _inject_config(home)
-    limit_bytes = int(max_bytes or settings.get("max_bytes") or DEFAULT_MAX_BYTES)
-    limit_files = int(max_files or settings.get("max_files") or DEFAULT_MAX_FILES)
+    limit_bytes = int(max_bytes or settings.max_bytes)
+    limit_files = int(max_files or settings.max_files)
     private = read_memories(harness, 64 * 1024, 4096)
     stores = [("private", private)]
     if is_trusted(home, root):
@@ -93,7 +49,7 @@ def gather(home: str, project_dir: str, *, query: str | None, max_bytes: int | N
         stores.append(("global", read_memories(os.path.join(locate.global_home(home), locate.MEMORY_DIR),
                                                64 * 1024, 4096)))
     return build_injection(stores, query=query, max_bytes=limit_bytes, max_files=limit_files,
-                           guidance=bool(settings.get("guidance", True)))
+                           guidance=bool(settings.guidance))
 
 
 USAGE = ("usage: memfold inject [--home DIR] [--project DIR] [--query TEXT] [--max-bytes N] [--max-files N]\n"
