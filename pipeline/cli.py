@@ -8,10 +8,11 @@ from .errors import MemfoldError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Callable, Sequence
 
 _VALUE_OPTIONS = {"--home", "--project"}
 FAST_COMMANDS = {"inject"}
+QUICK_COMMANDS = {"add", "update", "forget", "list", "search"}
 
 
 def _command_of(args: Sequence[str]) -> tuple[str | None, list[str]]:
@@ -41,8 +42,15 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         try:
             return inject_main(rest)
-        except SystemExit as exc:  # argparse usage errors
+        except SystemExit as exc:  # --help
             return int(exc.code or 0)
+    if command in QUICK_COMMANDS:
+        # Everyday commands in their plain forms skip typer (and the pydantic it imports).
+        from .commands.quick import parse
+
+        run = parse(args)
+        if run is not None:
+            return _guarded(run, args)
     return _full(args)
 
 
@@ -62,23 +70,35 @@ def _full(args: list[str]) -> int:
     from .commands import mcp as _mcp  # noqa: F401
     from .commands import store as _store  # noqa: F401
     from .commands import bench as _bench  # noqa: F401
-    from .commands._app import STATE, app, report_error
+    from .commands._app import app
 
+    def invoke() -> int:
+        try:
+            result = app(args=args, prog_name="memfold", standalone_mode=False)
+        except typer.Abort:
+            sys.stderr.write("memfold: aborted\n")
+            return 130
+        except typer.TyperException as exc:
+            show = getattr(exc, "show", None)
+            if callable(show):
+                show()
+            else:
+                sys.stderr.write(f"memfold: {exc}\n")
+            return int(getattr(exc, "exit_code", 2))
+        return result if isinstance(result, int) else 0
+
+    return _guarded(invoke, args)
+
+
+def _guarded(call: Callable[[], int], args: list[str]) -> int:
+    """Run one command; map every error to its exit code and a message without a traceback."""
     try:
-        result = app(args=args, prog_name="memfold", standalone_mode=False)
+        return call()
     except MemfoldError as exc:
+        from .commands.context import STATE, report_error
+
         report_error(exc, STATE.json or "--json" in args)
         return exc.exit_code
-    except typer.Abort:
-        sys.stderr.write("memfold: aborted\n")
-        return 130
-    except typer.TyperException as exc:
-        show = getattr(exc, "show", None)
-        if callable(show):
-            show()
-        else:
-            sys.stderr.write(f"memfold: {exc}\n")
-        return int(getattr(exc, "exit_code", 2))
     except KeyboardInterrupt:
         sys.stderr.write("memfold: interrupted\n")
         return 130
@@ -93,4 +113,3 @@ def _full(args: list[str]) -> int:
         if os.environ.get("MEMFOLD_DEBUG"):
             traceback.print_exc()
         return 1
-    return result if isinstance(result, int) else 0

@@ -5,7 +5,6 @@ from __future__ import annotations
 import datetime as dt
 import os
 import re
-import secrets
 import shutil
 from pathlib import Path
 
@@ -16,7 +15,7 @@ RUN_ID_RE = re.compile(r"^\d{8}T\d{6}Z-[0-9a-f]{8}$")
 
 
 def new_run_id(now: dt.datetime) -> str:
-    return now.astimezone(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ") + "-" + secrets.token_hex(4)
+    return now.astimezone(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ") + "-" + os.urandom(4).hex()
 
 
 def create_run_dir(runs: Path, home: Path, run_id: str) -> Path:

@@ -97,12 +97,12 @@ def undo(run_id: str = typer.Argument(...), global_: bool = GlobalOpt, json_out:
     use_global(global_)
     from ..edits import direct_transaction
     from ..undo import undo_ops
-    from .store import _print_tx
+    from .memories import print_tx
 
     svc = services()
     build = undo_ops(svc.layout.runs, run_id)
     result = direct_transaction(svc, "undo", build, lock_timeout=lock_timeout(), extra={"undoes": run_id})
-    return _print_tx(result, want_json(json_out))
+    return print_tx(result, want_json(json_out))
 
 
 @app.command()

@@ -15,7 +15,7 @@ from ..errors import InputRejected, UsageError
 from ._app import (
     GlobalOpt, JsonOpt, app, emit, home_dir, layout, lock_timeout, report_error, services, use_global, want_json,
 )
-from .store import _print_tx
+from .memories import print_tx
 
 config_app = typer.Typer(help="Inspect the user config.", no_args_is_help=True)
 app.add_typer(config_app, name="config")
@@ -48,7 +48,7 @@ def rename(old: str = typer.Argument(...), new: str = typer.Argument(...), globa
     use_global(global_)
     svc = services()
     build = rename_ops(normalize_name(old), normalize_name(new), svc.clock())
-    return _print_tx(direct_transaction(svc, "rename", build, lock_timeout=lock_timeout()), want_json(json_out))
+    return print_tx(direct_transaction(svc, "rename", build, lock_timeout=lock_timeout()), want_json(json_out))
 
 
 @app.command()
@@ -66,7 +66,7 @@ def clear(yes: bool = typer.Option(False, "--yes", help="do not ask"), global_: 
         if not typer.confirm(f"Delete every memory of {svc.layout.label}?", default=False):
             emit({"ok": True, "cleared": False}, "nothing cleared", as_json=want_json(json_out))
             return 0
-    return _print_tx(direct_transaction(svc, "clear", clear_ops(), lock_timeout=lock_timeout()), want_json(json_out))
+    return print_tx(direct_transaction(svc, "clear", clear_ops(), lock_timeout=lock_timeout()), want_json(json_out))
 
 
 @app.command()
@@ -106,7 +106,7 @@ def edit(name: str = typer.Argument(...), global_: bool = GlobalOpt, json_out: b
                     sys.stderr.write("aborted: nothing was written\n")
                     return exc.exit_code
                 continue
-            return _print_tx(result, want_json(json_out))
+            return print_tx(result, want_json(json_out))
     finally:
         scratch.unlink(missing_ok=True)
 

@@ -311,8 +311,6 @@ def _scalar(value: str) -> str:
 
 def render_memory(memory: Memory) -> bytes:
     """Canonical bytes: the DESIGN.md field order, LF line endings, one trailing newline."""
-    import yaml
-
     lines = ["---", f"name: {_scalar(memory.name)}", f"description: {_scalar(memory.description)}",
              f"type: {memory.type}", f"visibility: {memory.visibility}"]
     for key in ("created", "modified", "expires"):
@@ -324,6 +322,8 @@ def render_memory(memory: Memory) -> bytes:
         else:
             lines.append(f"{key}: {_scalar(value)}")
     if memory.extra:
+        import yaml
+
         dumped = yaml.safe_dump(memory.extra, sort_keys=True, allow_unicode=True, default_flow_style=False)
         lines.extend(dumped.rstrip("\n").split("\n"))
     lines.append("---")

@@ -1,0 +1,115 @@
+"""What every command shares, without typer: global state, paths, services, output and error reports.
+
+The typer app (``_app``) and the typer-free fast path for everyday commands (``quick``) both use it.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..errors import MemfoldError
+
+
+@dataclass
+class Globals:
+    project: Path | None = None
+    home: Path | None = None
+    json: bool = False
+    global_scope: bool = False
+    warnings: list[str] = field(default_factory=list)
+    loaded: tuple[Path, Any] | None = None  # the config read once per invocation
+
+
+STATE = Globals()
+
+
+def use_global(flag: bool) -> None:
+    """A command's own --global flag (the global option before the command works too)."""
+    STATE.global_scope = STATE.global_scope or flag
+
+
+def want_json(local: bool) -> bool:
+    return local or STATE.json
+
+
+def clock() -> dt.datetime:
+    """The wall clock; MEMFOLD_NOW pins it (ISO 8601) for reproducible runs and tests."""
+    pinned = os.environ.get("MEMFOLD_NOW")
+    if pinned:
+        value = dt.datetime.fromisoformat(pinned.replace("Z", "+00:00"))
+        return value if value.tzinfo else value.replace(tzinfo=dt.timezone.utc)
+    return dt.datetime.now(dt.timezone.utc)
+
+
+def home_dir() -> Path:
+    from ..paths import default_home
+
+    return STATE.home if STATE.home is not None else default_home(os.environ)
+
+
+def layout() -> Any:
+    from ..paths import check_layout, global_layout, make_layout
+
+    if STATE.global_scope:
+        result = global_layout(home_dir())
+    else:
+        result = make_layout(home_dir(), STATE.project or Path.cwd())
+    check_layout(result)
+    return result
+
+
+def config() -> Any:
+    from ..config import load_config
+
+    path = home_dir() / "config.yaml"
+    if STATE.loaded is None or STATE.loaded[0] != path:
+        STATE.loaded = (path, load_config(path))
+    return STATE.loaded[1]
+
+
+def services(*, privacy: bool = True) -> Any:
+    """Collaborators for a core call; read-only commands skip loading the privacy rules."""
+    from ..commit import Services
+
+    cfg = config()
+    ruleset = None
+    if privacy:
+        from ..privacy import load_ruleset
+
+        ruleset = load_ruleset(cfg.privacy.rules or None, cfg.privacy.allowlist or None,
+                               cache_home=str(home_dir()))
+    return Services(layout=layout(), limits=cfg.store_limits(), clock=clock, ruleset=ruleset,
+                    keep_runs=cfg.runs.keep)
+
+
+def lock_timeout() -> float:
+    return float(config().lock.timeout)
+
+
+def emit(data: dict[str, Any], human: str, *, as_json: bool) -> None:
+    if as_json:
+        sys.stdout.write(json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
+    elif human:
+        sys.stdout.write(human if human.endswith("\n") else human + "\n")
+
+
+def warn(message: str) -> None:
+    sys.stderr.write(f"memfold: warning: {message}\n")
+
+
+def report_error(exc: MemfoldError, as_json: bool) -> None:
+    if as_json:
+        sys.stdout.write(json.dumps(exc.as_dict(), indent=2, sort_keys=True, ensure_ascii=False) + "\n")
+        return
+    lines = [f"memfold: error [{exc.code}]: {exc.message}"]
+    for issue in exc.issues[1:20]:
+        lines.append(f"  - [{issue.code}] {issue.path}: {issue.message}")
+    if exc.hint:
+        lines.append(f"  hint: {exc.hint}")
+    sys.stderr.write("\n".join(lines) + "\n")

@@ -1,0 +1,110 @@
+"""Plain invocations of the everyday commands, parsed and run without typer.
+
+Only unambiguous forms are handled: known options, each given once, with values that do not look like
+options. Anything else (help, an unknown or repeated option, ``--``) returns None and goes to the
+typer app, which owns every usage message; both run the same command bodies in ``memories``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Callable
+
+_GLOBAL_VALUES = {"--home": "home", "--project": "project"}
+_GLOBAL_FLAGS = {"--json": "json", "--global": "global_scope"}
+_FLAGS = {"--global": "global_", "--json": "json_out"}
+_MEMORY = {"--description": "description", "-d": "description", "--type": "type_", "-t": "type_",
+           "--visibility": "visibility", "--body": "body", "-b": "body", "--body-file": "body_file",
+           "--expires": "expires"}
+# command: (positional parameters, value options, defaults)
+_SPECS: dict[str, tuple[tuple[str, ...], dict[str, str], dict[str, Any]]] = {
+    "add": (("name",), _MEMORY, {}),
+    "update": (("name",), _MEMORY, {}),
+    "forget": (("name",), {}, {}),
+    "list": ((), {}, {}),
+    "search": (("query",), {"--limit": "limit"}, {"limit": 20}),
+}
+COMMANDS = frozenset(_SPECS)
+
+
+class _Unplain(Exception):
+    """This invocation is for the typer app."""
+
+
+def _split(item: str) -> tuple[str, str | None]:
+    option, eq, value = item.partition("=")
+    return (option, value) if eq and option.startswith("--") else (item, None)
+
+
+def _take(items: list[str], i: int, inline: str | None) -> tuple[str, int]:
+    if inline is not None:
+        return inline, i
+    if i >= len(items) or items[i].startswith("-"):
+        raise _Unplain
+    return items[i], i + 1
+
+
+def _parse(items: list[str]) -> tuple[str, dict[str, Any], dict[str, Any]]:
+    state: dict[str, Any] = {}
+    i = 0
+    while i < len(items) and items[i].startswith("-"):
+        option, inline = _split(items[i])
+        i += 1
+        if option in _GLOBAL_VALUES and _GLOBAL_VALUES[option] not in state:
+            state[_GLOBAL_VALUES[option]], i = _take(items, i, inline)
+        elif option in _GLOBAL_FLAGS and inline is None and _GLOBAL_FLAGS[option] not in state:
+            state[_GLOBAL_FLAGS[option]] = True
+        else:
+            raise _Unplain
+    if i >= len(items) or items[i] not in _SPECS:
+        raise _Unplain
+    command = items[i]
+    positional, valued, defaults = _SPECS[command]
+    params: dict[str, Any] = {**{v: None for v in valued.values()}, **defaults, **{f: False for f in _FLAGS.values()}}
+    seen: set[str] = set()
+    found: list[str] = []
+    i += 1
+    while i < len(items):
+        item = items[i]
+        i += 1
+        if not item.startswith("-"):
+            found.append(item)
+            continue
+        option, inline = _split(item)
+        key = valued.get(option) or (_FLAGS.get(option) if inline is None else None)
+        if key is None or key in seen:
+            raise _Unplain
+        seen.add(key)
+        if key in _FLAGS.values():
+            params[key] = True
+        else:
+            params[key], i = _take(items, i, inline)
+    if len(found) != len(positional):
+        raise _Unplain
+    params.update(zip(positional, found))
+    return command, state, params
+
+
+def parse(args: list[str]) -> Callable[[], int] | None:
+    """The command to run for ``args``, or None when the typer app should handle them."""
+    try:
+        command, state, params = _parse(args)
+    except _Unplain:
+        return None
+    if "limit" in params:
+        if not str(params["limit"]).isdigit():
+            return None
+        params["limit"] = int(params["limit"])
+    if params.get("body_file") is not None:
+        params["body_file"] = Path(params["body_file"])
+    from . import memories
+    from .context import STATE
+
+    STATE.project = Path(state["project"]) if "project" in state else None
+    STATE.home = Path(state["home"]) if "home" in state else None
+    STATE.json = bool(state.get("json"))
+    STATE.global_scope = bool(state.get("global_scope"))
+    STATE.loaded = None
+    run = {"add": memories.add, "update": memories.update, "forget": memories.forget,
+           "list": memories.list_memories, "search": memories.search}[command]
+    return lambda: run(**params)  # type: ignore[operator]

@@ -1,0 +1,109 @@
+"""The typer-free path of the everyday commands: same results as the typer app, fewer imports."""
+
+from __future__ import annotations
+
+import io
+import os
+import re
+import subprocess
+import sys
+import time
+from contextlib import redirect_stderr, redirect_stdout
+from pathlib import Path
+
+import pytest
+from conftest import REPO, Env, Result, tree_hashes
+
+from pipeline import cli
+from pipeline.commands.quick import parse
+
+HEAVY = ("typer", "click", "pydantic", "jsonschema", "yaml", "portalocker", "rfc8785")
+
+
+def _run(env: Env, args: list[str], *, typer_only: bool) -> Result:
+    out, err = io.StringIO(), io.StringIO()
+    with redirect_stdout(out), redirect_stderr(err):
+        code = cli._full(env.args(*args)) if typer_only else cli.main(env.args(*args))
+    return Result(code, out.getvalue(), err.getvalue())
+
+
+def _same(text: str) -> str:
+    """Output without what differs between two stores: receipt paths and run ids."""
+    text = re.sub(r"/\S*/receipts/\S+\.json", "<receipt>", text)
+    return re.sub(r"\d{8}T\d{6}Z-[0-9a-f]{8}", "<run>", text)
+
+
+SESSION = [
+    ["add", "project_build", "-d", "the build uses make", "-b", "make all builds everything"],
+    ["add", "--visibility", "safe", "--type=reference", "reference_docs", "--description=docs live in docs/",
+     "--body", "see docs/index.md"],
+    ["--json", "add", "feedback_tabs", "-d", "tabs, not spaces", "-t", "feedback", "-b", "always tabs"],
+    ["update", "project_build", "--body", "make all; make test runs the suite", "--json"],
+    ["add", "Bad Name", "-d", "refused: not a file name"],
+    ["add", "project_copy", "-d", "a copy", "-b", "make all; make test runs the suite"],
+    ["add", "project_key", "-d", "a key", "-b", "token ghp_Zq8vR2mX4kT9wL1nB6yC3pH7sD0fJ5gA2eKx",
+     "--visibility", "safe"],
+    ["list"],
+    ["list", "--json"],
+    ["search", "make", "--limit", "1"],
+    ["--global", "add", "user_editor", "-d", "the user edits with vim"],
+    ["list", "--global", "--json"],
+    ["forget", "reference_docs"],
+    ["forget", "no_such_memory", "--json"],
+]
+
+
+def test_a_session_gives_the_same_output_codes_and_bytes_with_and_without_typer(tmp_path: Path) -> None:
+    stores = {}
+    for typer_only in (False, True):
+        project = tmp_path / f"project-{typer_only}"
+        project.mkdir()
+        env = Env(home=tmp_path / f"home-{typer_only}", project=project)
+        assert _run(env, ["init"], typer_only=True).code == 0
+        results = [_run(env, args, typer_only=typer_only) for args in SESSION]
+        stores[typer_only] = (results, env.snapshot(), tree_hashes(env.home / "global" / "memory"))
+    quick, full = stores[False], stores[True]
+    for args, a, b in zip(SESSION, quick[0], full[0]):
+        assert (a.code, _same(a.out), _same(a.err)) == (b.code, _same(b.out), _same(b.err)), args
+    assert [r.code for r in quick[0]] == [0, 0, 0, 0, 1, 1, 1, 0, 0, 0, 0, 0, 0, 1]
+    assert quick[1] == full[1] and quick[2] == full[2]  # the same bytes in both roots and the global store
+    assert "Zq8vR2mX4kT9" not in quick[0][6].out + quick[0][6].err
+
+
+@pytest.mark.parametrize("args", [
+    ["add", "--help"], ["add", "x", "-d"], ["add", "x", "-d", "--json"], ["add", "x", "y", "-d", "two names"],
+    ["add", "x", "-d", "a", "-d", "b"], ["add", "x", "--nope"], ["add", "-dvalue", "x"], ["add", "x", "--", "-d"],
+    ["search", "q", "--limit", "many"], ["list", "--json=yes"], ["--home"], ["show", "x"], ["add"],
+])
+def test_anything_unusual_goes_to_the_typer_app(args: list[str]) -> None:
+    assert parse(args) is None
+
+
+def test_usage_errors_still_come_from_typer(env: Env) -> None:
+    result = env.run("add", "project_x", "-d")
+    assert result.code == 2 and "requires an argument" in result.err
+    assert not any(env.home.rglob("project_x.md"))
+
+
+@pytest.mark.parametrize("with_config", [False, True])
+def test_add_list_and_search_import_no_heavy_library(env: Env, with_config: bool) -> None:
+    assert env.run("init").code == 0
+    # The first write in a home parses the shipped privacy rules and caches them under <home>/cache/.
+    assert env.run("add", "project_warm", "-d", "warms the caches").code == 0
+    assert (env.home / "cache" / "privacy-rules.json").is_file()
+    if with_config:
+        (env.home / "config.yaml").write_text("lock: {timeout: 2}\nruns: {keep: 10}\n")
+        time.sleep(2.1)  # a config younger than 2 s is never cached
+        assert env.run("list").code == 0  # validates once, fills the cache
+    code = (
+        "import sys\nfrom pipeline.cli import main\n"
+        f"args = ['--home', {str(env.home)!r}, '--project', {str(env.project)!r}]\n"
+        "codes = [main(args + ['add', 'project_q', '-d', 'quick path fact', '-b', 'body']),\n"
+        "         main(args + ['list', '--json']), main(args + ['search', 'quick'])]\n"
+        f"heavy = sorted(m for m in {HEAVY!r} if m in sys.modules)\n"
+        "print('HEAVY', heavy, 'CODES', codes, file=sys.stderr)\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert "HEAVY [] CODES [0, 0, 0]" in proc.stderr, proc.stderr
+    assert (env.harness / "project_q.md").read_text().startswith("---\nname: project_q\n")
