@@ -41,8 +41,8 @@ ADVERSARIAL = {
 
 def test_engine_uses_re2_for_every_pattern() -> None:
     ruleset = load_ruleset()
-    assert all(isinstance(rule.pattern, re2._Regexp) for rule in ruleset.rules)
-    assert all(rule.allowlist is None or isinstance(rule.allowlist, re2._Regexp) for rule in ruleset.rules)
+    assert all(isinstance(rule.pattern.compiled, re2._Regexp) for rule in ruleset.rules)
+    assert all(rule.allowlist is None or isinstance(rule.allowlist.compiled, re2._Regexp) for rule in ruleset.rules)
 
 
 def test_adversarial_inputs_scan_without_error() -> None:

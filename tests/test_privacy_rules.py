@@ -6,6 +6,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import jsonschema
 import pytest
@@ -34,9 +35,38 @@ def test_default_ruleset_is_cached_and_compiled_with_re2() -> None:
     assert load_ruleset() is ruleset
     assert isinstance(ruleset, RuleSet)
     for rule in ruleset.rules:
-        assert isinstance(rule.pattern, re2._Regexp), rule.id
-        assert rule.allowlist is None or isinstance(rule.allowlist, re2._Regexp)
-    assert isinstance(ruleset.allowlist, re2._Regexp)
+        assert isinstance(rule.pattern.compiled, re2._Regexp), rule.id
+        assert rule.allowlist is None or isinstance(rule.allowlist.compiled, re2._Regexp)
+    assert isinstance(ruleset.allowlist.compiled, re2._Regexp)
+
+
+def test_every_shipped_rule_compiles_eagerly_with_its_secret_group() -> None:
+    """The shipped rules are compiled lazily at run time, so their compile-time checks run here."""
+    from pipeline.privacy import loader
+
+    document = loader._parse_rules_file(data_dir("schemas") / loader.RULES_FILE)
+    for raw in document["rules"]:
+        rule = loader.compile_rule(raw, "shipped", lazy=False)
+        assert rule.pattern.groups >= rule.secret_group, rule.id
+    assert loader._compile_alternation(document.get("allowlist", []), "shipped allowlist") is not None
+
+
+def test_a_shipped_pattern_is_compiled_only_when_its_keyword_occurs() -> None:
+    from pipeline.privacy import loader
+
+    ruleset = loader._build(*_shipped_args(loader), shipped_allowlist=True)
+    assert all(r.pattern._compiled is None for r in ruleset.rules)
+    findings = ruleset.scan("token ghp_Zq8vR2mX4kT9wL1nB6yC3pH7sD0fJ5gA2eKx")
+    assert [f.rule_id for f in findings] == ["github-classic-token"]
+    github = next(r for r in ruleset.rules if r.id == "github-classic-token")
+    assert github.pattern._compiled is not None
+    assert sum(r.pattern._compiled is not None for r in ruleset.rules if r.keywords) < len(ruleset.rules) // 2
+
+
+def _shipped_args(loader: Any) -> tuple[list[Any], list[str], list[str]]:
+    document = loader._parse_rules_file(data_dir("schemas") / loader.RULES_FILE)
+    rules = list(document["rules"])
+    return rules, [loader.RULES_FILE] * len(rules), list(document.get("allowlist", []))
 
 
 def test_import_does_not_load_heavy_modules() -> None:

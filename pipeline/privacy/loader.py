@@ -31,13 +31,48 @@ def _compile(pattern: str, where: str) -> Any:
         ) from exc
 
 
-def _compile_alternation(patterns: list[str], where: str) -> Any:
+class LazyPattern:
+    """An RE2 pattern compiled on first use.
+
+    A rule runs only where one of its keywords occurs, so most shipped patterns are never needed in
+    a process, and compiling all of them costs ~30 ms of every write. The shipped rules are compiled
+    whole by the test suite; user rules are compiled when loaded, so their mistakes surface at once.
+    """
+
+    __slots__ = ("_compiled", "_source", "_where")
+
+    def __init__(self, source: str, where: str) -> None:
+        self._source = source
+        self._where = where
+        self._compiled: Any = None
+
+    @property
+    def compiled(self) -> Any:
+        if self._compiled is None:
+            self._compiled = _compile(self._source, self._where)
+        return self._compiled
+
+    @property
+    def groups(self) -> int:
+        return int(self.compiled.groups)
+
+    def finditer(self, data: bytes) -> Any:
+        return self.compiled.finditer(data)
+
+    def search(self, data: bytes) -> Any:
+        return self.compiled.search(data)
+
+
+def _compile_alternation(patterns: list[str], where: str, *, lazy: bool = False) -> Any:
     """One RE2 program for a whole allowlist, so a candidate costs one search, not N."""
     if not patterns:
         return None
+    alternation = "|".join(f"(?:{p})" for p in patterns)
+    if lazy:
+        return LazyPattern(alternation, where)
     for index, pattern in enumerate(patterns):
         _compile(pattern, f"{where}[{index}]")
-    return _compile("|".join(f"(?:{p})" for p in patterns), where)
+    return _compile(alternation, where)
 
 
 def _rule_label(document: dict[str, Any], path: list[Any]) -> str:
@@ -72,12 +107,13 @@ def validate_document(document: Any, source: str) -> None:
     raise ConfigError(f"{source}: {first.message}{more}", code="config.invalid", issues=issues)
 
 
-def compile_rule(raw: dict[str, Any], source: str) -> Rule:
+def compile_rule(raw: dict[str, Any], source: str, *, lazy: bool = False) -> Rule:
+    """One rule; ``lazy`` defers compiling its patterns to first use (for the tested shipped rules)."""
     rid = str(raw["id"])
     where = f"{source}: privacy rule {rid!r}"
-    pattern = _compile(str(raw["pattern"]), where)
+    pattern = LazyPattern(str(raw["pattern"]), where) if lazy else _compile(str(raw["pattern"]), where)
     group = int(raw.get("secret_group", 0))
-    if group > pattern.groups:
+    if not lazy and group > pattern.groups:
         raise ConfigError(f"{where}: secret_group {group} but the pattern has {pattern.groups} groups")
     check_name = raw.get("check")
     params: dict[str, float] = {}
@@ -93,7 +129,7 @@ def compile_rule(raw: dict[str, Any], source: str) -> Rule:
         check=CHECKS[check_name] if check_name else None,
         check_params=params,
         secret_group=group,
-        allowlist=_compile_alternation(list(raw.get("allowlist", ())), f"{where} allowlist"),
+        allowlist=_compile_alternation(list(raw.get("allowlist", ())), f"{where} allowlist", lazy=lazy),
         preview_prefix=int(raw.get("preview_prefix", 0)),
         fallback=bool(raw.get("fallback", False)),
     )
@@ -134,18 +170,20 @@ def _parse_rules_file(path: Any) -> dict[str, Any]:
     return document
 
 
-def _build(rules: list[dict[str, Any]], sources: list[str], allowlist: list[str]) -> RuleSet:
+def _build(rules: list[dict[str, Any]], sources: list[str], allowlist: list[str], *,
+           shipped_allowlist: bool = False) -> RuleSet:
+    """Compile a rule set; the shipped rules (source RULES_FILE) lazily, everything else at once."""
     seen: set[str] = set()
     compiled: list[Rule] = []
     for raw, source in zip(rules, sources):
         if raw["id"] in seen:
             raise ConfigError(f"{source}: privacy rule {raw['id']!r} is defined twice")
         seen.add(raw["id"])
-        compiled.append(compile_rule(raw, source))
+        compiled.append(compile_rule(raw, source, lazy=source == RULES_FILE))
     keywords = sorted({k for rule in compiled for k in rule.keywords})
     return RuleSet(
         tuple(compiled),
-        _compile_alternation(allowlist, "privacy allowlist"),
+        _compile_alternation(allowlist, "privacy allowlist", lazy=shipped_allowlist),
         _keyword_set(keywords),
     )
 
@@ -170,7 +208,8 @@ def _default_ruleset(cache_home: str | None = None) -> RuleSet:
     document = _default_document(cache_home)
     if "ruleset" not in _MEMO:
         rules = list(document["rules"])
-        _MEMO["ruleset"] = _build(rules, [RULES_FILE] * len(rules), list(document.get("allowlist", [])))
+        _MEMO["ruleset"] = _build(rules, [RULES_FILE] * len(rules), list(document.get("allowlist", [])),
+                                  shipped_allowlist=True)
     return _MEMO["ruleset"]  # type: ignore[no-any-return]
 
 
