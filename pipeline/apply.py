@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -13,11 +13,14 @@ from .errors import ApplyFailed, RecoveryNeeded
 from .fsutil import (
     TEMP_PREFIX,
     atomic_write,
+    create_unsynced,
     digest_json,
     dump_json,
+    fsync_all,
     fsync_dir,
     ops,
     read_bounded,
+    safe_join,
     sha256_bytes,
     temp_name,
     write_new,
@@ -75,64 +78,95 @@ def apply_changes(
     changes: list[Change],
     *,
     check_staged: Callable[[], None] | None = None,
+    artifacts: Mapping[str, bytes] | None = None,
 ) -> None:
-    """Make ``changes`` happen atomically: all of them, or (after a failure or a crash) none."""
+    """Make ``changes`` happen atomically: all of them, or (after a failure or a crash) none.
+
+    ``artifacts`` are new run-dir files (plan, manifest, pre receipt…) made durable in the same batch.
+    The fsyncs come in three rounds, each one batch: every new file and every directory holding a new
+    entry; the journal's rename (the commit point); the directories of the renames.
+    """
     run_id = run_dir.name
+    tag = run_id[-12:]
     pending = project_home / PENDING
-    atomic_write(pending, run_id.encode() + b"\n")
     entries: list[dict[str, Any]] = []
-    dirs: set[Path] = set()
+    body = {"kind": "memfold-journal", "runId": run_id, "state": "committed", "entries": entries}
+    journal_temp, done_temp = run_dir / temp_name(JOURNAL, tag), run_dir / temp_name(JOURNAL, f"{tag}-done")
+    made: list[Path] = []
+    fds: list[int] = []
     try:
-        _backup(run_dir, resolve, changes)
-        for change in changes:
-            target_dir = resolve(change.root)
-            temp = None
-            if change.data is not None:
-                temp = temp_name(change.name, run_id[-12:])
-                write_new(target_dir / temp, change.data, 0o644 if change.root == "public" else 0o600)
-            dirs.add(target_dir)
-            entries.append({"root": change.root, "name": change.name, "temp": temp,
-                            "pre": change.pre, "post": change.post})
-        for directory in sorted(dirs):
-            fsync_dir(directory)
+        try:
+            # `pending` comes first: from here on a kill leaves temps the next recovery sweeps away.
+            fds.append(_create(made, project_home / temp_name(PENDING, tag), run_id.encode() + b"\n"))
+            ops.rename(str(made[-1]), str(pending))
+            made.pop()
+            for name, data in (artifacts or {}).items():
+                fds.append(create_unsynced(safe_join(run_dir, name), data))  # kept, even after a failure
+            dirs = [project_home, run_dir.parent, run_dir, *_backup(run_dir, resolve, changes)]
+            for change in changes:
+                target_dir = resolve(change.root)
+                temp = None
+                if change.data is not None:
+                    temp = temp_name(change.name, tag)
+                    fds.append(_create(made, target_dir / temp, change.data,
+                                       0o644 if change.root == "public" else 0o600))
+                dirs.append(target_dir)
+                entries.append({"root": change.root, "name": change.name, "temp": temp,
+                                "pre": change.pre, "post": change.post})
+            fds.append(_create(made, journal_temp, _journal_bytes(body)))
+            fds.append(_create(made, done_temp, _journal_bytes({**body, "state": "done"})))
+            # Data and directory entries in one batch: both only have to be durable before the journal.
+            fsync_all(fds, dirs)
+        finally:
+            for fd in fds:
+                os.close(fd)
         _check_temps(resolve, entries)
         if check_staged is not None:
             check_staged()
-        _write_journal(run_dir, {"kind": "memfold-journal", "runId": run_id, "state": "committed",
-                                 "entries": entries})
+        ops.rename(str(journal_temp), str(run_dir / JOURNAL))
         fsync_dir(run_dir)
     except BaseException as exc:
-        _discard_temps(resolve, entries)
+        _silent_unlink(run_dir / JOURNAL)
+        for path in made:
+            _silent_unlink(path)
         _silent_unlink(pending)
         if isinstance(exc, (KeyboardInterrupt, SystemExit)) or getattr(exc, "exit_code", None) is not None:
             raise
         raise ApplyFailed(f"staging the transaction failed: {exc}", code="apply.stage",
                           hint="nothing was changed; check free space and permissions, then retry") from exc
-    body = {"kind": "memfold-journal", "runId": run_id, "state": "committed", "entries": entries}
     try:
-        _roll_forward(resolve, entries)
+        _roll_forward(resolve, entries, True)  # staged_checked
     except OSError as exc:
+        _silent_unlink(done_temp)
         _roll_back(run_dir, resolve, body)
         _silent_unlink(pending)
         raise ApplyFailed(f"applying the transaction failed and was rolled back: {exc}",
                           code="apply.commit",
                           hint="both stores are as they were; check free space and permissions") from exc
     try:
-        _write_journal(run_dir, {**body, "state": "done"})
+        # Its bytes were made durable before the commit point; the rename needs no fsync: a lost
+        # rename leaves the journal committed, and recovery rolls that forward again (a no-op).
+        ops.rename(str(done_temp), str(run_dir / JOURNAL))
     except OSError:
         return  # committed; `pending` stays, so the next command's recovery marks it done
     _silent_unlink(pending)
 
 
-def _backup(run_dir: Path, resolve: RootResolver, changes: Iterable[Change]) -> None:
-    """Keep the pre-state of every touched file, durable before the commit point.
+def _create(made: list[Path], path: Path, data: bytes, mode: int = 0o600) -> int:
+    fd = create_unsynced(path, data, mode)
+    made.append(path)
+    return fd
+
+
+def _backup(run_dir: Path, resolve: RootResolver, changes: Iterable[Change]) -> list[Path]:
+    """Keep the pre-state of every touched file; returns the directories to fsync before the commit point.
 
     A hard link is the copy: store files are only ever replaced by rename, never written in place,
     so the linked inode keeps the pre-state bytes. It costs no data write and no per-file fsync,
     only one fsync of each backup directory. Across filesystems (a mirror on another mount) or
     where links are refused, the bytes are copied and fsynced as before.
     """
-    folders: set[Path] = set()
+    folders: list[Path] = []
     for change in changes:
         if change.pre is None or change.root not in ("harness", "public"):
             continue
@@ -140,13 +174,12 @@ def _backup(run_dir: Path, resolve: RootResolver, changes: Iterable[Change]) -> 
         folder = run_dir / BACKUP / change.root
         if folder not in folders:
             folder.mkdir(parents=True, exist_ok=True, mode=0o700)
-            folders.add(folder)
+            folders.append(folder)
         try:
             os.link(source, folder / change.name, follow_symlinks=False)
         except OSError:
             write_new(folder / change.name, read_bounded(source))
-    for folder in sorted(folders):
-        fsync_dir(folder)
+    return [run_dir / BACKUP, *folders] if folders else []
 
 
 def _check_temps(resolve: RootResolver, entries: list[dict[str, Any]]) -> None:
@@ -165,13 +198,27 @@ def _current_hash(path: Path) -> str | None:
         return None
 
 
-def _roll_forward(resolve: RootResolver, entries: list[dict[str, Any]]) -> None:
-    """Idempotent: each entry is checked against its post-hash before it is redone."""
+def _roll_forward(resolve: RootResolver, entries: list[dict[str, Any]], staged_checked: bool = False) -> None:
+    """Idempotent: each entry is checked against its post-hash before it is redone.
+
+    ``staged_checked``: the first attempt, right after ``_check_temps`` verified every staged copy under
+    the same lock; those copies are renamed without being read and hashed a second time, and a file to
+    delete is unlinked without being read first.
+    """
     dirs: set[Path] = set()
     for entry in entries:
         folder = resolve(entry["root"])
         target = folder / entry["name"]
         dirs.add(folder)
+        if staged_checked:
+            if entry["temp"] is not None:
+                ops.rename(str(folder / entry["temp"]), str(target))
+                continue
+            try:
+                ops.unlink(str(target))
+            except FileNotFoundError:
+                pass  # already absent: the post-state
+            continue
         if _current_hash(target) == entry["post"]:
             if entry["temp"]:
                 _silent_unlink(folder / entry["temp"])
@@ -187,8 +234,7 @@ def _roll_forward(resolve: RootResolver, entries: list[dict[str, Any]]) -> None:
                 hint="restore the run's backup/ by hand, or `memfold undo` once the store is consistent",
             )
         ops.rename(str(temp), str(target))
-    for folder in sorted(dirs):
-        fsync_dir(folder)
+    fsync_all([], sorted(dirs))
 
 
 def _roll_back(run_dir: Path, resolve: RootResolver, body: dict[str, Any]) -> None:
@@ -202,23 +248,16 @@ def _roll_back(run_dir: Path, resolve: RootResolver, body: dict[str, Any]) -> No
                 _silent_unlink(target)
             elif _current_hash(target) != entry["pre"]:
                 saved = read_bounded(run_dir / BACKUP / entry["root"] / entry["name"])
-                atomic_write(target, saved, durable=False)
+                atomic_write(target, saved)  # data and entry durable: rollback is rare
             if entry["temp"]:
                 _silent_unlink(folder / entry["temp"])
-        for folder in {resolve(e["root"]) for e in body["entries"]}:
-            fsync_dir(folder)
+        fsync_all([], sorted({resolve(e["root"]) for e in body["entries"]}))
         _write_journal(run_dir, {**body, "state": "rolled-back"})
     except OSError as exc:
         raise RecoveryNeeded(
             f"rolling back run {body['runId']} failed: {exc}", code="journal.rollback-failed",
             hint="free space or fix permissions, then run `memfold recover`",
         ) from exc
-
-
-def _discard_temps(resolve: RootResolver, entries: list[dict[str, Any]]) -> None:
-    for entry in entries:
-        if entry["temp"]:
-            _silent_unlink(resolve(entry["root"]) / entry["temp"])
 
 
 def _silent_unlink(path: Path) -> None:

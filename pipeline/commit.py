@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -11,10 +11,10 @@ from typing import TYPE_CHECKING, Any
 from .apply import Change, RootResolver, apply_changes, recover
 from .engine import PostState, PreState, changed_files, current_hashes
 from .errors import VerifyFailed
-from .fsutil import dump_json, sha256_bytes, write_new
+from .fsutil import dump_json, sha256_bytes
 from .mirror import privacy_gate, refuse_drift, refuse_safe_without_mirror, verify_post
 from .paths import Layout
-from .receipt import build_receipt, chain_head, diff_maps, log_name
+from .receipt import build_receipt, chain_head, diff_maps, log_name, remember_written
 from .runs import prune_runs
 from .store.memory import stamp
 from .store.state import Limits
@@ -80,8 +80,12 @@ def gate(svc: Services, pre: PreState, post: PostState) -> None:
 
 
 def commit_run(svc: Services, run_dir: Path, rec: RunRecord, pre: PreState, post: PostState,
-               plan_bytes: bytes) -> tuple[dict[str, Any], Path]:
-    """Pre receipt, stage, journal, commit, re-verify on disk. Returns the post receipt and its log path."""
+               plan_bytes: bytes, artifacts: Mapping[str, bytes] | None = None) -> tuple[dict[str, Any], Path]:
+    """Pre receipt, stage, journal, commit, re-verify on disk. Returns the post receipt and its log path.
+
+    ``artifacts`` are run-dir files not yet written (a direct edit's plan and manifest): they are made
+    durable in one batch with the pre receipt and the staged files, before the commit point.
+    """
     layout = svc.layout
     source, final = pre.hash_maps(), post.hash_maps()
     ops = [op.summary() for op in post.operations]
@@ -92,14 +96,16 @@ def commit_run(svc: Services, run_dir: Path, rec: RunRecord, pre: PreState, post
         source_hashes=source, final_hashes=final, operations=ops, worker=rec.worker,
         sandbox=rec.sandbox, previous=previous, command=rec.command,
     )
-    write_new(run_dir / "pre-receipt.json", dump_json(build_receipt(phase="pre", created_at=svc.now(), **common)))
+    pre_receipt = dump_json(build_receipt(phase="pre", created_at=svc.now(), **common))
     receipt = build_receipt(phase="post", created_at=svc.now(), **common)
     receipt_bytes = dump_json(receipt)
-    changes = [Change("harness", n, d, p) for n, d, p in changed_files(pre.harness, post.harness)]
-    changes += [Change("public", n, d, p) for n, d, p in changed_files(pre.public, post.public)]
+    remember_written(receipt, receipt_bytes)
+    changes = [Change("harness", n, d, p) for n, d, p in changed_files(pre.harness, post.harness, post.digest)]
+    changes += [Change("public", n, d, p) for n, d, p in changed_files(pre.public, post.public, post.digest)]
     changes.append(Change("receipts", log_name(seq, rec.run_id), receipt_bytes, None))
     changes.append(Change("run", "post-receipt.json", receipt_bytes, None))
-    apply_changes(layout.project_home, run_dir, svc.resolver(run_dir), changes)
+    apply_changes(layout.project_home, run_dir, svc.resolver(run_dir), changes,
+                  artifacts={**(artifacts or {}), "pre-receipt.json": pre_receipt})
     reverify_on_disk(svc, final)
     prune_runs(layout.runs, svc.keep_runs, {rec.run_id})
     return receipt, layout.receipts / log_name(seq, rec.run_id)

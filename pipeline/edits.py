@@ -10,7 +10,7 @@ from typing import Any
 from .commit import RunRecord, Services, commit_run, gate, run_recovery
 from .engine import Operation, PreState, compute_post, read_pre
 from .errors import ApplyFailed, InputRejected, StaleState
-from .fsutil import digest_json, dump_json, sha256_bytes, write_new
+from .fsutil import digest_json, dump_json, sha256_bytes
 from .lock import project_lock
 from .paths import ensure_layout
 from .runs import create_run_dir, new_run_id
@@ -89,12 +89,10 @@ def _direct_transaction(
                     "sourceHashes": pre.hash_maps(), "worker": {"kind": "parent"},
                     "sandbox": {"kind": "none", "reason": "direct edit: no worker runs"},
                     "createdAt": svc.now()}
-        write_new(run_dir / "snapshot.json", snapshot)
-        write_new(run_dir / "manifest.json", dump_json(manifest))
         plan_bytes = dump_json(plan)
-        write_new(run_dir / "plan.json", plan_bytes)
+        artifacts = {"snapshot.json": snapshot, "manifest.json": dump_json(manifest), "plan.json": plan_bytes}
         rec = RunRecord(run_id, scope_digest, artifact, selected, command, manifest["worker"], manifest["sandbox"])
-        log_path = commit_run(svc, run_dir, rec, pre, post, plan_bytes)[1]
+        log_path = commit_run(svc, run_dir, rec, pre, post, plan_bytes, artifacts)[1]
     indexes = (("private", post.harness), ("mirror", post.public))
     warnings = [w for label, files in indexes if INDEX_NAME in files
                 for w in [capacity(files[INDEX_NAME], svc.limits).warning(label)] if w]
@@ -115,15 +113,35 @@ def _check_choice(value: str | None, choices: tuple[str, ...], what: str) -> Non
         raise InputRejected(f"{what} {value!r} is not one of {', '.join(choices)}", code=f"memory.{what}")
 
 
+Keys = dict[str, frozenset[str]]
+# Folded keys per stored memory: the MCP server checks every add against the same Memory objects.
+# Keyed by object identity; the entry holds the object, so its id is not reused meanwhile.
+_KEYS: dict[int, tuple[Memory, str, Keys]] = {}
+_KEYS_MAX = 20_000
+
+
+def _fold_keys(name: str, memory: Memory) -> Keys:
+    return {"name": frozenset({fold(name.removesuffix(".md")), fold(memory.name)}),
+            "description": frozenset({fold(memory.description)}), "body": frozenset({fold(memory.body)} - {""})}
+
+
+def _keys(name: str, memory: Memory) -> Keys:
+    hit = _KEYS.get(id(memory))
+    if hit is not None and hit[0] is memory and hit[1] == name:
+        return hit[2]
+    keys = _fold_keys(name, memory)
+    if len(_KEYS) >= _KEYS_MAX:
+        _KEYS.clear()
+    _KEYS[id(memory)] = (memory, name, keys)
+    return keys
+
+
 def _near_duplicate(pre: PreState, name: str, memory: Memory) -> str | None:
-    stem = fold(name.removesuffix(".md"))
-    keys = {"name": {stem, fold(memory.name)}, "description": {fold(memory.description)},
-            "body": {fold(memory.body)} - {""}}
+    keys = _fold_keys(name, memory)
     for other, existing in sorted(pre.memories.items()):
         if other == name:
             continue
-        theirs = {"name": {fold(other.removesuffix(".md")), fold(existing.name)},
-                  "description": {fold(existing.description)}, "body": {fold(existing.body)} - {""}}
+        theirs = _keys(other, existing)
         for what, mine in keys.items():
             if mine & theirs[what]:
                 return f"{other} (same {what})"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -52,19 +53,36 @@ class PostState:
     memories: dict[str, Memory]
     operations: list[Operation] = field(default_factory=list)
     mirrored: bool = True
+    # Digests already known for bytes objects, by id (compute_post fills it from the pre-state, whose
+    # unchanged files it shares): those need not be hashed again. Each entry holds its object, so the
+    # id cannot be reused by other bytes meanwhile.
+    known: dict[int, tuple[bytes, str]] = field(default_factory=dict, repr=False, compare=False)
 
     def hash_maps(self) -> HashMaps:
         return {
-            "harness": {n: sha256_bytes(b) for n, b in sorted(self.harness.items())},
-            "public": {n: sha256_bytes(b) for n, b in sorted(self.public.items())},
+            "harness": {n: self.digest(b) for n, b in sorted(self.harness.items())},
+            "public": {n: self.digest(b) for n, b in sorted(self.public.items())},
         }
+
+    def digest(self, data: bytes) -> str:
+        hit = self.known.get(id(data))
+        if hit is not None and hit[0] is data:
+            return hit[1]
+        digest = sha256_bytes(data)
+        self.known[id(data)] = (data, digest)
+        return digest
 
 
 def read_pre(layout: Layout, limits: Limits) -> PreState:
     harness = read_root(layout.harness, limits)
     public = read_root(layout.mirror, limits) if layout.mirror is not None else RootState(layout.project_home)
-    memories = {name: _parsed(name, data, harness.hashes[name]) for name, data in harness.memories().items()}
+    memories = parsed_memories(harness)
     return PreState(harness=harness, public=public, memories=memories, mirrored=layout.mirror is not None)
+
+
+def parsed_memories(state: RootState) -> dict[str, Memory]:
+    """The memory files of a root read with its bytes, parsed (each distinct file once per process)."""
+    return {name: _parsed(name, data, state.hashes[name]) for name, data in state.memories().items()}
 
 
 _PARSED: dict[tuple[str, str], Memory] = {}
@@ -115,11 +133,14 @@ def compute_post(pre: PreState, operations: list[Operation]) -> PostState:
     if pre.mirrored:
         public = {name: data for name, data in files.items() if memories[name].is_safe}
         public[INDEX_NAME] = render_index(memories, mirror=True)
+    known = {id(data): (data, root.hashes[name]) for root in (pre.harness, pre.public)
+             for name, data in root.files.items() if name in root.hashes}
     return PostState(harness=harness, public=public, memories=memories, operations=list(operations),
-                     mirrored=pre.mirrored)
+                     mirrored=pre.mirrored, known=known)
 
 
-def changed_files(pre: RootState, post: dict[str, bytes]) -> list[tuple[str, bytes | None, str | None]]:
+def changed_files(pre: RootState, post: dict[str, bytes],
+                  digest: Callable[[bytes], str] = sha256_bytes) -> list[tuple[str, bytes | None, str | None]]:
     """(name, new bytes or None for delete, pre-hash or None) for every file that differs."""
     out: list[tuple[str, bytes | None, str | None]] = []
     for name in sorted(set(pre.hashes) | set(post)):
@@ -127,6 +148,6 @@ def changed_files(pre: RootState, post: dict[str, bytes]) -> list[tuple[str, byt
         data = post.get(name)
         if data is None:
             out.append((name, None, before))
-        elif before != sha256_bytes(data):
+        elif before != digest(data):
             out.append((name, data, before))
     return out

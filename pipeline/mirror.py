@@ -55,17 +55,43 @@ def refuse_safe_without_mirror(post: PostState) -> None:
 
 def privacy_issues(post: PostState, ruleset: RuleSet) -> Iterator[Issue]:
     for name in sorted(post.public):
-        text = post.public[name].decode("utf-8", errors="replace")
-        hidden = _invisible(text)
-        if hidden:
-            yield Issue("mirror.invisible", f".memory/{name}:{hidden[0]}:{hidden[1]}",
-                        f"{name} line {hidden[0]} holds a control or bidi character that can hide text")
-        for finding in ruleset.scan(text, f".memory/{name}"):
-            yield Issue(
-                f"privacy.{finding.category}",
-                f".memory/{name}:{finding.line}:{finding.column}",
-                f"{name} line {finding.line}: {finding.rule_id} ({finding.description}) {finding.preview}",
-            )
+        yield from _file_issues(name, post.public[name], ruleset)
+
+
+# The scan of one file is a pure function of its name, its bytes and the (immutable) rule set, and a
+# long-lived process (the MCP server) gates the whole mirror on every write: each distinct
+# (name, bytes) is scanned once per rule set. Bytes are compared in full on a hit, not by a hash.
+_SCANNED: dict[tuple[str, bytes], tuple[Issue, ...]] = {}
+_SCANNED_RULES: list[RuleSet] = []
+_SCANNED_MAX_BYTES = 64 << 20
+_scanned_bytes = [0]
+
+
+def _file_issues(name: str, data: bytes, ruleset: RuleSet) -> tuple[Issue, ...]:
+    if not _SCANNED_RULES or _SCANNED_RULES[0] is not ruleset or _scanned_bytes[0] > _SCANNED_MAX_BYTES:
+        _SCANNED.clear()
+        _SCANNED_RULES[:] = [ruleset]
+        _scanned_bytes[0] = 0
+    key = (name, data)
+    issues = _SCANNED.get(key)
+    if issues is None:
+        issues = _SCANNED[key] = tuple(_scan(name, data, ruleset))
+        _scanned_bytes[0] += len(data)
+    return issues
+
+
+def _scan(name: str, data: bytes, ruleset: RuleSet) -> Iterator[Issue]:
+    text = data.decode("utf-8", errors="replace")
+    hidden = _invisible(text)
+    if hidden:
+        yield Issue("mirror.invisible", f".memory/{name}:{hidden[0]}:{hidden[1]}",
+                    f"{name} line {hidden[0]} holds a control or bidi character that can hide text")
+    for finding in ruleset.scan(text, f".memory/{name}"):
+        yield Issue(
+            f"privacy.{finding.category}",
+            f".memory/{name}:{finding.line}:{finding.column}",
+            f"{name} line {finding.line}: {finding.rule_id} ({finding.description}) {finding.preview}",
+        )
 
 
 def privacy_gate(post: PostState, ruleset: RuleSet) -> None:

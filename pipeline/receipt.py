@@ -10,7 +10,7 @@ from typing import Any
 
 from . import __version__
 from .errors import Issue
-from .fsutil import digest_json, read_bounded
+from .fsutil import digest_json, read_bounded, sha256_bytes
 from .resources import load_schema
 
 RECEIPT_KIND = "memory-consolidation-receipt"
@@ -102,7 +102,11 @@ def log_name(seq: int, run_id: str) -> str:
 
 
 def load_receipt(path: Path) -> dict[str, Any]:
-    data = json.loads(read_bounded(path, 256 << 20))
+    return parse_receipt(read_bounded(path, 256 << 20))
+
+
+def parse_receipt(raw: bytes) -> dict[str, Any]:
+    data = json.loads(raw)
     if not isinstance(data, dict):
         raise ValueError("receipt is not a JSON object")
     # Its digest (the next receipt's `previous`) needs RFC 8785 form: an integer past 2**53 or a NaN
@@ -117,7 +121,51 @@ def chain_head(receipts: Path) -> tuple[int, str | None]:
     if not entries:
         return 1, None
     last = entries[-1]
-    return last.seq + 1, receipt_digest(load_receipt(last.path))
+    data = read_bounded(last.path, 256 << 20)
+    key = sha256_bytes(data)
+    digest = _DIGESTS.get(key)
+    if digest is None:
+        digest = receipt_digest(parse_receipt(data))
+        _remember(key, digest)
+    return last.seq + 1, digest
+
+
+# Receipt digests by the sha256 of the file's exact bytes: the head is read back on every commit, and
+# parsing it (a hash map of the whole store, twice) costs more than hashing its bytes.
+_DIGESTS: dict[str, str] = {}
+_DIGESTS_MAX = 1024
+
+
+def _remember(key: str, digest: str) -> None:
+    if len(_DIGESTS) >= _DIGESTS_MAX:
+        _DIGESTS.clear()
+    _DIGESTS[key] = digest
+
+
+def remember_written(receipt: dict[str, Any], data: bytes) -> None:
+    """Record the digest of a receipt about to be written as ``data``, from the value itself.
+
+    Only for values JSON reads back as equal (str keys, lists, no tuples), so the digest is the one a
+    later reader computes from the file.
+    """
+    if _json_native(receipt):
+        _remember(sha256_bytes(data), receipt_digest(receipt))
+
+
+def _json_native(value: Any) -> bool:
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        kind = type(item)
+        if kind is dict:
+            if not all(type(k) is str for k in item):
+                return False
+            stack.extend(item.values())
+        elif kind is list:
+            stack.extend(item)
+        elif not (item is None or kind in (str, int, float, bool)):
+            return False
+    return True
 
 
 def schema_issues(receipt: Any, where: str) -> list[Issue]:

@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-import os
-import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Annotated, Any
 
 from mcp.server.mcpserver import MCPServer
@@ -16,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from ..commit import Services
 from ..cron import DuePolicy
 from ..errors import InputRejected, MemfoldError
-from ..store.memory import Memory, parse_memory
+from ..store.memory import Memory
 from ..store.state import read_root
 
 SERVER_NAME = "memfold"
@@ -102,48 +99,6 @@ def _row(file: str, m: Memory) -> dict[str, Any]:
             "created": m.created, "modified": m.modified, "expires": m.expires}
 
 
-def _signature(root: Path) -> tuple[tuple[str, int, int, int], ...] | None:
-    """Name, mtime, size and inode of every entry: any write (atomic rename or in place) changes it."""
-    try:
-        entries = sorted(os.scandir(root), key=lambda e: e.name)
-    except FileNotFoundError:
-        return None
-    out = []
-    for entry in entries:
-        st = entry.stat(follow_symlinks=False)
-        out.append((entry.name, st.st_mtime_ns, st.st_size, st.st_ino))
-    return tuple(out)
-
-
-@dataclass
-class _ParsedCache:
-    """Read calls skip re-reading an unchanged store; after a change only changed files are parsed.
-
-    Unchanged is judged by each entry's (name, mtime, size, inode); on any difference the store is read
-    again in full through ``read_root``, with all its checks (symlinks, bounds, case collisions).
-    """
-
-    entries: dict[str, tuple[str, Memory]] = field(default_factory=dict)
-    signature: tuple[tuple[str, int, int, int], ...] | None = None
-    lock: threading.Lock = field(default_factory=threading.Lock)
-
-    def memories(self, svc: Services) -> dict[str, Memory]:
-        signature = _signature(svc.layout.harness)
-        with self.lock:
-            if signature is not None and signature == self.signature:
-                return {n: m for n, (_, m) in self.entries.items()}
-        state = read_root(svc.layout.harness, svc.limits)
-        with self.lock:
-            self.signature = signature
-            fresh: dict[str, tuple[str, Memory]] = {}
-            for name, data in state.memories().items():
-                digest = state.hashes[name]
-                hit = self.entries.get(name)
-                fresh[name] = hit if hit and hit[0] == digest else (digest, parse_memory(data, name))
-            self.entries = fresh
-            return {n: m for n, (_, m) in fresh.items()}
-
-
 @dataclass
 class Backend:
     """The tool bodies, free of MCP types: everything loaded once, each call one core function."""
@@ -153,7 +108,6 @@ class Backend:
     workers: Mapping[str, Any]
     due_policy: DuePolicy
     parent_env: Mapping[str, str] = field(default_factory=dict)
-    cache: _ParsedCache = field(default_factory=_ParsedCache)
 
     def edit(self, command: str, build: Callable[..., Any]) -> dict[str, Any]:
         from ..edits import direct_transaction
@@ -180,14 +134,21 @@ class Backend:
 
         return self.edit("forget", forget_ops(normalize_name(name)))
 
+    def memories(self) -> dict[str, Memory]:
+        """The store as it is now. Unchanged files are neither read nor parsed again: ``read_root`` and
+        ``parsed_memories`` keep them by file identity and content hash across calls."""
+        from ..engine import parsed_memories
+
+        return parsed_memories(read_root(self.svc.layout.harness, self.svc.limits))
+
     def list_memories(self) -> dict[str, Any]:
-        memories = self.cache.memories(self.svc)
+        memories = self.memories()
         return {"ok": True, "memories": [_row(n, memories[n]) for n in sorted(memories)]}
 
     def search(self, query: str, limit: int) -> dict[str, Any]:
         from ..store.search import rank
 
-        memories = self.cache.memories(self.svc)
+        memories = self.memories()
         hits = rank(query, memories)[: max(limit, 0)]
         return {"ok": True, "query": query,
                 "results": [{**_row(n, memories[n]), "score": s, "body": memories[n].body} for n, s in hits]}

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import stat
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -79,11 +80,44 @@ def read_root(root: Path, limits: Limits, *, with_bytes: bool = True) -> RootSta
                     hint="consolidate, or raise limits.max_files in the config",
                 )
         limit = limits.max_file_bytes if name != INDEX_NAME else max(limits.index_bytes * 4, 1 << 20)
-        data = read_bounded(root / name, limit)
-        state.hashes[name] = sha256_bytes(data)
+        data, digest = _read(entry.path, st, limit)
+        state.hashes[name] = digest
         if with_bytes:
             state.files[name] = data
     return state
+
+
+# A file changed this recently may change again within one timestamp tick unseen (git's "racy" case):
+# such a file is read again every time until it has settled.
+_SETTLED_NS = 2_000_000_000
+_KNOWN_MAX_BYTES = 64 << 20
+# path -> ((st_dev, st_ino, st_size, st_mtime_ns, st_ctime_ns), bytes, sha256)
+_known: dict[str, tuple[tuple[int, int, int, int, int], bytes, str]] = {}
+_known_bytes = [0]
+
+
+def _read(path: str, st: os.stat_result, limit: int) -> tuple[bytes, str]:
+    """A file's bytes and hash, re-read only when its identity changed since a settled earlier read.
+
+    Any write to a file, in place or by rename, changes its (device, inode, size, mtime, ctime), and a
+    long-lived process (the MCP server) re-reads both roots several times per transaction.
+    """
+    key = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+    hit = _known.get(path)
+    if hit is not None and hit[0] == key and st.st_size <= limit:
+        return hit[1], hit[2]
+    started = time.time_ns()
+    data = read_bounded(Path(path), limit)
+    digest = sha256_bytes(data)
+    if started - max(st.st_mtime_ns, st.st_ctime_ns) > _SETTLED_NS and len(data) == st.st_size:
+        if hit is not None:
+            _known_bytes[0] -= len(hit[1])
+        if _known_bytes[0] + len(data) > _KNOWN_MAX_BYTES:
+            _known.clear()
+            _known_bytes[0] = 0
+        _known[path] = (key, data, digest)
+        _known_bytes[0] += len(data)
+    return data, digest
 
 
 def parse_all(state: RootState) -> dict[str, Memory]:

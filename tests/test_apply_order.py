@@ -1,0 +1,61 @@
+"""Apply's batched fsyncs still keep the order durability needs: staged files and their directory
+entries before the journal, the journal before the first rename, the directories after the last."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from conftest import Env
+
+from pipeline import fsutil
+
+
+def _record(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, str, str]]:
+    events: list[tuple[str, str, str]] = []
+    fsync, rename = fsutil.ops.fsync, fsutil.ops.rename
+
+    def recording_fsync(fd: int) -> None:
+        fsync(fd)
+        events.append(("fsync", os.readlink(f"/proc/self/fd/{fd}"), ""))  # appended once durable
+
+    def recording_rename(src: str, dst: str) -> None:
+        events.append(("rename", src, dst))
+        rename(src, dst)
+
+    monkeypatch.setattr(fsutil.ops, "fsync", recording_fsync)
+    monkeypatch.setattr(fsutil.ops, "rename", recording_rename)
+    return events
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="names descriptors through /proc")
+def test_every_file_and_directory_is_durable_before_the_commit_point_and_after_the_renames(
+    env: Env, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert env.run("add", "project_a", "-d", "alpha fact", "-b", "a").code == 0
+    assert env.run("add", "user_b", "-d", "beta fact", "-t", "user", "--visibility", "safe", "-b", "b").code == 0
+    events = _record(monkeypatch)
+    assert env.run("update", "project_a", "--visibility", "safe", "-b", "a2").code == 0
+    synced = [path for kind, path, _ in events if kind == "fsync"]
+    journal = next(i for i, (kind, _, dst) in enumerate(events) if kind == "rename" and dst.endswith("/journal.json"))
+    run_dir = str(Path(events[journal][2]).parent)
+    before = {path for kind, path, _ in events[:journal] if kind == "fsync"}
+    renames = [(i, src, dst) for i, (kind, src, dst) in enumerate(events)
+               if kind == "rename" and i > journal and not dst.startswith(run_dir + "/journal")]
+    roots = {str(env.harness), str(env.mirror), str(env.project_home / "receipts"), run_dir}
+    assert {str(Path(dst).parent) for _, _, dst in renames} == roots
+    for _, src, dst in renames:
+        assert src in before, f"{src} was not durable before the journal"
+        assert str(Path(src).parent) in before, f"the entry of {src} was not durable before the journal"
+    for name in ("pending", f"runs/{Path(run_dir).name}"):
+        assert str(env.project_home / name) in before
+    for name in ("snapshot.json", "manifest.json", "plan.json", "pre-receipt.json", "backup/harness"):
+        assert f"{run_dir}/{name}" in before
+    first, last = renames[0][0], renames[-1][0]
+    assert run_dir in {path for kind, path, _ in events[journal:first] if kind == "fsync"}
+    after = [path for kind, path, _ in events[last:] if kind == "fsync"]
+    assert roots <= set(after)
+    assert synced.count(str(env.harness)) == 2  # once for the staged entries, once after the renames
+    assert (Path(run_dir) / "journal.json").read_text().count('"done"') == 1
+    assert not (env.project_home / "pending").exists()

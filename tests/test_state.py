@@ -1,0 +1,78 @@
+"""Reading a store root: hashes come from the bytes on disk, whatever the identity cache holds."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from pipeline.store import state
+from pipeline.store.state import Limits, read_root
+
+
+@pytest.fixture
+def trusted(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Trust every read at once: without the settling time, the cache is what answers unchanged files."""
+    monkeypatch.setattr(state, "_SETTLED_NS", -1)
+
+
+def _root(tmp_path: Path, data: bytes) -> Path:
+    root = tmp_path / "root"
+    root.mkdir()
+    (root / "project_a.md").write_bytes(data)
+    return root
+
+
+def _hash(root: Path) -> str:
+    return read_root(root, Limits()).hashes["project_a.md"]
+
+
+def _cross_a_timestamp_tick() -> None:
+    time.sleep(0.03)
+
+
+@pytest.mark.usefixtures("trusted")
+def test_a_file_replaced_by_rename_with_the_same_size_is_read_again(tmp_path: Path) -> None:
+    root = _root(tmp_path, b"first version\n")
+    assert _hash(root) == hashlib.sha256(b"first version\n").hexdigest()
+    assert str(root / "project_a.md") in state._known
+    (tmp_path / "next").write_bytes(b"other version\n")
+    os.replace(tmp_path / "next", root / "project_a.md")
+    assert _hash(root) == hashlib.sha256(b"other version\n").hexdigest()
+
+
+@pytest.mark.usefixtures("trusted")
+def test_a_file_rewritten_in_place_with_its_old_size_and_mtime_is_read_again(tmp_path: Path) -> None:
+    root = _root(tmp_path, b"first version\n")
+    path = root / "project_a.md"
+    before = os.stat(path)
+    assert _hash(root) == hashlib.sha256(b"first version\n").hexdigest()
+    _cross_a_timestamp_tick()
+    with open(path, "r+b") as fh:
+        fh.write(b"FIRST")
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert os.stat(path).st_mtime_ns == before.st_mtime_ns and os.stat(path).st_size == before.st_size
+    assert _hash(root) == hashlib.sha256(b"FIRST version\n").hexdigest()
+    assert read_root(root, Limits()).files["project_a.md"] == b"FIRST version\n"
+
+
+@pytest.mark.usefixtures("trusted")
+def test_a_file_that_grew_in_place_is_read_again_and_still_bounded(tmp_path: Path) -> None:
+    root = _root(tmp_path, b"short\n")
+    assert _hash(root) == hashlib.sha256(b"short\n").hexdigest()
+    with open(root / "project_a.md", "ab") as fh:
+        fh.write(b"x" * 100)
+    assert _hash(root) == hashlib.sha256(b"short\n" + b"x" * 100).hexdigest()
+    from pipeline.errors import InputRejected
+
+    with pytest.raises(InputRejected):
+        read_root(root, Limits(max_file_bytes=50))
+
+
+def test_a_file_written_within_the_settling_time_is_never_served_from_the_cache(tmp_path: Path) -> None:
+    root = _root(tmp_path, b"fresh\n")
+    assert _hash(root) == hashlib.sha256(b"fresh\n").hexdigest()
+    assert str(root / "project_a.md") not in state._known
