@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -31,14 +30,29 @@ PENDING = "pending"
 BACKUP = "backup"
 
 
-@dataclass(frozen=True)
 class Change:
     """One file of the post-state: ``data`` None deletes it. ``root`` is a key of Layout.root or run."""
 
+    __slots__ = ("root", "name", "data", "pre")
     root: str
     name: str
     data: bytes | None
     pre: str | None
+
+    def __init__(self, root: str, name: str, data: bytes | None, pre: str | None) -> None:
+        object.__setattr__(self, "root", root)
+        object.__setattr__(self, "name", name)
+        object.__setattr__(self, "data", data)
+        object.__setattr__(self, "pre", pre)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"Change is immutable; cannot set {name}")
+
+    def __reduce__(self) -> tuple[type[Change], tuple[Any, ...]]:
+        return (Change, (self.root, self.name, self.data, self.pre))
+
+    def __repr__(self) -> str:
+        return f"Change(root={self.root!r}, name={self.name!r}, data={self.data!r}, pre={self.pre!r})"
 
     @property
     def post(self) -> str | None:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -29,15 +28,42 @@ def _roots(layout: Layout) -> tuple[str, ...]:
     return ROOTS if layout.mirror is not None else ("harness", "receipts")
 
 
-@dataclass(frozen=True)
-class Services:
-    """What a transaction needs besides its inputs: paths, bounds, the clock, the privacy rules."""
+_SERVICES = ("layout", "limits", "clock", "ruleset", "keep_runs")
 
+
+class Services:
+    """What a transaction needs besides its inputs: paths, bounds, the clock, the privacy rules (immutable)."""
+
+    __slots__ = _SERVICES
     layout: Layout
     limits: Limits
     clock: Callable[[], dt.datetime]
     ruleset: RuleSet | None
-    keep_runs: int = 50
+    keep_runs: int
+
+    def __init__(self, layout: Layout, limits: Limits, clock: Callable[[], dt.datetime], ruleset: RuleSet | None,
+                 keep_runs: int = 50) -> None:
+        for key, value in zip(_SERVICES, (layout, limits, clock, ruleset, keep_runs)):
+            object.__setattr__(self, key, value)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"Services is immutable; use with_changes({name}=...)")
+
+    def _values(self) -> tuple[Any, ...]:
+        return tuple(getattr(self, key) for key in _SERVICES)
+
+    def __reduce__(self) -> tuple[type[Services], tuple[Any, ...]]:
+        return (Services, self._values())
+
+    def __repr__(self) -> str:
+        inner = ", ".join(f"{key}={getattr(self, key)!r}" for key in _SERVICES)
+        return f"Services({inner})"
+
+    def with_changes(self, **changes: Any) -> Services:
+        unknown = set(changes) - set(_SERVICES)
+        if unknown:
+            raise TypeError(f"Services has no field {sorted(unknown)[0]!r}")
+        return Services(*(changes.get(key, getattr(self, key)) for key in _SERVICES))
 
     def now(self) -> str:
         return stamp(self.clock())
@@ -54,10 +80,13 @@ def run_recovery(svc: Services) -> str | None:
     return recover(layout.project_home, layout.runs, svc.resolver, _roots(layout))
 
 
-@dataclass(frozen=True)
-class RunRecord:
-    """The identity a run is bound to (what manifest, plan and receipts must agree on)."""
+_RUN_RECORD = ("run_id", "scope_digest", "artifact_hash", "selected", "command", "worker", "sandbox")
 
+
+class RunRecord:
+    """The identity a run is bound to (what manifest, plan and receipts must agree on); immutable."""
+
+    __slots__ = _RUN_RECORD
     run_id: str
     scope_digest: str
     artifact_hash: str
@@ -65,6 +94,22 @@ class RunRecord:
     command: str
     worker: dict[str, Any]
     sandbox: dict[str, Any]
+
+    def __init__(self, run_id: str, scope_digest: str, artifact_hash: str, selected: list[str], command: str,
+                 worker: dict[str, Any], sandbox: dict[str, Any]) -> None:
+        values = (run_id, scope_digest, artifact_hash, selected, command, worker, sandbox)
+        for key, value in zip(_RUN_RECORD, values):
+            object.__setattr__(self, key, value)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"RunRecord is immutable; cannot set {name}")
+
+    def __reduce__(self) -> tuple[type[RunRecord], tuple[Any, ...]]:
+        return (RunRecord, tuple(getattr(self, key) for key in _RUN_RECORD))
+
+    def __repr__(self) -> str:
+        inner = ", ".join(f"{key}={getattr(self, key)!r}" for key in _RUN_RECORD)
+        return f"RunRecord({inner})"
 
 
 def gate(svc: Services, pre: PreState, post: PostState) -> None:

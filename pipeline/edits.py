@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 from .commit import RunRecord, Services, commit_run, gate, run_recovery
@@ -22,13 +21,27 @@ EDIT_PLAN_KIND = "memory-edit-plan"
 _TRAILING = re.compile(r"[\s.,;:!?]+$")
 
 
-@dataclass
 class TxResult:
+    """What a direct edit did: its run, operation summaries, receipt and warnings."""
+
+    __slots__ = ("run_id", "command", "operations", "receipt", "warnings")
     run_id: str | None
     command: str
-    operations: list[dict[str, Any]] = field(default_factory=list)
-    receipt: str | None = None
-    warnings: list[str] = field(default_factory=list)
+    operations: list[dict[str, Any]]
+    receipt: str | None
+    warnings: list[str]
+
+    def __init__(self, run_id: str | None, command: str, operations: list[dict[str, Any]] | None = None,
+                 receipt: str | None = None, warnings: list[str] | None = None) -> None:
+        self.run_id = run_id
+        self.command = command
+        self.operations = [] if operations is None else operations
+        self.receipt = receipt
+        self.warnings = [] if warnings is None else warnings
+
+    def __repr__(self) -> str:
+        return (f"TxResult(run_id={self.run_id!r}, command={self.command!r}, operations={self.operations!r}, "
+                f"receipt={self.receipt!r}, warnings={self.warnings!r})")
 
     def as_dict(self) -> dict[str, Any]:
         return {"ok": True, "command": self.command, "runId": self.run_id, "operations": self.operations,
@@ -99,13 +112,33 @@ def _direct_transaction(
     return TxResult(run_id, command, [op.summary() for op in operations], str(log_path), warnings)
 
 
-@dataclass(frozen=True)
 class MemoryInput:
-    description: str | None = None
-    type: str | None = None
-    visibility: str | None = None
-    body: str | None = None
-    expires: str | None = None
+    """The fields a user gave for add or update; None means not given (immutable)."""
+
+    __slots__ = ("description", "type", "visibility", "body", "expires")
+    description: str | None
+    type: str | None
+    visibility: str | None
+    body: str | None
+    expires: str | None
+
+    def __init__(self, description: str | None = None, type: str | None = None,  # noqa: A002
+                 visibility: str | None = None, body: str | None = None, expires: str | None = None) -> None:
+        object.__setattr__(self, "description", description)
+        object.__setattr__(self, "type", type)
+        object.__setattr__(self, "visibility", visibility)
+        object.__setattr__(self, "body", body)
+        object.__setattr__(self, "expires", expires)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"MemoryInput is immutable; cannot set {name}")
+
+    def __reduce__(self) -> tuple[Callable[..., MemoryInput], tuple[str | None, ...]]:  # ``type`` is a field
+        return (MemoryInput, (self.description, self.type, self.visibility, self.body, self.expires))
+
+    def __repr__(self) -> str:
+        return (f"MemoryInput(description={self.description!r}, type={self.type!r}, "
+                f"visibility={self.visibility!r}, body={self.body!r}, expires={self.expires!r})")
 
 
 def _check_choice(value: str | None, choices: tuple[str, ...], what: str) -> None:

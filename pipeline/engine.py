@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 from .errors import InputRejected
@@ -17,14 +16,40 @@ from .store.state import Limits, RootState, read_root
 KINDS = ("create", "rewrite", "delete")
 
 
-@dataclass(frozen=True)
 class Operation:
-    """One memory-level change. ``content`` is the whole new file for create and rewrite."""
+    """One memory-level change. ``content`` is the whole new file for create and rewrite (immutable)."""
 
+    __slots__ = ("name", "kind", "classification", "content")
     name: str
     kind: str
-    classification: str | None = None
-    content: bytes | None = None
+    classification: str | None
+    content: bytes | None
+
+    def __init__(self, name: str, kind: str, classification: str | None = None,
+                 content: bytes | None = None) -> None:
+        object.__setattr__(self, "name", name)
+        object.__setattr__(self, "kind", kind)
+        object.__setattr__(self, "classification", classification)
+        object.__setattr__(self, "content", content)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"Operation is immutable; cannot set {name}")
+
+    def _key(self) -> tuple[str, str, str | None, bytes | None]:
+        return (self.name, self.kind, self.classification, self.content)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Operation) and self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __reduce__(self) -> tuple[type[Operation], tuple[str, str, str | None, bytes | None]]:
+        return (Operation, self._key())
+
+    def __repr__(self) -> str:
+        return (f"Operation(name={self.name!r}, kind={self.kind!r}, classification={self.classification!r}, "
+                f"content={self.content!r})")
 
     def summary(self) -> dict[str, Any]:
         return {
@@ -35,28 +60,57 @@ class Operation:
         }
 
 
-@dataclass
 class PreState:
+    """Both roots as read under the lock, and the parsed private memories."""
+
+    __slots__ = ("harness", "public", "memories", "mirrored")
     harness: RootState
     public: RootState
     memories: dict[str, Memory]
-    mirrored: bool = True
+    mirrored: bool
+
+    def __init__(self, harness: RootState, public: RootState, memories: dict[str, Memory],
+                 mirrored: bool = True) -> None:
+        self.harness = harness
+        self.public = public
+        self.memories = memories
+        self.mirrored = mirrored
+
+    def __repr__(self) -> str:
+        return (f"PreState(harness={self.harness!r}, public={self.public!r}, memories={self.memories!r}, "
+                f"mirrored={self.mirrored!r})")
 
     def hash_maps(self) -> HashMaps:
         return {"harness": dict(self.harness.hashes), "public": dict(self.public.hashes)}
 
 
-@dataclass
 class PostState:
+    """Both roots' files after the operations, and the resulting private memories."""
+
+    __slots__ = ("harness", "public", "memories", "operations", "mirrored", "known")
     harness: dict[str, bytes]
     public: dict[str, bytes]
     memories: dict[str, Memory]
-    operations: list[Operation] = field(default_factory=list)
-    mirrored: bool = True
+    operations: list[Operation]
+    mirrored: bool
     # Digests already known for bytes objects, by id (compute_post fills it from the pre-state, whose
     # unchanged files it shares): those need not be hashed again. Each entry holds its object, so the
     # id cannot be reused by other bytes meanwhile.
-    known: dict[int, tuple[bytes, str]] = field(default_factory=dict, repr=False, compare=False)
+    known: dict[int, tuple[bytes, str]]
+
+    def __init__(self, harness: dict[str, bytes], public: dict[str, bytes], memories: dict[str, Memory],
+                 operations: list[Operation] | None = None, mirrored: bool = True,
+                 known: dict[int, tuple[bytes, str]] | None = None) -> None:
+        self.harness = harness
+        self.public = public
+        self.memories = memories
+        self.operations = [] if operations is None else operations
+        self.mirrored = mirrored
+        self.known = {} if known is None else known
+
+    def __repr__(self) -> str:
+        return (f"PostState(harness={self.harness!r}, public={self.public!r}, memories={self.memories!r}, "
+                f"operations={self.operations!r}, mirrored={self.mirrored!r})")
 
     def hash_maps(self) -> HashMaps:
         return {

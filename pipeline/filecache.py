@@ -57,12 +57,15 @@ def save(cache: str, key: Any, value: Any, sources: list[Identity | None]) -> No
         return
     from .fsutil import atomic_write
 
+    folder = os.path.dirname(cache)
+    if os.path.islink(folder) or os.path.islink(os.path.dirname(folder)):
+        return  # never write through a symlinked home or cache directory
     try:
         payload = json.dumps({"key": key, "value": value}, sort_keys=True, ensure_ascii=False)
         if json.loads(payload)["value"] != value:
             return  # tuples, or values JSON reads back differently: recomputed next time
         try:
-            os.mkdir(os.path.dirname(cache), 0o700)
+            os.mkdir(folder, 0o700)
         except FileExistsError:
             pass
         atomic_write(cache, payload.encode("utf-8"), durable=False)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -74,11 +73,27 @@ def receipt_digest(receipt: dict[str, Any]) -> str:
     return digest_json(receipt)
 
 
-@dataclass(frozen=True)
 class LogEntry:
+    """One receipt file of the log (immutable)."""
+
+    __slots__ = ("seq", "run_id", "path")
     seq: int
     run_id: str
     path: Path
+
+    def __init__(self, seq: int, run_id: str, path: Path) -> None:
+        object.__setattr__(self, "seq", seq)
+        object.__setattr__(self, "run_id", run_id)
+        object.__setattr__(self, "path", path)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"LogEntry is immutable; cannot set {name}")
+
+    def __reduce__(self) -> tuple[type[LogEntry], tuple[int, str, Path]]:
+        return (LogEntry, (self.seq, self.run_id, self.path))
+
+    def __repr__(self) -> str:
+        return f"LogEntry(seq={self.seq!r}, run_id={self.run_id!r}, path={self.path!r})"
 
 
 def log_entries(receipts: Path) -> list[LogEntry]:

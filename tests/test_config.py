@@ -120,3 +120,13 @@ def test_sections_are_read_only_copies(tmp_path: Path) -> None:
         privacy.rules = []
     with pytest.raises(AttributeError):
         _ = cfg.lock.timeout_seconds
+
+
+def test_no_cache_is_written_through_a_symlinked_home(tmp_path: Path) -> None:
+    real = tmp_path / "real"
+    real.mkdir()
+    (tmp_path / "home").symlink_to(real)
+    (real / "config.yaml").write_text("lock: {timeout: 4}\n")
+    _settle(real / "config.yaml")
+    assert load_config(tmp_path / "home" / "config.yaml").lock.timeout == 4
+    assert not (real / "cache").exists()

@@ -107,3 +107,28 @@ def test_add_list_and_search_import_no_heavy_library(env: Env, with_config: bool
                           env={**os.environ, "PYTHONPATH": str(REPO)})
     assert "HEAVY [] CODES [0, 0, 0]" in proc.stderr, proc.stderr
     assert (env.harness / "project_q.md").read_text().startswith("---\nname: project_q\n")
+
+
+# Both cost ~40 ms of a `memfold add` (dataclasses imports inspect, ast, dis and tokenize, and each
+# @dataclass generates code at import): the write path's value types are plain classes.
+CODEGEN = ("dataclasses", "inspect")
+
+
+def test_the_write_and_read_commands_import_neither_dataclasses_nor_inspect(env: Env) -> None:
+    assert env.run("init").code == 0
+    assert env.run("add", "project_warm", "-d", "warms the caches").code == 0
+    code = (
+        "import sys\nfrom pipeline.cli import main\n"
+        f"args = ['--home', {str(env.home)!r}, '--project', {str(env.project)!r}]\n"
+        "codes = [main(args + ['add', 'project_q', '-d', 'quick path fact', '-b', 'body']),\n"
+        "         main(args + ['update', 'project_q', '--body', 'new body']),\n"
+        "         main(args + ['list', '--json']), main(args + ['search', 'quick']),\n"
+        "         main(args + ['forget', 'project_warm']), main(args + ['--global', 'add', 'user_q', '-d', 'g'])]\n"
+        f"loaded = sorted(m for m in {CODEGEN!r} if m in sys.modules)\n"
+        "print('LOADED', loaded, 'CODES', codes, file=sys.stderr)\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert "LOADED [] CODES [0, 0, 0, 0, 0, 0]" in proc.stderr, proc.stderr
+    assert (env.harness / "project_q.md").read_text().endswith("new body\n")
+    assert not (env.harness / "project_warm.md").exists()

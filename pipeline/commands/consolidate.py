@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import sys
@@ -98,7 +97,7 @@ def _unattended(request: Any, all_projects: bool, if_due: bool, skip_if_locked: 
         return run(svc, request)  # type: ignore[no-any-return]
 
     if all_projects:
-        lines = visit_all(home_dir(), lambda lay: dataclasses.replace(base, layout=lay), one, policy=policy,
+        lines = visit_all(home_dir(), lambda lay: base.with_changes(layout=lay), one, policy=policy,
                           skip_if_locked=skip_if_locked, now=clock(), log=_cron_log)
     else:
         lines = iter([consolidate_one(base, one, policy=policy, skip_if_locked=skip_if_locked, now=clock(),

@@ -9,21 +9,36 @@ import datetime as dt
 import json
 import os
 import sys
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..errors import MemfoldError
 
 
-@dataclass
 class Globals:
-    project: Path | None = None
-    home: Path | None = None
-    json: bool = False
-    global_scope: bool = False
-    warnings: list[str] = field(default_factory=list)
-    loaded: tuple[Path, Any] | None = None  # the config read once per invocation
+    """Options before the command, and what one invocation caches (a plain class: no dataclasses import)."""
+
+    __slots__ = ("project", "home", "json", "global_scope", "warnings", "loaded")
+    project: Path | None
+    home: Path | None
+    json: bool
+    global_scope: bool
+    warnings: list[str]
+    loaded: tuple[Path, Any] | None  # the config read once per invocation
+
+    def __init__(self, project: Path | None = None, home: Path | None = None, json: bool = False,
+                 global_scope: bool = False, warnings: list[str] | None = None,
+                 loaded: tuple[Path, Any] | None = None) -> None:
+        self.project = project
+        self.home = home
+        self.json = json
+        self.global_scope = global_scope
+        self.warnings = [] if warnings is None else warnings
+        self.loaded = loaded
+
+    def __repr__(self) -> str:
+        inner = ", ".join(f"{key}={getattr(self, key)!r}" for key in self.__slots__)
+        return f"Globals({inner})"
 
 
 STATE = Globals()
@@ -77,6 +92,7 @@ def services(*, privacy: bool = True) -> Any:
     """Collaborators for a core call; read-only commands skip loading the privacy rules."""
     from ..commit import Services
 
+    where = layout()  # refuses a symlinked home before the caches below are written into it
     cfg = config()
     ruleset = None
     if privacy:
@@ -84,7 +100,7 @@ def services(*, privacy: bool = True) -> Any:
 
         ruleset = load_ruleset(cfg.privacy.rules or None, cfg.privacy.allowlist or None,
                                cache_home=str(home_dir()))
-    return Services(layout=layout(), limits=cfg.store_limits(), clock=clock, ruleset=ruleset,
+    return Services(layout=where, limits=cfg.store_limits(), clock=clock, ruleset=ruleset,
                     keep_runs=cfg.runs.keep)
 
 

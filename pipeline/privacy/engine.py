@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from bisect import bisect_right
-from dataclasses import dataclass
 from typing import Any
 
 from .model import Finding, Rule, redact
@@ -13,12 +12,26 @@ from .model import Finding, Rule, redact
 MAX_HITS_PER_RULE = 1000
 
 
-@dataclass(frozen=True)
 class _Hit:
+    """One unallowed match of one rule, by byte span (immutable)."""
+
+    __slots__ = ("rule", "start", "end", "preview")
     rule: Rule
     start: int
     end: int
     preview: str
+
+    def __init__(self, rule: Rule, start: int, end: int, preview: str) -> None:
+        object.__setattr__(self, "rule", rule)
+        object.__setattr__(self, "start", start)
+        object.__setattr__(self, "end", end)
+        object.__setattr__(self, "preview", preview)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"_Hit is immutable; cannot set {name}")
+
+    def __repr__(self) -> str:
+        return f"_Hit(rule={self.rule.id!r}, start={self.start!r}, end={self.end!r}, preview={self.preview!r})"
 
 
 class _Positions:

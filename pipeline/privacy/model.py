@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
 from .checks import Check
@@ -11,28 +10,56 @@ CATEGORIES = ("credential", "pii", "path")
 MAX_PREVIEW_PREFIX = 4
 
 
-@dataclass(frozen=True)
-class Rule:
-    """One compiled rule. ``pattern`` and ``allowlist`` hold RE2 objects, compiled once."""
+_RULE = ("id", "category", "description", "source", "pattern", "keywords", "check", "check_params",
+         "secret_group", "allowlist", "preview_prefix", "fallback")
+_RULE_REPR = ("id", "category", "description", "source", "keywords", "check_params", "secret_group",
+              "preview_prefix", "fallback")  # the compiled patterns and the check function are left out
 
+
+class Rule:
+    """One compiled rule. ``pattern`` and ``allowlist`` hold RE2 objects, compiled once (immutable)."""
+
+    __slots__ = _RULE
     id: str
     category: str
     description: str
     source: str
-    pattern: Any = field(repr=False, compare=False)
-    keywords: tuple[str, ...] = ()
-    check: Check | None = field(default=None, repr=False, compare=False)
-    check_params: dict[str, float] = field(default_factory=dict, compare=False)
-    secret_group: int = 0
-    allowlist: Any = field(default=None, repr=False, compare=False)
-    preview_prefix: int = 0
-    fallback: bool = False
+    pattern: Any
+    keywords: tuple[str, ...]
+    check: Check | None
+    check_params: dict[str, float]
+    secret_group: int
+    allowlist: Any
+    preview_prefix: int
+    fallback: bool
+
+    def __init__(self, id: str, category: str, description: str, source: str, pattern: Any,  # noqa: A002
+                 keywords: tuple[str, ...] = (), check: Check | None = None,
+                 check_params: dict[str, float] | None = None, secret_group: int = 0, allowlist: Any = None,
+                 preview_prefix: int = 0, fallback: bool = False) -> None:
+        values = (id, category, description, source, pattern, keywords, check,
+                  {} if check_params is None else check_params, secret_group, allowlist, preview_prefix, fallback)
+        for key, value in zip(_RULE, values):
+            object.__setattr__(self, key, value)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"Rule is immutable; cannot set {name}")
+
+    def __reduce__(self) -> tuple[type[Rule], tuple[Any, ...]]:
+        return (Rule, tuple(getattr(self, key) for key in _RULE))
+
+    def __repr__(self) -> str:
+        inner = ", ".join(f"{key}={getattr(self, key)!r}" for key in _RULE_REPR)
+        return f"Rule({inner})"
 
 
-@dataclass(frozen=True)
+_FINDING = ("rule_id", "category", "description", "file", "line", "column", "preview")
+
+
 class Finding:
-    """Where a rule fired. Carries a redacted preview only, never the matched value."""
+    """Where a rule fired. Carries a redacted preview only, never the matched value (immutable)."""
 
+    __slots__ = _FINDING
     rule_id: str
     category: str
     description: str
@@ -40,6 +67,21 @@ class Finding:
     line: int
     column: int
     preview: str
+
+    def __init__(self, rule_id: str, category: str, description: str, file: str, line: int, column: int,
+                 preview: str) -> None:
+        for key, value in zip(_FINDING, (rule_id, category, description, file, line, column, preview)):
+            object.__setattr__(self, key, value)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"Finding is immutable; cannot set {name}")
+
+    def __reduce__(self) -> tuple[type[Finding], tuple[Any, ...]]:
+        return (Finding, tuple(getattr(self, key) for key in _FINDING))
+
+    def __repr__(self) -> str:
+        inner = ", ".join(f"{key}={getattr(self, key)!r}" for key in _FINDING)
+        return f"Finding({inner})"
 
     def as_dict(self) -> dict[str, object]:
         return {

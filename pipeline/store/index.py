@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from .memory import Memory
 from .state import Limits
 
@@ -37,12 +35,30 @@ def render_index(memories: dict[str, Memory], *, mirror: bool) -> bytes:
     return text.encode("utf-8")
 
 
-@dataclass(frozen=True)
 class Capacity:
+    """How full an index is, against its limits (immutable)."""
+
+    __slots__ = ("lines", "bytes", "max_lines", "max_bytes")
     lines: int
     bytes: int
     max_lines: int
     max_bytes: int
+
+    def __init__(self, lines: int, bytes: int, max_lines: int, max_bytes: int) -> None:  # noqa: A002
+        object.__setattr__(self, "lines", lines)
+        object.__setattr__(self, "bytes", bytes)
+        object.__setattr__(self, "max_lines", max_lines)
+        object.__setattr__(self, "max_bytes", max_bytes)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"Capacity is immutable; cannot set {name}")
+
+    def __reduce__(self) -> tuple[type[Capacity], tuple[int, int, int, int]]:
+        return (Capacity, (self.lines, self.bytes, self.max_lines, self.max_bytes))
+
+    def __repr__(self) -> str:
+        return (f"Capacity(lines={self.lines!r}, bytes={self.bytes!r}, max_lines={self.max_lines!r}, "
+                f"max_bytes={self.max_bytes!r})")
 
     @property
     def over(self) -> bool:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import stat
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import InputRejected, UnsafePath
@@ -13,23 +12,54 @@ from ..fsutil import TEMP_PREFIX, read_bounded, sha256_bytes
 from .memory import INDEX_NAME, Memory, is_memory_name, parse_memory
 
 
-@dataclass(frozen=True)
 class Limits:
-    max_file_bytes: int = 64 * 1024
-    max_files: int = 4096
-    index_lines: int = 200
-    index_bytes: int = 25_600
+    """Bounds of one store (immutable)."""
+
+    __slots__ = ("max_file_bytes", "max_files", "index_lines", "index_bytes")
+    max_file_bytes: int
+    max_files: int
+    index_lines: int
+    index_bytes: int
+
+    def __init__(self, max_file_bytes: int = 64 * 1024, max_files: int = 4096, index_lines: int = 200,
+                 index_bytes: int = 25_600) -> None:
+        object.__setattr__(self, "max_file_bytes", max_file_bytes)
+        object.__setattr__(self, "max_files", max_files)
+        object.__setattr__(self, "index_lines", index_lines)
+        object.__setattr__(self, "index_bytes", index_bytes)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"Limits is immutable; cannot set {name}")
+
+    def __reduce__(self) -> tuple[type[Limits], tuple[int, int, int, int]]:
+        return (Limits, (self.max_file_bytes, self.max_files, self.index_lines, self.index_bytes))
+
+    def __repr__(self) -> str:
+        return (f"Limits(max_file_bytes={self.max_file_bytes!r}, max_files={self.max_files!r}, "
+                f"index_lines={self.index_lines!r}, index_bytes={self.index_bytes!r})")
 
 
-@dataclass
 class RootState:
     """The files of one root as read now. ``files`` holds memory files and the index."""
 
+    __slots__ = ("path", "files", "hashes", "ignored", "temps")
     path: Path
-    files: dict[str, bytes] = field(default_factory=dict)
-    hashes: dict[str, str] = field(default_factory=dict)
-    ignored: list[str] = field(default_factory=list)
-    temps: list[str] = field(default_factory=list)
+    files: dict[str, bytes]
+    hashes: dict[str, str]
+    ignored: list[str]
+    temps: list[str]
+
+    def __init__(self, path: Path, files: dict[str, bytes] | None = None, hashes: dict[str, str] | None = None,
+                 ignored: list[str] | None = None, temps: list[str] | None = None) -> None:
+        self.path = path
+        self.files = {} if files is None else files
+        self.hashes = {} if hashes is None else hashes
+        self.ignored = [] if ignored is None else ignored
+        self.temps = [] if temps is None else temps
+
+    def __repr__(self) -> str:
+        return (f"RootState(path={self.path!r}, files={self.files!r}, hashes={self.hashes!r}, "
+                f"ignored={self.ignored!r}, temps={self.temps!r})")
 
     def memories(self) -> dict[str, bytes]:
         return {n: b for n, b in self.files.items() if n != INDEX_NAME}
