@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import ApplyFailed, RecoveryNeeded
+from .frozen import Frozen
 from .fsutil import (
     TEMP_PREFIX,
     atomic_write,
@@ -30,7 +31,7 @@ PENDING = "pending"
 BACKUP = "backup"
 
 
-class Change:
+class Change(Frozen):
     """One file of the post-state: ``data`` None deletes it. ``root`` is a key of Layout.root or run."""
 
     __slots__ = ("root", "name", "data", "pre")
@@ -40,19 +41,7 @@ class Change:
     pre: str | None
 
     def __init__(self, root: str, name: str, data: bytes | None, pre: str | None) -> None:
-        object.__setattr__(self, "root", root)
-        object.__setattr__(self, "name", name)
-        object.__setattr__(self, "data", data)
-        object.__setattr__(self, "pre", pre)
-
-    def __setattr__(self, name: str, value: object) -> None:
-        raise AttributeError(f"Change is immutable; cannot set {name}")
-
-    def __reduce__(self) -> tuple[type[Change], tuple[Any, ...]]:
-        return (Change, (self.root, self.name, self.data, self.pre))
-
-    def __repr__(self) -> str:
-        return f"Change(root={self.root!r}, name={self.name!r}, data={self.data!r}, pre={self.pre!r})"
+        self._set(root=root, name=name, data=data, pre=pre)
 
     @property
     def post(self) -> str | None:

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from .apply import Change, RootResolver, apply_changes, recover
 from .engine import PostState, PreState, changed_files, current_hashes
 from .errors import VerifyFailed
+from .frozen import Frozen
 from .fsutil import dump_json, sha256_bytes
 from .mirror import privacy_gate, refuse_drift, refuse_safe_without_mirror, verify_post
 from .paths import Layout
@@ -28,13 +29,10 @@ def _roots(layout: Layout) -> tuple[str, ...]:
     return ROOTS if layout.mirror is not None else ("harness", "receipts")
 
 
-_SERVICES = ("layout", "limits", "clock", "ruleset", "keep_runs")
-
-
-class Services:
+class Services(Frozen):
     """What a transaction needs besides its inputs: paths, bounds, the clock, the privacy rules (immutable)."""
 
-    __slots__ = _SERVICES
+    __slots__ = ("layout", "limits", "clock", "ruleset", "keep_runs")
     layout: Layout
     limits: Limits
     clock: Callable[[], dt.datetime]
@@ -43,27 +41,7 @@ class Services:
 
     def __init__(self, layout: Layout, limits: Limits, clock: Callable[[], dt.datetime], ruleset: RuleSet | None,
                  keep_runs: int = 50) -> None:
-        for key, value in zip(_SERVICES, (layout, limits, clock, ruleset, keep_runs)):
-            object.__setattr__(self, key, value)
-
-    def __setattr__(self, name: str, value: object) -> None:
-        raise AttributeError(f"Services is immutable; use with_changes({name}=...)")
-
-    def _values(self) -> tuple[Any, ...]:
-        return tuple(getattr(self, key) for key in _SERVICES)
-
-    def __reduce__(self) -> tuple[type[Services], tuple[Any, ...]]:
-        return (Services, self._values())
-
-    def __repr__(self) -> str:
-        inner = ", ".join(f"{key}={getattr(self, key)!r}" for key in _SERVICES)
-        return f"Services({inner})"
-
-    def with_changes(self, **changes: Any) -> Services:
-        unknown = set(changes) - set(_SERVICES)
-        if unknown:
-            raise TypeError(f"Services has no field {sorted(unknown)[0]!r}")
-        return Services(*(changes.get(key, getattr(self, key)) for key in _SERVICES))
+        self._set(layout=layout, limits=limits, clock=clock, ruleset=ruleset, keep_runs=keep_runs)
 
     def now(self) -> str:
         return stamp(self.clock())
@@ -80,13 +58,10 @@ def run_recovery(svc: Services) -> str | None:
     return recover(layout.project_home, layout.runs, svc.resolver, _roots(layout))
 
 
-_RUN_RECORD = ("run_id", "scope_digest", "artifact_hash", "selected", "command", "worker", "sandbox")
-
-
-class RunRecord:
+class RunRecord(Frozen):
     """The identity a run is bound to (what manifest, plan and receipts must agree on); immutable."""
 
-    __slots__ = _RUN_RECORD
+    __slots__ = ("run_id", "scope_digest", "artifact_hash", "selected", "command", "worker", "sandbox")
     run_id: str
     scope_digest: str
     artifact_hash: str
@@ -97,19 +72,8 @@ class RunRecord:
 
     def __init__(self, run_id: str, scope_digest: str, artifact_hash: str, selected: list[str], command: str,
                  worker: dict[str, Any], sandbox: dict[str, Any]) -> None:
-        values = (run_id, scope_digest, artifact_hash, selected, command, worker, sandbox)
-        for key, value in zip(_RUN_RECORD, values):
-            object.__setattr__(self, key, value)
-
-    def __setattr__(self, name: str, value: object) -> None:
-        raise AttributeError(f"RunRecord is immutable; cannot set {name}")
-
-    def __reduce__(self) -> tuple[type[RunRecord], tuple[Any, ...]]:
-        return (RunRecord, tuple(getattr(self, key) for key in _RUN_RECORD))
-
-    def __repr__(self) -> str:
-        inner = ", ".join(f"{key}={getattr(self, key)!r}" for key in _RUN_RECORD)
-        return f"RunRecord({inner})"
+        self._set(run_id=run_id, scope_digest=scope_digest, artifact_hash=artifact_hash, selected=selected,
+                  command=command, worker=worker, sandbox=sandbox)
 
 
 def gate(svc: Services, pre: PreState, post: PostState) -> None:

@@ -9,6 +9,7 @@ from typing import Any
 from .commit import RunRecord, Services, commit_run, gate, run_recovery
 from .engine import Operation, PreState, compute_post, read_pre
 from .errors import ApplyFailed, InputRejected, StaleState
+from .frozen import Frozen
 from .fsutil import digest_json, dump_json, sha256_bytes
 from .lock import project_lock
 from .paths import ensure_layout
@@ -112,7 +113,7 @@ def _direct_transaction(
     return TxResult(run_id, command, [op.summary() for op in operations], str(log_path), warnings)
 
 
-class MemoryInput:
+class MemoryInput(Frozen):
     """The fields a user gave for add or update; None means not given (immutable)."""
 
     __slots__ = ("description", "type", "visibility", "body", "expires")
@@ -124,21 +125,7 @@ class MemoryInput:
 
     def __init__(self, description: str | None = None, type: str | None = None,  # noqa: A002
                  visibility: str | None = None, body: str | None = None, expires: str | None = None) -> None:
-        object.__setattr__(self, "description", description)
-        object.__setattr__(self, "type", type)
-        object.__setattr__(self, "visibility", visibility)
-        object.__setattr__(self, "body", body)
-        object.__setattr__(self, "expires", expires)
-
-    def __setattr__(self, name: str, value: object) -> None:
-        raise AttributeError(f"MemoryInput is immutable; cannot set {name}")
-
-    def __reduce__(self) -> tuple[Callable[..., MemoryInput], tuple[str | None, ...]]:  # ``type`` is a field
-        return (MemoryInput, (self.description, self.type, self.visibility, self.body, self.expires))
-
-    def __repr__(self) -> str:
-        return (f"MemoryInput(description={self.description!r}, type={self.type!r}, "
-                f"visibility={self.visibility!r}, body={self.body!r}, expires={self.expires!r})")
+        self._set(description=description, type=type, visibility=visibility, body=body, expires=expires)
 
 
 def _check_choice(value: str | None, choices: tuple[str, ...], what: str) -> None:

@@ -6,6 +6,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .errors import InputRejected
+from .frozen import FrozenValue
 from .fsutil import sha256_bytes
 from .paths import Layout
 from .receipt import HashMaps
@@ -16,7 +17,7 @@ from .store.state import Limits, RootState, read_root
 KINDS = ("create", "rewrite", "delete")
 
 
-class Operation:
+class Operation(FrozenValue):
     """One memory-level change. ``content`` is the whole new file for create and rewrite (immutable)."""
 
     __slots__ = ("name", "kind", "classification", "content")
@@ -27,29 +28,7 @@ class Operation:
 
     def __init__(self, name: str, kind: str, classification: str | None = None,
                  content: bytes | None = None) -> None:
-        object.__setattr__(self, "name", name)
-        object.__setattr__(self, "kind", kind)
-        object.__setattr__(self, "classification", classification)
-        object.__setattr__(self, "content", content)
-
-    def __setattr__(self, name: str, value: object) -> None:
-        raise AttributeError(f"Operation is immutable; cannot set {name}")
-
-    def _key(self) -> tuple[str, str, str | None, bytes | None]:
-        return (self.name, self.kind, self.classification, self.content)
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, Operation) and self._key() == other._key()
-
-    def __hash__(self) -> int:
-        return hash(self._key())
-
-    def __reduce__(self) -> tuple[type[Operation], tuple[str, str, str | None, bytes | None]]:
-        return (Operation, self._key())
-
-    def __repr__(self) -> str:
-        return (f"Operation(name={self.name!r}, kind={self.kind!r}, classification={self.classification!r}, "
-                f"content={self.content!r})")
+        self._set(name=name, kind=kind, classification=classification, content=content)
 
     def summary(self) -> dict[str, Any]:
         return {

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from .frozen import FrozenValue
+
 # The per-prompt path imports this module: no dataclasses (which pulls in inspect) and no typing here.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -9,7 +11,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 
-class Issue:
+class Issue(FrozenValue):
     """One problem found by a validator: a stable code, a JSON path and a message (immutable)."""
 
     __slots__ = ("code", "path", "message")
@@ -18,27 +20,7 @@ class Issue:
     message: str
 
     def __init__(self, code: str, path: str, message: str) -> None:
-        object.__setattr__(self, "code", code)
-        object.__setattr__(self, "path", path)
-        object.__setattr__(self, "message", message)
-
-    def __setattr__(self, name: str, value: object) -> None:
-        raise AttributeError(f"Issue is immutable; cannot set {name}")
-
-    def _key(self) -> tuple[str, str, str]:
-        return (self.code, self.path, self.message)
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, Issue) and self._key() == other._key()
-
-    def __hash__(self) -> int:
-        return hash(self._key())
-
-    def __reduce__(self) -> tuple[type[Issue], tuple[str, str, str]]:
-        return (Issue, self._key())  # pickle and copy without __setattr__
-
-    def __repr__(self) -> str:
-        return f"Issue(code={self.code!r}, path={self.path!r}, message={self.message!r})"
+        self._set(code=code, path=path, message=message)
 
     def as_dict(self) -> dict[str, str]:
         return {"code": self.code, "path": self.path, "message": self.message}

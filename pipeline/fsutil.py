@@ -154,7 +154,7 @@ def _indented(value: Any, newline: str, out: list[str]) -> None:
         raise _Unplain
 
 
-def read_bounded(path: Path, limit: int | None = None) -> bytes:
+def read_bounded(path: Path | str, limit: int | None = None) -> bytes:
     """Read a regular file without following a final symlink, refusing more than ``limit`` bytes."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from . import locate
 from .errors import UnsafePath
+from .frozen import Frozen
 from .fsutil import atomic_write, dump_json, ensure_dir, refuse_symlinks
 
 MIRROR_DIR = locate.MIRROR_DIR
@@ -25,7 +26,7 @@ def scope_key(root: Path) -> str:
     return locate.scope_key(str(root))
 
 
-class Layout:
+class Layout(Frozen):
     """Paths of one scope: a project (private store + mirror) or the user-wide global store (no mirror)."""
 
     __slots__ = ("home", "project_root", "scope_key", "is_global")
@@ -35,20 +36,7 @@ class Layout:
     is_global: bool
 
     def __init__(self, home: Path, project_root: Path, scope_key: str, is_global: bool = False) -> None:
-        object.__setattr__(self, "home", home)
-        object.__setattr__(self, "project_root", project_root)
-        object.__setattr__(self, "scope_key", scope_key)
-        object.__setattr__(self, "is_global", is_global)
-
-    def __setattr__(self, name: str, value: object) -> None:
-        raise AttributeError(f"Layout is immutable; cannot set {name}")
-
-    def __reduce__(self) -> tuple[type[Layout], tuple[Path, Path, str, bool]]:
-        return (Layout, (self.home, self.project_root, self.scope_key, self.is_global))
-
-    def __repr__(self) -> str:
-        return (f"Layout(home={self.home!r}, project_root={self.project_root!r}, scope_key={self.scope_key!r}, "
-                f"is_global={self.is_global!r})")
+        self._set(home=home, project_root=project_root, scope_key=scope_key, is_global=is_global)
 
     @property
     def project_home(self) -> Path:

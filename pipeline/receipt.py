@@ -9,6 +9,7 @@ from typing import Any
 
 from . import __version__
 from .errors import Issue
+from .frozen import Frozen
 from .fsutil import digest_json, read_bounded, sha256_bytes
 from .resources import load_schema
 
@@ -73,7 +74,7 @@ def receipt_digest(receipt: dict[str, Any]) -> str:
     return digest_json(receipt)
 
 
-class LogEntry:
+class LogEntry(Frozen):
     """One receipt file of the log (immutable)."""
 
     __slots__ = ("seq", "run_id", "path")
@@ -82,18 +83,7 @@ class LogEntry:
     path: Path
 
     def __init__(self, seq: int, run_id: str, path: Path) -> None:
-        object.__setattr__(self, "seq", seq)
-        object.__setattr__(self, "run_id", run_id)
-        object.__setattr__(self, "path", path)
-
-    def __setattr__(self, name: str, value: object) -> None:
-        raise AttributeError(f"LogEntry is immutable; cannot set {name}")
-
-    def __reduce__(self) -> tuple[type[LogEntry], tuple[int, str, Path]]:
-        return (LogEntry, (self.seq, self.run_id, self.path))
-
-    def __repr__(self) -> str:
-        return f"LogEntry(seq={self.seq!r}, run_id={self.run_id!r}, path={self.path!r})"
+        self._set(seq=seq, run_id=run_id, path=path)
 
 
 def log_entries(receipts: Path) -> list[LogEntry]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from bisect import bisect_right
 from typing import Any
 
+from ..frozen import Frozen
 from .model import Finding, Rule, redact
 
 # A hostile text can hold thousands of hits for one rule; past this many reported hits the
@@ -12,7 +13,7 @@ from .model import Finding, Rule, redact
 MAX_HITS_PER_RULE = 1000
 
 
-class _Hit:
+class _Hit(Frozen):
     """One unallowed match of one rule, by byte span (immutable)."""
 
     __slots__ = ("rule", "start", "end", "preview")
@@ -22,16 +23,7 @@ class _Hit:
     preview: str
 
     def __init__(self, rule: Rule, start: int, end: int, preview: str) -> None:
-        object.__setattr__(self, "rule", rule)
-        object.__setattr__(self, "start", start)
-        object.__setattr__(self, "end", end)
-        object.__setattr__(self, "preview", preview)
-
-    def __setattr__(self, name: str, value: object) -> None:
-        raise AttributeError(f"_Hit is immutable; cannot set {name}")
-
-    def __repr__(self) -> str:
-        return f"_Hit(rule={self.rule.id!r}, start={self.start!r}, end={self.end!r}, preview={self.preview!r})"
+        self._set(rule=rule, start=start, end=end, preview=preview)
 
 
 class _Positions:

@@ -4,22 +4,19 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..frozen import Frozen, FrozenValue
 from .checks import Check
 
 CATEGORIES = ("credential", "pii", "path")
 MAX_PREVIEW_PREFIX = 4
 
 
-_RULE = ("id", "category", "description", "source", "pattern", "keywords", "check", "check_params",
-         "secret_group", "allowlist", "preview_prefix", "fallback")
-_RULE_REPR = ("id", "category", "description", "source", "keywords", "check_params", "secret_group",
-              "preview_prefix", "fallback")  # the compiled patterns and the check function are left out
+class Rule(Frozen):
+    """One compiled rule. ``pattern`` and ``allowlist`` hold RE2 patterns, compiled once (immutable)."""
 
-
-class Rule:
-    """One compiled rule. ``pattern`` and ``allowlist`` hold RE2 objects, compiled once (immutable)."""
-
-    __slots__ = _RULE
+    __slots__ = ("id", "category", "description", "source", "pattern", "keywords", "check", "check_params",
+                 "secret_group", "allowlist", "preview_prefix", "fallback")
+    _hidden = ("pattern", "check", "allowlist")  # compiled objects
     id: str
     category: str
     description: str
@@ -37,29 +34,15 @@ class Rule:
                  keywords: tuple[str, ...] = (), check: Check | None = None,
                  check_params: dict[str, float] | None = None, secret_group: int = 0, allowlist: Any = None,
                  preview_prefix: int = 0, fallback: bool = False) -> None:
-        values = (id, category, description, source, pattern, keywords, check,
-                  {} if check_params is None else check_params, secret_group, allowlist, preview_prefix, fallback)
-        for key, value in zip(_RULE, values):
-            object.__setattr__(self, key, value)
-
-    def __setattr__(self, name: str, value: object) -> None:
-        raise AttributeError(f"Rule is immutable; cannot set {name}")
-
-    def __reduce__(self) -> tuple[type[Rule], tuple[Any, ...]]:
-        return (Rule, tuple(getattr(self, key) for key in _RULE))
-
-    def __repr__(self) -> str:
-        inner = ", ".join(f"{key}={getattr(self, key)!r}" for key in _RULE_REPR)
-        return f"Rule({inner})"
+        self._set(id=id, category=category, description=description, source=source, pattern=pattern,
+                  keywords=keywords, check=check, check_params={} if check_params is None else check_params,
+                  secret_group=secret_group, allowlist=allowlist, preview_prefix=preview_prefix, fallback=fallback)
 
 
-_FINDING = ("rule_id", "category", "description", "file", "line", "column", "preview")
-
-
-class Finding:
+class Finding(FrozenValue):
     """Where a rule fired. Carries a redacted preview only, never the matched value (immutable)."""
 
-    __slots__ = _FINDING
+    __slots__ = ("rule_id", "category", "description", "file", "line", "column", "preview")
     rule_id: str
     category: str
     description: str
@@ -70,18 +53,8 @@ class Finding:
 
     def __init__(self, rule_id: str, category: str, description: str, file: str, line: int, column: int,
                  preview: str) -> None:
-        for key, value in zip(_FINDING, (rule_id, category, description, file, line, column, preview)):
-            object.__setattr__(self, key, value)
-
-    def __setattr__(self, name: str, value: object) -> None:
-        raise AttributeError(f"Finding is immutable; cannot set {name}")
-
-    def __reduce__(self) -> tuple[type[Finding], tuple[Any, ...]]:
-        return (Finding, tuple(getattr(self, key) for key in _FINDING))
-
-    def __repr__(self) -> str:
-        inner = ", ".join(f"{key}={getattr(self, key)!r}" for key in _FINDING)
-        return f"Finding({inner})"
+        self._set(rule_id=rule_id, category=category, description=description, file=file, line=line,
+                  column=column, preview=preview)
 
     def as_dict(self) -> dict[str, object]:
         return {

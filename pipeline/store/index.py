@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ..frozen import Frozen
 from .memory import Memory
 from .state import Limits
 
@@ -35,7 +36,7 @@ def render_index(memories: dict[str, Memory], *, mirror: bool) -> bytes:
     return text.encode("utf-8")
 
 
-class Capacity:
+class Capacity(Frozen):
     """How full an index is, against its limits (immutable)."""
 
     __slots__ = ("lines", "bytes", "max_lines", "max_bytes")
@@ -45,20 +46,7 @@ class Capacity:
     max_bytes: int
 
     def __init__(self, lines: int, bytes: int, max_lines: int, max_bytes: int) -> None:  # noqa: A002
-        object.__setattr__(self, "lines", lines)
-        object.__setattr__(self, "bytes", bytes)
-        object.__setattr__(self, "max_lines", max_lines)
-        object.__setattr__(self, "max_bytes", max_bytes)
-
-    def __setattr__(self, name: str, value: object) -> None:
-        raise AttributeError(f"Capacity is immutable; cannot set {name}")
-
-    def __reduce__(self) -> tuple[type[Capacity], tuple[int, int, int, int]]:
-        return (Capacity, (self.lines, self.bytes, self.max_lines, self.max_bytes))
-
-    def __repr__(self) -> str:
-        return (f"Capacity(lines={self.lines!r}, bytes={self.bytes!r}, max_lines={self.max_lines!r}, "
-                f"max_bytes={self.max_bytes!r})")
+        self._set(lines=lines, bytes=bytes, max_lines=max_lines, max_bytes=max_bytes)
 
     @property
     def over(self) -> bool:

@@ -7,6 +7,7 @@ import re
 import unicodedata
 
 from ..errors import InputRejected
+from ..frozen import FrozenValue
 
 # Read on every prompt (``memfold inject``): datetime, dataclasses and typing are left out of the import.
 TYPE_CHECKING = False
@@ -79,13 +80,10 @@ def _utc(now: dt.datetime, fmt: str) -> str:
     return now.astimezone(dt.timezone.utc).strftime(fmt)
 
 
-_FIELDS = ("name", "description", "type", "visibility", "created", "modified", "expires", "body", "extra")
-
-
-class Memory:
+class Memory(FrozenValue):
     """One parsed memory; immutable (parsed memories are shared between readers by content hash)."""
 
-    __slots__ = _FIELDS
+    __slots__ = ("name", "description", "type", "visibility", "created", "modified", "expires", "body", "extra")
     name: str
     description: str
     type: str
@@ -99,38 +97,14 @@ class Memory:
     def __init__(self, name: str, description: str, type: str = "project", visibility: str = "private",  # noqa: A002
                  created: str | None = None, modified: str | None = None, expires: str | None = None,
                  body: str = "", extra: dict[str, Any] | None = None) -> None:
-        values = (name, description, type, visibility, created, modified, expires, body,
-                  {} if extra is None else extra)
-        for key, value in zip(_FIELDS, values):
-            object.__setattr__(self, key, value)
-
-    def __setattr__(self, name: str, value: object) -> None:
-        raise AttributeError(f"Memory is immutable; use with_changes({name}=...)")
-
-    def _values(self) -> tuple[Any, ...]:
-        return tuple(getattr(self, key) for key in _FIELDS)
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, Memory) and self._values() == other._values()
+        self._set(name=name, description=description, type=type, visibility=visibility, created=created,
+                  modified=modified, expires=expires, body=body, extra={} if extra is None else extra)
 
     __hash__ = None  # type: ignore[assignment]  # ``extra`` is a dict
-
-    def __reduce__(self) -> tuple[type[Memory], tuple[Any, ...]]:
-        return (Memory, self._values())
-
-    def __repr__(self) -> str:
-        inner = ", ".join(f"{key}={getattr(self, key)!r}" for key in _FIELDS)
-        return f"Memory({inner})"
 
     @property
     def is_safe(self) -> bool:
         return self.visibility == "safe"
-
-    def with_changes(self, **changes: Any) -> Memory:
-        unknown = set(changes) - set(_FIELDS)
-        if unknown:
-            raise TypeError(f"Memory has no field {sorted(unknown)[0]!r}")
-        return Memory(*(changes.get(key, getattr(self, key)) for key in _FIELDS))
 
 
 def _as_text(value: Any, key: str, file: str) -> str:

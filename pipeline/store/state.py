@@ -8,11 +8,12 @@ import time
 from pathlib import Path
 
 from ..errors import InputRejected, UnsafePath
+from ..frozen import FrozenValue
 from ..fsutil import TEMP_PREFIX, read_bounded, sha256_bytes
 from .memory import INDEX_NAME, Memory, is_memory_name, parse_memory
 
 
-class Limits:
+class Limits(FrozenValue):
     """Bounds of one store (immutable)."""
 
     __slots__ = ("max_file_bytes", "max_files", "index_lines", "index_bytes")
@@ -23,20 +24,8 @@ class Limits:
 
     def __init__(self, max_file_bytes: int = 64 * 1024, max_files: int = 4096, index_lines: int = 200,
                  index_bytes: int = 25_600) -> None:
-        object.__setattr__(self, "max_file_bytes", max_file_bytes)
-        object.__setattr__(self, "max_files", max_files)
-        object.__setattr__(self, "index_lines", index_lines)
-        object.__setattr__(self, "index_bytes", index_bytes)
-
-    def __setattr__(self, name: str, value: object) -> None:
-        raise AttributeError(f"Limits is immutable; cannot set {name}")
-
-    def __reduce__(self) -> tuple[type[Limits], tuple[int, int, int, int]]:
-        return (Limits, (self.max_file_bytes, self.max_files, self.index_lines, self.index_bytes))
-
-    def __repr__(self) -> str:
-        return (f"Limits(max_file_bytes={self.max_file_bytes!r}, max_files={self.max_files!r}, "
-                f"index_lines={self.index_lines!r}, index_bytes={self.index_bytes!r})")
+        self._set(max_file_bytes=max_file_bytes, max_files=max_files, index_lines=index_lines,
+                  index_bytes=index_bytes)
 
 
 class RootState:
