@@ -84,7 +84,7 @@ def pump(
     cap: Capture,
     stdout_limit: int,
     stderr_limit: int,
-    stop_when: Callable[[bytes], bool] | None,
+    stop_when: Callable[[bytearray], bool] | None,
 ) -> tuple[bool, str | None, str | None]:
     """Read both pipes until EOF; enforce the deadline, the stdout bound and ``stop_when``."""
     proc = run.proc
@@ -127,7 +127,8 @@ def pump(
                         over, killed = "stdout", "over-bound"
                     cap.stdout += data
                     out_f.write(data)
-                    if killed is None and stop_when is not None and stop_when(bytes(cap.stdout)):
+                    # The buffer itself, not a copy: copying it per chunk made capture quadratic.
+                    if killed is None and stop_when is not None and stop_when(cap.stdout):
                         killed = "stopped"
                     if killed:
                         out_f.flush()

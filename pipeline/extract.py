@@ -116,7 +116,7 @@ def _bounded_lines(stdout: bytes, limits: ExtractLimits) -> list[bytes]:
             code="worker.too-many-lines",
             hint="make the worker print only the plan",
         )
-    longest = max((len(line) for line in lines), default=0)
+    longest = max(map(len, lines), default=0)
     if longest > limits.max_line_bytes:
         number = next(i for i, line in enumerate(lines, 1) if len(line) == longest)
         raise WorkerFailed(

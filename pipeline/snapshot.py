@@ -42,7 +42,6 @@ from typing import Any
 from .errors import InputRejected
 from .fsutil import dump_json
 from .boundedjson import TooDeep, loads_bounded
-from .candidates import entry_candidates, given_candidate
 from .transcripts import Entry, Record, detect_format, normaliser
 
 KIND = "memfold-context-snapshot"
@@ -96,6 +95,9 @@ def build_snapshot(data: bytes | None, *, source: str, limits: ContextLimits) ->
             code="context.too-many-entries",
             hint="pass a shorter transcript with --context, or --no-context",
         )
+    # Imported here: it imports yaml (~25 ms), which a run without context never needs.
+    from .candidates import entry_candidates
+
     candidates = _dedupe(given + entry_candidates(raw_entries))
     if len(candidates) > limits.max_candidates:
         raise InputRejected(
@@ -178,6 +180,8 @@ def _parse(text: str, max_depth: int) -> _Parsed:
 
 def _split_document(parsed: _Parsed) -> tuple[str | None, list[Record], list[Record]]:
     """(format if fixed by the document shape, records to normalise, given candidates)."""
+    from .candidates import given_candidate
+
     doc = parsed.document
     given: list[Record] = []
     fmt: str | None = None

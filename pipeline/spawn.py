@@ -18,6 +18,7 @@ from .task import WorkerChoice
 
 PACKAGE_ROOT = Path(__file__).resolve().parent.parent
 PIDS_MAX = 256
+_EVENT_BYTES = PLAN_EVENT.encode()
 
 
 @dataclass(frozen=True)
@@ -43,13 +44,15 @@ class PlanEventWatch:
     def __init__(self) -> None:
         self._scanned = 0
 
-    def __call__(self, out: bytes) -> bool:
-        end = out.rfind(b"\n")
+    def __call__(self, out: bytearray) -> bool:
+        end = out.rfind(b"\n", self._scanned)
         if end < self._scanned:
             return False
-        lines, self._scanned = out[self._scanned:end].split(b"\n"), end + 1
-        for line in lines:
-            if PLAN_EVENT.encode() not in line:
+        start, self._scanned = self._scanned, end + 1
+        if out.find(_EVENT_BYTES, start, end) < 0:
+            return False  # no line holds the event name: a bare plan is not split into its lines
+        for line in out[start:end].split(b"\n"):
+            if _EVENT_BYTES not in line:
                 continue
             try:
                 record = json.loads(line)

@@ -195,7 +195,7 @@ def run_worker(
     stderr_path: Path,
     stdout_limit: int = 16 << 20,
     stderr_limit: int = 1 << 20,
-    stop_when: Callable[[bytes], bool] | None = None,
+    stop_when: Callable[[bytearray], bool] | None = None,
 ) -> WorkerResult:
     """Run ``spec`` to completion, timeout, stop or bound; every descendant is dead on return.
 
@@ -203,6 +203,7 @@ def run_worker(
     byte more kills the worker (``over_bound="stdout"``). stderr is never fatal:
     ``stderr_path`` keeps the first and last ``stderr_limit // 2`` bytes with a
     note of how much was dropped between them. A nonzero exit is not an error here.
+    ``stop_when`` is shown the stdout buffer itself after each read; it must not keep or change it.
     """
     if not spec.argv:
         raise WorkerFailed("empty worker command", code="worker.spawn")

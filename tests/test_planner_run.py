@@ -28,7 +28,7 @@ from test_planner_support import (
 from pipeline.fsutil import dump_json
 from pipeline.planner.grounding import Tree, extract, ground
 from pipeline.planner.plan import build_plan
-from pipeline.store.memory import Memory, parse_memory
+from pipeline.store.memory import Memory, parse_memory, render_memory
 
 
 def _shop() -> dict[str, Any]:
@@ -85,6 +85,27 @@ def test_the_module_prints_one_plan_for_a_read_only_run_dir(tmp_path: Path) -> N
     assert check_plan(plan, sorted(store), store, tmp_path / "project") == []
     assert proc.stdout == dump_json(plan)
     assert any(op["kind"] == "create" for op in plan["operations"])
+
+
+@pytest.mark.integration
+def test_the_planner_process_imports_no_heavy_module(tmp_path: Path) -> None:
+    store = {f"project_note-{i}.md": render_memory(Memory(
+        name=f"project_note-{i}", description=f"Deploy note {i} about the staging cache", type="project",
+        created="2026-01-02",
+        body=f"- Run `make deploy` before tagging release {i}.\n- The cache lives in ops/cache.sh.\n",
+    )) for i in range(12)}
+    run = _run_dir(tmp_path, store, {"ops/cache.sh": "echo cache\n"}, [])
+    code = ("import io, json, sys\n"
+            "from pipeline.planner.run import main\n"
+            f"assert main(['--run-dir', {str(run)!r}], stdout=io.BytesIO()) == 0\n"
+            "print(json.dumps(sorted(sys.modules)))\n")
+    proc = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True,
+                          env={**os.environ, "PYTHONPATH": str(REPO)}, timeout=120, check=False)
+    assert proc.returncode == 0, proc.stderr.decode()
+    loaded = set(json.loads(proc.stdout))
+    assert "pipeline.planner.plan" in loaded
+    heavy = {"argparse", "yaml", "pydantic", "jsonschema", "typer", "portalocker", "re2", "datetime"}
+    assert sorted(loaded & heavy) == []
 
 
 def test_the_module_fails_with_a_message_when_the_manifest_is_missing(tmp_path: Path) -> None:

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +40,18 @@ def test_disabled_context() -> None:
         "stats": {"lines": 0, "skipped": 0, "entries": 0},
     }
     assert data == dump_json(obj)
+
+
+@pytest.mark.integration
+def test_a_disabled_context_does_not_import_yaml() -> None:
+    code = ("import sys\n"
+            "from pipeline.snapshot import ContextLimits, build_snapshot\n"
+            "build_snapshot(None, source='', limits=ContextLimits())\n"
+            "print('yaml' in sys.modules)\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, timeout=60, check=False,
+                          env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])})
+    assert proc.returncode == 0, proc.stderr.decode()
+    assert proc.stdout == b"False\n"
 
 
 def test_claude_main_chain_after_rewind() -> None:

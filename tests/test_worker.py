@@ -19,6 +19,7 @@ from conftest import survivors
 
 from pipeline.errors import WorkerFailed
 from pipeline.sandbox import landlock
+from pipeline.spawn import PlanEventWatch
 from pipeline.worker import WorkerResult, WorkerSpec, build_env, run_worker, sandbox_description
 
 WORKERS = Path(__file__).parent / "workers"
@@ -98,6 +99,23 @@ def test_never_exiting_worker_times_out(tmp_path: Path) -> None:
     res, _ = hostile(tmp_path, "hang", timeout=1)
     assert res.timed_out and res.killed_reason == "timeout" and res.returncode is None
     assert time.monotonic() - t < 5
+
+
+def test_the_plan_watch_stops_on_a_whole_event_line_and_never_on_a_bare_plan() -> None:
+    watch = PlanEventWatch()
+    out = bytearray(b'{\n  "kind": "memory-consolidation-plan",\n  "operations": []\n')
+    assert not watch(out)
+    out += b'}\n{"type": "consolidation_'
+    assert not watch(out)
+    out += b'plan", "plan": {"operations": []}}'
+    assert not watch(out)  # the event line is not complete yet
+    out += b"\n"
+    assert watch(out)
+
+
+def test_the_plan_watch_ignores_a_mention_of_the_event_that_is_no_event() -> None:
+    watch = PlanEventWatch()
+    assert not watch(bytearray(b'{"note": "consolidation_plan"}\n{"type": "consolidation_plan", "plan": []}\n'))
 
 
 @pytest.mark.integration

@@ -10,6 +10,7 @@ import tempfile
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import Any
 
 
 def ms_since(start: float) -> float:
@@ -49,41 +50,53 @@ def read_hash(roots: list[Path], reps: int) -> list[float]:
     return repeat(run, reps)
 
 
-def staged_writes(count: int, size: int, reps: int, deleted: int = 0, where: Path | None = None) -> list[float]:
-    """Stage ``count`` files (write + fsync each), fsync the dir, rename each, unlink ``deleted`` more,
-    fsync the dir once more: the least a crash-safe apply of that change set can do."""
-    data = b"x" * size
+def staged_writes(plan: Mapping[str, tuple[list[int], int]], reps: int, where: Path | None = None) -> list[float]:
+    """The least a crash-safe apply of a change set can do, in each directory it touches.
+
+    ``plan`` maps a directory (harness, public, receipts, run) to the sizes of the files written there
+    and the number deleted. Per rep: stage every file (write a temp), fsync every file and directory,
+    rename each temp into place, unlink the deleted ones, fsync every directory again. The fsyncs of a
+    round are issued together, as apply issues them.
+    """
+    from concurrent.futures import ThreadPoolExecutor
+
     out = []
-    with tempfile.TemporaryDirectory(prefix="memfold-bench-fsync-", dir=where) as tmp:
+    with tempfile.TemporaryDirectory(prefix="memfold-bench-fsync-", dir=where) as tmp, \
+            ThreadPoolExecutor(16) as pool:
         for rep in range(reps):
-            folder = Path(tmp) / str(rep)
-            folder.mkdir()
-            doomed = [folder / f"d{i}" for i in range(deleted)]
+            folders = {name: Path(tmp) / str(rep) / name for name in plan}
+            doomed = []
+            for name, folder in folders.items():
+                folder.mkdir(parents=True)
+                doomed += [folder / f"d{i}" for i in range(plan[name][1])]
             for path in doomed:
-                path.write_bytes(data)
-            _fsync_dir(folder)
+                path.write_bytes(b"x" * 1024)
+            _fsync_all(pool, [], list(folders.values()))
             start = time.perf_counter()
-            temps = []
-            for i in range(count):
-                temp = folder / f".t{i}"
-                fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-                os.write(fd, data)
-                os.fsync(fd)
+            temps, fds = [], []
+            for name, folder in folders.items():
+                for i, size in enumerate(plan[name][0]):
+                    temp = folder / f".t{i}"
+                    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+                    os.write(fd, b"x" * size)
+                    fds.append(fd)
+                    temps.append((temp, folder / f"f{i}"))
+            _fsync_all(pool, fds, list(folders.values()))
+            for fd in fds:
                 os.close(fd)
-                temps.append(temp)
-            _fsync_dir(folder)
-            for i, temp in enumerate(temps):
-                os.replace(temp, folder / f"f{i}")
+            for temp, final in temps:
+                os.replace(temp, final)
             for path in doomed:
                 os.unlink(path)
-            _fsync_dir(folder)
+            _fsync_all(pool, [], list(folders.values()))
             out.append(ms_since(start))
     return out
 
 
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+def _fsync_all(pool: Any, fds: list[int], folders: list[Path]) -> None:
+    dir_fds = [os.open(folder, os.O_RDONLY | os.O_DIRECTORY) for folder in folders]
     try:
-        os.fsync(fd)
+        list(pool.map(os.fsync, [*fds, *dir_fds]))
     finally:
-        os.close(fd)
+        for fd in dir_fds:
+            os.close(fd)

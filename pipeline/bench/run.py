@@ -74,6 +74,19 @@ def cli_env(workdir: Path) -> dict[str, str]:
     return env
 
 
+def compile_bytecode(env: dict[str, str]) -> None:
+    """Compile the package first, as `pip install` does, so that no measured run pays for compiling it.
+
+    Commands read bytecode from the bench's cache prefix. The sandboxed worker gets no such variable
+    and may not write, so it reads the package's own ``__pycache__``, which is compiled too.
+    """
+    package = str(Path(__file__).resolve().parents[1])
+    in_tree = {k: v for k, v in env.items() if k != "PYTHONPYCACHEPREFIX"}
+    for where in (env, in_tree):
+        subprocess.run([sys.executable, "-m", "compileall", "-q", package], env=where, capture_output=True,
+                       check=False)
+
+
 class Cli:
     def __init__(self, store: Synthetic, env: dict[str, str]) -> None:
         self.store = store
@@ -109,24 +122,22 @@ def _restore(pristine: Path, live: Path) -> None:
     subprocess.run(("cp", "-a", str(pristine), str(live)), check=True)
 
 
-def _changed_files(receipt_path: Path) -> tuple[int, int]:
-    """(written, deleted) by the commit: both roots' differences plus the receipt log entry and run copy."""
+def _changed_files(receipt_path: Path, layout: Any) -> dict[str, tuple[list[int], int]]:
+    """Every file the commit writes, by directory, with its size as it landed (the post-state is on
+    disk now), and the files it deletes: both roots' differences, indexes included, the receipt log
+    entry, and the run dir's post receipt and pre receipt."""
     receipt = json.loads(receipt_path.read_bytes())
-    written, deleted = 2, 0
-    for root in ("harness", "public"):
+    run_dir = layout.runs / receipt["runId"]
+    plan: dict[str, tuple[list[int], int]] = {
+        "receipts": ([receipt_path.stat().st_size], 0),
+        "run": ([(run_dir / name).stat().st_size for name in ("post-receipt.json", "pre-receipt.json")], 0),
+    }
+    for root, folder in (("harness", layout.harness), ("public", layout.mirror)):
         before, after = receipt["sourceHashes"][root], receipt["finalHashes"][root]
-        for name in set(before) | set(after):
-            if before.get(name) != after.get(name):
-                if name in after:
-                    written += 1
-                else:
-                    deleted += 1
-    return written, deleted
-
-
-def _mean_size(store: Synthetic) -> int:
-    sizes = [e.stat().st_size for e in os.scandir(store.layout.harness) if e.is_file()]
-    return int(statistics.mean(sizes)) if sizes else 1024
+        changed = [name for name in set(before) | set(after) if before.get(name) != after.get(name)]
+        plan[root] = ([(folder / name).stat().st_size for name in sorted(changed) if name in after],
+                      sum(1 for name in changed if name not in after))
+    return plan
 
 
 def bench_size(plan: Plan, n: int, env: dict[str, str], python_ms: float) -> None:
@@ -185,7 +196,7 @@ def bench_size(plan: Plan, n: int, env: dict[str, str], python_ms: float) -> Non
     plan.progress(f"n={n}: consolidate x{consolidate_reps}")
     totals: list[float] = []
     stages: dict[str, list[float]] = {s: [] for s in STAGES}
-    changed = (0, 0)
+    changed: dict[str, tuple[list[int], int]] = {}
     driver = [sys.executable, "-m", "pipeline.bench.driver", str(store.home), str(store.project)]
     for _ in range(consolidate_reps):
         _restore(pristine, live)
@@ -198,13 +209,13 @@ def bench_size(plan: Plan, n: int, env: dict[str, str], python_ms: float) -> Non
         totals.append(ms)
         for stage in STAGES:
             stages[stage].append(float(summary["timings"].get(stage, 0.0)))
-        changed = _changed_files(Path(summary["receipt"]))
-    fl["staged-writes"] = statistics.median(floors.staged_writes(changed[0], _mean_size(store), 3,
-                                                                 deleted=changed[1], where=plan.workdir))
+        changed = _changed_files(Path(summary["receipt"]), layout)
+    fl["staged-writes"] = statistics.median(floors.staged_writes(changed, 3, where=plan.workdir))
     fl["python+read+hash"] = python_ms + read_ms
     fl["staged-writes+read+hash"] = fl["staged-writes"] + read_ms
     fl["consolidate"] = 2 * python_ms + read_ms + fl["staged-writes"]
-    fl["writtenFiles"], fl["deletedFiles"] = changed
+    fl["writtenFiles"] = sum(len(sizes) for sizes, _ in changed.values())
+    fl["deletedFiles"] = sum(deleted for _, deleted in changed.values())
     add("consolidate", totals, "consolidate", "<= 30000 ms at 20000" if n == 20_000 else "",
         (lambda r: r.median <= 30_000) if n == 20_000 else None)
     if n <= CLI_CONSOLIDATE_MAX:
@@ -275,6 +286,7 @@ def machine() -> dict[str, Any]:
 def run_bench(plan: Plan) -> dict[str, Any]:
     plan.workdir.mkdir(parents=True, exist_ok=True)
     env = cli_env(plan.workdir)
+    compile_bytecode(env)
     plan.progress("floor: python -c pass")
     python_ms = statistics.median(floors.interpreter(env, max(plan.reps, 5)))
     plan.progress("floor: python -c 'import typer' (every command but inject imports it; it imports pydantic)")

@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
-from typing import Any
 
 from ..store.memory import TYPES, Memory, is_memory_name, sanitize_line
 from . import dedupe, staleness
 from .text import fact_lines, known_keys, name_stem
 from .work import Work, canonical_body, merge
+
+# The planner starts once per consolidation: typing stays out of its imports.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 MAX_SLUG = 48
 MAX_DESCRIPTION = 200
@@ -69,8 +73,8 @@ def apply(work: Work, candidates: list[dict[str, Any]], taken: set[str], now: st
         return
     memories = {**work.fixed, **work.live}
     postings: dict[str, set[str]] = defaultdict(set)
-    for name, memory in memories.items():
-        for key in known_keys(memory):
+    for name, existing in memories.items():
+        for key in known_keys(existing):
             postings[key].add(name)
     index = dedupe.build_index(sorted(memories), memories)
     lower = {n.lower(): n for n in memories}

@@ -22,25 +22,27 @@ ROWS = 2
 # A bucket this full is boilerplate, not similarity: chain its members instead of pairing all.
 MAX_BUCKET = 48
 _MASK = (1 << 61) - 1
+_EMPTY = _MASK + 1  # above every value: the mark of a bin no token fell into
 # Tokens in more than this share of memories (and at least COMMON_MIN) say nothing about similarity.
 COMMON_SHARE = 0.02
 COMMON_MIN = 50
 
 
 @lru_cache(maxsize=1 << 20)
-def _hash(token: str) -> int:
-    return int.from_bytes(hashlib.blake2b(token.encode(), digest_size=8).digest(), "big")
+def _slot(token: str) -> tuple[int, int]:
+    """The token's bin and its value there, both from one 64-bit hash."""
+    h = int.from_bytes(hashlib.blake2b(token.encode(), digest_size=8).digest(), "big")
+    return h % BINS, (h // BINS) & _MASK
 
 
 def signature(items: frozenset[str]) -> tuple[int, ...]:
     """One-permutation MinHash with rotation densification: one hash per token, BINS minima."""
-    mins = [_MASK + 1] * BINS
-    for token in items:
-        h = _hash(token)
-        b = h % BINS
-        v = (h // BINS) & _MASK
+    mins = [_EMPTY] * BINS
+    for b, v in map(_slot, items):
         if v < mins[b]:
             mins[b] = v
+    if _EMPTY not in mins:
+        return tuple(mins)
     out = list(mins)
     # An empty bin borrows the next filled bin to its right (circularly), shifted by the distance.
     nxt: int | None = None

@@ -6,9 +6,13 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from ..store.memory import Memory
+
+# The planner starts once per consolidation: typing stays out of its imports.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 MAX_OBSERVATIONS = 20
 MAX_SYMBOL_FILE_BYTES = 512 * 1024
@@ -35,6 +39,9 @@ _PATHISH = re.compile(
 )
 _SYMBOL = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*)(?:\(\))?$")
 _FILE_TAIL = re.compile(r"\.(?:" + _EXT + r")$")
+# What every _PATHISH match contains (a slash, a known extension or a bare file name): _PATHISH
+# is tried at every offset, this hint is a cheap scan that rules out most prose.
+_PATH_HINT = re.compile(r"/|\.(?:" + _EXT + r")\b|" + "|".join(sorted(_BARE)))
 
 
 @dataclass(frozen=True)
@@ -68,10 +75,16 @@ def _is_claim(path: str, ticked: bool) -> bool:
 
 
 def extract(memory: Memory) -> Claims:
-    text = _URL.sub(" ", _LINK.sub(" ", f"{memory.description}\n{memory.body}"))
+    text = f"{memory.description}\n{memory.body}"
+    # Each pattern starts with a literal its text must contain; without it the pattern cannot match.
+    if "[" in text:
+        text = _LINK.sub(" ", text)
+    if "://" in text:
+        text = _URL.sub(" ", text)
+    ticked = "`" in text
     paths: list[str] = []
     symbols: list[str] = []
-    for span in _TICKS.findall(text):
+    for span in _TICKS.findall(text) if ticked else ():
         word = span.strip().split(" ")[0] if span.strip() else ""
         path = _clean(word)
         if path is not None and ("/" in path or _FILE_TAIL.search(path) or path in _BARE):
@@ -83,7 +96,8 @@ def extract(memory: Memory) -> Claims:
         if sym and ("_" in sym.group(1) or "." in sym.group(1) or span.strip().endswith("()")
                     or re.search(r"[a-z][A-Z]", sym.group(1))):
             symbols.append(sym.group(1))
-    for match in _PATHISH.finditer(_TICKS.sub(" ", text)):
+    prose = _TICKS.sub(" ", text) if ticked else text
+    for match in _PATHISH.finditer(prose) if _PATH_HINT.search(prose) else ():
         path = _clean(match.group(1))
         if path is not None and _is_claim(path, False):
             paths.append(path)

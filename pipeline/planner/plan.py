@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
 
 from ..fsutil import sha256_bytes
 from ..store.memory import Memory, render_memory
@@ -14,6 +13,11 @@ from . import candidates, capacity, conflicts, dedupe, staleness
 from .grounding import Tree, ground
 from .text import clear_caches
 from .work import Fate, Work, canonical
+
+# The planner starts once per consolidation: typing stays out of its imports.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 KIND = "memory-consolidation-plan"
 MAX_PASSES = 6

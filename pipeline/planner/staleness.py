@@ -15,12 +15,16 @@ _REMINDER = re.compile(
     + r"|\bon\s+" + _DATE + r"\s*[:,]?\s*(?:remind|todo|follow up|check|ping|ask|do)\b)",
     re.IGNORECASE,
 )
+# Every reminder holds a date; looking for one first spares _REMINDER's scan of every offset.
+_ANY_DATE = re.compile(_DATE)
 
 
 _TASK_LINES = 3
 
 
 def _reminder_date(text: str) -> str | None:
+    if _ANY_DATE.search(text) is None:
+        return None
     match = _REMINDER.search(text)
     if match is None:
         return None
@@ -35,16 +39,19 @@ def one_shot(memory: Memory, today: str) -> str | None:
     """The passed date when the memory is a dated task reminder and nothing more."""
     desc_date = _reminder_date(memory.description)
     lines = body_facts(memory.body)
-    line_dates = [_reminder_date(raw) for raw, _ in lines]
     # A reminder's body is its task in a line or two; a longer body holds durable facts.
     if desc_date is not None and desc_date < today and len(lines) <= _TASK_LINES:
-        if all(d < today for d in line_dates if d):
+        if all(d < today for d in (_reminder_date(raw) for raw, _ in lines) if d):
             return desc_date
     # A body-only reminder counts when every line is a passed reminder: a note that
-    # also holds other facts is not disposable.
-    if lines and all(d is not None and d < today for d in line_dates):
-        return max(d for d in line_dates if d)
-    return None
+    # also holds other facts is not disposable (the first line that is not one decides).
+    dates: list[str] = []
+    for raw, _ in lines:
+        date = _reminder_date(raw)
+        if date is None or date >= today:
+            return None
+        dates.append(date)
+    return max(dates) if dates else None
 
 
 def verdict(memory: Memory, today: str) -> tuple[str, str] | None:

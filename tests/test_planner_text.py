@@ -1,0 +1,85 @@
+"""Planner text normalisation: the fast paths give exactly what the plain regular expressions define."""
+
+from __future__ import annotations
+
+import re
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pipeline.planner import text
+from pipeline.planner.grounding import (
+    _LINK,
+    _PATH_HINT,
+    _PATHISH,
+    _TICKS,
+    _URL,
+    extract,
+)
+from pipeline.planner.staleness import _REMINDER, _reminder_date
+from pipeline.store.memory import Memory
+
+_VALUE = re.compile("|".join(text._VALUE_PARTS))
+_PIECES = ["`", "/", "://", ".py", ".json", ".yml", "a", "Zq", "7", "42", "_", "-", ".", ":", " ", "  ", "~", "\n",
+           "\t", "\x0b", "\x1c", "\x00", "é", "ß", "\u0663", "\u2028", "[[x]]", "[a](http://h/p)", "- ", "1. ", "> ",
+           "[x] ", "s3", "v1.2", "src/app.py", "Makefile", "remind me on ", "todo by ", "2025-01-02", "#", ",", "!"]
+pieces = st.lists(st.one_of(st.sampled_from(_PIECES), st.text(max_size=3)), max_size=16).map("".join)
+
+
+def _fact_key(line: str) -> str:
+    return " ".join(text._PUNCT.sub(" ", text._MARKER.sub("", line).casefold()).split())
+
+
+def _masked(line: str) -> tuple[str, tuple[str, ...]]:
+    values: list[str] = []
+
+    def keep(match: re.Match[str]) -> str:
+        values.append(match.group(0).strip("`").strip().rstrip(".,;:"))
+        return f" {text.VALUE_MARK} "
+
+    replaced = _VALUE.sub(keep, text._MARKER.sub("", line).casefold())
+    return " ".join(text._PUNCT.sub(" ", replaced).split()), tuple(values)
+
+
+def _tokens(value: str) -> frozenset[str]:
+    words = text._WORD.findall(text._LINK.sub(" ", value.casefold()).replace("_", " "))
+    return frozenset(text._stem(w) for w in words if w not in text.STOPWORDS and len(w) > 1)
+
+
+@settings(max_examples=3000, deadline=None)
+@given(line=pieces)
+def test_keys_masks_and_tokens_match_their_regular_expressions(line: str) -> None:
+    assert text.fact_key(line) == _fact_key(line)
+    assert text.masked.__wrapped__(line) == _masked(line)
+    assert text.tokens.__wrapped__(line) == _tokens(line)
+
+
+def test_every_ascii_character_is_spaced_as_the_punctuation_pattern_spaces_it() -> None:
+    line = "".join(chr(c) for c in range(128)) + " - 8080 `make test` ops/deploy.sh v2"
+    assert text.fact_key(line) == _fact_key(line)
+    assert text.masked.__wrapped__(line) == _masked(line)
+    assert text.tokens.__wrapped__(line) == _tokens(line)
+
+
+@settings(max_examples=2000, deadline=None)
+@given(line=pieces)
+def test_a_reminder_date_is_what_the_reminder_pattern_finds(line: str) -> None:
+    match = _REMINDER.search(line)
+    assert _reminder_date(line) == (next(g for g in match.groups() if g) if match else None)
+
+
+@settings(max_examples=3000, deadline=None)
+@given(prose=pieces)
+def test_the_literal_checks_before_the_claim_patterns_never_skip_a_match(prose: str) -> None:
+    assert _PATHISH.search(prose) is None or _PATH_HINT.search(prose) is not None
+    assert _URL.search(prose) is None or "://" in prose
+    assert _LINK.search(prose) is None or "[" in prose
+    assert _TICKS.search(prose) is None or "`" in prose
+
+
+def test_claims_in_prose_backticks_and_links_are_all_found() -> None:
+    memory = Memory(name="m", description="See [the guide](https://x.io/a/b.py) and `ops/deploy.sh`",
+                    body="- Run src/app/main.py via the Makefile; `load_config()` reads config/app.yaml\n")
+    claims = extract(memory)
+    assert claims.paths == ("ops/deploy.sh", "src/app/main.py", "Makefile", "config/app.yaml")
+    assert claims.symbols == ("load_config",)
