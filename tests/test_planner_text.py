@@ -83,3 +83,27 @@ def test_claims_in_prose_backticks_and_links_are_all_found() -> None:
     claims = extract(memory)
     assert claims.paths == ("ops/deploy.sh", "src/app/main.py", "Makefile", "config/app.yaml")
     assert claims.symbols == ("load_config",)
+
+
+# The numeric part of the value alternation as it was first written: the same language, but with
+# exponential backtracking on a long word that ends in "_" (1.7 s for 26 characters, x3.5 per 2 more).
+_OLD_NUMBER = re.compile(r"\b[a-z]*\d+(?:[.:_-]?[a-z0-9]+)*\b")
+_NUMBER = re.compile(text._VALUE_PARTS[-1])
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.text(alphabet="abz019_.:- /", max_size=14))
+def test_the_number_part_matches_what_it_always_matched(line: str) -> None:
+    assert [m.span() for m in _NUMBER.finditer(line)] == [m.span() for m in _OLD_NUMBER.finditer(line)]
+
+
+def test_a_long_word_ending_in_an_underscore_is_no_denial_of_service() -> None:
+    """Each of these took longer than the worker's timeout with the ambiguous pattern."""
+    import subprocess
+    import sys
+
+    lines = ["v1" + "a" * 60 + "_", "1" + "a1" * 40 + "_", "7" * 5000 + "_", "1" + ".a1" * 2000 + "_"]
+    code = ("import sys\nfrom pipeline.planner import text\n"
+            f"for line in {lines!r}:\n    text.masked(line)\nprint('done')\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.stdout.strip() == "done", proc.stderr

@@ -19,7 +19,10 @@ _VALUE_PARTS = (
     r"[a-z][a-z0-9+.-]*://\S+",
     r"[\w.~-]*/[\w./-]+",
     r"[\w-]+\.(?:" + _EXTENSIONS + r")\b",
-    r"\b[a-z]*\d+(?:[.:_-]?[a-z0-9]+)*\b",
+    # Letters, the first digit, then alphanumerics and separated runs: each character has one place
+    # to go, so a failed match backtracks linearly (``\d+(?:[.:_-]?[a-z0-9]+)*``, the same language,
+    # backtracked exponentially on a long word that ends in "_").
+    r"\b[a-z]*\d[a-z0-9]*(?:[.:_-][a-z0-9]+)*\b",
 )
 _VALUE_EXT = re.compile(r"\.(?:" + _EXTENSIONS + r")\b")
 _DIGIT = re.compile(r"\d")
