@@ -12,7 +12,7 @@ if TYPE_CHECKING:
 
 _VALUE_OPTIONS = {"--home", "--project"}
 FAST_COMMANDS = {"inject"}
-QUICK_COMMANDS = {"add", "update", "forget", "list", "search"}
+QUICK_COMMANDS = {"add", "update", "forget", "list", "search", "consolidate"}
 
 
 def _command_of(args: Sequence[str]) -> tuple[str | None, list[str]]:
@@ -45,7 +45,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         except SystemExit as exc:  # --help
             return int(exc.code or 0)
     if command in QUICK_COMMANDS:
-        # Everyday commands in their plain forms skip typer (and the pydantic it imports).
+        # Everyday commands and consolidate in their plain forms skip typer (and the pydantic it imports).
         from .commands.quick import parse
 
         run = parse(args)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import json
 import os
 import re
 import subprocess
@@ -132,3 +133,24 @@ def test_the_write_and_read_commands_import_neither_dataclasses_nor_inspect(env:
     assert "LOADED [] CODES [0, 0, 0, 0, 0, 0]" in proc.stderr, proc.stderr
     assert (env.harness / "project_q.md").read_text().endswith("new body\n")
     assert not (env.harness / "project_warm.md").exists()
+
+
+def test_consolidate_without_typer_commits_the_same_state(tmp_path: Path) -> None:
+    seed = [["add", "project_a", "-d", "the api listens on port 8080", "-b", "port 8080"],
+            ["add", "project_b", "-d", "the api listens on port 8080 too", "-b", "port 8080"],
+            ["add", "project_old", "-d", "an expired reminder", "-b", "x", "--expires", "2020-01-01"]]
+    outcomes = {}
+    for typer_only in (False, True):
+        project = tmp_path / f"project-{typer_only}"
+        project.mkdir()
+        env = Env(home=tmp_path / f"home-{typer_only}", project=project)
+        for args in seed:
+            _run(env, args, typer_only=True)
+        dry = _run(env, ["consolidate", "--no-context", "--dry-run", "--json"], typer_only=typer_only)
+        real = _run(env, ["--json", "consolidate", "--no-context"], typer_only=typer_only)
+        outcomes[typer_only] = (dry.code, real.code, sorted(json.loads(real.out)), env.snapshot())
+    assert outcomes[False] == outcomes[True]
+    assert outcomes[False][:2] == (0, 0)
+    assert "project_old.md" not in outcomes[False][3]["harness"]
+    assert parse(["consolidate", "--select", "project_a"]) is None  # repeatable: typer's
+    assert parse(["consolidate", "--worker"]) is None

@@ -1,31 +1,11 @@
-"""``memfold consolidate``: the consolidation transaction from the command line."""
+"""``memfold consolidate``: the consolidation transaction from the command line (body in ``consolidation``)."""
 
 from __future__ import annotations
 
-import json
-import os
-import sys
-from pathlib import Path
-from typing import Any
-
 import typer
 
-from ..errors import UsageError
-from ._app import GlobalOpt, JsonOpt, app, clock, config, emit, home_dir, services, use_global, want_json
-
-
-def _read_context(context: str | None, no_context: bool, limit: int) -> tuple[bytes | None, str]:
-    if context is not None and no_context:
-        raise UsageError("give --context or --no-context, not both", code="usage.context")
-    if context is None:
-        return None, "none"
-    if context == "-":
-        return sys.stdin.buffer.read(limit + 1), "stdin"
-    try:
-        with open(context, "rb") as fh:
-            return fh.read(limit + 1), Path(context).name
-    except OSError as exc:
-        raise UsageError(f"cannot read the context file {context}: {exc.strerror}", code="usage.context") from None
+from . import consolidation
+from ._app import GlobalOpt, JsonOpt, app
 
 
 @app.command()
@@ -47,70 +27,5 @@ def consolidate(
     global_: bool = GlobalOpt, json_out: bool = JsonOpt,
 ) -> int:
     """Consolidate the store: snapshot, sandboxed worker, validated plan, atomic apply, receipt."""
-    use_global(global_)
-    from ..snapshot import ContextLimits
-    from ..summary import summary_text
-    from ..transaction import ConsolidateRequest, consolidate as run
-
-    limits = ContextLimits()
-    if all_projects and (context is not None or select_ or global_):
-        raise UsageError("--all-projects takes no --context, --select or --global: each project is consolidated "
-                         "whole", code="usage.all-projects")
-    data, source = _read_context(context, no_context, limits.max_input_bytes)
-    cfg = config()
-    request = ConsolidateRequest(
-        context=data, context_source=source, scope=scope, select=tuple(select_ or ()), worker=worker,
-        workers=cfg.workers, allow_publish=allow_publish, dry_run=dry_run, unsafe_no_sandbox=unsafe_no_sandbox,
-        parent_env=dict(os.environ), lock_timeout=0.0, context_limits=limits, extract_limits=cfg.extract_limits(),
-    )
-    if all_projects or if_due or skip_if_locked:
-        return _unattended(request, all_projects, if_due, skip_if_locked, want_json(json_out))
-    summary = run(services(), request)
-    emit(summary, summary_text(summary), as_json=want_json(json_out))
-    return 0
-
-
-def _cron_log(message: str) -> None:
-    """Skips and failures of unattended runs are kept in ``<home>/logs/cron.log`` for the user."""
-    import time
-
-    logs = home_dir() / "logs"
-    try:
-        logs.mkdir(parents=True, exist_ok=True, mode=0o700)
-        with open(logs / "cron.log", "a", encoding="utf-8") as fh:
-            fh.write(f"{time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())} consolidate: {message}\n")
-    except OSError:
-        pass
-
-
-def _unattended(request: Any, all_projects: bool, if_due: bool, skip_if_locked: bool, as_json: bool) -> int:
-    """Cron and timer runs: one JSON line per project when not on a terminal, progress when on one."""
-    from ..commit import Services
-    from ..cron import DuePolicy, consolidate_one, visit_all
-    from ..transaction import consolidate as run
-
-    section = config().consolidate
-    policy = DuePolicy(section.due_hours, section.due_writes) if if_due else None
-    base = services()
-
-    def one(svc: Services) -> dict[str, Any]:
-        return run(svc, request)  # type: ignore[no-any-return]
-
-    if all_projects:
-        lines = visit_all(home_dir(), lambda lay: base.with_changes(layout=lay), one, policy=policy,
-                          skip_if_locked=skip_if_locked, now=clock(), log=_cron_log)
-    else:
-        lines = iter([consolidate_one(base, one, policy=policy, skip_if_locked=skip_if_locked, now=clock(),
-                                      log=_cron_log)])
-    machine = as_json or not sys.stdout.isatty()
-    exit_code = 0
-    for n, line in enumerate(lines, 1):
-        if line["exitCode"] and not exit_code:
-            exit_code = int(line["exitCode"])
-        if machine:
-            sys.stdout.write(json.dumps(line, sort_keys=True, ensure_ascii=False) + "\n")
-            sys.stdout.flush()
-        else:
-            detail = line.get("reason") or line.get("message") or line.get("runId") or ""
-            sys.stderr.write(f"[{n}] {line['project']}: {line['status']} {detail}\n")
-    return exit_code
+    return consolidation.consolidate(context, no_context, scope, select_, worker, allow_publish, dry_run,
+                                     unsafe_no_sandbox, all_projects, if_due, skip_if_locked, global_, json_out)

@@ -208,7 +208,7 @@ def consolidate_from_host(host: str = typer.Argument(..., help="claude"),
     from ..summary import summary_text
     from ..transaction import ConsolidateRequest, consolidate
     from ._app import config, services
-    from .consolidate import _read_context
+    from .consolidation import read_context
 
     if host != "claude":
         raise UsageError("only claude uses this entry point (pi's extension passes its session file)",
@@ -223,7 +223,7 @@ def consolidate_from_host(host: str = typer.Argument(..., help="claude"),
             raise UsageError("no Claude Code transcript found for this project", code="hooks.no-transcript",
                              hint="run `/consolidate no-context`, or `memfold consolidate --context FILE`")
     limits = ContextLimits()
-    data, source = _read_context(str(transcript) if transcript else None, transcript is None, limits.max_input_bytes)
+    data, source = read_context(str(transcript) if transcript else None, transcript is None, limits.max_input_bytes)
     cfg = config()
     request = ConsolidateRequest(context=data, context_source=source, workers=cfg.workers,
                                  parent_env=dict(os.environ), context_limits=limits)

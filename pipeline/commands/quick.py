@@ -1,4 +1,4 @@
-"""Plain invocations of the everyday commands, parsed and run without typer.
+"""Plain invocations of the everyday commands and of consolidate, parsed and run without typer.
 
 Only unambiguous forms are handled: known options, each given once, with values that do not look like
 options. Anything else (help, an unknown or repeated option, ``--``) returns None and goes to the
@@ -16,13 +16,19 @@ _FLAGS = {"--global": "global_", "--json": "json_out"}
 _MEMORY = {"--description": "description", "-d": "description", "--type": "type_", "-t": "type_",
            "--visibility": "visibility", "--body": "body", "-b": "body", "--body-file": "body_file",
            "--expires": "expires"}
-# command: (positional parameters, value options, defaults)
-_SPECS: dict[str, tuple[tuple[str, ...], dict[str, str], dict[str, Any]]] = {
-    "add": (("name",), _MEMORY, {}),
-    "update": (("name",), _MEMORY, {}),
-    "forget": (("name",), {}, {}),
-    "list": ((), {}, {}),
-    "search": (("query",), {"--limit": "limit"}, {"limit": 20}),
+_CONSOLIDATE = {"--context": "context", "--scope": "scope", "--worker": "worker"}
+_CONSOLIDATE_FLAGS = {**_FLAGS, "--no-context": "no_context", "--allow-publish": "allow_publish",
+                      "--dry-run": "dry_run", "--unsafe-no-sandbox": "unsafe_no_sandbox",
+                      "--all-projects": "all_projects", "--if-due": "if_due", "--skip-if-locked": "skip_if_locked"}
+# command: (positional parameters, value options, flags, defaults)
+_SPECS: dict[str, tuple[tuple[str, ...], dict[str, str], dict[str, str], dict[str, Any]]] = {
+    "add": (("name",), _MEMORY, _FLAGS, {}),
+    "update": (("name",), _MEMORY, _FLAGS, {}),
+    "forget": (("name",), {}, _FLAGS, {}),
+    "list": ((), {}, _FLAGS, {}),
+    "search": (("query",), {"--limit": "limit"}, _FLAGS, {"limit": 20}),
+    # --select repeats, so it is left to typer.
+    "consolidate": ((), _CONSOLIDATE, _CONSOLIDATE_FLAGS, {"worker": "builtin"}),
 }
 COMMANDS = frozenset(_SPECS)
 
@@ -59,8 +65,8 @@ def _parse(items: list[str]) -> tuple[str, dict[str, Any], dict[str, Any]]:
     if i >= len(items) or items[i] not in _SPECS:
         raise _Unplain
     command = items[i]
-    positional, valued, defaults = _SPECS[command]
-    params: dict[str, Any] = {**{v: None for v in valued.values()}, **defaults, **{f: False for f in _FLAGS.values()}}
+    positional, valued, flags, defaults = _SPECS[command]
+    params: dict[str, Any] = {**{v: None for v in valued.values()}, **defaults, **{f: False for f in flags.values()}}
     seen: set[str] = set()
     found: list[str] = []
     i += 1
@@ -71,11 +77,11 @@ def _parse(items: list[str]) -> tuple[str, dict[str, Any], dict[str, Any]]:
             found.append(item)
             continue
         option, inline = _split(item)
-        key = valued.get(option) or (_FLAGS.get(option) if inline is None else None)
+        key = valued.get(option) or (flags.get(option) if inline is None else None)
         if key is None or key in seen:
             raise _Unplain
         seen.add(key)
-        if key in _FLAGS.values():
+        if option in flags:
             params[key] = True
         else:
             params[key], i = _take(items, i, inline)
@@ -97,7 +103,6 @@ def parse(args: list[str]) -> Callable[[], int] | None:
         params["limit"] = int(params["limit"])
     if params.get("body_file") is not None:
         params["body_file"] = Path(params["body_file"])
-    from . import memories
     from .context import STATE
 
     STATE.project = Path(state["project"]) if "project" in state else None
@@ -105,6 +110,17 @@ def parse(args: list[str]) -> Callable[[], int] | None:
     STATE.json = bool(state.get("json"))
     STATE.global_scope = bool(state.get("global_scope"))
     STATE.loaded = None
-    run = {"add": memories.add, "update": memories.update, "forget": memories.forget,
-           "list": memories.list_memories, "search": memories.search}[command]
-    return lambda: run(**params)  # type: ignore[operator]
+    return lambda: _command(command)(**params)
+
+
+def _command(command: str) -> Callable[..., int]:
+    if command == "consolidate":
+        from .consolidation import consolidate
+
+        return consolidate
+    from . import memories
+
+    commands: dict[str, Callable[..., int]] = {
+        "add": memories.add, "update": memories.update, "forget": memories.forget,
+        "list": memories.list_memories, "search": memories.search}
+    return commands[command]
