@@ -14,6 +14,7 @@ from .errors import UsageError
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Mapping
+    from typing import Any
 
 APP_NAME = "memfold"
 MIRROR_DIR = ".memory"
@@ -78,9 +79,21 @@ def project_root(directory: str) -> str:
 
 def scope_key(root: str) -> str:
     """The project's store name under the home: sha256 of the root's realpath."""
-    from hashlib import sha256
+    digest: str = _sha256()(root.encode("utf-8")).hexdigest()
+    return digest
 
-    return sha256(root.encode("utf-8")).hexdigest()
+
+def _sha256() -> Any:
+    """SHA-256 from CPython's own module where it exists: hashlib also loads OpenSSL and BLAKE2,
+    two more shared libraries, and this runs before every prompt."""
+    try:
+        from _sha256 import sha256  # type: ignore[import-not-found]  # CPython 3.11
+    except ImportError:
+        try:
+            from _sha2 import sha256  # type: ignore[import-not-found]  # CPython 3.12+
+        except ImportError:
+            from hashlib import sha256
+    return sha256
 
 
 def project_home(home: str, key: str) -> str:

@@ -109,3 +109,29 @@ def test_render_then_parse_round_trips_any_text(name: str, description: str, bod
     again = parse_memory(render_memory(m), "x.md")
     assert (again.name, again.description) == (name, description)
     assert render_memory(again) == render_memory(m)
+
+
+_KEYS = ["name", "description", "type", "visibility", "created", "modified", "expires", "other", "Name"]
+_VALUES = ["project", "safe", "private", "yes", "No", "null", "~", "true", "2026-02-28", "2026-02-30", "2024-02-29",
+           "2026-11-30T12:00:00Z", "2026-11-30T24:00:00Z", '"quoted text"', '"with \\" escape"', "'single'", "a: b",
+           "x #y", "#x", "1.5", "42", "(paren)", "/path/x", "_under", "plain words here", "trailing ", "é accent",
+           "a\tb", "-dash", "[list]", "{map}", "*star", "&amp", "!tag", "%pct", "@at", "`tick`", "ok:", "? q"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(_KEYS), st.sampled_from(_VALUES)), max_size=7))
+def test_the_yaml_free_reader_agrees_with_yaml_wherever_it_answers(pairs: list[tuple[str, str]]) -> None:
+    import yaml
+
+    from pipeline.errors import InputRejected
+    from pipeline.store import memory
+
+    head = "".join(f"{k}: {v}\n" for k, v in pairs)
+    fast = memory._canonical_meta(head)
+    if fast is None:
+        return  # left to YAML
+    try:
+        slow = memory._normalise(yaml.safe_load(head) or {}, "x.md")
+    except (InputRejected, yaml.YAMLError) as exc:  # pragma: no cover - would be a disagreement
+        raise AssertionError(f"YAML refuses what the fast reader accepted: {head!r}") from exc
+    assert slow == (fast, {}), head

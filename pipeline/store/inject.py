@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import unicodedata
 
 from .memory import INDEX_NAME, is_memory_name, parse_memory
 from .search import rank
@@ -31,6 +30,8 @@ def sanitize(text: str) -> str:
     if text.isascii() and text.replace("\n", "").replace("\t", "").isprintable():
         kept = text  # printable ASCII has no character of the stripped categories
     else:
+        import unicodedata  # a shared library to load: only for text that needs it
+
         kept = "".join(ch for ch in text if ch in _KEEP or unicodedata.category(ch) not in _STRIP_CATEGORIES)
     return kept.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 

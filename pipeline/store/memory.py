@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import re
-import unicodedata
 
 from ..errors import InputRejected
 from ..frozen import FrozenValue
@@ -57,6 +56,8 @@ def sanitize_line(value: str) -> str:
     """One-line fields: drop control and invisible characters, collapse whitespace."""
     if value.isascii() and value.isprintable():
         return " ".join(value.split())  # nothing to drop (the common case, without a per-character loop)
+    import unicodedata  # a shared library to load: only for text that needs it
+
     kept = []
     for ch in value:
         if ch in "\t\n\r":
@@ -139,7 +140,7 @@ def split_frontmatter(text: str, file: str) -> tuple[str, str]:
 
 # The canonical frontmatter render_memory writes: known keys, one per line, each value either a plain
 # scalar YAML can only read as that very string, or a double-quoted string without escapes.
-_CANON_LINE = re.compile(r"(name|description|type|visibility|created|modified|expires): (.+)")
+_CANON_KEYS = frozenset(("name", "description", "type", "visibility", "created", "modified", "expires"))
 _CANON_PLAIN = re.compile(r"[A-Za-z_/(][^\t]*")
 _CANON_QUOTED = re.compile(r'"[^"\\\t]*"')
 # What YAML's reader refuses or treats as a line break (it would fail or fold where a split would not).
@@ -162,11 +163,13 @@ def _canonical_meta(head: str) -> dict[str, str] | None:
     elif re.search(_YAML_ODD, head):  # compiled on first use only: the class is slow to compile
         return None
     meta: dict[str, str] = {}
-    for line in head.split("\n")[:-1] if head.endswith("\n") else [None]:
-        match = _CANON_LINE.fullmatch(line) if line is not None else None
-        if match is None or match[1] in meta:
+    if not head.endswith("\n"):
+        return None
+    for line in head[:-1].split("\n"):
+        # ``key: value`` with a known key, given once, and a non-empty value.
+        key, sep, value = line.partition(": ")
+        if not sep or not value or key not in _CANON_KEYS or key in meta:
             return None
-        key, value = match[1], match[2]
         if value in _CANON_WORDS:
             pass
         elif _CANON_QUOTED.fullmatch(value):
@@ -209,8 +212,10 @@ def parse_memory(data: bytes, file: str = "<memory>") -> Memory:
         text = text[1:]
     head, body = split_frontmatter(text, file)
     canonical = _canonical_meta(head)
-    meta = canonical if canonical is not None else _yaml_meta(head, file)
-    return _from_meta(meta, body, file)
+    if canonical is not None:
+        return _build(canonical, {}, body, file)  # known keys with string values only
+    fields, extra = _normalise(_yaml_meta(head, file), file)
+    return _build(fields, extra, body, file)
 
 
 def _yaml_meta(head: str, file: str) -> Any:
@@ -227,7 +232,8 @@ def _yaml_meta(head: str, file: str) -> Any:
     return meta
 
 
-def _from_meta(meta: Any, body: str, file: str) -> Memory:
+def _normalise(meta: Any, file: str) -> tuple[dict[str, str], dict[str, Any]]:
+    """YAML's frontmatter as (known fields as text, everything else); folds the host shapes in."""
     if not isinstance(meta, dict):
         raise InputRejected(f"{file}: frontmatter must be a mapping", code="memory.frontmatter")
     meta = dict(meta)
@@ -239,11 +245,14 @@ def _from_meta(meta: Any, body: str, file: str) -> Memory:
             meta["metadata"] = rest
         else:
             del meta["metadata"]
-    fields: dict[str, Any] = {}
+    fields: dict[str, str] = {}
     for key in _KNOWN:
         if meta.get(key) is not None:
             fields[key] = _as_text(meta[key], key, file)
-    extra = {str(k): v for k, v in meta.items() if k not in _KNOWN}
+    return fields, {str(k): v for k, v in meta.items() if k not in _KNOWN}
+
+
+def _build(fields: dict[str, str], extra: dict[str, Any], body: str, file: str) -> Memory:
     name = sanitize_line(fields.get("name", "")) or file.rsplit("/", 1)[-1].removesuffix(".md")
     description = sanitize_line(fields.get("description", ""))
     if not description:
