@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Any
 
+TYPE_CHECKING = False  # typing costs ~5 ms of every sandboxed start
 if TYPE_CHECKING:
+    from typing import Any
+
     from .policy import Policy as Policy
 
 EXIT_REFUSED = 125  # require_fs was set and Landlock could not be applied

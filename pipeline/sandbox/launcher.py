@@ -7,7 +7,6 @@ import os
 import select
 import signal
 from types import SimpleNamespace
-from typing import TYPE_CHECKING, Any, NoReturn, cast
 
 from . import (
     EXIT_EXEC_FAILED,
@@ -22,7 +21,10 @@ from . import (
     seccomp,
 )
 
+TYPE_CHECKING = False  # typing costs ~5 ms of every sandboxed start
 if TYPE_CHECKING:
+    from typing import Any, NoReturn
+
     from .policy import Policy
 
 
@@ -234,7 +236,8 @@ def _load(text: str) -> Policy:
     raw = json.loads(text)
     if not isinstance(raw, dict):
         raise ValueError("policy must be a JSON object")
-    return cast("Policy", SimpleNamespace(**{**POLICY_DEFAULTS, **raw}))
+    policy: Policy = SimpleNamespace(**{**POLICY_DEFAULTS, **raw})  # type: ignore[assignment]
+    return policy
 
 
 def main(args: list[str]) -> int:
