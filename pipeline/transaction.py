@@ -9,7 +9,7 @@ from typing import Any
 
 from .commit import RunRecord, Services, commit_run, gate, run_recovery
 from .engine import PreState, compute_post, read_pre
-from .errors import ApplyFailed
+from .errors import ApplyFailed, InputRejected
 from .extract import ExtractLimits
 from .fsutil import dump_json, sha256_bytes
 from .lock import project_lock
@@ -41,6 +41,8 @@ class ConsolidateRequest:
     lock_timeout: float = 0.0
     extract_limits: ExtractLimits = ExtractLimits()
     context_limits: ContextLimits = ContextLimits()
+    # Refuse a plan that would leave no memory where there were some (the MCP server: a tool an agent calls).
+    refuse_emptying: bool = False
 
 
 def consolidate(svc: Services, req: ConsolidateRequest) -> dict[str, Any]:
@@ -76,6 +78,8 @@ def _consolidate(svc: Services, req: ConsolidateRequest) -> dict[str, Any]:
         t.run("stale-check", refuse_if_stale, layout, svc.limits, pre)
         post = t.run("index", compute_post, pre, validation.operations)
         summary = summarize(run_id, outcome.extracted.plan, pre, post)
+        if req.refuse_emptying:
+            _refuse_emptying(summary)
         if req.dry_run:
             return {**summary, "dryRun": True, "runDir": str(run_dir), "timings": t.stages}
         t.run("post-verify", gate, svc, pre, post)
@@ -85,6 +89,14 @@ def _consolidate(svc: Services, req: ConsolidateRequest) -> dict[str, Any]:
         receipt, log_path = t.run("commit", commit_run, svc, run_dir, record, pre, post, plan_bytes)
     return {**summary, "dryRun": False, "runDir": str(run_dir), "receipt": str(log_path),
             "planDigest": sha256_bytes(plan_bytes), "previous": receipt["previous"], "timings": t.stages}
+
+
+def _refuse_emptying(summary: dict[str, Any]) -> None:
+    counts = summary.get("memories") or {}
+    if counts.get("before", 0) > 0 and counts.get("after", 1) == 0:
+        raise InputRejected("the plan would remove every memory; refused (nothing was written)",
+                            code="mcp.would-clear",  # a stable code: only the MCP server asks for this
+                            hint="run `memfold consolidate` yourself if that is really intended")
 
 
 def _snapshot(run_dir: Path, req: ConsolidateRequest) -> tuple[dict[str, Any], str]:

@@ -90,3 +90,24 @@ def test_per_call_latency_on_a_200_memory_store(env: Env, capsys: pytest.Capture
         print(f"\nMCP latency on 200 memories: {json.dumps(report)}")
     # Latency is measured and printed, never asserted (that is `memfold bench`'s job); the state is.
     assert len(list(env.harness.glob("project_lat-*.md"))) == 20
+
+
+def test_a_plan_that_would_empty_the_store_is_refused_over_mcp_after_one_worker_run(env: Env) -> None:
+    assert env.run("init").code == 0
+    for i in range(2):
+        assert env.run("add", f"project_old-{i}", "-d", f"reminder number {i} that expired", "-b", f"x{i}",
+                       "--expires", "2020-01-01").code == 0
+    before = env.snapshot()
+    runs_before = set((env.project_home / "runs").iterdir())
+
+    async def body(session: Any) -> Any:
+        return await session.call_tool("memory_consolidate", {})
+
+    result = with_session(env.home, env.project, body)
+    assert result.is_error and result.structured_content["code"] == "mcp.would-clear"
+    assert env.snapshot() == before
+    new_runs = set((env.project_home / "runs").iterdir()) - runs_before
+    assert len(new_runs) == 1 and (next(iter(new_runs)) / "plan.json").is_file()  # one worker run, not two
+    # The CLI is the user's own decision: it may empty the store.
+    assert env.run("consolidate", "--no-context").code == 0
+    assert not any(env.harness.glob("project_old-*.md"))

@@ -18,6 +18,7 @@ def mcp() -> int:
     cfg = config()
     section = cfg.consolidate
     backend = Backend(svc=services(), lock_timeout=float(cfg.lock.timeout), workers=cfg.workers,
-                      due_policy=DuePolicy(section.due_hours, section.due_writes), parent_env=dict(os.environ))
+                      due_policy=DuePolicy(section.due_hours, section.due_writes), parent_env=dict(os.environ),
+                      extract_limits=cfg.extract_limits())
     anyio.run(build_server(backend).run_stdio_async)
     return 0

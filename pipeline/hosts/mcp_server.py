@@ -108,6 +108,7 @@ class Backend:
     workers: Mapping[str, Any]
     due_policy: DuePolicy
     parent_env: Mapping[str, str] = field(default_factory=dict)
+    extract_limits: Any = None  # the config's worker output bounds (ExtractLimits); None: the defaults
 
     def edit(self, command: str, build: Callable[..., Any]) -> dict[str, Any]:
         from ..edits import direct_transaction
@@ -154,6 +155,7 @@ class Backend:
                 "results": [{**_row(n, memories[n]), "score": s, "body": memories[n].body} for n, s in hits]}
 
     def consolidate(self, context: str | None, scope: str | None, worker: str, dry_run: bool) -> dict[str, Any]:
+        from ..extract import ExtractLimits
         from ..transaction import ConsolidateRequest, consolidate
 
         if worker != "builtin":
@@ -164,18 +166,10 @@ class Backend:
         request = ConsolidateRequest(
             context=context.encode("utf-8") if context is not None else None,
             context_source="mcp" if context is not None else "none", scope=scope, worker=worker,
-            workers=self.workers, dry_run=True, parent_env=dict(self.parent_env), lock_timeout=0.0)
-        preview = consolidate(self.svc, request)
-        counts = preview.get("memories") or {}
-        if counts.get("before", 0) > 0 and counts.get("after", 1) == 0:
-            # A tool an agent can call must not be able to empty the store in one go.
-            raise InputRejected("the plan would remove every memory; refused over MCP", code="mcp.would-clear",
-                                hint="run `memfold consolidate` yourself if that is really intended")
-        if dry_run:
-            return {"ok": True, **preview}
-        from dataclasses import replace
-
-        return {"ok": True, **consolidate(self.svc, replace(request, dry_run=False))}
+            workers=self.workers, dry_run=dry_run, parent_env=dict(self.parent_env), lock_timeout=0.0,
+            extract_limits=self.extract_limits or ExtractLimits(), refuse_emptying=True)
+        # One worker run: the emptying check sits between validation and the commit.
+        return {"ok": True, **consolidate(self.svc, request)}
 
     def status(self) -> dict[str, Any]:
         from ..status import project_status
