@@ -34,7 +34,7 @@ DEFAULTS: dict[str, dict[str, Any]] = {
     "inject": {"guidance": True, "max_bytes": 16_000, "max_files": 8},
     "consolidate": {"due_hours": 24.0, "due_writes": 20},
 }
-WORKER_DEFAULTS: dict[str, Any] = {"timeout": 600.0, "env": [], "network": False}
+WORKER_DEFAULTS: dict[str, Any] = {"timeout": 600.0, "env": [], "network": False, "read_paths": []}
 CACHE_NAME = "config.json"
 
 

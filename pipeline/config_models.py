@@ -6,7 +6,7 @@ Imported only to validate a config file that changed (``config`` caches the resu
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -45,6 +45,8 @@ class WorkerConfig(_Strict):
     timeout: float = Field(WORKER_DEFAULTS["timeout"], gt=0, le=86_400)
     env: list[str] = Field(default_factory=list)
     network: bool = WORKER_DEFAULTS["network"]
+    # Extra directories the sandboxed worker may read (where its CLI is installed, e.g. ~/.npm-global).
+    read_paths: list[Annotated[str, Field(pattern=r"^(/|~/)")]] = Field(default_factory=list)
 
 
 class PrivacyConfig(_Strict):

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .errors import WorkerFailed
+from .errors import UsageError, WorkerFailed
 from .extract import PLAN_EVENT, Extracted, ExtractLimits, extract_plan
 from .paths import Layout
 from .task import WorkerChoice
@@ -68,6 +68,18 @@ def _import_dirs() -> list[Path]:
     return [Path(p) for p in sys.path if p and os.path.isdir(p)]
 
 
+def _refuse_reading_the_home(choice: WorkerChoice, layout: Layout) -> None:
+    """A configured read path may not open the memfold home: it holds every project's private store."""
+    home = os.path.realpath(layout.home)
+    for path in choice.read_paths:
+        real = os.path.realpath(path).rstrip("/") or "/"
+        if real == home or home.startswith(real.rstrip("/") + "/") or real.startswith(home + "/"):
+            raise UsageError(f"worker {choice.name}: read path {path} would let it read the memfold home {home}",
+                             code="usage.worker-read-path",
+                             hint="name the directory the agent CLI is installed in (e.g. ~/.npm-global), not a "
+                             "parent of the memfold home")
+
+
 def requested_protections(choice: WorkerChoice, unsafe_no_sandbox: bool) -> dict[str, Any]:
     """What the manifest promises before the worker starts (the receipt records what was enforced)."""
     from .sandbox import probe
@@ -84,6 +96,7 @@ def run_plan_worker(
     from .sandbox.describe import enforced
     from .worker import WorkerSpec, build_env, run_worker
 
+    _refuse_reading_the_home(choice, layout)
     scratch = run_dir / "scratch"
     env = build_env(parent_env, choice.env, scratch)
     if choice.builtin:
@@ -93,7 +106,8 @@ def run_plan_worker(
         argv=choice.argv, cwd=scratch, env=env, timeout=choice.timeout, network=choice.network,
         sandbox=not unsafe_no_sandbox, require_fs_sandbox=not choice.builtin and not unsafe_no_sandbox,
         read_paths=tuple(p for p in (run_dir, layout.harness, layout.mirror, layout.project_root, PACKAGE_ROOT,
-                                     *(_import_dirs() if choice.builtin else ())) if p),
+                                     *(_import_dirs() if choice.builtin else ()),
+                                     *map(Path, choice.read_paths)) if p),
         write_paths=(scratch,), pids_max=PIDS_MAX,
     )
     try:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import sys
 from collections.abc import Mapping
@@ -31,21 +32,25 @@ def render_task(values: Mapping[str, str]) -> bytes:
 
 @dataclass(frozen=True)
 class WorkerChoice:
-    """A resolved worker: its argv (placeholders filled), timeout, extra env names and network."""
+    """A resolved worker: its argv (placeholders filled), timeout, extra env names, network, extra reads."""
 
     name: str
     argv: tuple[str, ...]
     timeout: float
     env: tuple[str, ...]
     network: bool
+    read_paths: tuple[str, ...] = ()
 
     @property
     def builtin(self) -> bool:
         return self.name == BUILTIN
 
     def describe(self) -> dict[str, Any]:
-        return {"name": self.name, "kind": "builtin" if self.builtin else "command", "argv": list(self.argv),
-                "timeout": self.timeout, "network": self.network}
+        described = {"name": self.name, "kind": "builtin" if self.builtin else "command", "argv": list(self.argv),
+                     "timeout": self.timeout, "network": self.network}
+        if self.read_paths:
+            described["readPaths"] = list(self.read_paths)
+        return described
 
 
 def choose_worker(name: str, workers: Mapping[str, Any], places: Mapping[str, str],
@@ -60,7 +65,8 @@ def choose_worker(name: str, workers: Mapping[str, Any], places: Mapping[str, st
         raise UsageError(f"no worker named {name!r} in the user config", code="usage.worker",
                          hint=f"known workers: {known}; add one under `workers:` in config.yaml")
     argv = tuple(_fill(arg, places) for arg in config.argv)
-    return WorkerChoice(name, argv, float(config.timeout), tuple(config.env), bool(config.network))
+    reads = tuple(os.path.expanduser(p) for p in getattr(config, "read_paths", ()))
+    return WorkerChoice(name, argv, float(config.timeout), tuple(config.env), bool(config.network), reads)
 
 
 def _fill(arg: str, places: Mapping[str, str]) -> str:

@@ -105,3 +105,36 @@ def test_a_preset_whose_agent_lacks_its_key_fails_with_exit_4(env: Env, monkeypa
     assert result.code == 4 and "worker.exit" in result.err
     stderr = next((env.project_home / "runs").iterdir()) / "stderr.txt"
     assert "no API key" in stderr.read_text()
+
+
+@pytest.mark.integration
+def test_an_agent_installed_outside_the_default_reads_needs_its_read_path(
+        env: Env, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Like a CLI under ~/.npm-global: the sandbox lets the worker read only what the config names."""
+    prefix = tmp_path / "npm-global" / "bin"
+    prefix.mkdir(parents=True)
+    for name in ("pi", "_agent.py"):
+        shutil.copy2(FAKES / name, prefix / name)
+    assert env.run("init").code == 0
+    assert env.run("add", "user_tea", "-d", "prefers green tea", "-b", "tea").code == 0
+    preset = {**presets()["pi"], "env": [*presets()["pi"]["env"], "PYTHONPATH"]}
+    monkeypatch.setenv("PATH", os.pathsep.join([str(prefix), str(Path(sys.executable).parent), "/usr/bin", "/bin"]))
+    monkeypatch.setenv("PYTHONPATH", str(REPO))
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-fake")
+
+    (env.home / "config.yaml").write_text(json.dumps({"workers": {"pi": preset}}))
+    assert env.run("consolidate", "--no-context", "--worker", "pi").code == 4  # not readable in the sandbox
+
+    (env.home / "config.yaml").write_text(json.dumps({"workers": {"pi": {**preset, "read_paths": [str(prefix)]}}}))
+    result = env.run("--json", "consolidate", "--no-context", "--worker", "pi")
+    assert result.code == 0, result.err
+    receipt = json.loads(Path(result.json()["receipt"]).read_text())
+    assert receipt["worker"]["readPaths"] == [str(prefix)]
+
+    for opened in (str(env.home), str(env.home.parent), str(tmp_path)):
+        (env.home / "config.yaml").write_text(json.dumps({"workers": {"pi": {**preset, "read_paths": [opened]}}}))
+        refused = env.run("consolidate", "--no-context", "--worker", "pi")
+        assert refused.code == 2 and "usage.worker-read-path" in refused.err, opened
+
+    (env.home / "config.yaml").write_text(json.dumps({"workers": {"pi": {**preset, "read_paths": ["relative/bin"]}}}))
+    assert env.run("consolidate", "--no-context", "--worker", "pi").code == 2  # the config check refuses it
