@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import re
 import time
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from conftest import Env
 
 from pipeline.store import state
@@ -38,3 +41,12 @@ def test_the_mcp_backend_searches_a_memory_edited_behind_its_back(env: Env, monk
     assert backend.search("alpha", 10)["results"] == []
     assert [r["description"] for r in backend.search("gamma", 10)["results"]] == ["gamma topic"]
     assert [r["description"] for r in backend.list_memories()["memories"]] == ["gamma topic"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=st.sampled_from(list("aZ9 _-.\t\nxyQ0é\u212a\u0130ßﬁ")), max_size=40))
+def test_tokens_are_the_lowercased_alphanumeric_runs_without_stop_words(text: str) -> None:
+    from pipeline.store import search
+
+    expected = {t for t in re.findall(r"[a-z0-9]+", text.lower()) if t not in search._STOP}
+    assert search.tokens(text) == expected
