@@ -279,9 +279,7 @@ def _write_all(fd: int, data: bytes) -> None:
 
 def temp_name(final_name: str, tag: str | None = None) -> str:
     if not tag:
-        import secrets
-
-        tag = secrets.token_hex(6)
+        tag = os.urandom(6).hex()  # the same bytes secrets.token_hex reads, without importing hmac/OpenSSL
     return f"{TEMP_PREFIX}{tag}-{final_name}{TEMP_SUFFIX}"
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import datetime as dt
 import os
 import re
-import shutil
 from pathlib import Path
 
 from .errors import UsageError
@@ -51,6 +50,8 @@ def prune_runs(runs: Path, keep: int, protect: set[str]) -> list[str]:
     names = list_runs(runs)
     doomed = [n for n in names[: max(len(names) - keep, 0)] if n not in protect]
     for name in doomed:
+        import shutil  # only when a run dir is pruned
+
         shutil.rmtree(runs / name, ignore_errors=True)
     return doomed
 

@@ -111,8 +111,9 @@ def test_add_list_and_search_import_no_heavy_library(env: Env, with_config: bool
 
 
 # Both cost ~40 ms of a `memfold add` (dataclasses imports inspect, ast, dis and tokenize, and each
-# @dataclass generates code at import): the write path's value types are plain classes.
-CODEGEN = ("dataclasses", "inspect")
+# @dataclass generates code at import): the write path's value types are plain classes. secrets (hmac,
+# OpenSSL) and concurrent.futures (logging) are not needed for random names and parallel fsyncs either.
+CODEGEN = ("dataclasses", "inspect", "secrets", "concurrent.futures", "logging")
 
 
 def test_the_write_and_read_commands_import_neither_dataclasses_nor_inspect(env: Env) -> None:
