@@ -33,15 +33,21 @@ def _command_of(args: Sequence[str]) -> tuple[str | None, list[str]]:
     return None, rest
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    args = list(sys.argv[1:] if argv is None else argv)
-    command, rest = _command_of(args)
-    if argv is None and (command in FAST_COMMANDS or command in QUICK_COMMANDS):
-        # One short command in its own process: reference counting frees nearly everything, and the
-        # cyclic collector's passes over import-time and parsed objects cost ~5 % of inject and add.
+def run() -> int:
+    """The console script and ``python -m pipeline``: one command, in a process of its own."""
+    args = sys.argv[1:]
+    if _command_of(args)[0] in FAST_COMMANDS | QUICK_COMMANDS:
+        # Reference counting frees nearly everything such a short process allocates; the cyclic
+        # collector's passes over import-time and parsed objects cost ~5 % of inject and add.
         import gc
 
         gc.disable()
+    return main(args)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    command, rest = _command_of(args)
     if command in FAST_COMMANDS:
         # The per-prompt path: no typer, pydantic, jsonschema or portalocker import.
         from .hosts.inject import main as inject_main

@@ -36,7 +36,7 @@ def test_a_wheel_installed_in_a_fresh_venv_runs_init_and_consolidate_from_anywhe
                            capture_output=True, text=True, cwd=cwd, env=env, check=True).stdout
     assert where.startswith(target), where
     entry_points = next(Path(target).glob("memfold-*.dist-info")) / "entry_points.txt"
-    assert "memfold = pipeline.cli:main" in entry_points.read_text()
+    assert "memfold = pipeline.cli:run" in entry_points.read_text()
     for args in (["init"], ["add", "project_a", "-d", "alpha fact", "--visibility", "safe"],
                  ["consolidate", "--no-context"]):
         proc = subprocess.run([str(venv / "bin" / "python"), "-m", "pipeline", "--project", str(project), *args],

@@ -203,3 +203,12 @@ def test_a_mixed_visibility_group_becomes_private_and_the_report_says_so(tmp_pat
     assert rewrite["classification"] == "private" and merged.created == "2025-12-01"
     assert "Invalidate on price change." in merged.body and "Cache keys" in merged.body
     assert "private" in {r["name"]: r for r in plan["report"]}["project_page-cache.md"]["summary"]
+
+
+def test_the_planner_as_a_library_leaves_the_callers_collector_on(tmp_path: Path) -> None:
+    import gc
+
+    from pipeline.planner.run import main
+
+    assert main(["--run-dir", str(tmp_path / "missing")]) != 0  # no manifest: an error exit, no plan
+    assert gc.isenabled()

@@ -77,9 +77,11 @@ def _run_dir(argv: list[str]) -> Path:
 def main(argv: list[str] | None = None, stdout: BinaryIO | None = None, stderr: TextIO | None = None) -> int:
     run_dir = _run_dir(sys.argv[1:] if argv is None else argv)
     err = stderr or sys.stderr
-    # The planner builds millions of small acyclic objects and lives for one run: cyclic collection
-    # would only rescan them (it made planning superlinear), so it stays off in this process.
-    gc.disable()
+    if argv is None:
+        # The worker process builds millions of small acyclic objects and lives for one run: cyclic
+        # collection would only rescan them (it made planning superlinear), so it stays off there. A
+        # caller using main() as a library keeps its collector.
+        gc.disable()
     try:
         data = plan_run(run_dir)
     except MemfoldError as exc:
