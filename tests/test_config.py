@@ -67,7 +67,7 @@ def test_the_defaults_table_is_what_the_models_default_to() -> None:
     assert {k: v for k, v in worker.items() if k != "argv"} == WORKER_DEFAULTS
 
 
-def _settle(path: Path) -> None:
+def _settle() -> None:
     """Wait out the two seconds within which a config is never cached (its ctime cannot be set back)."""
     time.sleep(2.1)
 
@@ -75,7 +75,7 @@ def _settle(path: Path) -> None:
 def test_validated_sections_are_cached_and_a_changed_file_is_validated_again(tmp_path: Path) -> None:
     path = tmp_path / "config.yaml"
     path.write_text("lock: {timeout: 2}\nruns: {keep: 0}\n")
-    _settle(path)
+    _settle()
     first = load_config(path)
     cache = tmp_path / "cache" / "config.json"
     assert cache.is_file()
@@ -101,7 +101,7 @@ def test_a_config_written_just_now_is_not_cached(tmp_path: Path) -> None:
 def test_a_stale_cache_entry_is_never_used(tmp_path: Path) -> None:
     path = tmp_path / "config.yaml"
     path.write_text("lock: {timeout: 3}\n")
-    _settle(path)
+    _settle()
     load_config(path)
     cache = tmp_path / "cache" / "config.json"
     doc = json.loads(cache.read_text())
@@ -127,6 +127,6 @@ def test_no_cache_is_written_through_a_symlinked_home(tmp_path: Path) -> None:
     real.mkdir()
     (tmp_path / "home").symlink_to(real)
     (real / "config.yaml").write_text("lock: {timeout: 4}\n")
-    _settle(real / "config.yaml")
+    _settle()
     assert load_config(tmp_path / "home" / "config.yaml").lock.timeout == 4
     assert not (real / "cache").exists()

@@ -86,6 +86,20 @@ def test_usage_errors_still_come_from_typer(env: Env) -> None:
     assert not any(env.home.rglob("project_x.md"))
 
 
+def _fresh_process(env: Env, commands: list[list[str]], watched: tuple[str, ...]) -> tuple[list[str], list[int]]:
+    """Run ``commands`` through cli.main in a fresh interpreter: which ``watched`` modules it loaded, and
+    the exit codes."""
+    code = ("import json, sys\nfrom pipeline.cli import main\n"
+            f"args = ['--home', {str(env.home)!r}, '--project', {str(env.project)!r}]\n"
+            f"codes = [main(args + command) for command in {commands!r}]\n"
+            f"print(json.dumps([sorted(m for m in {watched!r} if m in sys.modules), codes]))\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert proc.returncode == 0, proc.stderr
+    loaded, codes = json.loads(proc.stdout.strip().splitlines()[-1])
+    return loaded, codes
+
+
 @pytest.mark.parametrize("with_config", [False, True])
 def test_add_list_and_search_import_no_heavy_library(env: Env, with_config: bool) -> None:
     assert env.run("init").code == 0
@@ -96,17 +110,8 @@ def test_add_list_and_search_import_no_heavy_library(env: Env, with_config: bool
         (env.home / "config.yaml").write_text("lock: {timeout: 2}\nruns: {keep: 10}\n")
         time.sleep(2.1)  # a config younger than 2 s is never cached
         assert env.run("list").code == 0  # validates once, fills the cache
-    code = (
-        "import sys\nfrom pipeline.cli import main\n"
-        f"args = ['--home', {str(env.home)!r}, '--project', {str(env.project)!r}]\n"
-        "codes = [main(args + ['add', 'project_q', '-d', 'quick path fact', '-b', 'body']),\n"
-        "         main(args + ['list', '--json']), main(args + ['search', 'quick'])]\n"
-        f"heavy = sorted(m for m in {HEAVY!r} if m in sys.modules)\n"
-        "print('HEAVY', heavy, 'CODES', codes, file=sys.stderr)\n"
-    )
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
-                          env={**os.environ, "PYTHONPATH": str(REPO)})
-    assert "HEAVY [] CODES [0, 0, 0]" in proc.stderr, proc.stderr
+    commands = [["add", "project_q", "-d", "quick path fact", "-b", "body"], ["list", "--json"], ["search", "quick"]]
+    assert _fresh_process(env, commands, HEAVY) == ([], [0, 0, 0])
     assert (env.harness / "project_q.md").read_text().startswith("---\nname: project_q\n")
 
 
@@ -119,19 +124,10 @@ CODEGEN = ("dataclasses", "inspect", "secrets", "concurrent.futures", "logging")
 def test_the_write_and_read_commands_import_neither_dataclasses_nor_inspect(env: Env) -> None:
     assert env.run("init").code == 0
     assert env.run("add", "project_warm", "-d", "warms the caches").code == 0
-    code = (
-        "import sys\nfrom pipeline.cli import main\n"
-        f"args = ['--home', {str(env.home)!r}, '--project', {str(env.project)!r}]\n"
-        "codes = [main(args + ['add', 'project_q', '-d', 'quick path fact', '-b', 'body']),\n"
-        "         main(args + ['update', 'project_q', '--body', 'new body']),\n"
-        "         main(args + ['list', '--json']), main(args + ['search', 'quick']),\n"
-        "         main(args + ['forget', 'project_warm']), main(args + ['--global', 'add', 'user_q', '-d', 'g'])]\n"
-        f"loaded = sorted(m for m in {CODEGEN!r} if m in sys.modules)\n"
-        "print('LOADED', loaded, 'CODES', codes, file=sys.stderr)\n"
-    )
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
-                          env={**os.environ, "PYTHONPATH": str(REPO)})
-    assert "LOADED [] CODES [0, 0, 0, 0, 0, 0]" in proc.stderr, proc.stderr
+    commands = [["add", "project_q", "-d", "quick path fact", "-b", "body"],
+                ["update", "project_q", "--body", "new body"], ["list", "--json"], ["search", "quick"],
+                ["forget", "project_warm"], ["--global", "add", "user_q", "-d", "g"]]
+    assert _fresh_process(env, commands, CODEGEN) == ([], [0] * 6)
     assert (env.harness / "project_q.md").read_text().endswith("new body\n")
     assert not (env.harness / "project_warm.md").exists()
 

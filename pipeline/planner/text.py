@@ -6,6 +6,7 @@ import re
 from functools import lru_cache
 
 from ..store.memory import TYPES, Memory
+from ..store.search import ASCII_WORDS
 
 _MARKER = re.compile(r"^\s*(?:[-*+]\s+\[[ xX]\]\s+|[-*+]\s+|\d+[.)]\s+|>\s*)+")
 _PUNCT = re.compile(r"[^\w\s]|_")
@@ -41,9 +42,6 @@ STOPWORDS = frozenset(
 )
 # Words are _WORD runs of the casefolded text; one letter or digit alone is no token.
 _NOT_TOKENS = STOPWORDS | frozenset("abcdefghijklmnopqrstuvwxyz0123456789")
-# For ASCII text: letters lowered (casefold), digits kept, everything else a space, so that
-# splitting yields exactly the _WORD runs.
-_WORD_BYTES = bytes(ord(chr(b).lower()) if b < 128 and chr(b).isalnum() else 32 for b in range(256))
 
 
 def fact_key(line: str) -> str:
@@ -142,7 +140,7 @@ def _stem(word: str) -> str:
 @lru_cache(maxsize=1 << 20)
 def tokens(text: str) -> frozenset[str]:
     if text.isascii() and "[[" not in text:
-        words = set(text.encode("ascii").translate(_WORD_BYTES).decode("ascii").split())
+        words = set(text.encode("ascii").translate(ASCII_WORDS).decode("ascii").split())
     else:
         folded = text.casefold()
         if "[[" in folded:

@@ -140,7 +140,7 @@ def split_frontmatter(text: str, file: str) -> tuple[str, str]:
 
 # The canonical frontmatter render_memory writes: known keys, one per line, each value either a plain
 # scalar YAML can only read as that very string, or a double-quoted string without escapes.
-_CANON_KEYS = frozenset(("name", "description", "type", "visibility", "created", "modified", "expires"))
+_CANON_KEYS = frozenset(_KNOWN)
 _CANON_PLAIN = re.compile(r"[A-Za-z_/(][^\t]*")
 _CANON_QUOTED = re.compile(r'"[^"\\\t]*"')
 # What YAML's reader refuses or treats as a line break (it would fail or fold where a split would not).

@@ -15,8 +15,9 @@ _STOP = frozenset("a an and are as at be by for from in is it of on or that the 
 
 
 # For ASCII text: letters lowered, digits kept, everything else a space; splitting then yields exactly
-# the [a-z0-9]+ runs of text.lower(), in C (ranking tokenises every memory on every prompt with a query).
-_RUNS = bytes(ord(chr(b).lower()) if chr(b).isascii() and chr(b).isalnum() else 32 for b in range(256))
+# the [a-z0-9]+ runs of text.lower(), in C (ranking tokenises every memory on every prompt with a query;
+# the planner tokenises with it too).
+ASCII_WORDS = bytes(ord(chr(b).lower()) if chr(b).isascii() and chr(b).isalnum() else 32 for b in range(256))
 
 
 def tokens(text: str) -> set[str]:
@@ -30,7 +31,7 @@ def _token_set(text: str) -> frozenset[str]:
 
 def _runs(text: str) -> list[str]:
     if text.isascii():
-        return text.encode("ascii").translate(_RUNS).decode("ascii").split()
+        return text.encode("ascii").translate(ASCII_WORDS).decode("ascii").split()
     return _TOKEN.findall(text.lower())  # lower() may turn a non-ASCII letter into ASCII ones
 
 
