@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 from pytest_bdd import given, parsers, then, when
+from unprivileged import ordinary_user  # noqa: F401  (a fixture every test module may use)
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -15,6 +15,7 @@ from typing import Any, Iterator
 
 import pytest
 from conftest import survivors
+from unprivileged import OrdinaryUser
 
 from pipeline.sandbox import EXIT_REFUSED, Policy, probe, seccomp
 from pipeline.worker import WorkerResult, WorkerSpec, build_env, run_worker
@@ -251,40 +252,22 @@ w = WorkerSpec(argv=(sys.executable, sys.argv[2], "write", sys.argv[3], str(base
                cwd=scratch, env=spec.env, timeout=20)
 res2 = run_worker(w, stdout_path=base / "out2", stderr_path=base / "err2")
 time.sleep(2)
-print(json.dumps({"protections": res.protections, "marker": (scratch / "marker").exists(),
+print(json.dumps({"protections": res.protections, "marker": (scratch / "marker").exists(), "uid": os.getuid(),
                   "escaped": (base / "escaped").exists(), "rc": res.returncode}))
 """
 
 
 @pytest.mark.integration
-def test_unprivileged_user_gets_the_same_guarantees(tmp_path: Path) -> None:
-    python = shutil.which("python3", path="/usr/bin:/bin")
-    if os.getuid() != 0 or python is None:
-        pytest.skip("needs root to switch to nobody, and a system python3 that nobody can run")
-    base = Path(f"/tmp/memfold-unpriv-{secrets.token_hex(4)}")
-    base.mkdir(mode=0o755)
-    os.chown(base, 65534, 65534)
+def test_unprivileged_user_gets_the_same_guarantees(ordinary_user: OrdinaryUser) -> None:
     token = f"tok-{secrets.token_hex(6)}"
-    hostile = base / "hostile.py"
-    shutil.copy(HOSTILE, hostile)
-    try:
-        proc = subprocess.run(
-            [python, "-c", UNPRIV, str(base), str(hostile), token],
-            env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}, cwd="/", user=65534, group=65534,
-            extra_groups=[], capture_output=True, timeout=40,
-        )
-        if proc.returncode != 0 and b"Permission denied" in proc.stderr and b"pipeline" in proc.stderr:
-            pytest.skip("nobody cannot read the package")
-        assert proc.returncode == 0, proc.stderr.decode()
-        out = json.loads(proc.stdout.decode().splitlines()[-1])
-        assert out["rc"] == 0 and not out["marker"] and not out["escaped"]
-        print(out["protections"])
-        assert out["protections"]["capabilities"] in ("none-held", "dropped")
-        assert out["protections"]["landlock"]["fs"] is (PROBE["landlock"]["abi"] >= 1)
-        assert out["protections"]["kill"] in ("pid-namespace", "cgroup.kill", "subreaper+pidfd")
-        assert survivors(token) == []
-    finally:
-        shutil.rmtree(base, ignore_errors=True)
+    out = ordinary_user.run_json(UNPRIV, str(ordinary_user.base), str(ordinary_user.path("workers/hostile.py")),
+                                 token, timeout=40)
+    assert out["uid"] == ordinary_user.uid != 0
+    assert out["rc"] == 0 and not out["marker"] and not out["escaped"]
+    assert out["protections"]["capabilities"] in ("none-held", "dropped")
+    assert out["protections"]["landlock"]["fs"] is (PROBE["landlock"]["abi"] >= 1)
+    assert out["protections"]["kill"] in ("pid-namespace", "cgroup.kill", "subreaper+pidfd")
+    assert survivors(token) == []
 
 
 @pytest.mark.integration
