@@ -23,3 +23,20 @@ Feature: Git and host files
       | consolidate --no-context  |
       | hooks install claude      |
       | list                      |
+
+  Scenario Outline: A symlinked host directory in the project is refused
+    Given an initialised project
+    And the project's "<path>" is a symlink to a directory outside
+    When I run "hooks install <host>"
+    Then the exit code is 1
+    And the error mentions "path.symlink"
+    And the directory outside is unchanged
+    And memfold recorded no installed file
+
+    Examples:
+      | host   | path            |
+      | claude | .claude         |
+      | claude | .claude/commands |
+      | pi     | .pi             |
+      | pi     | .pi/extensions  |
+      | codex  | .codex          |

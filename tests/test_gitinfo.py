@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from conftest import Env
-from hostile_git import Hostile, git, make_hostile
+from hostile_repo import Hostile, git, make_hostile
 
 from pipeline import gitinfo
 

@@ -1,7 +1,10 @@
-"""A repository that runs a program through every key, hook and attribute git offers (for tests)."""
+"""Hostile repositories for tests: a git dir that runs a program everywhere, and a digest to prove
+that nothing outside the project changed."""
 
 from __future__ import annotations
 
+import hashlib
+import os
 import shutil
 import subprocess
 from dataclasses import dataclass
@@ -10,6 +13,20 @@ from pathlib import Path
 # Hooks git can run on its own; each one the hostile repository installs writes the marker.
 HOOKS = ("post-index-change", "pre-commit", "post-checkout", "post-commit", "reference-transaction",
          "pre-auto-gc", "post-rewrite", "fsmonitor-watchman")
+
+
+def tree_digest(root: Path) -> str:
+    """One hash over every path, file type and file content below ``root`` (links not followed)."""
+    digest = hashlib.sha256()
+    for path in sorted(root.rglob("*")):
+        digest.update(str(path.relative_to(root)).encode() + b"\0")
+        if path.is_symlink():
+            digest.update(b"link:" + os.readlink(path).encode())
+        elif path.is_file():
+            digest.update(b"file:" + path.read_bytes())
+        else:
+            digest.update(b"dir")
+    return digest.hexdigest()
 
 
 def git(*args: str, cwd: Path | None = None) -> str:
