@@ -36,7 +36,13 @@ _SAFE_CONFIG = (
     ("gpg.program", "false"),
     ("gpg.ssh.program", "false"),
     ("gpg.x509.program", "false"),
+    # A partial clone fetches missing objects on demand, through a transport the repository picks
+    # (``ext::`` runs a command, a local remote's ``uploadpack`` is a program): GIT_NO_LAZY_FETCH stops
+    # that on git 2.39.4 and later, these stop it on older git, since a repository's
+    # ``protocol.<name>.allow`` would outrank ``protocol.allow`` alone.
     ("protocol.allow", "never"),
+    *((f"protocol.{name}.allow", "never") for name in ("ext", "fd", "file", "git", "ssh", "http", "https",
+                                                       "ftp", "ftps")),
     ("fetch.recurseSubmodules", "false"),
     ("submodule.recurse", "false"),
     ("maintenance.auto", "false"),
@@ -109,8 +115,9 @@ def tracked(root: Path) -> list[str] | None:
     return None if files is None else sorted(files)
 
 
-def ever_committed(root: Path) -> set[str]:
-    """Every mirror file name that appears in any commit of any branch."""
+def ever_committed(root: Path) -> set[str] | None:
+    """Every mirror file name that appears in any commit of any branch, or None when the history
+    cannot be read (a partial clone missing trees it may not fetch, a damaged repository)."""
     files = _names(run_git(("log", "--all", "--no-show-signature", "--no-ext-diff", "--no-textconv",
                             "--no-renames", "-z", "--name-only", "--format=", "--", MIRROR_DIR), root))
-    return set(files or [])
+    return None if files is None else set(files)

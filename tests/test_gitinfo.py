@@ -50,7 +50,8 @@ def test_every_memfold_command_that_reads_the_project_runs_nothing_the_repositor
         ("add", "user_editor", "-d", "prefers vim keybindings", "-t", "user"),
         ("status",), ("--json", "status"), ("audit",), ("list",), ("inject",), ("trust",), ("inject",),
         ("mirror", "check"), ("consolidate", "--no-context"), ("verify",), ("hooks", "install", "claude"),
-        ("hooks", "install", "codex"), ("hooks", "install", "pi"), ("untrust",),
+        ("hooks", "install", "codex"), ("hooks", "install", "pi"), ("search", "port"), ("show", "project_ports"),
+        ("recover",), ("forget", "user_editor"), ("hooks", "uninstall", "claude"), ("untrust",),
     ]
     codes = {" ".join(args): env.run(*args).code for args in commands}
     assert codes == {" ".join(args): 0 for args in commands}
@@ -84,3 +85,28 @@ def test_a_memory_made_private_after_it_was_committed_is_reported_as_a_past_leak
     assert status["git"]["pastLeaks"] == ["project_ci.md"]
     assert status["git"]["tracked"] == ["MEMORY.md", "project_ci.md"]
     assert any("project_ci.md is private now" in w for w in status["warnings"])
+
+
+def test_a_partial_clone_never_fetches_missing_history_through_the_repository_s_transport(tmp_path: Path) -> None:
+    source = tmp_path / "source"
+    git("init", "-q", str(source))
+    (source / ".memory").mkdir()
+    for name in ("project_a.md", "project_b.md"):
+        (source / ".memory" / name).write_text("x\n")
+        git("add", "-A", cwd=source)
+        git("-c", "user.email=a@example.com", "-c", "user.name=A", "commit", "-qm", name, cwd=source)
+    git("config", "uploadpack.allowFilter", "true", cwd=source)
+    clone = tmp_path / "clone"
+    git("clone", "-q", "--no-checkout", "--filter=tree:0", source.as_uri(), str(clone))
+    marker = tmp_path / "ran.txt"
+    upload = tmp_path / "upload.sh"
+    upload.write_text(f'#!/bin/sh\necho "$*" >> {marker}\nexec git-upload-pack "$@"\n')
+    upload.chmod(0o755)
+    git("config", "remote.origin.uploadpack", str(upload), cwd=clone)
+    git("config", "protocol.file.allow", "always", cwd=clone)
+    assert gitinfo.ever_committed(clone) is None  # the trees are not here, and are not fetched
+    status = Env(home=tmp_path / "home", project=clone).run("--json", "status").json()
+    assert any("could not be read" in w for w in status["warnings"])
+    assert not marker.exists()
+    git("log", "--all", "--name-only", "--format=", cwd=clone)
+    assert marker.exists()  # plain git does run the repository's program
