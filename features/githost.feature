@@ -34,9 +34,9 @@ Feature: Git and host files
     And memfold recorded no installed file
 
     Examples:
-      | host   | path            |
-      | claude | .claude         |
+      | host   | path             |
+      | claude | .claude          |
       | claude | .claude/commands |
-      | pi     | .pi             |
-      | pi     | .pi/extensions  |
-      | codex  | .codex          |
+      | pi     | .pi              |
+      | pi     | .pi/extensions   |
+      | codex  | .codex           |
