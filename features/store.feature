@@ -55,3 +55,17 @@ Feature: The memory store
     Then the exit code is 1
     And the error mentions "symlink"
     And the file outside is unchanged
+
+  Scenario Outline: A Windows device name never becomes a memory
+    Given I remember the state of both roots
+    When I run "add <name> -d 'notes about a device' --visibility safe"
+    Then the exit code is 1
+    And the error mentions "memory.name-reserved"
+    And both roots are as remembered
+
+    Examples:
+      | name   |
+      | aux    |
+      | CON.md |
+      | com1   |
+      | Lpt9   |

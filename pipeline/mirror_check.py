@@ -11,7 +11,7 @@ from .errors import Issue
 from .fsutil import read_bounded
 from .mirror import check_disk_mirror
 from .paths import Layout
-from .store.memory import INDEX_NAME, is_memory_name
+from .store.memory import INDEX_NAME, is_memory_name, windows_reserved
 from .store.state import Limits, read_root
 
 if TYPE_CHECKING:
@@ -47,6 +47,10 @@ def check_mirror(layout: Layout, ruleset: RuleSet, limits: Limits, files: list[P
             continue
         if not stat.S_ISREG(st.st_mode):
             issues.append(Issue("mirror.not-regular", where, f"{name} is not a regular file"))
+            continue
+        if name != INDEX_NAME and windows_reserved(name):
+            issues.append(Issue("mirror.name-reserved", where,
+                                f"{name} is a Windows device name: teammates on Windows cannot check it out"))
             continue
         if name != INDEX_NAME and not is_memory_name(name):
             issues.append(Issue("mirror.name", where, f"{name} is not a memory file name"))

@@ -57,7 +57,10 @@ def project_status(svc: Services, due_policy: DuePolicy | None = None) -> dict[s
     tracked = gitinfo.tracked(layout.project_root) if layout.mirror else None
     mirror_names = sorted(pre.public.files)
     private_names = {n for n, m in pre.memories.items() if not m.is_safe}
-    leaks = sorted(private_names & gitinfo.ever_committed(layout.project_root)) if tracked is not None else []
+    history = gitinfo.ever_committed(layout.project_root) if tracked is not None else set()
+    if history is None:
+        warnings.append("the git history of .memory/ could not be read, so past leaks are not checked")
+    leaks = sorted(private_names & (history or set()))
     warnings += [f"{n} is private now but is in the git history of .memory/: rewrite that history" for n in leaks]
     return {
         "projectRoot": str(layout.project_root),

@@ -151,3 +151,28 @@ def test_a_broken_config_is_reported_with_exit_2_and_left_untouched(env: Env) ->
 def test_bad_usage_exits_2(env: Env) -> None:
     assert env.run("add").code == 2
     assert env.run("no-such-command").code == 2
+
+
+def test_add_refuses_a_windows_device_name_and_writes_nothing(env: Env) -> None:
+    assert env.run("init").code == 0
+    before = {"harness": tree_hashes(env.harness), "public": tree_hashes(env.mirror)}
+    for name in ("aux", "CON.md", "com1"):
+        result = env.run("--json", "add", name, "-d", "a fact about ports", "--visibility", "safe")
+        assert result.code == 1, result.err
+        assert result.json()["code"] == "memory.name-reserved"
+    assert {"harness": tree_hashes(env.harness), "public": tree_hashes(env.mirror)} == before
+    assert not list((env.project_home / "receipts").iterdir())
+
+
+def test_an_import_skips_a_file_named_like_a_windows_device(env: Env, tmp_path: Path) -> None:
+    source = tmp_path / "claude-memory"
+    source.mkdir()
+    (source / "aux.md").write_text("---\nname: aux\ndescription: the aux port\ntype: project\n---\nbody\n")
+    (source / "ports.md").write_text("---\nname: ports\ndescription: dev server on 8080\ntype: project\n---\nb\n")
+    result = env.run("--json", "import", "claude", str(source))
+    assert result.code == 0, result.err
+    body = result.json()
+    assert [s["source"] for s in body["skipped"]] == ["aux.md"]
+    assert "device name" in body["skipped"][0]["reason"]
+    assert (env.harness / "ports.md").is_file()
+    assert not (env.harness / "aux.md").exists() and not (env.mirror / "aux.md").exists()

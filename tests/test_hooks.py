@@ -6,7 +6,9 @@ import copy
 from pathlib import Path
 from typing import Any
 
+import pytest
 from conftest import Env
+from hostile_repo import tree_digest
 
 from pipeline.hosts.claude import find_transcript, is_ours, merge_hooks, project_dir_name, remove_hooks
 from pipeline.hosts.pi import node_check, render_extension, strip_types
@@ -57,6 +59,53 @@ def test_uninstall_keeps_a_command_file_edited_after_install(env: Env) -> None:
     assert env.run("hooks", "uninstall", "claude").code == 0
     assert target.read_text().endswith("my note\n")
     assert not (env.project / ".claude" / "settings.json").exists()
+
+
+# (host, the component that is a symlink, what the link points at inside the outside dir)
+SYMLINKED = [
+    ("claude", ".claude", ""),
+    ("claude", ".claude/commands", "commands"),
+    ("claude", ".claude/settings.json", "settings.json"),
+    ("claude", ".claude/commands/consolidate.md", "consolidate.md"),
+    ("pi", ".pi", ""),
+    ("pi", ".pi/extensions", "extensions"),
+    ("pi", ".pi/extensions/memfold.ts", "memfold.ts"),
+    ("codex", ".codex", ""),
+    ("codex", ".codex/hooks.json", "hooks.json"),
+]
+
+
+@pytest.mark.parametrize(("host", "link", "target"), SYMLINKED)
+def test_install_refuses_a_symlinked_host_path_and_writes_nothing_outside(
+        env: Env, tmp_path: Path, host: str, link: str, target: str) -> None:
+    outside = tmp_path / "outside"
+    (outside / "commands").mkdir(parents=True)
+    (outside / "extensions").mkdir()
+    (outside / "settings.json").write_text("{}\n")
+    (outside / "hooks.json").write_text("{}\n")
+    path = env.project / link
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.symlink_to(outside / target if target else outside)
+    before = tree_digest(outside)
+    result = env.run("--json", "hooks", "install", host)
+    assert result.code == 1, (result.out, result.err)
+    assert result.json()["code"] == "path.symlink"
+    assert link in result.json()["message"]
+    assert tree_digest(outside) == before
+    assert not (env.home / "hosts" / "installed.json").exists()
+
+
+@pytest.mark.parametrize(("host", "link", "target"), [SYMLINKED[0], SYMLINKED[4], SYMLINKED[7]])
+def test_uninstall_refuses_a_host_dir_swapped_for_a_symlink_after_install(
+        env: Env, tmp_path: Path, host: str, link: str, target: str) -> None:
+    assert env.run("hooks", "install", host).code == 0
+    outside = tmp_path / "outside"
+    (env.project / link).rename(outside)
+    (env.project / link).symlink_to(outside)
+    before = tree_digest(outside)
+    result = env.run("--json", "hooks", "uninstall", host)
+    assert result.code == 1 and result.json()["code"] == "path.symlink"
+    assert tree_digest(outside) == before
 
 
 def test_the_stripped_template_holds_no_type_syntax_and_a_broken_one_fails(tmp_path: Path) -> None:

@@ -10,10 +10,12 @@ from pipeline.errors import InputRejected
 from pipeline.store.memory import (
     Memory,
     check_name,
+    is_memory_name,
     normalize_name,
     parse_memory,
     render_memory,
     sanitize_line,
+    windows_reserved,
 )
 
 CANONICAL = b"""---
@@ -81,6 +83,31 @@ def test_malformed_files_are_rejected_with_a_stable_code(raw: bytes, code: str) 
 def test_invalid_names_are_refused(name: str) -> None:
     with pytest.raises(InputRejected):
         check_name(name)
+
+
+@pytest.mark.parametrize("name", ["CON.md", "con.md", "Prn.md", "aux.md", "AUX.md", "nul.md", "com0.md", "COM9.md",
+                                  "lpt1.md", "Lpt5.md"])
+def test_windows_device_names_are_refused_in_any_case(name: str) -> None:
+    with pytest.raises(InputRejected) as info:
+        check_name(name)
+    assert info.value.code == "memory.name-reserved"
+    assert info.value.hint
+    assert not is_memory_name(name)
+
+
+@pytest.mark.parametrize("name", ["CON .md", "con..md", "aux. .md", "nul", "COM\u00b9.md", "lpt\u00b3.md",
+                                  "AUX.tar.md", "prn. "])
+def test_trailing_dot_space_extension_and_superscript_variants_count_as_devices(name: str) -> None:
+    assert windows_reserved(name)
+    assert not is_memory_name(name)
+
+
+@pytest.mark.parametrize("name", ["console.md", "auxiliary.md", "com10.md", "lpt.md", "project_aux.md",
+                                  "nul-results.md", "con_notes.md"])
+def test_names_that_only_start_like_a_device_stay_valid(name: str) -> None:
+    assert not windows_reserved(name)
+    check_name(name)
+    assert is_memory_name(name)
 
 
 def test_normalize_name_adds_the_extension_once() -> None:

@@ -338,6 +338,12 @@ def test_content_with_a_lone_surrogate_is_refused_not_crashed_on(store: Store) -
     assert issues(result) == [("plan.operation.content", "$.operations[0].content")]
 
 
+@pytest.mark.parametrize("name", ["aux.md", "CON.md", "com1.md", "Lpt9.md"])
+def test_a_create_named_like_a_windows_device_is_refused(store: Store, name: str) -> None:
+    result = check(store, base_plan(store, [op(name, "create", "safe", new_memory(name))]))
+    assert issues(result) == [("plan.operation.name-reserved", "$.operations[0].name")]
+
+
 @pytest.mark.parametrize("name", ["MEMORY.md", "memory.md", "project_x.md\n"])
 def test_an_operation_on_the_index_or_an_odd_name_is_refused(store: Store, name: str) -> None:
     result = check(store, base_plan(store, [op(name, "create", "safe", new_memory("x.md"))]))

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -52,7 +51,9 @@ def demo(keep: bool = typer.Option(False, "--keep", help="keep the sample home a
     project.mkdir()
     (project / "ops").mkdir()
     (project / "ops" / "deploy.sh").write_text("#!/bin/sh\necho deploy\n")
-    subprocess.run(("git", "init", "-q", str(project)), check=False, capture_output=True)
+    from ..gitinfo import run_git
+
+    run_git(("init", "-q", str(project)))
     sys.stdout.write(f"memfold demo: sample project {project}, memfold home {home}\n")
     failures = 0
     failures += _step("init", home, project, "init") != 0

@@ -13,7 +13,7 @@ from typing import Any
 import typer
 
 from ..errors import InputRejected, UsageError
-from ..fsutil import atomic_write, dump_json, read_bounded, sha256_bytes
+from ..fsutil import atomic_write, dump_json, ensure_dir, read_bounded, refuse_symlinks, sha256_bytes
 from ._app import STATE, JsonOpt, app, emit, home_dir, layout, want_json
 
 hooks_app = typer.Typer(help="Install host integrations (claude, pi, codex).", no_args_is_help=True)
@@ -44,9 +44,12 @@ class Installer:
     """Writes host files and remembers, in ``<home>/hosts/installed.json``, what it created, so that
     uninstall removes exactly that: files it wrote (if unchanged since), directories it made (if empty)."""
 
-    def __init__(self, home: Path, host: str) -> None:
+    def __init__(self, home: Path, host: str, below: Path | None = None) -> None:
         self.path = home / "hosts" / "installed.json"
         self.host = host
+        # A project's host dirs arrive with the repository: there a symlinked `.claude/` or
+        # `.pi/extensions/` would carry writes outside it, so no link is followed below ``below``.
+        self.below = below
         self.actions: list[dict[str, str]] = []
         try:
             self.record: dict[str, Any] = json.loads(read_bounded(self.path, 1 << 20))
@@ -62,10 +65,20 @@ class Installer:
     def note(self, path: Path, action: str) -> None:
         self.actions.append({"path": str(path), "action": action})
 
+    def guard(self, *paths: Path | None) -> None:
+        """Refuse before anything is read or written if a path below the project passes a symlink."""
+        if self.below is not None:
+            for path in paths:
+                if path is not None:
+                    refuse_symlinks(path, self.below)
+
     def mkdirs(self, directory: Path) -> None:
-        missing = [d for d in (directory, *directory.parents) if not d.exists()]
+        missing = [d for d in (directory, *directory.parents) if not os.path.lexists(d)]
+        if self.below is not None:
+            ensure_dir(directory, self.below, mode=0o777)
         for d in reversed(missing):
-            d.mkdir()
+            if self.below is None:
+                d.mkdir()
             self.record["dirs"][str(d)] = self.host
 
     def write_owned(self, path: Path, data: bytes) -> None:
@@ -141,6 +154,11 @@ class Installer:
             self.note(d, "directory removed")
 
 
+def _installer(host: str, user: bool) -> Installer:
+    """The user's own host config may be a symlink (dotfiles); a project's is refused as one."""
+    return Installer(home_dir(), host, None if user else layout().project_root)
+
+
 def _targets(host: str, user: bool) -> tuple[Path | None, Path | None]:
     """(settings-like JSON file, file memfold owns) for a host and scope."""
     from ..hosts import claude, codex, pi
@@ -166,7 +184,8 @@ def install(host: str = typer.Argument(..., help="claude | pi | codex"), user: b
 
     settings, owned = _targets(host, user)
     memfold = memfold_argv() + _home_args()
-    installer = Installer(home_dir(), host)
+    installer = _installer(host, user)
+    installer.guard(settings, owned)
     if settings is not None:
         events = ["SessionStart", "UserPromptSubmit"] if prompt and host == "claude" else list(codex.EVENTS)
         installer.merge_settings(settings, claude.command_line([*memfold, *claude.HOOK_TAIL]), events)
@@ -185,7 +204,8 @@ def uninstall(host: str = typer.Argument(..., help="claude | pi | codex"), user:
               json_out: bool = JsonOpt) -> int:
     """Remove exactly what `hooks install` added (other hooks and files stay)."""
     settings, owned = _targets(host, user)
-    installer = Installer(home_dir(), host)
+    installer = _installer(host, user)
+    installer.guard(settings, owned)
     if settings is not None:
         installer.remove_settings(settings)
     if owned is not None:

@@ -27,6 +27,11 @@ _YAML_SPECIAL = re.compile(r"(: |\s#|^[-?:,\[\]{}#&*!|>'\"%@`]|:$|\s$)")
 _YAML_WORDS = {"true", "false", "yes", "no", "on", "off", "null", "~", "y", "n"}
 # Bidi controls and other invisible format characters can disguise text; drop them too.
 _INVISIBLE = {"Cc", "Cf", "Co", "Cs", "Zl", "Zp"}
+# Windows opens these devices instead of a file of that name in any directory, whatever the extension
+# (``aux.md`` too), so a teammate on Windows could not check out a mirror holding one. The superscript
+# digits are on Microsoft's list as well; the name pattern cannot produce them, the check refuses them anyway.
+_WINDOWS_DEVICES = frozenset({"con", "prn", "aux", "nul",
+                              *(f"{port}{digit}" for port in ("com", "lpt") for digit in "0123456789\u00b9\u00b2\u00b3")})
 
 
 def normalize_name(raw: str) -> str:
@@ -46,10 +51,23 @@ def check_name(name: str) -> None:
         )
     if name.lower() == INDEX_NAME.lower():
         raise InputRejected(f"{name} is reserved for the index", code="memory.name")
+    if windows_reserved(name):
+        raise InputRejected(
+            f"{name} is a device name on Windows, where the mirror could not be checked out",
+            code="memory.name-reserved",
+            hint="pick another name; CON, PRN, AUX, NUL, COM0-9 and LPT0-9 are refused with any extension",
+        )
+
+
+def windows_reserved(name: str) -> bool:
+    """True when Windows treats ``name`` as a device: the part before the first dot, without the
+    trailing dots and spaces Windows strips, is a device name in any case."""
+    return name.split(".", 1)[0].rstrip(" .").lower() in _WINDOWS_DEVICES
 
 
 def is_memory_name(name: str) -> bool:
-    return len(name) <= MAX_NAME_LEN and bool(NAME_RE.fullmatch(name)) and name.lower() != "memory.md"
+    return (len(name) <= MAX_NAME_LEN and bool(NAME_RE.fullmatch(name)) and name.lower() != "memory.md"
+            and not windows_reserved(name))
 
 
 def sanitize_line(value: str) -> str:

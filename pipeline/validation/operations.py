@@ -7,7 +7,7 @@ from typing import Any
 
 from ..errors import InputRejected, Issue
 from ..fsutil import sha256_bytes
-from ..store.memory import parse_memory, split_frontmatter
+from ..store.memory import parse_memory, split_frontmatter, windows_reserved
 from .context import Context, Subject, json_path, valid_name
 
 _MIRROR_NOTE = "safe memories are copied to the git-tracked mirror"
@@ -23,6 +23,11 @@ def operations(ctx: Context) -> Iterator[Issue]:
     for index, op in ctx.items("operations"):
         name, kind = op["name"], op["kind"]
         subject = Subject(ctx, "operations", index, op["name"], op["kind"])
+        if isinstance(name, str) and windows_reserved(name):
+            yield Issue("plan.operation.name-reserved", json_path("operations", index, "name"),
+                        f"{subject}: a Windows device name (CON, PRN, AUX, NUL, COM0-9, LPT0-9), "
+                        "which teammates on Windows could not check out")
+            continue
         if not valid_name(name):
             yield Issue("plan.operation.name", json_path("operations", index, "name"),
                         f"{subject}: not a memory file name (MEMORY.md is the index)")
