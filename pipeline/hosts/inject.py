@@ -12,7 +12,7 @@ import sys
 import time
 
 from .. import locate
-from ..store.inject import Injection, build_injection, read_memories
+from ..store.inject import Injection, build_injection, read_memories, sanitize
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -29,6 +29,26 @@ def _inject_config(home: str) -> Any:
     return load_config(os.path.join(home, "config.yaml")).inject
 
 
+def _readable_root(root: str, below: str, label: str, warnings: list[str]) -> bool:
+    """The same symlink refusal every other command applies to its layout, as a skip instead of an error.
+
+    A symlinked ``.memory`` in a trusted project would show whatever it points at (another project's
+    private store) as this project's mirror; the host's prompt must still be built, so the store is
+    left out and the block says why.
+    """
+    from ..errors import UnsafePath
+    from ..fsutil import refuse_symlinks
+
+    try:
+        refuse_symlinks(root, below)
+    except UnsafePath as exc:
+        # No path in the text: it lands in the model's prompt; ``memfold status`` names it.
+        warnings.append(f"the {label} store was skipped [{exc.code}]: it is, or lies below, a symlink; "
+                        "`memfold status` names it")
+        return False
+    return True
+
+
 def gather(home: str, project_dir: str, *, query: str | None, max_bytes: int | None, max_files: int | None,
            include_global: bool = True) -> Injection:
     from ..trust import is_trusted
@@ -39,17 +59,20 @@ def gather(home: str, project_dir: str, *, query: str | None, max_bytes: int | N
     settings = _inject_config(home)
     limit_bytes = int(max_bytes or settings.max_bytes)
     limit_files = int(max_files or settings.max_files)
-    private = read_memories(harness, 64 * 1024, 4096)
+    warnings: list[str] = []
+    private = read_memories(harness, 64 * 1024, 4096) if _readable_root(harness, home, "private", warnings) else {}
     stores = [("private", private)]
     if is_trusted(home, root):
-        # Mirror copies of private memories are shadowed anyway: not parsed twice.
         mirror = os.path.join(root, locate.MIRROR_DIR)
-        stores.append(("mirror", read_memories(mirror, 64 * 1024, 4096, shadowed=private.keys())))
+        if _readable_root(mirror, root, "mirror", warnings):
+            # Mirror copies of private memories are shadowed anyway: not parsed twice.
+            stores.append(("mirror", read_memories(mirror, 64 * 1024, 4096, shadowed=private.keys())))
     if include_global:
-        stores.append(("global", read_memories(os.path.join(locate.global_home(home), locate.MEMORY_DIR),
-                                               64 * 1024, 4096)))
+        shared = os.path.join(locate.global_home(home), locate.MEMORY_DIR)
+        if _readable_root(shared, home, "global", warnings):
+            stores.append(("global", read_memories(shared, 64 * 1024, 4096)))
     return build_injection(stores, query=query, max_bytes=limit_bytes, max_files=limit_files,
-                           guidance=bool(settings.guidance))
+                           guidance=bool(settings.guidance), warnings=warnings)
 
 
 USAGE = ("usage: memfold inject [--home DIR] [--project DIR] [--query TEXT] [--max-bytes N] [--max-files N]\n"
@@ -150,6 +173,8 @@ def claude_hook(args: Args) -> int:
         event = hook.get("hook_event_name") or "SessionStart"
         query = args.query or (hook.get("prompt") if event == "UserPromptSubmit" else None)
         result = gather(home, cwd, query=query, max_bytes=args.max_bytes, max_files=args.max_files)
+        for warning in result.warnings:
+            _log(home, warning)
         out = {"hookSpecificOutput": {"hookEventName": event, "additionalContext": result.text}}
         sys.stdout.write(json.dumps(out, ensure_ascii=False) + "\n")
     except Exception as exc:  # noqa: BLE001 - a broken store must never block the host
@@ -175,8 +200,10 @@ def main(argv: Sequence[str]) -> int:
         return int(code)
     if args.format == "json" or args.json_out:
         sys.stdout.write(json.dumps({"ok": True, "text": result.text, "indexed": result.indexed,
-                                     "included": result.included, "truncated": result.truncated},
-                                    ensure_ascii=False) + "\n")
+                                     "included": result.included, "truncated": result.truncated,
+                                     "warnings": result.warnings}, ensure_ascii=False) + "\n")
     else:
+        for warning in result.warnings:
+            sys.stderr.write(f"memfold: warning: {sanitize(warning)}\n")
         sys.stdout.write(result.text)
     return 0
