@@ -12,7 +12,8 @@ import sys
 import time
 
 from .. import locate
-from ..store.inject import Injection, build_injection, read_memories, sanitize
+from ..safetext import visible
+from ..store.inject import Injection, build_injection, read_memories
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -196,7 +197,7 @@ def main(argv: Sequence[str]) -> int:
                         max_files=args.max_files)
     except Exception as exc:  # noqa: BLE001 - the per-prompt path reports and exits without a traceback
         code = getattr(exc, "exit_code", 1)
-        sys.stderr.write(f"memfold: error [{getattr(exc, 'code', 'inject.failed')}]: {exc}\n")
+        sys.stderr.write(visible(f"memfold: error [{getattr(exc, 'code', 'inject.failed')}]: {exc}\n"))
         return int(code)
     if args.format == "json" or args.json_out:
         sys.stdout.write(json.dumps({"ok": True, "text": result.text, "indexed": result.indexed,
@@ -204,6 +205,6 @@ def main(argv: Sequence[str]) -> int:
                                      "warnings": result.warnings}, ensure_ascii=False) + "\n")
     else:
         for warning in result.warnings:
-            sys.stderr.write(f"memfold: warning: {sanitize(warning)}\n")
+            sys.stderr.write(f"memfold: warning: {visible(warning)}\n")
         sys.stdout.write(result.text)
     return 0
