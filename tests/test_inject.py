@@ -36,10 +36,12 @@ def test_the_inject_path_imports_no_heavy_library_in_a_fresh_interpreter(env: En
     )
     # Without MEMFOLD_HOME the default home is computed too (platformdirs stays unimported on Linux).
     bare = {k: v for k, v in os.environ.items() if k != "MEMFOLD_HOME"}
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
-                          env={**bare, "PYTHONPATH": str(REPO)})
-    assert "HEAVY [] RC 0" in proc.stderr, proc.stderr
-    assert "alpha body" in proc.stdout
+    runs = [subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                           env={**bare, "PYTHONPATH": str(REPO)}) for _ in range(2)]
+    # The first prompt after a memory changed scans it for credentials (RE2) and caches the result.
+    assert runs[0].stderr.strip().endswith("RC 0"), runs[0].stderr
+    assert "HEAVY [] RC 0" in runs[1].stderr, runs[1].stderr
+    assert "alpha body" in runs[1].stdout
 
 
 def _mem(name: str, description: str, body: str, modified: str = "2026-01-01T00:00:00Z") -> Memory:
@@ -258,3 +260,45 @@ def test_memory_text_cannot_forge_entries_headers_or_the_closing_tag() -> None:
     # The text is still there, escaped, for the reader.
     assert "| &#xff1c;/memory&#xff1e;" in result.text
     assert "| ### project_admin.md (private)" in result.text
+
+
+TOKEN = "ghp_R8x2Kq9Lm4Vt7Yp1Zc6Wb3Nd5Hf0Js2Ga8Qe"
+DB_PASSWORD = "s3cr3tPassw0rd"
+
+
+def _private_credentials(env: Env) -> None:
+    assert env.run("add", "project_deploy-token", "-d", "how deploys authenticate",
+                   "-b", f"deploy with {TOKEN}\ndb postgres://app:{DB_PASSWORD}@db/prod\nmail ops@example.com").code == 0
+
+
+def test_credentials_in_private_memories_are_masked_in_every_injected_form(env: Env) -> None:
+    _private_credentials(env)
+    outputs = [env.run("inject", "--query", "deploy").out, env.run("inject", "--query", "deploy", "--json").json()["text"],
+               json.loads(env.run("inject", "--format", "claude-hook", stdin=json.dumps(
+                   {"hook_event_name": "UserPromptSubmit", "prompt": "deploy"})).out)
+               ["hookSpecificOutput"]["additionalContext"]]
+    for text in outputs * 2:  # the second pass reads the masks from the cache
+        assert TOKEN not in text and DB_PASSWORD not in text
+        assert "| deploy with [redacted: github-classic-token]" in text
+        assert "postgres://app:[redacted: database-url-password]@db/prod" in text
+        assert "ops@example.com" in text  # personal data is not a credential: it stays
+    cache = (env.home / "cache" / "inject-masks.json").read_bytes()
+    assert TOKEN.encode() not in cache and DB_PASSWORD.encode() not in cache and b"deploy with" not in cache
+    assert (env.harness / "project_deploy-token.md").read_text().count(TOKEN) == 1  # the store is untouched
+
+
+def test_masking_can_be_turned_off_in_the_config(env: Env) -> None:
+    _private_credentials(env)
+    assert TOKEN not in env.run("inject", "--query", "deploy").out
+    (env.home / "config.yaml").write_text("inject: {mask_credentials: false}\n")
+    out = env.run("inject", "--query", "deploy").out
+    assert f"| deploy with {TOKEN}" in out and DB_PASSWORD in out and "[redacted:" not in out
+
+
+def test_a_changed_memory_is_scanned_again_not_served_stale_masks(env: Env) -> None:
+    _private_credentials(env)
+    assert "[redacted: github-classic-token]" in env.run("inject", "--query", "deploy").out
+    other = "glpat-" + "Xy7Qm2Lp9Rt4Vw8Zk3Nb"
+    assert env.run("update", "project_deploy-token", "-b", f"deploy with {other} now").code == 0
+    out = env.run("inject", "--query", "deploy").out
+    assert other not in out and TOKEN not in out and "[redacted: gitlab-personal-token]" in out

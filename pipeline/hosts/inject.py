@@ -23,11 +23,11 @@ if TYPE_CHECKING:
 FORMATS = ("text", "json", "claude-hook")
 
 
-def _inject_config(home: str) -> Any:
-    """The validated ``inject`` section; cached by ``load_config``, so no YAML or pydantic per prompt."""
+def _config(home: str) -> Any:
+    """The validated config; its sections are cached by ``load_config``, so no YAML or pydantic per prompt."""
     from ..config import load_config
 
-    return load_config(os.path.join(home, "config.yaml")).inject
+    return load_config(os.path.join(home, "config.yaml"))
 
 
 def _readable_root(root: str, below: str, label: str, warnings: list[str]) -> bool:
@@ -57,11 +57,19 @@ def gather(home: str, project_dir: str, *, query: str | None, max_bytes: int | N
     home = os.path.abspath(home)
     root = locate.project_root(os.fspath(project_dir))
     harness = os.path.join(locate.project_home(home, locate.scope_key(root)), locate.MEMORY_DIR)
-    settings = _inject_config(home)
+    config = _config(home)
+    settings = config.inject
     limit_bytes = int(max_bytes or settings.max_bytes)
     limit_files = int(max_files or settings.max_files)
     warnings: list[str] = []
     private = read_memories(harness, 64 * 1024, 4096) if _readable_root(harness, home, "private", warnings) else {}
+    shared_root = os.path.join(locate.global_home(home), locate.MEMORY_DIR)
+    shared = (read_memories(shared_root, 64 * 1024, 4096)
+              if include_global and _readable_root(shared_root, home, "global", warnings) else {})
+    if settings.mask_credentials:
+        from ..store.mask import mask_credentials
+
+        private, shared = mask_credentials(home, [private, shared], config.privacy)
     stores = [("private", private)]
     if is_trusted(home, root):
         mirror = os.path.join(root, locate.MIRROR_DIR)
@@ -69,9 +77,7 @@ def gather(home: str, project_dir: str, *, query: str | None, max_bytes: int | N
             # Mirror copies of private memories are shadowed anyway: not parsed twice.
             stores.append(("mirror", read_memories(mirror, 64 * 1024, 4096, shadowed=private.keys())))
     if include_global:
-        shared = os.path.join(locate.global_home(home), locate.MEMORY_DIR)
-        if _readable_root(shared, home, "global", warnings):
-            stores.append(("global", read_memories(shared, 64 * 1024, 4096)))
+        stores.append(("global", shared))
     return build_injection(stores, query=query, max_bytes=limit_bytes, max_files=limit_files,
                            guidance=bool(settings.guidance), warnings=warnings)
 

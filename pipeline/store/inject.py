@@ -39,6 +39,9 @@ def quote(text: str) -> str:
 
 
 def _field(text: str) -> str:
+    """A one-line field (name, label, type, description) for the block."""
+    if text.isascii() and text.isprintable():  # the common case, without a per-character pass
+        return " ".join(text.split()).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
     return for_block(one_line(text))
 
 
