@@ -146,7 +146,7 @@ def _other_project_private_store(env: Env, tmp_path_factory: Any) -> Env:
     return other
 
 
-def _harness_of(e: Env) -> Path:
+def harness_of(e: Env) -> Path:
     root = locate.project_root(str(e.project))
     return Path(locate.project_home(str(e.home), locate.scope_key(root))) / locate.MEMORY_DIR
 
@@ -165,7 +165,7 @@ def _symlinked_trusted_mirror(env: Env, target: Any) -> None:
 def test_a_symlinked_mirror_in_a_trusted_project_is_skipped_by_inject_and_the_hook(
         env: Env, tmp_path_factory: Any) -> None:
     other = _other_project_private_store(env, tmp_path_factory)
-    _symlinked_trusted_mirror(env, _harness_of(other))
+    _symlinked_trusted_mirror(env, harness_of(other))
     text = env.run("inject", "--query", "deploy")
     assert text.code == 0
     assert "THEIR-PRIVATE-BODY" not in text.out and "project_theirs" not in text.out
@@ -188,8 +188,8 @@ def test_a_symlinked_mirror_in_a_trusted_project_is_skipped_by_inject_and_the_ho
 def test_a_symlinked_private_store_is_skipped_the_same_way(env: Env, tmp_path_factory: Any) -> None:
     other = _other_project_private_store(env, tmp_path_factory)
     assert env.run("init").code == 0
-    shutil.rmtree(_harness_of(env))
-    _harness_of(env).symlink_to(_harness_of(other))
+    shutil.rmtree(harness_of(env))
+    harness_of(env).symlink_to(harness_of(other))
     out = env.run("inject", "--query", "deploy").out
     assert "THEIR-PRIVATE-BODY" not in out and "project_theirs" not in out
     assert "the private store was skipped [path.symlink]" in out
@@ -197,7 +197,7 @@ def test_a_symlinked_private_store_is_skipped_the_same_way(env: Env, tmp_path_fa
 
 def test_read_commands_refuse_a_symlinked_mirror_with_the_status_code(env: Env, tmp_path_factory: Any) -> None:
     other = _other_project_private_store(env, tmp_path_factory)
-    _symlinked_trusted_mirror(env, _harness_of(other))
+    _symlinked_trusted_mirror(env, harness_of(other))
     for command in (["status"], ["list"], ["search", "deploy"], ["show", "project_ours"]):
         result = env.run(*command)
         assert result.code == 1, (command, result)
