@@ -49,7 +49,7 @@ def _scan(ruleset: Any, memory: Memory) -> list[list[Any]]:
 def _masked(memory: Memory, spans: list[list[Any]]) -> Memory:
     if not spans:
         return memory
-    changes = {}
+    changes: dict[str, str] = {}
     for field in FIELDS:
         text = getattr(memory, field)
         # Right to left, so earlier offsets stay valid as the text changes length.
