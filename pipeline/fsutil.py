@@ -154,10 +154,13 @@ def _indented(value: Any, newline: str, out: list[str]) -> None:
         raise _Unplain
 
 
-def read_bounded(path: Path | str, limit: int | None = None) -> bytes:
-    """Read a regular file without following a final symlink, refusing more than ``limit`` bytes."""
+def read_bounded(path: Path | str, limit: int | None = None, *, dir_fd: int | None = None) -> bytes:
+    """Read a regular file without following a final symlink, refusing more than ``limit`` bytes.
+
+    With ``dir_fd``, ``path`` is relative to that open directory.
+    """
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK, dir_fd=dir_fd)
     except OSError as exc:
         if exc.errno == errno.ELOOP:
             raise UnsafePath(

@@ -15,7 +15,7 @@ from conftest import REPO, Env
 
 from pipeline import locate
 
-from pipeline.store.inject import build_injection, sanitize
+from pipeline.store.inject import build_injection, read_memories, sanitize
 from pipeline.store.memory import Memory
 
 
@@ -193,6 +193,16 @@ def test_a_symlinked_private_store_is_skipped_the_same_way(env: Env, tmp_path_fa
     out = env.run("inject", "--query", "deploy").out
     assert "THEIR-PRIVATE-BODY" not in out and "project_theirs" not in out
     assert "the private store was skipped [path.symlink]" in out
+
+
+def test_a_store_root_swapped_for_a_symlink_after_the_check_is_read_from_nowhere(tmp_path: Path) -> None:
+    """The backstop for a race: the reader itself opens the root without following a link."""
+    real = tmp_path / "real"
+    real.mkdir()
+    (real / "project_a.md").write_text("---\ndescription: a\n---\nbody of a\n")
+    (tmp_path / "link").symlink_to(real)
+    assert list(read_memories(str(real), 65536, 10)) == ["project_a.md"]
+    assert read_memories(str(tmp_path / "link"), 65536, 10) == {}
 
 
 def test_read_commands_refuse_a_symlinked_mirror_with_the_status_code(env: Env, tmp_path_factory: Any) -> None:

@@ -67,20 +67,28 @@ def read_memories(root: str, max_file_bytes: int, max_files: int,
 
     found: dict[str, Memory] = {}
     try:
-        names = sorted(os.listdir(root))
+        # The root itself is opened without following a symlink, and every file is read relative to
+        # that descriptor: a root swapped for a link after the caller checked it is read from nowhere.
+        fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
     except OSError:
         return found
-    skipped = 0
-    for name in names:
-        if name == INDEX_NAME or not is_memory_name(name) or len(found) + skipped >= max_files:
-            continue
-        if name in shadowed:
-            skipped += 1
-            continue
-        try:
-            found[name] = parse_memory(read_bounded(os.path.join(root, name), max_file_bytes), name)
-        except Exception:  # noqa: BLE001 - one bad file must not hide the others from the host
-            continue
+    try:
+        names = sorted(os.listdir(fd))
+        skipped = 0
+        for name in names:
+            if name == INDEX_NAME or not is_memory_name(name) or len(found) + skipped >= max_files:
+                continue
+            if name in shadowed:
+                skipped += 1
+                continue
+            try:
+                found[name] = parse_memory(read_bounded(name, max_file_bytes, dir_fd=fd), name)
+            except Exception:  # noqa: BLE001 - one bad file must not hide the others from the host
+                continue
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
     return found
 
 
