@@ -277,15 +277,16 @@ DB_PASSWORD = "s3cr3tPassw0rd"
 
 
 def _private_credentials(env: Env) -> None:
-    assert env.run("add", "project_deploy-token", "-d", "how deploys authenticate",
-                   "-b", f"deploy with {TOKEN}\ndb postgres://app:{DB_PASSWORD}@db/prod\nmail ops@example.com").code == 0
+    body = f"deploy with {TOKEN}\ndb postgres://app:{DB_PASSWORD}@db/prod\nmail ops@example.com"
+    assert env.run("add", "project_deploy-token", "-d", "how deploys authenticate", "-b", body).code == 0
 
 
 def test_credentials_in_private_memories_are_masked_in_every_injected_form(env: Env) -> None:
     _private_credentials(env)
-    outputs = [env.run("inject", "--query", "deploy").out, env.run("inject", "--query", "deploy", "--json").json()["text"],
-               json.loads(env.run("inject", "--format", "claude-hook", stdin=json.dumps(
-                   {"hook_event_name": "UserPromptSubmit", "prompt": "deploy"})).out)
+    hook = json.dumps({"hook_event_name": "UserPromptSubmit", "prompt": "deploy"})
+    outputs = [env.run("inject", "--query", "deploy").out,
+               env.run("inject", "--query", "deploy", "--json").json()["text"],
+               json.loads(env.run("inject", "--format", "claude-hook", stdin=hook).out)
                ["hookSpecificOutput"]["additionalContext"]]
     for text in outputs * 2:  # the second pass reads the masks from the cache
         assert TOKEN not in text and DB_PASSWORD not in text

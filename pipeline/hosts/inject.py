@@ -17,8 +17,10 @@ from ..store.inject import Injection, build_injection, read_memories
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Mapping, Sequence
     from typing import Any
+
+    from ..store.memory import Memory
 
 FORMATS = ("text", "json", "claude-hook")
 
@@ -70,7 +72,7 @@ def gather(home: str, project_dir: str, *, query: str | None, max_bytes: int | N
         from ..store.mask import mask_credentials
 
         private, shared = mask_credentials(home, [private, shared], config.privacy)
-    stores = [("private", private)]
+    stores: list[tuple[str, Mapping[str, Memory]]] = [("private", private)]
     if is_trusted(home, root):
         mirror = os.path.join(root, locate.MIRROR_DIR)
         if _readable_root(mirror, root, "mirror", warnings):
