@@ -120,8 +120,10 @@ def _guarded(call: Callable[[], int], args: list[str]) -> int:
         import os
         import traceback
 
-        sys.stderr.write(f"memfold: internal error: {exc.__class__.__name__}: {exc}\n"
-                         "  hint: this is a bug; rerun with MEMFOLD_DEBUG=1 for the traceback\n")
+        from .safetext import visible
+
+        sys.stderr.write(visible(f"memfold: internal error: {exc.__class__.__name__}: {exc}\n")
+                         + "  hint: this is a bug; rerun with MEMFOLD_DEBUG=1 for the traceback\n")
         if os.environ.get("MEMFOLD_DEBUG"):
             traceback.print_exc()
         return 1

@@ -31,7 +31,7 @@ DEFAULTS: dict[str, dict[str, Any]] = {
     "runs": {"keep": 50},
     "workers": {},
     "privacy": {"rules": [], "allowlist": []},
-    "inject": {"guidance": True, "max_bytes": 16_000, "max_files": 8},
+    "inject": {"guidance": True, "max_bytes": 16_000, "max_files": 8, "mask_credentials": True},
     "consolidate": {"due_hours": 24.0, "due_writes": 20},
 }
 WORKER_DEFAULTS: dict[str, Any] = {"timeout": 600.0, "env": [], "network": False, "read_paths": []}

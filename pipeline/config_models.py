@@ -58,6 +58,8 @@ class InjectConfig(_Strict):
     guidance: bool = _INJECT["guidance"]
     max_bytes: int = Field(_INJECT["max_bytes"], ge=512)
     max_files: int = Field(_INJECT["max_files"], ge=0, le=1000)
+    # The block goes to the model provider: credentials in private memories are masked unless turned off.
+    mask_credentials: bool = _INJECT["mask_credentials"]
 
 
 class ConsolidateConfig(_Strict):

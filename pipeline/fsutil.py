@@ -154,10 +154,13 @@ def _indented(value: Any, newline: str, out: list[str]) -> None:
         raise _Unplain
 
 
-def read_bounded(path: Path | str, limit: int | None = None) -> bytes:
-    """Read a regular file without following a final symlink, refusing more than ``limit`` bytes."""
+def read_bounded(path: Path | str, limit: int | None = None, *, dir_fd: int | None = None) -> bytes:
+    """Read a regular file without following a final symlink, refusing more than ``limit`` bytes.
+
+    With ``dir_fd``, ``path`` is relative to that open directory.
+    """
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK, dir_fd=dir_fd)
     except OSError as exc:
         if exc.errno == errno.ELOOP:
             raise UnsafePath(
@@ -335,18 +338,21 @@ def safe_join(root: Path, name: str) -> Path:
     return root / name
 
 
-def refuse_symlinks(path: Path, below: Path) -> None:
-    """Refuse if ``path`` or any existing component between ``below`` and it is a symlink."""
-    from pathlib import Path
+def refuse_symlinks(path: Path | str, below: Path | str) -> None:
+    """Refuse if ``path`` or any existing component between ``below`` and it is a symlink.
 
-    path = Path(path)
-    below = Path(below)
-    try:
-        rel = path.relative_to(below)
-    except ValueError as exc:
-        raise UnsafePath(f"{path} is outside {below}", code="path.escape") from exc
-    current = below
-    checks = [below, *[current := current / part for part in rel.parts]]
+    Plain ``os.path`` on purpose: the per-prompt ``inject`` path runs this check too, without pathlib.
+    """
+    path = os.path.normpath(os.fspath(path))
+    below = os.path.normpath(os.fspath(below))
+    if path != below and not path.startswith(below.rstrip(os.sep) + os.sep):
+        raise UnsafePath(f"{path} is outside {below}", code="path.escape")
+    candidate = below
+    checks = [below]
+    for part in path[len(below):].split(os.sep):
+        if part:
+            candidate = os.path.join(candidate, part)
+            checks.append(candidate)
     for candidate in checks:
         try:
             st = os.lstat(candidate)

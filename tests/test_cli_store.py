@@ -176,3 +176,40 @@ def test_an_import_skips_a_file_named_like_a_windows_device(env: Env, tmp_path: 
     assert "device name" in body["skipped"][0]["reason"]
     assert (env.harness / "ports.md").is_file()
     assert not (env.harness / "aux.md").exists() and not (env.mirror / "aux.md").exists()
+
+
+# What a terminal must never receive from a memory: escape sequences (cursor moves, window titles,
+# OSC 8 links), the bell, NUL, C1 controls and the bidi controls that reorder what a reader sees.
+TERMINAL_HOSTILE = "\x1b]0;owned\x07\x1b[2J\x00\x9b31m\u202egnp.exe\u2066\u200b"
+
+
+def _hostile_memory(env: Env) -> None:
+    """A memory edited by hand with terminal controls in every field (YAML escapes them in the frontmatter)."""
+    assert env.run("init").code == 0
+    (env.harness / "project_hostile.md").write_bytes(
+        (f"---\nname: {json.dumps('deploy ' + TERMINAL_HOSTILE + 'title')}\n"
+         f"description: {json.dumps('deploy ' + TERMINAL_HOSTILE + 'notes')}\n"
+         f"type: project\nvisibility: private\n---\ndeploy body {TERMINAL_HOSTILE}end\n").encode())
+
+
+def test_human_output_of_show_list_and_search_holds_no_terminal_control(env: Env) -> None:
+    _hostile_memory(env)
+    (env.harness / f"notes{TERMINAL_HOSTILE.replace(chr(0), '')}.txt").write_bytes(b"stray file\n")
+    for command, expected in ((["show", "project_hostile"], "deploy body"), (["list"], "project_hostile"),
+                              (["search", "deploy"], "project_hostile"), (["status"], "ignored in the private")):
+        result = env.run(*command)
+        assert result.code == 0, (command, result)
+        assert expected in result.out
+        shown = result.out + result.err
+        bad = sorted({f"U+{ord(ch):04X}" for ch in shown if not ch.isprintable() and ch not in "\n\t"})
+        assert bad == [], (command, bad)
+    assert "deploy body ]0;owned[2J31mgnp.exeend" in env.run("show", "project_hostile").out
+
+
+def test_json_output_keeps_the_exact_text_and_escapes_every_control(env: Env) -> None:
+    _hostile_memory(env)
+    result = env.run("show", "project_hostile", "--json")
+    assert result.code == 0
+    assert all(ch.isascii() or ch.isprintable() for ch in result.out if ch != "\n")
+    assert "\x1b" not in result.out and "\u202e" not in result.out and "\x9b" not in result.out
+    assert result.json()["body"] == f"deploy body {TERMINAL_HOSTILE}end\n"

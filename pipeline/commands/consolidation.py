@@ -99,5 +99,7 @@ def _unattended(request: Any, all_projects: bool, if_due: bool, skip_if_locked: 
             sys.stdout.flush()
         else:
             detail = line.get("reason") or line.get("message") or line.get("runId") or ""
-            sys.stderr.write(f"[{n}] {line['project']}: {line['status']} {detail}\n")
+            from ..safetext import visible
+
+            sys.stderr.write(visible(f"[{n}] {line['project']}: {line['status']} {detail}\n"))
     return exit_code

@@ -108,24 +108,37 @@ def lock_timeout() -> float:
     return float(config().lock.timeout)
 
 
+def _json(data: dict[str, Any]) -> str:
+    from ..safetext import json_text
+
+    return json_text(json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False)) + "\n"
+
+
+def _terminal(text: str) -> str:
+    """Memory names and text reach the terminal here: no escape sequence or bidi control passes."""
+    from ..safetext import visible
+
+    return visible(text)
+
+
 def emit(data: dict[str, Any], human: str, *, as_json: bool) -> None:
     if as_json:
-        sys.stdout.write(json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
+        sys.stdout.write(_json(data))
     elif human:
-        sys.stdout.write(human if human.endswith("\n") else human + "\n")
+        sys.stdout.write(_terminal(human if human.endswith("\n") else human + "\n"))
 
 
 def warn(message: str) -> None:
-    sys.stderr.write(f"memfold: warning: {message}\n")
+    sys.stderr.write(_terminal(f"memfold: warning: {message}\n"))
 
 
 def report_error(exc: MemfoldError, as_json: bool) -> None:
     if as_json:
-        sys.stdout.write(json.dumps(exc.as_dict(), indent=2, sort_keys=True, ensure_ascii=False) + "\n")
+        sys.stdout.write(_json(exc.as_dict()))
         return
     lines = [f"memfold: error [{exc.code}]: {exc.message}"]
     for issue in exc.issues[1:20]:
         lines.append(f"  - [{issue.code}] {issue.path}: {issue.message}")
     if exc.hint:
         lines.append(f"  hint: {exc.hint}")
-    sys.stderr.write("\n".join(lines) + "\n")
+    sys.stderr.write(_terminal("\n".join(lines) + "\n"))

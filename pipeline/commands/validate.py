@@ -84,5 +84,7 @@ def validate(
     )
     sys.stdout.write(json.dumps(result.as_dict(), indent=2, sort_keys=True, ensure_ascii=False) + "\n")
     if not want_json(json_out):
-        sys.stderr.write(_summary(result))
+        from ..safetext import visible
+
+        sys.stderr.write(visible(_summary(result)))
     return 0 if result.ok else 1

@@ -12,21 +12,44 @@ import sys
 import time
 
 from .. import locate
+from ..safetext import visible
 from ..store.inject import Injection, build_injection, read_memories
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Mapping, Sequence
     from typing import Any
+
+    from ..store.memory import Memory
 
 FORMATS = ("text", "json", "claude-hook")
 
 
-def _inject_config(home: str) -> Any:
-    """The validated ``inject`` section; cached by ``load_config``, so no YAML or pydantic per prompt."""
+def _config(home: str) -> Any:
+    """The validated config; its sections are cached by ``load_config``, so no YAML or pydantic per prompt."""
     from ..config import load_config
 
-    return load_config(os.path.join(home, "config.yaml")).inject
+    return load_config(os.path.join(home, "config.yaml"))
+
+
+def _readable_root(root: str, below: str, label: str, warnings: list[str]) -> bool:
+    """The same symlink refusal every other command applies to its layout, as a skip instead of an error.
+
+    A symlinked ``.memory`` in a trusted project would show whatever it points at (another project's
+    private store) as this project's mirror; the host's prompt must still be built, so the store is
+    left out and the block says why.
+    """
+    from ..errors import UnsafePath
+    from ..fsutil import refuse_symlinks
+
+    try:
+        refuse_symlinks(root, below)
+    except UnsafePath as exc:
+        # No path in the text: it lands in the model's prompt; ``memfold status`` names it.
+        warnings.append(f"the {label} store was skipped [{exc.code}]: it is, or lies below, a symlink; "
+                        "`memfold status` names it")
+        return False
+    return True
 
 
 def gather(home: str, project_dir: str, *, query: str | None, max_bytes: int | None, max_files: int | None,
@@ -36,20 +59,29 @@ def gather(home: str, project_dir: str, *, query: str | None, max_bytes: int | N
     home = os.path.abspath(home)
     root = locate.project_root(os.fspath(project_dir))
     harness = os.path.join(locate.project_home(home, locate.scope_key(root)), locate.MEMORY_DIR)
-    settings = _inject_config(home)
+    config = _config(home)
+    settings = config.inject
     limit_bytes = int(max_bytes or settings.max_bytes)
     limit_files = int(max_files or settings.max_files)
-    private = read_memories(harness, 64 * 1024, 4096)
-    stores = [("private", private)]
+    warnings: list[str] = []
+    private = read_memories(harness, 64 * 1024, 4096) if _readable_root(harness, home, "private", warnings) else {}
+    shared_root = os.path.join(locate.global_home(home), locate.MEMORY_DIR)
+    shared = (read_memories(shared_root, 64 * 1024, 4096)
+              if include_global and _readable_root(shared_root, home, "global", warnings) else {})
+    if settings.mask_credentials:
+        from ..store.mask import mask_credentials
+
+        private, shared = mask_credentials(home, [private, shared], config.privacy)
+    stores: list[tuple[str, Mapping[str, Memory]]] = [("private", private)]
     if is_trusted(home, root):
-        # Mirror copies of private memories are shadowed anyway: not parsed twice.
         mirror = os.path.join(root, locate.MIRROR_DIR)
-        stores.append(("mirror", read_memories(mirror, 64 * 1024, 4096, shadowed=private.keys())))
+        if _readable_root(mirror, root, "mirror", warnings):
+            # Mirror copies of private memories are shadowed anyway: not parsed twice.
+            stores.append(("mirror", read_memories(mirror, 64 * 1024, 4096, shadowed=private.keys())))
     if include_global:
-        stores.append(("global", read_memories(os.path.join(locate.global_home(home), locate.MEMORY_DIR),
-                                               64 * 1024, 4096)))
+        stores.append(("global", shared))
     return build_injection(stores, query=query, max_bytes=limit_bytes, max_files=limit_files,
-                           guidance=bool(settings.guidance))
+                           guidance=bool(settings.guidance), warnings=warnings)
 
 
 USAGE = ("usage: memfold inject [--home DIR] [--project DIR] [--query TEXT] [--max-bytes N] [--max-files N]\n"
@@ -150,6 +182,8 @@ def claude_hook(args: Args) -> int:
         event = hook.get("hook_event_name") or "SessionStart"
         query = args.query or (hook.get("prompt") if event == "UserPromptSubmit" else None)
         result = gather(home, cwd, query=query, max_bytes=args.max_bytes, max_files=args.max_files)
+        for warning in result.warnings:
+            _log(home, warning)
         out = {"hookSpecificOutput": {"hookEventName": event, "additionalContext": result.text}}
         sys.stdout.write(json.dumps(out, ensure_ascii=False) + "\n")
     except Exception as exc:  # noqa: BLE001 - a broken store must never block the host
@@ -171,12 +205,14 @@ def main(argv: Sequence[str]) -> int:
                         max_files=args.max_files)
     except Exception as exc:  # noqa: BLE001 - the per-prompt path reports and exits without a traceback
         code = getattr(exc, "exit_code", 1)
-        sys.stderr.write(f"memfold: error [{getattr(exc, 'code', 'inject.failed')}]: {exc}\n")
+        sys.stderr.write(visible(f"memfold: error [{getattr(exc, 'code', 'inject.failed')}]: {exc}\n"))
         return int(code)
     if args.format == "json" or args.json_out:
         sys.stdout.write(json.dumps({"ok": True, "text": result.text, "indexed": result.indexed,
-                                     "included": result.included, "truncated": result.truncated},
-                                    ensure_ascii=False) + "\n")
+                                     "included": result.included, "truncated": result.truncated,
+                                     "warnings": result.warnings}, ensure_ascii=False) + "\n")
     else:
+        for warning in result.warnings:
+            sys.stderr.write(f"memfold: warning: {visible(warning)}\n")
         sys.stdout.write(result.text)
     return 0

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from bisect import bisect_right
+from collections.abc import Collection
 from typing import Any
 
 from ..frozen import Frozen
@@ -111,20 +112,44 @@ class RuleSet:
         lowered = text.lower()
         return frozenset(k for k in self._keywords if k in lowered)
 
-    def scan(self, text: str, file: str = "<text>") -> list[Finding]:
-        """Findings sorted by line, column and rule id; one finding per secret span."""
-        # "replace" maps each unencodable code point (a lone surrogate) to one "?", so
-        # character offsets in the bytes and in ``text`` still agree.
-        data = text.encode("utf-8", "replace")
+    def _kept_hits(self, text: str, data: bytes) -> list[_Hit]:
         present = self._present_keywords(text, data)
         hits: list[_Hit] = []
         for rule in self.rules:
             if rule.keywords and present.isdisjoint(rule.keywords):
                 continue
             hits.extend(self._hits(rule, data))
+        return _dedupe(hits, self.rules) if hits else []
+
+    def scan(self, text: str, file: str = "<text>") -> list[Finding]:
+        """Findings sorted by line, column and rule id; one finding per secret span."""
+        # "replace" maps each unencodable code point (a lone surrogate) to one "?", so
+        # character offsets in the bytes and in ``text`` still agree.
+        data = text.encode("utf-8", "replace")
+        hits = self._kept_hits(text, data)
         if not hits:
             return []
-        return self._findings(_dedupe(hits, self.rules), text, data, file)
+        return self._findings(hits, text, data, file)
+
+    def spans(self, text: str, categories: Collection[str]) -> list[list[Any]]:
+        """``[start, end, rule id]`` character spans of the secrets of ``categories``, in text order.
+
+        Overlapping spans are merged (the first rule names the merged span), so replacing each span
+        leaves no part of any secret behind.
+        """
+        data = text.encode("utf-8", "replace")
+        hits = [h for h in self._kept_hits(text, data) if h.rule.category in categories]
+        if not hits:
+            return []
+        offsets = _Positions(text, data).char_offsets([b for h in hits for b in (h.start, h.end)])
+        merged: list[list[Any]] = []
+        for hit in sorted(hits, key=lambda h: (h.start, -h.end)):
+            start, end = offsets[hit.start], offsets[hit.end]
+            if merged and start < merged[-1][1]:
+                merged[-1][1] = max(merged[-1][1], end)
+            else:
+                merged.append([start, end, hit.rule.id])
+        return merged
 
     def _findings(self, hits: list[_Hit], text: str, data: bytes, file: str) -> list[Finding]:
         positions = _Positions(text, data)
