@@ -11,10 +11,11 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from dataclasses import dataclass
 from typing import Any, Iterator
 
 import pytest
-from conftest import survivors
+from conftest import REPO, survivors
 from unprivileged import OrdinaryUser
 
 from pipeline.sandbox import EXIT_REFUSED, Policy, probe, seccomp
@@ -151,18 +152,6 @@ def test_udp_send_fails(run: Any) -> None:
         srv.bind(("127.0.0.1", 0))
         verdict, _ = run("udp", str(srv.getsockname()[1]))
         assert verdict["sendto"].startswith("failed")
-        _expect_nothing(srv)
-
-
-@pytest.mark.integration
-@needs_seccomp
-def test_unix_socket_connect_fails(run: Any, tmp_path: Path) -> None:
-    path = tmp_path / "s.sock"
-    with socket.socket(socket.AF_UNIX) as srv:
-        srv.bind(str(path))
-        srv.listen()
-        verdict, _ = run("unix", str(path))
-        assert verdict["connect"].startswith("failed") and verdict["socketpair"].startswith("failed")
         _expect_nothing(srv)
 
 
@@ -329,3 +318,162 @@ def test_the_launcher_imports_no_typing_dataclasses_or_json_schema_machinery() -
     out = subprocess.run([sys.executable, "-S", "-c", code], capture_output=True, text=True, check=True,
                          cwd=Path(__file__).resolve().parents[1]).stdout
     assert out.strip() == "[]"
+
+
+# --- Each attack below runs twice: as the test process's uid (root in CI) and as an ordinary user.
+
+ATTACK = """
+import json, os, sys
+from pathlib import Path
+from pipeline.worker import WorkerSpec, build_env, run_worker
+cfg = json.loads(sys.argv[1])
+scratch = Path(cfg["scratch"])
+argv = tuple(sys.executable if a == "{python}" else a for a in cfg["argv"])
+spec = WorkerSpec(argv=argv, cwd=scratch, env=build_env({"PATH": "/usr/bin:/bin"}, [], scratch), timeout=30,
+                  network=cfg["network"], read_paths=tuple(Path(p) for p in cfg["read_paths"]))
+res = run_worker(spec, stdout_path=scratch.parent / (scratch.name + ".out"),
+                 stderr_path=scratch.parent / (scratch.name + ".err"))
+lines = res.stdout.decode().strip().splitlines()
+print(json.dumps({"verdict": json.loads(lines[-1]) if lines else {}, "rc": res.returncode, "uid": os.getuid(),
+                  "protections": res.protections, "stderr": res.stderr_tail.decode(errors="replace")}))
+"""
+
+
+@dataclass
+class Attacker:
+    """Runs a worker under the sandbox as one uid; ``base`` is a directory that uid owns."""
+
+    base: Path
+    workers: Path
+    user: OrdinaryUser | None
+
+    @property
+    def uid(self) -> int:
+        return self.user.uid if self.user else os.getuid()
+
+    def own(self, *paths: Path) -> None:
+        """Hand files the test made to the attacking uid (a worker can only chmod what it owns)."""
+        if self.user is not None and os.getuid() == 0:
+            for path in paths:
+                os.chown(path, self.user.uid, self.user.gid, follow_symlinks=False)
+
+    def go(self, *argv: str, network: bool = False, read: tuple[Path, ...] = ()) -> dict[str, Any]:
+        """Run ``argv`` (``{python}`` is the interpreter) with read paths narrowed as consolidate does."""
+        token = f"tok-{secrets.token_hex(6)}"
+        scratch = self.base / f"scratch-{token}"
+        scratch.mkdir()
+        self.own(scratch)
+        cfg = json.dumps({"argv": [a.replace("<token>", token) for a in argv], "scratch": str(scratch),
+                          "network": network, "read_paths": [str(self.workers), *map(str, read)]})
+        if self.user is not None:
+            out: dict[str, Any] = self.user.run_json(ATTACK, cfg)
+        else:
+            proc = subprocess.run([sys.executable, "-c", ATTACK, cfg], capture_output=True, timeout=60,
+                                  env={**os.environ, "PYTHONPATH": str(REPO)})
+            assert proc.returncode == 0, proc.stderr.decode(errors="replace")
+            out = json.loads(proc.stdout.decode().strip().splitlines()[-1])
+        assert out["uid"] == self.uid
+        assert survivors(token) == []
+        return out
+
+    def hostile(self, attack: str, *args: str, **kw: Any) -> dict[str, Any]:
+        return self.go("{python}", str(self.workers / "hostile.py"), attack, "<token>", *args, **kw)
+
+
+@pytest.fixture(params=["test-uid", "ordinary-user"])
+def attacker(request: pytest.FixtureRequest, tmp_path: Path) -> Attacker:
+    if request.param == "ordinary-user":
+        user: OrdinaryUser = request.getfixturevalue("ordinary_user")
+        base = user.path("attack")
+        base.mkdir()
+        attacker = Attacker(base, user.path("workers"), user)
+        attacker.own(base)
+        return attacker
+    return Attacker(tmp_path, HOSTILE.parent, None)
+
+
+def _meta(path: Path) -> tuple[int, int, int, int, list[str]]:
+    st = os.stat(path, follow_symlinks=False)
+    return st.st_mode, st.st_uid, st.st_gid, st.st_mtime_ns, sorted(os.listxattr(path, follow_symlinks=False))
+
+
+@pytest.mark.integration
+@needs_seccomp
+def test_metadata_calls_fail_everywhere_even_in_scratch(attacker: Attacker) -> None:
+    home = attacker.base / "memfold-home"
+    ssh = attacker.base / "dot-ssh"
+    for d in (home, ssh):
+        d.mkdir(mode=0o700)
+    store, key, mine = home / "store.md", ssh / "id_rsa", attacker.base / "scratch-file"
+    for f in (store, key, mine):
+        f.write_text("private")
+        f.chmod(0o600)
+    tool = attacker.base / "id"
+    shutil.copy2("/usr/bin/id", tool)
+    attacker.own(home, ssh, store, key, mine, tool)
+    targets = (home, store, key, mine, tool)
+    before = {p: _meta(p) for p in targets}
+    new = attacker.base / "created-setuid"
+    out = attacker.hostile("metadata", str(home), str(store), str(key), str(mine), "--setuid", str(tool), str(new),
+                           read=(attacker.base,))
+    verdict = out["verdict"]
+    assert out["protections"]["seccomp"]["metadata"] == "denied"
+    calls = {k: v for k, v in verdict.items() if k != "attack"}
+    assert len(calls) == 4 * 5 + 2
+    assert set(calls.values()) == {"failed: PermissionError 1"}, calls
+    assert {p: _meta(p) for p in targets} == before
+    assert not new.exists()
+    assert tool.stat().st_mode & 0o7777 == 0o755
+
+
+@pytest.mark.integration
+@needs_seccomp
+@pytest.mark.parametrize("network", [False, True], ids=["network-denied", "network-allowed"])
+def test_no_worker_reaches_a_unix_socket(attacker: Attacker, network: bool) -> None:
+    stream_path, dgram_path = attacker.base / "agent.sock", attacker.base / "dgram.sock"
+    abstract = f"memfold-test-{secrets.token_hex(6)}"
+    with socket.socket(socket.AF_UNIX) as stream, socket.socket(socket.AF_UNIX) as named, \
+            socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as dgram:
+        stream.bind(str(stream_path))
+        named.bind(b"\0" + abstract.encode())
+        dgram.bind(str(dgram_path))
+        for sock in (stream, named):
+            sock.listen()
+        for path in (stream_path, dgram_path):
+            path.chmod(0o777)  # so only the sandbox stands between an ordinary user and them
+        out = attacker.hostile("unix", str(stream_path), abstract, str(dgram_path), network=network,
+                               read=(attacker.base,))
+        verdict = out["verdict"]
+        for key in ("connect", "abstract", "dgram", "dgram_pair_sendto", "seqpacket_pair"):
+            assert verdict[key] == "failed: PermissionError 1", (key, verdict)
+        assert verdict["stream_pair_connect"].startswith("failed"), verdict
+        assert verdict["stream_pair"] == "succeeded"
+        assert out["protections"]["seccomp"]["unix_sockets"] == "denied"
+        for sock in (stream, named, dgram):
+            _expect_nothing(sock)
+
+
+@pytest.mark.integration
+@needs_landlock
+@pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
+def test_a_node_worker_spawns_a_child_and_resolves_names_with_network(attacker: Attacker) -> None:
+    node = os.path.realpath(shutil.which("node") or "node")
+    out = attacker.go(node, str(attacker.workers / "spawner.js"), "<token>", network=True)
+    assert out["rc"] == 0, out["stderr"]
+    verdict = out["verdict"]
+    assert verdict["child"] == "child says hello" and verdict["childExit"] == 0
+    assert verdict["lookup"] in ("127.0.0.1", "::1")
+
+
+@pytest.mark.integration
+@needs_seccomp
+def test_the_worker_cannot_forge_the_outcome_through_the_launchers_descriptors(attacker: Attacker) -> None:
+    out = attacker.hostile("forge")
+    verdict = out["verdict"]
+    assert verdict["pidfd_open"] == "failed: PermissionError 1"
+    assert verdict["pidfd_getfd"].startswith("failed"), verdict
+    assert verdict["proc_fd"] == "failed"
+    if PROBE["landlock"]["abi"] >= 6:
+        assert verdict["kill_init"] == "failed: PermissionError 1"
+    assert out["rc"] == 3
+    assert out["protections"]["launcher_outcome"] == {"outcome": "exit", "code": 3}
