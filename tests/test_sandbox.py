@@ -477,3 +477,29 @@ def test_the_worker_cannot_forge_the_outcome_through_the_launchers_descriptors(a
         assert verdict["kill_init"] == "failed: PermissionError 1"
     assert out["rc"] == 3
     assert out["protections"]["launcher_outcome"] == {"outcome": "exit", "code": 3}
+
+
+@pytest.mark.integration
+@needs_landlock
+def test_only_four_device_files_are_readable(attacker: Attacker) -> None:
+    shm = Path("/dev/shm") / f"memfold-test-{secrets.token_hex(6)}"
+    shm.write_text("shared secret")
+    shm.chmod(0o600)
+    leader, follower = os.openpty()
+    tty = os.ttyname(follower)
+    attacker.own(shm, Path(tty))
+    try:
+        denied = [str(shm), tty, "/dev/tty", "/dev/pts/ptmx"]
+        allowed = ["/dev/null", "/dev/zero", "/dev/random", "/dev/urandom"]
+        out = attacker.hostile("read", *denied, *allowed)
+        verdict = out["verdict"]
+        assert out["rc"] == 0, out["stderr"]
+        for path in denied:
+            assert verdict[path] == "failed: PermissionError 13", (path, verdict)
+        for path in allowed:
+            assert verdict[path] == "succeeded", (path, verdict)
+        assert "shared secret" not in json.dumps(out)
+    finally:
+        shm.unlink()
+        os.close(leader)
+        os.close(follower)
