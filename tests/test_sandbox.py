@@ -15,10 +15,13 @@ from dataclasses import dataclass
 from typing import Any, Iterator
 
 import pytest
-from conftest import REPO, survivors
+from conftest import REPO, Env, survivors
 from unprivileged import OrdinaryUser
 
-from pipeline.sandbox import EXIT_REFUSED, Policy, probe, seccomp
+from pipeline import spawn
+from pipeline.errors import WorkerFailed
+from pipeline.paths import Layout
+from pipeline.sandbox import EXIT_REFUSED, Policy, probe, readable, seccomp
 from pipeline.worker import WorkerResult, WorkerSpec, build_env, run_worker
 
 HOSTILE = Path(__file__).parent / "workers" / "hostile.py"
@@ -503,3 +506,102 @@ def test_only_four_device_files_are_readable(attacker: Attacker) -> None:
         shm.unlink()
         os.close(leader)
         os.close(follower)
+
+
+def test_etc_narrowing_raises_past_its_limit_instead_of_granting_the_whole_dir(tmp_path: Path) -> None:
+    etc = tmp_path / "etc"
+    (etc / "ssl").mkdir(parents=True)
+    for i in range(12):
+        (etc / "ssl" / f"cert{i}").write_text("public")
+    (etc / "shadow").write_text("root:x")
+    (etc / "shadow").chmod(0o600)
+    assert sorted(readable.world_readable(str(etc), limit=100)) == [str(etc / "ssl")]
+    with pytest.raises(readable.NarrowingFailed):
+        readable.world_readable(str(etc), limit=10)
+
+
+@pytest.mark.integration
+def test_a_run_whose_etc_cannot_be_narrowed_is_refused_and_never_starts(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(readable, "MAX_ENTRIES", 10)  # the real /etc has far more than 10 entries
+    scratch = tmp_path / "scratch"
+    marker = scratch / "started"
+    spec = WorkerSpec(argv=("/bin/sh", "-c", f"touch {marker}"), cwd=scratch,
+                      env=build_env({"PATH": "/usr/bin:/bin"}, [], scratch), timeout=10, read_paths=(tmp_path,))
+    with pytest.raises(WorkerFailed) as err:
+        run_worker(spec, stdout_path=tmp_path / "out", stderr_path=tmp_path / "err")
+    assert err.value.code == "worker.etc-unnarrowable" and err.value.exit_code == 4
+    assert err.value.hint and "/etc" in err.value.message
+    assert not marker.exists() and not (tmp_path / "out").exists()
+    assert not [d for d in os.listdir("/sys/fs/cgroup") if d.startswith(f"memfold-{os.getpid()}-")]
+
+
+ROOT_CASES = ["project-is-home", "project-contains-home", "project-contains-memfold-home", "project-is-root"]
+
+
+def _unsafe_layout(base: Path, case: str) -> tuple[Path, Path, Path]:
+    """(project root, memfold home, $HOME) for one way of exposing a home through the project."""
+    project = base / "dotfiles"
+    (project / ".ssh").mkdir(parents=True)
+    (project / ".ssh" / "id_rsa").write_text("private key")
+    home, user_home = base / "memfold-home", base / "elsewhere"
+    if case == "project-is-home":
+        user_home = project
+    elif case == "project-contains-home":
+        user_home = project / "me"
+    elif case == "project-contains-memfold-home":
+        home = project / ".local" / "share" / "memfold"
+    elif case == "project-is-root":
+        project = Path("/")
+    return project, home, user_home
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("case", ROOT_CASES)
+def test_a_project_root_that_exposes_a_home_is_refused_before_the_worker_starts(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, case: str) -> None:
+    project, home, user_home = _unsafe_layout(tmp_path, case)
+    monkeypatch.setenv("HOME", str(user_home))
+    env = Env(home, project)
+    if case == "project-is-root":
+        # `init` would write .memory/ into /: the refusal is checked on the layout alone.
+        layout = Layout(home, project, "0" * 64)
+        with pytest.raises(WorkerFailed) as err:
+            spawn._refuse_unsafe_project_root(layout, {"HOME": str(user_home)})
+        assert err.value.code == "worker.project-root-unsafe"
+        return
+    assert env.run("init").code == 0
+    result = env.run("consolidate", "--no-context")
+    assert result.code == 4, result.err
+    assert "[worker.project-root-unsafe]" in result.err and "hint:" in result.err
+    assert "private key" not in result.out + result.err
+    run = next(p for p in (env.project_home / "runs").iterdir())
+    assert not (run / "stdout.jsonl").exists() and not (run / "stdout.jsonl.sandbox.json").exists()
+
+
+UNSAFE_ROOT = """
+import json, sys
+from pathlib import Path
+from pipeline import spawn
+from pipeline.errors import WorkerFailed
+from pipeline.paths import Layout
+project, home, user_home = map(Path, sys.argv[1:4])
+try:
+    spawn._refuse_unsafe_project_root(Layout(home, project, "0" * 64), {"HOME": str(user_home)})
+    print(json.dumps({"code": None}))
+except WorkerFailed as exc:
+    print(json.dumps({"code": exc.code, "exit": exc.exit_code}))
+"""
+
+
+@pytest.mark.integration
+def test_an_ordinary_user_is_refused_the_same_project_roots(ordinary_user: OrdinaryUser) -> None:
+    for case in ROOT_CASES:
+        base = ordinary_user.path(case)
+        project, home, user_home = _unsafe_layout(base, case)
+        out = ordinary_user.run_json(UNSAFE_ROOT, str(project), str(home), str(user_home))
+        assert out == {"code": "worker.project-root-unsafe", "exit": 4}, case
+    below = ordinary_user.path("home") / "src" / "app"
+    below.mkdir(parents=True)
+    out = ordinary_user.run_json(UNSAFE_ROOT, str(below), str(ordinary_user.path("mf")), str(ordinary_user.path("home")))
+    assert out == {"code": None}
