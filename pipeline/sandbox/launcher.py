@@ -90,6 +90,9 @@ def _confine(policy: Policy, base: dict[str, Any]) -> dict[str, Any]:
         except OSError as exc:
             sc["error"] = str(exc)
     report["seccomp"] = sc
+    # What the rules above let the worker read: "narrowed" is the run dir, the roots, the project,
+    # the system dirs, the world-readable part of /etc and four device files.
+    report["reads"] = "whole-filesystem" if "/" in policy.read_paths else "narrowed"
     report["uid"] = os.getuid()
     return report
 
@@ -141,6 +144,8 @@ def _exec_worker(policy: Policy, argv: list[str], base: dict[str, Any], status_w
         report_fd = _open_report(policy.report_path)
         _close_fds(status_w, report_fd)
         report = _confine(policy, base)
+        # Inherited from init until the exec: it says init is out of the worker's reach.
+        report["supervisor"] = "non-dumpable" if kernel.prctl(kernel.PR_GET_DUMPABLE) == 0 else "dumpable"
         if policy.require_fs and not report["landlock"]["fs"]:
             report["refused"] = "landlock unavailable"
             _append_report(report_fd, report)

@@ -6,6 +6,7 @@ run dir names what was stopped, and ``--then`` says what stdout gets afterwards:
 ``verdict`` (not a plan), ``plan`` (the built-in planner's plan for the run), ``bad-plan`` (that plan
 bound to another run id, which validation refuses), ``event-then-hang`` (the plan as a
 consolidation_plan event, then never exit) or ``two-plans`` (two different plan events).
+The ``forge`` attack always exits 3, after trying to make the launcher report 0.
 """
 
 from __future__ import annotations
@@ -34,10 +35,19 @@ def main() -> None:
         for key, value in out.items():
             print(f"hostile: {key}: {value}", file=sys.stderr, flush=True)
         finish(run_dir, then, out)
+        _forged_exit(out)
         return
     out = attack(argv)
     if out:
         print(json.dumps(out), flush=True)
+    _forged_exit(out)
+
+
+def _forged_exit(out: dict[str, object]) -> None:
+    """The forge attack exits 3 after writing "exit 0" wherever it could: the run must see 3."""
+    if out.get("attack") == "forge":
+        sys.stdout.flush()
+        os._exit(3)
 
 
 def finish(run_dir: str, then: str, out: dict[str, object]) -> None:
@@ -124,8 +134,6 @@ def attack(argv: list[str]) -> dict[str, object]:
         out["pidfd_getfd"] = _forge_pidfd()
         out["proc_fd"] = _forge_proc_fd()
         out["kill_init"] = attempt(lambda: os.kill(1, 0))
-        print(json.dumps(out), flush=True)
-        os._exit(3)
     elif attack == "env":  # args: parent pid
         out["environ"] = dict(os.environ)
         out["parent_environ"] = attempt(lambda: print(open(f"/proc/{args[0]}/environ", "rb").read()))
