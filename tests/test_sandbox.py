@@ -605,3 +605,20 @@ def test_an_ordinary_user_is_refused_the_same_project_roots(ordinary_user: Ordin
     below.mkdir(parents=True)
     out = ordinary_user.run_json(UNSAFE_ROOT, str(below), str(ordinary_user.path("mf")), str(ordinary_user.path("home")))
     assert out == {"code": None}
+
+
+@pytest.mark.integration
+@needs_landlock
+def test_etc_is_narrowed_to_its_world_readable_part_for_every_uid(attacker: Attacker) -> None:
+    # A file only its owner may read: the owner bits would let the worker's uid read it.
+    own = Path("/etc") / f"memfold-test-{secrets.token_hex(6)}"
+    own.write_text("owner only")
+    own.chmod(0o600)
+    attacker.own(own)
+    try:
+        out = attacker.hostile("read", str(own), "/etc/passwd")
+        assert out["verdict"][str(own)] == "failed: PermissionError 13", out["verdict"]
+        assert out["verdict"]["/etc/passwd"] == "succeeded"
+        assert out["protections"]["reads"] == "narrowed"
+    finally:
+        own.unlink()
