@@ -10,8 +10,8 @@ import socket
 import subprocess
 import sys
 import time
-from pathlib import Path
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Iterator
 
 import pytest
@@ -371,7 +371,7 @@ class Attacker:
         if self.user is not None:
             out: dict[str, Any] = self.user.run_json(ATTACK, cfg)
         else:
-            proc = subprocess.run([sys.executable, "-c", ATTACK, cfg], capture_output=True, timeout=60,
+            proc = subprocess.run([sys.executable, "-c", ATTACK, cfg], capture_output=True, timeout=60, check=False,
                                   env={**os.environ, "PYTHONPATH": str(REPO)})
             assert proc.returncode == 0, proc.stderr.decode(errors="replace")
             out = json.loads(proc.stdout.decode().strip().splitlines()[-1])
