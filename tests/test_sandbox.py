@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import secrets
 import shutil
 import socket
@@ -88,6 +89,22 @@ def test_seccomp_program_is_well_formed() -> None:
         for network in (False, True):
             code = seccomp.build(network, arch)
             assert len(code) % 8 == 0 and len(code) // 8 < 256
+
+
+_HEADERS = {"x86_64": "/usr/include/x86_64-linux-gnu/asm/unistd_64.h", "aarch64": "/usr/include/asm-generic/unistd.h"}
+
+
+@pytest.mark.parametrize("arch", sorted(_HEADERS))
+def test_seccomp_syscall_numbers_match_the_kernel_headers(arch: str) -> None:
+    """A wrong number would leave a call open on that architecture; check every one the headers define."""
+    if not os.path.exists(_HEADERS[arch]):
+        pytest.skip(f"no kernel headers for {arch}")
+    defined = {m[1]: int(m[2]) for m in re.finditer(r"#define __NR(?:3264)?_(\w+)\s+(\d+)\b",
+                                                        Path(_HEADERS[arch]).read_text())}
+    table = seccomp._NR[arch]
+    checked = {name: nr for name, nr in table.items() if name in defined}
+    assert {name: defined[name] for name in checked} == checked
+    assert {"fchmodat", "fchownat", "utimensat", "setxattr", "pidfd_getfd", "openat"} <= set(checked)
 
 
 @pytest.mark.integration
