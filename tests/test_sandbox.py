@@ -348,7 +348,7 @@ from pathlib import Path
 from pipeline.worker import WorkerSpec, build_env, run_worker
 cfg = json.loads(sys.argv[1])
 scratch = Path(cfg["scratch"])
-argv = tuple(sys.executable if a == "{python}" else a for a in cfg["argv"])
+argv = tuple(sys.executable if a == "{python}" else a.replace("<parent>", str(os.getpid())) for a in cfg["argv"])
 spec = WorkerSpec(argv=argv, cwd=scratch, env=build_env({"PATH": "/usr/bin:/bin"}, [], scratch), timeout=30,
                   network=cfg["network"], read_paths=tuple(Path(p) for p in cfg["read_paths"]))
 res = run_worker(spec, stdout_path=scratch.parent / (scratch.name + ".out"),
@@ -639,3 +639,11 @@ def test_etc_is_narrowed_to_its_world_readable_part_for_every_uid(attacker: Atta
         assert out["protections"]["reads"] == "narrowed"
     finally:
         own.unlink()
+
+
+@pytest.mark.integration
+@needs_landlock
+def test_the_parents_proc_entries_stay_closed_for_every_uid(attacker: Attacker) -> None:
+    """/proc stays readable, but Landlock refuses ptrace-class access to processes outside the sandbox."""
+    out = attacker.hostile("env", "<parent>")
+    assert out["verdict"]["parent_environ"] == "failed: PermissionError 13", out["verdict"]
