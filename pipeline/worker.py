@@ -97,7 +97,7 @@ def _launcher_env() -> dict[str, str]:
 
 
 def _policy(spec: WorkerSpec, report_path: Path, cg: cgroup.RunCgroups) -> Policy:
-    if spec.read_paths:
+    if spec.read_paths and spec.sandbox:
         extra = {sys.prefix, sys.base_prefix, str(spec.cwd)}
         system = [*_SYSTEM_READ, *DEVICES, *_narrowed_etc()]
         read = tuple(dict.fromkeys([*(str(p) for p in spec.read_paths), *system, *sorted(extra)]))

@@ -551,6 +551,10 @@ def test_a_run_whose_etc_cannot_be_narrowed_is_refused_and_never_starts(
     assert err.value.hint and "/etc" in err.value.message
     assert not marker.exists() and not (tmp_path / "out").exists()
     assert not [d for d in os.listdir("/sys/fs/cgroup") if d.startswith(f"memfold-{os.getpid()}-")]
+    # Without the sandbox nothing is narrowed, so the walk (and its refusal) does not apply.
+    unsafe = WorkerSpec(**{**spec.__dict__, "sandbox": False})
+    assert run_worker(unsafe, stdout_path=tmp_path / "out", stderr_path=tmp_path / "err").returncode == 0
+    assert marker.exists()
 
 
 ROOT_CASES = ["project-is-home", "project-contains-home", "project-contains-memfold-home", "project-is-root"]
@@ -647,3 +651,11 @@ def test_the_parents_proc_entries_stay_closed_for_every_uid(attacker: Attacker) 
     """/proc stays readable, but Landlock refuses ptrace-class access to processes outside the sandbox."""
     out = attacker.hostile("env", "<parent>")
     assert out["verdict"]["parent_environ"] == "failed: PermissionError 13", out["verdict"]
+
+
+@pytest.mark.integration
+def test_a_worker_keeps_its_own_uid_inside_the_namespaces(attacker: Attacker) -> None:
+    """The launchers turn non-dumpable only after the uid map is written: the worker is not `nobody`."""
+    out = attacker.go("/usr/bin/id", "-u")
+    assert out["rc"] == 0 and out["verdict"] == out["protections"]["uid"] == attacker.uid
+    assert out["protections"]["supervisor"] == "non-dumpable"

@@ -181,9 +181,11 @@ def _read_all(fd: int) -> str:
 
 def launch(policy: Policy, argv: list[str]) -> int:
     """Join cgroups, enter a PID namespace, fork the supervising child, wait, relay status."""
-    _untraceable()  # it holds the policy, whose env may carry the worker's API keys
     joined = procs.join_cgroups(policy.cgroup_procs)
     mode = procs.enter_pid_namespace() if policy.pid_namespace else None
+    # After the namespace: a non-dumpable process may no longer write its own uid_map.
+    # From here it holds the policy, whose env may carry the worker's API keys, out of reach.
+    _untraceable()
     me = os.getpid()
     subreaper = mode is None and procs.set_subreaper()
     cgroup_kill = any(os.path.exists(os.path.join(os.path.dirname(p), "cgroup.kill")) for p in joined)
