@@ -41,6 +41,27 @@ Feature: A hostile worker cannot touch anything but its scratch dir
       | hang            | verdict         | 4    | timed out after 3 s                       |
       | nothing         | event-then-hang | 0    | hostile: attack: nothing                  |
       | nothing         | two-plans       | 4    | plans that differ                         |
+      | metadata        | verdict         | 4    | user_tea.md: failed: PermissionError 1    |
+      | setuid          | plan            | 0    | setuid: failed: PermissionError 1         |
+      | unix-networked  | plan            | 0    | abstract: failed: PermissionError 1       |
+      | forge           | plan            | 4    | pidfd_getfd: failed                       |
+      | devices         | plan            | 0    | /dev/shm/                                 |
+
+  Scenario Outline: A project that exposes a home is refused before any worker starts
+    Given the project directory <relation> the home directory
+    And I remember every file of the store, the mirror, the project and the home
+    When I run "consolidate --no-context"
+    Then the exit code is 4
+    And the error mentions "worker.project-root-unsafe"
+    And the error mentions "hint:"
+    And the worker never ran
+    And every remembered file is byte-identical
+    And the project lock is free
+
+    Examples:
+      | relation  |
+      | is        |
+      | contains  |
 
   Scenario: The receipt records the protections that were in force
     When I run "consolidate --no-context"

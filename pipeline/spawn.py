@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import pwd
 import sys
 import time
 from collections.abc import Mapping
@@ -68,16 +69,53 @@ def _import_dirs() -> list[Path]:
     return [Path(p) for p in sys.path if p and os.path.isdir(p)]
 
 
-def _refuse_reading_the_home(choice: WorkerChoice, layout: Layout) -> None:
-    """A configured read path may not open the memfold home: it holds every project's private store."""
-    home = os.path.realpath(layout.home)
+def _covers(outer: str, inner: str) -> bool:
+    """True when ``inner`` is ``outer`` or lies below it (both real paths)."""
+    return inner == outer or inner.startswith(outer.rstrip("/") + "/")
+
+
+def _user_homes(parent_env: Mapping[str, str]) -> list[str]:
+    """The user's home directory as the password database and the caller's $HOME name it."""
+    homes = [parent_env.get("HOME", "")]
+    try:
+        homes.append(pwd.getpwuid(os.getuid()).pw_dir)
+    except KeyError:
+        pass
+    return list(dict.fromkeys(os.path.realpath(h) for h in homes if h))
+
+
+def _refuse_unsafe_project_root(layout: Layout, parent_env: Mapping[str, str]) -> None:
+    """The worker reads the whole project tree: it may not be /, the memfold home or the user's home.
+
+    A dotfiles repository or a plain directory at ``~`` would hand the worker ``~/.ssh`` and
+    every other project's private store. A project below the home (``~/src/app``) is fine.
+    """
+    root = os.path.realpath(layout.project_root)
+    guarded = [("the memfold home", os.path.realpath(layout.home))]
+    guarded += [("your home directory", home) for home in _user_homes(parent_env)]
+    for what, path in guarded:
+        if root == "/" or _covers(root, path):
+            raise WorkerFailed(
+                f"refused: the project root {root} is or contains {what} ({path}); a worker reads the "
+                "whole project, so it would read everything there", code="worker.project-root-unsafe",
+                hint="consolidate from a project directory below your home (e.g. ~/src/app), or point "
+                "--home at a memfold home outside the project", data={"projectRoot": root, "guarded": path})
+
+
+def _refuse_reading_the_home(choice: WorkerChoice, layout: Layout, parent_env: Mapping[str, str]) -> None:
+    """A configured read path may not open the memfold home (every project's private store) or the user's home."""
+    memfold_home = os.path.realpath(layout.home)
     for path in choice.read_paths:
         real = os.path.realpath(path).rstrip("/") or "/"
-        if real == home or home.startswith(real.rstrip("/") + "/") or real.startswith(home + "/"):
-            raise UsageError(f"worker {choice.name}: read path {path} would let it read the memfold home {home}",
+        # Below the user's home is where agent CLIs live; below the memfold home is a store.
+        opened = [h for h in (memfold_home, *_user_homes(parent_env)) if _covers(real, h)]
+        if _covers(memfold_home, real):
+            opened.append(memfold_home)
+        if opened:
+            raise UsageError(f"worker {choice.name}: read path {path} would let it read {opened[0]}",
                              code="usage.worker-read-path",
-                             hint="name the directory the agent CLI is installed in (e.g. ~/.npm-global), not a "
-                             "parent of the memfold home")
+                             hint="name the directory the agent CLI is installed in (e.g. ~/.npm-global), "
+                             "not a parent of the memfold home or the home directory itself")
 
 
 def requested_protections(choice: WorkerChoice, unsafe_no_sandbox: bool) -> dict[str, Any]:
@@ -96,17 +134,23 @@ def run_plan_worker(
     from .sandbox.describe import enforced
     from .worker import WorkerSpec, build_env, run_worker
 
-    _refuse_reading_the_home(choice, layout)
+    if not unsafe_no_sandbox:
+        _refuse_unsafe_project_root(layout, parent_env)
+    _refuse_reading_the_home(choice, layout, parent_env)
     scratch = run_dir / "scratch"
     env = build_env(parent_env, choice.env, scratch)
+    imports: list[Path] = []
     if choice.builtin:
-        # The planner imports exactly what this process imports: same package, same dependencies.
-        env["PYTHONPATH"] = os.pathsep.join([str(PACKAGE_ROOT), *map(str, _import_dirs())])
+        # The planner imports exactly what this process imports: same package, same dependencies;
+        # but not a sys.path entry such as the working directory `python -m` adds, when that is a home.
+        guarded = [os.path.realpath(layout.home), *_user_homes(parent_env)]
+        imports = [d for d in _import_dirs() if not any(_covers(os.path.realpath(d), h) for h in guarded)]
+        env["PYTHONPATH"] = os.pathsep.join([str(PACKAGE_ROOT), *map(str, imports)])
     spec = WorkerSpec(
         argv=choice.argv, cwd=scratch, env=env, timeout=choice.timeout, network=choice.network,
         sandbox=not unsafe_no_sandbox, require_fs_sandbox=not choice.builtin and not unsafe_no_sandbox,
         read_paths=tuple(p for p in (run_dir, layout.harness, layout.mirror, layout.project_root, PACKAGE_ROOT,
-                                     *(_import_dirs() if choice.builtin else ()),
+                                     *imports,
                                      *map(Path, choice.read_paths)) if p),
         write_paths=(scratch,), pids_max=PIDS_MAX,
     )

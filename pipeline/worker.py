@@ -30,7 +30,11 @@ from .sandbox import (
 
 ENV_ALLOW = ("PATH", "HOME", "LANG", "TERM", "TMPDIR")
 # Read+execute roots used when the caller narrows read_paths: what interpreters need to start.
-_SYSTEM_READ = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/etc", "/opt", "/proc", "/dev", "/sys/devices/system/cpu")
+# /etc is added as its world-readable part (readable.py). Of /dev only four character devices:
+# the rest holds other processes' terminals (keystrokes typed during a run) and /dev/shm files.
+_SYSTEM_READ = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/opt", "/proc", "/sys/devices/system/cpu")
+DEVICES = ("/dev/null", "/dev/zero", "/dev/random", "/dev/urandom")
+SYSTEM_ETC = "/etc"
 
 
 @dataclass(frozen=True)
@@ -93,17 +97,10 @@ def _launcher_env() -> dict[str, str]:
 
 
 def _policy(spec: WorkerSpec, report_path: Path, cg: cgroup.RunCgroups) -> Policy:
-    if spec.read_paths:
+    if spec.read_paths and spec.sandbox:
         extra = {sys.prefix, sys.base_prefix, str(spec.cwd)}
-        system: list[str] = list(_SYSTEM_READ)
-        if os.getuid() == 0:
-            # Owner bits would let a capability-less root worker read /etc/shadow: grant only what
-            # every user may read there. Other users are kept out of such files by the kernel already.
-            from .sandbox.readable import world_readable
-
-            system[system.index("/etc")] = ""
-            system.extend(world_readable("/etc"))
-        read = tuple(dict.fromkeys([*(str(p) for p in spec.read_paths), *filter(None, system), *sorted(extra)]))
+        system = [*_SYSTEM_READ, *DEVICES, *_narrowed_etc()]
+        read = tuple(dict.fromkeys([*(str(p) for p in spec.read_paths), *system, *sorted(extra)]))
     else:
         read = ("/",)
     limits: dict[str, int | None] = dict(DEFAULT_RLIMITS)
@@ -125,6 +122,27 @@ def _policy(spec: WorkerSpec, report_path: Path, cg: cgroup.RunCgroups) -> Polic
         pid_namespace=True,
         cgroup_procs=cg.procs_files,
     )
+
+
+def _narrowed_etc() -> list[str]:
+    """The world-readable part of /etc, for every uid; the run is refused if it cannot be computed.
+
+    Owner bits would let a capability-less root worker read /etc/shadow, and group bits let
+    an ordinary worker read what its groups may (ssl-cert keys): only what every user may
+    read is granted. Falling back to the whole directory would reopen exactly that.
+    """
+    from .sandbox.readable import NarrowingFailed, world_readable
+
+    try:
+        return world_readable(SYSTEM_ETC)
+    except NarrowingFailed as exc:
+        raise WorkerFailed(
+            f"refused: the worker's view of {SYSTEM_ETC} could not be narrowed ({exc})",
+            code="worker.etc-unnarrowable",
+            hint=f"{SYSTEM_ETC} is unusually large or deep; remove stale entries from it, "
+            "or pass --unsafe-no-sandbox to run without the sandbox",
+            data={"root": SYSTEM_ETC},
+        ) from None
 
 
 class _Terminated(Exception):
@@ -161,7 +179,11 @@ def _resolve(argv0: str, env: Mapping[str, str]) -> str | None:
 def _spawn(spec: WorkerSpec, report_path: Path, stdout_path: Path) -> tuple[subprocess.Popen[bytes], cgroup.RunCgroups]:
     """Start the launcher (policy on a memfd, never on disk: the env may hold API keys)."""
     cg = cgroup.create(f"memfold-{os.getpid()}-{secrets.token_hex(4)}", spec.pids_max)
-    policy = _policy(spec, report_path, cg)
+    try:
+        policy = _policy(spec, report_path, cg)
+    except WorkerFailed:
+        cg.remove()
+        raise
     fd = os.memfd_create("memfold-policy", os.MFD_CLOEXEC)
     try:
         os.write(fd, policy.to_json().encode())

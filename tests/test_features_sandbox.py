@@ -47,23 +47,31 @@ ATTACKS: dict[str, tuple[str, list[str]]] = {
     "stderr": ("stderr", ["100"]),
     "hang": ("hang", []),
     "nothing": ("nothing", []),
+    "metadata": ("metadata", ["{harness}/user_tea.md", "{harness}", "{public}/project_deploy.md", "<home>/.profile",
+                              "{run_dir}/scratch/home"]),
+    "setuid": ("metadata", ["--setuid", "<tool>", "{run_dir}/scratch/created-setuid"]),
+    "unix-networked": ("unix", ["<unix>", "<abstract>", "<dgram>"]),
+    "forge": ("forge", []),
+    "devices": ("read", ["<shm>", "<pty>", "/dev/tty", "/dev/null", "/dev/urandom"]),
 }
 TIMEOUTS = {"hang": 3.0}
+NETWORKED = {"unix-networked"}
 
 
 
 
 def tree(root: Path) -> dict[str, str]:
-    """Every file below ``root`` (symlinks as their target text), by relative path."""
+    """Every file below ``root`` (symlinks as their target text) with its mode, by relative path."""
     out: dict[str, str] = {}
-    for path in sorted(root.rglob("*")) if root.exists() else []:
+    for path in sorted([root, *root.rglob("*")]) if root.exists() else []:
         rel = str(path.relative_to(root))
+        mode = oct(path.lstat().st_mode)
         if path.is_symlink():
             out[rel] = "symlink:" + os.readlink(path)
         elif path.is_file():
-            out[rel] = hashlib.sha256(path.read_bytes()).hexdigest()
+            out[rel] = hashlib.sha256(path.read_bytes()).hexdigest() + " " + mode
         else:
-            out[rel] = "dir"
+            out[rel] = "dir " + mode
     return out
 
 
@@ -88,13 +96,35 @@ def _resources(ctx: dict[str, Any], attack: str, tmp_path: Path, listeners: dict
         srv.bind(("127.0.0.1", 0))
         listeners["udp"] = srv
         values["<port>"] = str(srv.getsockname()[1])
-    elif attack == "unix":
+    elif attack in ("unix", "unix-networked"):
         path = tmp_path / "listener.sock"
         srv = socket.socket(socket.AF_UNIX)
         srv.bind(str(path))
         srv.listen()
         listeners["unix"] = srv
         values["<unix>"] = str(path)
+        abstract = f"memfold-test-{secrets.token_hex(6)}"
+        named = socket.socket(socket.AF_UNIX)
+        named.bind(b"\0" + abstract.encode())
+        named.listen()
+        listeners["abstract"] = named
+        values["<abstract>"] = abstract
+        dgram = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        dgram.bind(str(tmp_path / "dgram.sock"))
+        listeners["dgram"] = dgram
+        values["<dgram>"] = str(tmp_path / "dgram.sock")
+    elif attack == "setuid":
+        tool = tmp_path / "bin" / "id"
+        tool.parent.mkdir()
+        shutil.copy2("/usr/bin/id", tool)
+        ctx["tool"] = tool
+        values["<tool>"] = str(tool)
+    elif attack == "devices":
+        shm = Path("/dev/shm") / f"memfold-test-{secrets.token_hex(6)}"
+        shm.write_text(SECRET)
+        leader, follower = os.openpty()
+        ctx["devices"] = (shm, leader, follower)
+        values["<shm>"], values["<pty>"] = str(shm), os.ttyname(follower)
     return values
 
 
@@ -121,7 +151,28 @@ def configured_worker(env: Env, ctx: dict[str, Any], tmp_path: Path, monkeypatch
         args = [a.replace(key, value) for a in args]
     argv = [sys.executable, str(HOSTILE), "--run-dir", "{run_dir}", "--then", then, kind, token, *args]
     ctx["timeout"] = TIMEOUTS.get(attack, 10.0)
-    _write_config(env, {name: {"argv": argv, "timeout": ctx["timeout"], "env": ["PYTHONPATH"]}})
+    _write_config(env, {name: {"argv": argv, "timeout": ctx["timeout"], "env": ["PYTHONPATH"],
+                               "network": attack in NETWORKED}})
+
+
+@pytest.fixture(autouse=True)
+def _release_devices(ctx: dict[str, Any]) -> Iterator[None]:
+    yield
+    if "devices" in ctx:
+        shm, leader, follower = ctx["devices"]
+        shm.unlink(missing_ok=True)
+        os.close(leader)
+        os.close(follower)
+
+
+@given(parsers.parse("the project directory {relation} the home directory"))
+def project_exposes_home(env: Env, ctx: dict[str, Any], monkeypatch: pytest.MonkeyPatch, relation: str) -> None:
+    home = env.project if relation == "is" else env.project / "me"
+    home.mkdir(exist_ok=True)
+    (home / ".ssh").mkdir()
+    (home / ".ssh" / "id_rsa").write_text(SECRET)
+    monkeypatch.setenv("HOME", str(home))
+    ctx.update(real_home=home, runs_before=set(_runs(env)))
 
 
 def _runs(env: Env) -> list[Path]:
@@ -191,6 +242,20 @@ def no_trace(env: Env, ctx: dict[str, Any], listeners: dict[str, socket.socket])
         assert receipt["worker"]["planSource"] == "jsonl-event"
         assert receipt["sandbox"]["worker_end"] == "stopped"
         assert receipt["worker"]["durationSeconds"] < ctx["timeout"] / 2
+    if attack == "setuid":
+        assert ctx["tool"].stat().st_mode & 0o7777 == 0o755
+        assert not (run / "scratch" / "created-setuid").exists()
+    if attack == "forge":
+        assert "exited with status 3" in ctx["result"].err
+        report = (run / "stdout.jsonl.sandbox.json").read_text().splitlines()
+        assert json.loads(report[-1]) == {"outcome": "exit", "code": 3}
+    if attack == "devices":
+        said = dict(line.removeprefix("hostile: ").split(": ", 1) for line in
+                    (run / "stderr.txt").read_text().splitlines() if line.startswith("hostile: /"))
+        shm, _, follower = ctx["devices"]
+        for path in (str(shm), os.ttyname(follower), "/dev/tty"):
+            assert said[path] == "failed: PermissionError 13", said
+        assert said["/dev/null"] == said["/dev/urandom"] == "succeeded"
     if ctx["result"].code == 0:
         assert json.loads((run / "post-receipt.json").read_text())["sandbox"]["enforced"] is True
 
@@ -220,7 +285,8 @@ def never_ran(env: Env, ctx: dict[str, Any]) -> None:
     run = _new_run(env, ctx)
     for name in ("stdout.jsonl", "stderr.txt"):  # refused before anything was spawned
         assert not (run / name).exists()
-    assert survivors(ctx["token"]) == []
+    if "token" in ctx:
+        assert survivors(ctx["token"]) == []
 
 
 def _receipt(env: Env) -> dict[str, Any]:
@@ -240,7 +306,11 @@ def records_protections(env: Env) -> None:
     assert got["network"]["tcp"] == ("denied" if abi >= 4 else "not-restricted")
     if PROBE["seccomp"]:
         assert got["network"]["sockets"] == "denied"
+        assert got["network"]["unix"] == planned["network"]["unix"] == "denied"
+        assert got["metadata"] == planned["metadata"] == "denied"
         assert got["seccomp"]["io_uring"] == "denied" and got["seccomp"]["namespaces"] == "denied"
+        assert got["seccomp"]["pidfd"] == "denied" and got["seccomp"]["setid_create"] == "denied"
+    assert got["reads"] == "narrowed" and got["supervisor"] == "non-dumpable"
     assert got["no_new_privs"] is True
     assert got["capabilities"] == ("dropped" if os.getuid() == 0 else "none-held")
     assert got["rlimits"]["core"] == 0 and got["rlimits"]["nofile"] == 256 and got["rlimits"]["cpu"] == 301

@@ -4,20 +4,25 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import secrets
 import shutil
 import socket
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
 
 import pytest
-from conftest import survivors
+from conftest import REPO, Env, survivors
 from unprivileged import OrdinaryUser
 
-from pipeline.sandbox import EXIT_REFUSED, Policy, probe, seccomp
+from pipeline import spawn
+from pipeline.errors import WorkerFailed
+from pipeline.paths import Layout
+from pipeline.sandbox import EXIT_REFUSED, Policy, probe, readable, seccomp
 from pipeline.worker import WorkerResult, WorkerSpec, build_env, run_worker
 
 HOSTILE = Path(__file__).parent / "workers" / "hostile.py"
@@ -86,6 +91,22 @@ def test_seccomp_program_is_well_formed() -> None:
             assert len(code) % 8 == 0 and len(code) // 8 < 256
 
 
+_HEADERS = {"x86_64": "/usr/include/x86_64-linux-gnu/asm/unistd_64.h", "aarch64": "/usr/include/asm-generic/unistd.h"}
+
+
+@pytest.mark.parametrize("arch", sorted(_HEADERS))
+def test_seccomp_syscall_numbers_match_the_kernel_headers(arch: str) -> None:
+    """A wrong number would leave a call open on that architecture; check every one the headers define."""
+    if not os.path.exists(_HEADERS[arch]):
+        pytest.skip(f"no kernel headers for {arch}")
+    defined = {m[1]: int(m[2]) for m in re.finditer(r"#define __NR(?:3264)?_(\w+)\s+(\d+)\b",
+                                                        Path(_HEADERS[arch]).read_text())}
+    table = seccomp._NR[arch]
+    checked = {name: nr for name, nr in table.items() if name in defined}
+    assert {name: defined[name] for name in checked} == checked
+    assert {"fchmodat", "fchownat", "utimensat", "setxattr", "pidfd_getfd", "openat"} <= set(checked)
+
+
 @pytest.mark.integration
 @needs_landlock
 def test_write_outside_scratch_fails(run: Any, store: Path, tmp_path: Path) -> None:
@@ -151,18 +172,6 @@ def test_udp_send_fails(run: Any) -> None:
         srv.bind(("127.0.0.1", 0))
         verdict, _ = run("udp", str(srv.getsockname()[1]))
         assert verdict["sendto"].startswith("failed")
-        _expect_nothing(srv)
-
-
-@pytest.mark.integration
-@needs_seccomp
-def test_unix_socket_connect_fails(run: Any, tmp_path: Path) -> None:
-    path = tmp_path / "s.sock"
-    with socket.socket(socket.AF_UNIX) as srv:
-        srv.bind(str(path))
-        srv.listen()
-        verdict, _ = run("unix", str(path))
-        assert verdict["connect"].startswith("failed") and verdict["socketpair"].startswith("failed")
         _expect_nothing(srv)
 
 
@@ -329,3 +338,324 @@ def test_the_launcher_imports_no_typing_dataclasses_or_json_schema_machinery() -
     out = subprocess.run([sys.executable, "-S", "-c", code], capture_output=True, text=True, check=True,
                          cwd=Path(__file__).resolve().parents[1]).stdout
     assert out.strip() == "[]"
+
+
+# --- Each attack below runs twice: as the test process's uid (root in CI) and as an ordinary user.
+
+ATTACK = """
+import json, os, sys
+from pathlib import Path
+from pipeline.worker import WorkerSpec, build_env, run_worker
+cfg = json.loads(sys.argv[1])
+scratch = Path(cfg["scratch"])
+argv = tuple(sys.executable if a == "{python}" else a.replace("<parent>", str(os.getpid())) for a in cfg["argv"])
+spec = WorkerSpec(argv=argv, cwd=scratch, env=build_env({"PATH": "/usr/bin:/bin"}, [], scratch), timeout=30,
+                  network=cfg["network"], read_paths=tuple(Path(p) for p in cfg["read_paths"]))
+res = run_worker(spec, stdout_path=scratch.parent / (scratch.name + ".out"),
+                 stderr_path=scratch.parent / (scratch.name + ".err"))
+lines = res.stdout.decode().strip().splitlines()
+print(json.dumps({"verdict": json.loads(lines[-1]) if lines else {}, "rc": res.returncode, "uid": os.getuid(),
+                  "protections": res.protections, "stderr": res.stderr_tail.decode(errors="replace")}))
+"""
+
+
+@dataclass
+class Attacker:
+    """Runs a worker under the sandbox as one uid; ``base`` is a directory that uid owns."""
+
+    base: Path
+    workers: Path
+    user: OrdinaryUser | None
+
+    @property
+    def uid(self) -> int:
+        return self.user.uid if self.user else os.getuid()
+
+    def own(self, *paths: Path) -> None:
+        """Hand files the test made to the attacking uid (a worker can only chmod what it owns)."""
+        if self.user is not None and os.getuid() == 0:
+            for path in paths:
+                os.chown(path, self.user.uid, self.user.gid, follow_symlinks=False)
+
+    def go(self, *argv: str, network: bool = False, read: tuple[Path, ...] = ()) -> dict[str, Any]:
+        """Run ``argv`` (``{python}`` is the interpreter) with read paths narrowed as consolidate does."""
+        token = f"tok-{secrets.token_hex(6)}"
+        scratch = self.base / f"scratch-{token}"
+        scratch.mkdir()
+        self.own(scratch)
+        cfg = json.dumps({"argv": [a.replace("<token>", token) for a in argv], "scratch": str(scratch),
+                          "network": network, "read_paths": [str(self.workers), *map(str, read)]})
+        if self.user is not None:
+            out: dict[str, Any] = self.user.run_json(ATTACK, cfg)
+        else:
+            proc = subprocess.run([sys.executable, "-c", ATTACK, cfg], capture_output=True, timeout=60, check=False,
+                                  env={**os.environ, "PYTHONPATH": str(REPO)})
+            assert proc.returncode == 0, proc.stderr.decode(errors="replace")
+            out = json.loads(proc.stdout.decode().strip().splitlines()[-1])
+        assert out["uid"] == self.uid
+        assert survivors(token) == []
+        return out
+
+    def hostile(self, attack: str, *args: str, **kw: Any) -> dict[str, Any]:
+        return self.go("{python}", str(self.workers / "hostile.py"), attack, "<token>", *args, **kw)
+
+
+@pytest.fixture(params=["test-uid", "ordinary-user"])
+def attacker(request: pytest.FixtureRequest, tmp_path: Path) -> Attacker:
+    if request.param == "ordinary-user":
+        user: OrdinaryUser = request.getfixturevalue("ordinary_user")
+        base = user.path("attack")
+        base.mkdir()
+        attacker = Attacker(base, user.path("workers"), user)
+        attacker.own(base)
+        return attacker
+    return Attacker(tmp_path, HOSTILE.parent, None)
+
+
+def _meta(path: Path) -> tuple[int, int, int, int, list[str]]:
+    st = os.stat(path, follow_symlinks=False)
+    return st.st_mode, st.st_uid, st.st_gid, st.st_mtime_ns, sorted(os.listxattr(path, follow_symlinks=False))
+
+
+@pytest.mark.integration
+@needs_seccomp
+def test_metadata_calls_fail_everywhere_even_in_scratch(attacker: Attacker) -> None:
+    home = attacker.base / "memfold-home"
+    ssh = attacker.base / "dot-ssh"
+    for d in (home, ssh):
+        d.mkdir(mode=0o700)
+    store, key, mine = home / "store.md", ssh / "id_rsa", attacker.base / "scratch-file"
+    for f in (store, key, mine):
+        f.write_text("private")
+        f.chmod(0o600)
+    tool = attacker.base / "id"
+    shutil.copy2("/usr/bin/id", tool)
+    attacker.own(home, ssh, store, key, mine, tool)
+    targets = (home, store, key, mine, tool)
+    before = {p: _meta(p) for p in targets}
+    new = attacker.base / "created-setuid"
+    out = attacker.hostile("metadata", str(home), str(store), str(key), str(mine), "--setuid", str(tool), str(new),
+                           read=(attacker.base,))
+    verdict = out["verdict"]
+    assert out["protections"]["seccomp"]["metadata"] == "denied"
+    calls = {k: v for k, v in verdict.items() if k != "attack"}
+    assert len(calls) == 4 * 5 + 2
+    assert set(calls.values()) == {"failed: PermissionError 1"}, calls
+    assert {p: _meta(p) for p in targets} == before
+    assert not new.exists()
+    assert tool.stat().st_mode & 0o7777 == 0o755
+
+
+@pytest.mark.integration
+@needs_seccomp
+@pytest.mark.parametrize("network", [False, True], ids=["network-denied", "network-allowed"])
+def test_no_worker_reaches_a_unix_socket(attacker: Attacker, network: bool) -> None:
+    stream_path, dgram_path = attacker.base / "agent.sock", attacker.base / "dgram.sock"
+    abstract = f"memfold-test-{secrets.token_hex(6)}"
+    with socket.socket(socket.AF_UNIX) as stream, socket.socket(socket.AF_UNIX) as named, \
+            socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as dgram:
+        stream.bind(str(stream_path))
+        named.bind(b"\0" + abstract.encode())
+        dgram.bind(str(dgram_path))
+        for sock in (stream, named):
+            sock.listen()
+        for path in (stream_path, dgram_path):
+            path.chmod(0o777)  # so only the sandbox stands between an ordinary user and them
+        out = attacker.hostile("unix", str(stream_path), abstract, str(dgram_path), network=network,
+                               read=(attacker.base,))
+        verdict = out["verdict"]
+        for key in ("connect", "abstract", "dgram", "dgram_pair_sendto", "seqpacket_pair"):
+            assert verdict[key] == "failed: PermissionError 1", (key, verdict)
+        assert verdict["stream_pair_connect"].startswith("failed"), verdict
+        assert verdict["stream_pair"] == "succeeded"
+        assert out["protections"]["seccomp"]["unix_sockets"] == "denied"
+        for sock in (stream, named, dgram):
+            _expect_nothing(sock)
+
+
+@pytest.mark.integration
+@needs_landlock
+@pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
+def test_a_node_worker_spawns_a_child_and_resolves_names_with_network(attacker: Attacker) -> None:
+    node = os.path.realpath(shutil.which("node") or "node")
+    out = attacker.go(node, str(attacker.workers / "spawner.js"), "<token>", network=True)
+    assert out["rc"] == 0, out["stderr"]
+    verdict = out["verdict"]
+    assert verdict["child"] == "child says hello" and verdict["childExit"] == 0
+    assert verdict["lookup"] in ("127.0.0.1", "::1")
+
+
+@pytest.mark.integration
+@needs_seccomp
+def test_the_worker_cannot_forge_the_outcome_through_the_launchers_descriptors(attacker: Attacker) -> None:
+    out = attacker.hostile("forge")
+    verdict = out["verdict"]
+    assert verdict["pidfd_open"] == "failed: PermissionError 1"
+    assert verdict["pidfd_getfd"].startswith("failed"), verdict
+    assert verdict["proc_fd"] == "failed"
+    if PROBE["landlock"]["abi"] >= 6:
+        assert verdict["kill_init"] == "failed: PermissionError 1"
+    assert out["rc"] == 3
+    assert out["protections"]["launcher_outcome"] == {"outcome": "exit", "code": 3}
+
+
+@pytest.mark.integration
+@needs_landlock
+def test_only_four_device_files_are_readable(attacker: Attacker) -> None:
+    shm = Path("/dev/shm") / f"memfold-test-{secrets.token_hex(6)}"
+    shm.write_text("shared secret")
+    shm.chmod(0o600)
+    leader, follower = os.openpty()
+    tty = os.ttyname(follower)
+    attacker.own(shm, Path(tty))
+    try:
+        denied = [str(shm), tty, "/dev/tty", "/dev/pts/ptmx"]
+        allowed = ["/dev/null", "/dev/zero", "/dev/random", "/dev/urandom"]
+        out = attacker.hostile("read", *denied, *allowed)
+        verdict = out["verdict"]
+        assert out["rc"] == 0, out["stderr"]
+        for path in denied:
+            assert verdict[path] == "failed: PermissionError 13", (path, verdict)
+        for path in allowed:
+            assert verdict[path] == "succeeded", (path, verdict)
+        assert "shared secret" not in json.dumps(out)
+    finally:
+        shm.unlink()
+        os.close(leader)
+        os.close(follower)
+
+
+def test_etc_narrowing_raises_past_its_limit_instead_of_granting_the_whole_dir(tmp_path: Path) -> None:
+    etc = tmp_path / "etc"
+    (etc / "ssl").mkdir(parents=True)
+    for i in range(12):
+        (etc / "ssl" / f"cert{i}").write_text("public")
+    (etc / "shadow").write_text("root:x")
+    (etc / "shadow").chmod(0o600)
+    assert sorted(readable.world_readable(str(etc), limit=100)) == [str(etc / "ssl")]
+    with pytest.raises(readable.NarrowingFailed):
+        readable.world_readable(str(etc), limit=10)
+
+
+@pytest.mark.integration
+def test_a_run_whose_etc_cannot_be_narrowed_is_refused_and_never_starts(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(readable, "MAX_ENTRIES", 10)  # the real /etc has far more than 10 entries
+    scratch = tmp_path / "scratch"
+    marker = scratch / "started"
+    spec = WorkerSpec(argv=("/bin/sh", "-c", f"touch {marker}"), cwd=scratch,
+                      env=build_env({"PATH": "/usr/bin:/bin"}, [], scratch), timeout=10, read_paths=(tmp_path,))
+    with pytest.raises(WorkerFailed) as err:
+        run_worker(spec, stdout_path=tmp_path / "out", stderr_path=tmp_path / "err")
+    assert err.value.code == "worker.etc-unnarrowable" and err.value.exit_code == 4
+    assert err.value.hint and "/etc" in err.value.message
+    assert not marker.exists() and not (tmp_path / "out").exists()
+    assert not [d for d in os.listdir("/sys/fs/cgroup") if d.startswith(f"memfold-{os.getpid()}-")]
+    # Without the sandbox nothing is narrowed, so the walk (and its refusal) does not apply.
+    unsafe = WorkerSpec(**{**spec.__dict__, "sandbox": False})
+    assert run_worker(unsafe, stdout_path=tmp_path / "out", stderr_path=tmp_path / "err").returncode == 0
+    assert marker.exists()
+
+
+ROOT_CASES = ["project-is-home", "project-contains-home", "project-contains-memfold-home", "project-is-root"]
+
+
+def _unsafe_layout(base: Path, case: str) -> tuple[Path, Path, Path]:
+    """(project root, memfold home, $HOME) for one way of exposing a home through the project."""
+    project = base / "dotfiles"
+    (project / ".ssh").mkdir(parents=True)
+    (project / ".ssh" / "id_rsa").write_text("private key")
+    home, user_home = base / "memfold-home", base / "elsewhere"
+    if case == "project-is-home":
+        user_home = project
+    elif case == "project-contains-home":
+        user_home = project / "me"
+    elif case == "project-contains-memfold-home":
+        home = project / ".local" / "share" / "memfold"
+    elif case == "project-is-root":
+        project = Path("/")
+    return project, home, user_home
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("case", ROOT_CASES)
+def test_a_project_root_that_exposes_a_home_is_refused_before_the_worker_starts(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, case: str) -> None:
+    project, home, user_home = _unsafe_layout(tmp_path, case)
+    monkeypatch.setenv("HOME", str(user_home))
+    env = Env(home, project)
+    if case == "project-is-root":
+        # `init` would write .memory/ into /: the refusal is checked on the layout alone.
+        layout = Layout(home, project, "0" * 64)
+        with pytest.raises(WorkerFailed) as err:
+            spawn._refuse_unsafe_project_root(layout, {"HOME": str(user_home)})
+        assert err.value.code == "worker.project-root-unsafe"
+        return
+    assert env.run("init").code == 0
+    result = env.run("consolidate", "--no-context")
+    assert result.code == 4, result.err
+    assert "[worker.project-root-unsafe]" in result.err and "hint:" in result.err
+    assert "private key" not in result.out + result.err
+    run = next(p for p in (env.project_home / "runs").iterdir())
+    assert not (run / "stdout.jsonl").exists() and not (run / "stdout.jsonl.sandbox.json").exists()
+
+
+UNSAFE_ROOT = """
+import json, sys
+from pathlib import Path
+from pipeline import spawn
+from pipeline.errors import WorkerFailed
+from pipeline.paths import Layout
+project, home, user_home = map(Path, sys.argv[1:4])
+try:
+    spawn._refuse_unsafe_project_root(Layout(home, project, "0" * 64), {"HOME": str(user_home)})
+    print(json.dumps({"code": None}))
+except WorkerFailed as exc:
+    print(json.dumps({"code": exc.code, "exit": exc.exit_code}))
+"""
+
+
+@pytest.mark.integration
+def test_an_ordinary_user_is_refused_the_same_project_roots(ordinary_user: OrdinaryUser) -> None:
+    for case in ROOT_CASES:
+        base = ordinary_user.path(case)
+        project, home, user_home = _unsafe_layout(base, case)
+        out = ordinary_user.run_json(UNSAFE_ROOT, str(project), str(home), str(user_home))
+        assert out == {"code": "worker.project-root-unsafe", "exit": 4}, case
+    below = ordinary_user.path("home") / "src" / "app"
+    below.mkdir(parents=True)
+    out = ordinary_user.run_json(UNSAFE_ROOT, str(below), str(ordinary_user.path("mf")), str(ordinary_user.path("home")))
+    assert out == {"code": None}
+
+
+@pytest.mark.integration
+@needs_landlock
+def test_etc_is_narrowed_to_its_world_readable_part_for_every_uid(attacker: Attacker) -> None:
+    # A file only its owner may read: the owner bits would let the worker's uid read it.
+    own = Path("/etc") / f"memfold-test-{secrets.token_hex(6)}"
+    own.write_text("owner only")
+    own.chmod(0o600)
+    attacker.own(own)
+    try:
+        out = attacker.hostile("read", str(own), "/etc/passwd")
+        assert out["verdict"][str(own)] == "failed: PermissionError 13", out["verdict"]
+        assert out["verdict"]["/etc/passwd"] == "succeeded"
+        assert out["protections"]["reads"] == "narrowed"
+    finally:
+        own.unlink()
+
+
+@pytest.mark.integration
+@needs_landlock
+def test_the_parents_proc_entries_stay_closed_for_every_uid(attacker: Attacker) -> None:
+    """/proc stays readable, but Landlock refuses ptrace-class access to processes outside the sandbox."""
+    out = attacker.hostile("env", "<parent>")
+    assert out["verdict"]["parent_environ"] == "failed: PermissionError 13", out["verdict"]
+
+
+@pytest.mark.integration
+def test_a_worker_keeps_its_own_uid_inside_the_namespaces(attacker: Attacker) -> None:
+    """The launchers turn non-dumpable only after the uid map is written: the worker is not `nobody`."""
+    out = attacker.go("/usr/bin/id", "-u")
+    assert out["rc"] == 0 and out["verdict"] == out["protections"]["uid"] == attacker.uid
+    assert out["protections"]["supervisor"] == "non-dumpable"

@@ -104,8 +104,9 @@ def restrict(
 
     Read paths get read+execute, write paths every handled right, ``/dev/null``
     read+write. Without ``network`` every TCP bind/connect is handled with no
-    allowing rule (ABI 4+) and abstract UNIX sockets are scoped (ABI 6+);
-    signals to processes outside the sandbox are always scoped (ABI 6+).
+    allowing rule (ABI 4+). Abstract UNIX sockets and signals to processes outside
+    the sandbox are always scoped (ABI 6+): a networked agent needs TCP, never a
+    same-uid tmux server or agent socket, nor a way to signal its launcher.
     Needs no_new_privs (or CAP_SYS_ADMIN) already set.
     """
     abi = abi_version() if abi is None else abi
@@ -121,7 +122,7 @@ def restrict(
             attr.net = NET_BIND_TCP | NET_CONNECT_TCP
     if abi >= 6:
         size = 24
-        attr.scoped = SCOPE_SIGNAL | (0 if network else SCOPE_ABSTRACT_UNIX)
+        attr.scoped = SCOPE_SIGNAL | SCOPE_ABSTRACT_UNIX
     ruleset = kernel.syscall(kernel.SYS_LANDLOCK_CREATE_RULESET, ctypes.byref(attr), size, 0)
     try:
         read_rights = EXECUTE | READ_FILE | READ_DIR
@@ -137,5 +138,5 @@ def restrict(
     report["net"] = bool(attr.net)
     report["scoped"] = bool(attr.scoped)
     if abi >= 6:
-        report["scopes"] = ["signal"] + ([] if network else ["abstract-unix"])
+        report["scopes"] = ["signal", "abstract-unix"]
     return report

@@ -1,4 +1,4 @@
-"""The launcher: joins cgroups, enters a PID namespace, confines itself, execs the worker."""
+"""The launcher: joins cgroups, enters a PID namespace, forks an unconfined init that confines and execs the worker."""
 
 from __future__ import annotations
 
@@ -56,14 +56,14 @@ def _append_report(fd: int | None, record: dict[str, Any]) -> None:
         os.close(fd)
 
 
-def _close_fds(keep: int) -> None:
-    """Close every descriptor >= 3 except ``keep`` (close-on-exec, so it dies at exec too)."""
+def _close_fds(*keep: int | None) -> None:
+    """Close every descriptor >= 3 except ``keep`` (close-on-exec, so they die at exec too)."""
     try:
         fds = [int(x) for x in os.listdir("/proc/self/fd")]
     except OSError:
         fds = list(range(3, 1024))
     for fd in fds:
-        if fd >= 3 and fd != keep:
+        if fd >= 3 and fd not in keep:
             try:
                 os.close(fd)
             except OSError:
@@ -90,40 +90,38 @@ def _confine(policy: Policy, base: dict[str, Any]) -> dict[str, Any]:
         except OSError as exc:
             sc["error"] = str(exc)
     report["seccomp"] = sc
+    # What the rules above let the worker read: "narrowed" is the run dir, the roots, the project,
+    # the system dirs, the world-readable part of /etc and four device files.
+    report["reads"] = "whole-filesystem" if "/" in policy.read_paths else "narrowed"
     report["uid"] = os.getuid()
     return report
 
 
+def _untraceable() -> None:
+    """Make this process non-dumpable: a same-uid process without CAP_SYS_PTRACE can then neither
+    copy its descriptors (pidfd_getfd), nor read or write its memory, nor open its /proc fds."""
+    kernel.prctl(kernel.PR_SET_DUMPABLE, 0)
+
+
 def _init(policy: Policy, argv: list[str], base: dict[str, Any], status_w: int, lifeline_r: int) -> NoReturn:
-    """The launcher's child: PID 1 of the namespace (or plain child), confines, forks the worker, reaps."""
+    """The launcher's child: PID 1 of the namespace (or plain child), forks the worker, reaps, reports.
+
+    It stays unconfined and outside the worker's Landlock domain, and holds the only write
+    end of the status pipe after the worker's exec: the worker cannot signal it (Landlock's
+    signal scope), trace it or take that descriptor (non-dumpable, seccomp), so the outcome
+    it reports is the worker's real one.
+    """
     try:
         # If the outer launcher dies, so do we; the lifeline catches a death before prctl.
         kernel.prctl(kernel.PR_SET_PDEATHSIG, signal.SIGKILL)
+        _untraceable()
         # As PID 1, signals without a handler are ignored; Python's SIGINT handler is dropped.
         signal.signal(signal.SIGINT, signal.SIG_DFL)
         if select.select([lifeline_r], [], [], 0)[0]:
             os._exit(EXIT_LAUNCHER_ERROR)
-        # Opened before Landlock: the run dir holding it is read-only for the worker.
-        report_fd = _open_report(policy.report_path)
-        report = _confine(policy, base)
-        if policy.require_fs and not report["landlock"]["fs"]:
-            report["refused"] = "landlock unavailable"
-            _append_report(report_fd, report)
-            _say("refused: filesystem sandbox (Landlock) unavailable and required")
-            os._exit(EXIT_REFUSED)
-        # The report is written before any worker code runs, so the worker cannot forge it.
-        _append_report(report_fd, report)
         worker = os.fork()
         if worker == 0:
-            _close_fds(status_w)
-            # Python ignores these; exec keeps ignored signals ignored, so restore defaults.
-            for sig in (signal.SIGPIPE, signal.SIGXFSZ):
-                signal.signal(sig, signal.SIG_DFL)
-            try:
-                os.execvpe(argv[0], argv, policy.env)
-            except OSError as exc:
-                os.write(status_w, f"exec-failed {exc.errno} {exc.strerror}\n".encode())
-                os._exit(EXIT_EXEC_FAILED)
+            _exec_worker(policy, argv, base, status_w)
         while True:
             pid, status = os.wait()  # as PID 1 this also reaps orphaned descendants
             if pid == worker:
@@ -135,6 +133,36 @@ def _init(policy: Policy, argv: list[str], base: dict[str, Any], status_w: int, 
         os.write(status_w, f"exit {code}\n".encode())
         os._exit(code)
     except BaseException as exc:  # never fall back into the caller's stack in a forked child
+        _say(f"launcher-error {type(exc).__name__}: {exc}")
+        os._exit(EXIT_LAUNCHER_ERROR)
+
+
+def _exec_worker(policy: Policy, argv: list[str], base: dict[str, Any], status_w: int) -> NoReturn:
+    """The worker's process before exec: confine, record what is in force, exec."""
+    try:
+        # Opened before Landlock: the run dir holding it is read-only for the worker.
+        report_fd = _open_report(policy.report_path)
+        _close_fds(status_w, report_fd)
+        report = _confine(policy, base)
+        # Inherited from init until the exec: it says init is out of the worker's reach.
+        report["supervisor"] = "non-dumpable" if kernel.prctl(kernel.PR_GET_DUMPABLE) == 0 else "dumpable"
+        if policy.require_fs and not report["landlock"]["fs"]:
+            report["refused"] = "landlock unavailable"
+            _append_report(report_fd, report)
+            _say("refused: filesystem sandbox (Landlock) unavailable and required")
+            os._exit(EXIT_REFUSED)
+        # The report is written (and its descriptor closed) before any worker code runs, so the
+        # worker cannot forge it; status_w is close-on-exec and leaves with the exec.
+        _append_report(report_fd, report)
+        # Python ignores these; exec keeps ignored signals ignored, so restore defaults.
+        for sig in (signal.SIGPIPE, signal.SIGXFSZ):
+            signal.signal(sig, signal.SIG_DFL)
+        try:
+            os.execvpe(argv[0], argv, policy.env)
+        except OSError as exc:
+            os.write(status_w, f"exec-failed {exc.errno} {exc.strerror}\n".encode())
+            os._exit(EXIT_EXEC_FAILED)
+    except BaseException as exc:
         _say(f"launcher-error {type(exc).__name__}: {exc}")
         os._exit(EXIT_LAUNCHER_ERROR)
 
@@ -152,9 +180,12 @@ def _read_all(fd: int) -> str:
 
 
 def launch(policy: Policy, argv: list[str]) -> int:
-    """Join cgroups, enter a PID namespace, fork the confining child, wait, relay status."""
+    """Join cgroups, enter a PID namespace, fork the supervising child, wait, relay status."""
     joined = procs.join_cgroups(policy.cgroup_procs)
     mode = procs.enter_pid_namespace() if policy.pid_namespace else None
+    # After the namespace: a non-dumpable process may no longer write its own uid_map.
+    # From here it holds the policy, whose env may carry the worker's API keys, out of reach.
+    _untraceable()
     me = os.getpid()
     subreaper = mode is None and procs.set_subreaper()
     cgroup_kill = any(os.path.exists(os.path.join(os.path.dirname(p), "cgroup.kill")) for p in joined)

@@ -3,7 +3,8 @@
 A root worker without capabilities still owns every root-owned file, so owner bits let
 it read ``/etc/shadow`` or SSH host keys under a blanket ``/etc`` rule. Granting only
 what any user may read keeps interpreters working (ld.so.cache, ssl certs, passwd,
-alternatives) and closes that gap.
+alternatives) and closes that gap. A walk that cannot finish raises: the caller refuses
+the run rather than grant the whole directory.
 """
 
 from __future__ import annotations
@@ -11,7 +12,11 @@ from __future__ import annotations
 import os
 import stat
 
-_MAX_ENTRIES = 20_000  # a bound on the walk; past it the directory is granted whole (old behaviour)
+MAX_ENTRIES = 20_000  # a bound on the walk (this machine's /etc has ~1,200 entries)
+
+
+class NarrowingFailed(Exception):
+    """The walk could not finish: granting the whole directory instead would fail open."""
 
 
 def _public(mode: int) -> bool:
@@ -20,9 +25,13 @@ def _public(mode: int) -> bool:
     return bool(mode & 0o004)
 
 
-def world_readable(root: str) -> list[str]:
-    """Paths below ``root`` to grant read access to: whole subtrees when all of them is public."""
-    budget = [_MAX_ENTRIES]
+def world_readable(root: str, limit: int | None = None) -> list[str]:
+    """Paths below ``root`` to grant read access to: whole subtrees when all of them is public.
+
+    Raises NarrowingFailed past ``limit`` entries (default MAX_ENTRIES) or nesting deeper
+    than the interpreter's recursion limit.
+    """
+    budget = [MAX_ENTRIES if limit is None else limit]
 
     def walk(path: str) -> tuple[bool, list[str]]:
         """(everything below is public, the rules to grant if not)."""
@@ -32,7 +41,7 @@ def world_readable(root: str) -> list[str]:
             return False, []
         budget[0] -= len(entries)
         if budget[0] < 0:
-            raise OverflowError
+            raise NarrowingFailed(f"more than {MAX_ENTRIES if limit is None else limit} entries")
         whole, rules = True, []
         for entry in entries:
             try:
@@ -58,6 +67,6 @@ def world_readable(root: str) -> list[str]:
 
     try:
         whole, rules = walk(root)
-    except (OverflowError, RecursionError):
-        return [root]
+    except RecursionError:
+        raise NarrowingFailed("nested too deeply") from None
     return [root] if whole else rules

@@ -6,6 +6,7 @@ run dir names what was stopped, and ``--then`` says what stdout gets afterwards:
 ``verdict`` (not a plan), ``plan`` (the built-in planner's plan for the run), ``bad-plan`` (that plan
 bound to another run id, which validation refuses), ``event-then-hang`` (the plan as a
 consolidation_plan event, then never exit) or ``two-plans`` (two different plan events).
+The ``forge`` attack always exits 3, after trying to make the launcher report 0.
 """
 
 from __future__ import annotations
@@ -34,10 +35,19 @@ def main() -> None:
         for key, value in out.items():
             print(f"hostile: {key}: {value}", file=sys.stderr, flush=True)
         finish(run_dir, then, out)
+        _forged_exit(out)
         return
     out = attack(argv)
     if out:
         print(json.dumps(out), flush=True)
+    _forged_exit(out)
+
+
+def _forged_exit(out: dict[str, object]) -> None:
+    """The forge attack exits 3 after writing "exit 0" wherever it could: the run must see 3."""
+    if out.get("attack") == "forge":
+        sys.stdout.flush()
+        os._exit(3)
 
 
 def finish(run_dir: str, then: str, out: dict[str, object]) -> None:
@@ -93,13 +103,37 @@ def attack(argv: list[str]) -> dict[str, object]:
             s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
             s.sendto(b"pwned", ("127.0.0.1", int(args[0])))
         out["sendto"] = attempt(udp)
-    elif attack == "unix":
-        def unix() -> None:
-            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-            s.connect(args[0])
+    elif attack == "unix":  # args: path of a stream listener, [abstract name, path of a datagram listener]
+        def unix(address: str | bytes, kind: int = socket.SOCK_STREAM) -> None:
+            s = socket.socket(socket.AF_UNIX, kind)
+            s.connect(address)
             s.sendall(b"pwned")
-        out["connect"] = attempt(unix)
-        out["socketpair"] = attempt(lambda: socket.socketpair())
+        out["connect"] = attempt(lambda: unix(args[0]))
+        if len(args) > 1:
+            out["abstract"] = attempt(lambda: unix(b"\0" + args[1].encode()))
+            out["dgram"] = attempt(lambda: unix(args[2], socket.SOCK_DGRAM))
+            out["dgram_pair_sendto"] = attempt(lambda: _pair(socket.SOCK_DGRAM).sendto(b"pwned", args[2]))
+            out["seqpacket_pair"] = attempt(lambda: _pair(socket.SOCK_SEQPACKET))
+            out["stream_pair"] = attempt(_stream_pair)
+            out["stream_pair_connect"] = attempt(lambda: _pair(socket.SOCK_STREAM).connect(args[0]))
+        else:
+            out["socketpair"] = attempt(lambda: socket.socketpair())
+    elif attack == "metadata":  # args: files to chmod/chown/utime/setxattr, then "--setuid" FILE [NEW]
+        split = args.index("--setuid") if "--setuid" in args else len(args)
+        for path in args[:split]:
+            out[f"chmod {path}"] = attempt(lambda p=path: os.chmod(p, 0o777))
+            out[f"chown {path}"] = attempt(lambda p=path: os.chown(p, os.getuid(), os.getgid()))
+            out[f"utime {path}"] = attempt(lambda p=path: os.utime(p, (0, 0)))
+            out[f"setxattr {path}"] = attempt(lambda p=path: os.setxattr(p, "user.memfold", b"pwned"))
+            out[f"fchmod {path}"] = attempt(lambda p=path: _with_fd(p, lambda fd: os.fchmod(fd, 0o777)))
+        if split < len(args):
+            out["setuid"] = attempt(lambda: os.chmod(args[split + 1], 0o4755))
+            out["setuid_create"] = attempt(lambda: os.close(os.open(args[split + 2], os.O_CREAT | os.O_WRONLY, 0o4755)))
+    elif attack == "forge":  # take the launcher's descriptors and write a forged status to each, exit 3
+        out["pidfd_open"] = attempt(lambda: os.close(_pidfd_open(1)))
+        out["pidfd_getfd"] = _forge_pidfd()
+        out["proc_fd"] = _forge_proc_fd()
+        out["kill_init"] = attempt(lambda: os.kill(1, 0))
     elif attack == "env":  # args: parent pid
         out["environ"] = dict(os.environ)
         out["parent_environ"] = attempt(lambda: print(open(f"/proc/{args[0]}/environ", "rb").read()))
@@ -162,6 +196,67 @@ def attack(argv: list[str]) -> dict[str, object]:
         for path in args:
             out[path] = attempt(lambda p=path: open(p, "rb").read(64))
     return out
+
+
+def _pair(kind: int) -> socket.socket:
+    a, _b = socket.socketpair(socket.AF_UNIX, kind)
+    return a
+
+
+def _stream_pair() -> None:
+    a, b = socket.socketpair()
+    a.sendall(b"ok")
+    if b.recv(2) != b"ok":
+        raise OSError(0, "socketpair lost data")
+
+
+def _with_fd(path: str, fn) -> None:  # type: ignore[no-untyped-def]
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        fn(fd)
+    finally:
+        os.close(fd)
+
+
+_SYS_PIDFD_OPEN, _SYS_PIDFD_GETFD = 434, 438
+
+
+def _pidfd_open(pid: int) -> int:
+    libc = ctypes.CDLL(None, use_errno=True)
+    fd = libc.syscall(_SYS_PIDFD_OPEN, pid, 0)
+    if fd < 0:
+        raise OSError(ctypes.get_errno(), "pidfd_open")
+    return int(fd)
+
+
+def _forge_pidfd() -> str:
+    """pidfd_getfd every descriptor number of PID 1 and write a forged status line to each."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    try:
+        pidfd = _pidfd_open(1)
+    except OSError as exc:
+        return f"failed: {exc.__class__.__name__} {exc.errno}"
+    got, errors = 0, set()
+    for target in range(64):
+        fd = libc.syscall(_SYS_PIDFD_GETFD, pidfd, target, 0)
+        if fd < 0:
+            errors.add(ctypes.get_errno())
+            continue
+        got += 1
+        attempt(lambda f=fd: os.write(f, b"exit 0\n"))
+    return f"succeeded: {got}" if got else f"failed: errno {sorted(errors)}"
+
+
+def _forge_proc_fd() -> str:
+    got = 0
+    for target in range(64):
+        try:
+            fd = os.open(f"/proc/1/fd/{target}", os.O_WRONLY)
+        except OSError:
+            continue
+        got += 1
+        attempt(lambda f=fd: os.write(f, b"exit 0\n"))
+    return f"succeeded: {got}" if got else "failed"
 
 
 def _unshare(libc: ctypes.CDLL) -> None:
