@@ -77,6 +77,18 @@ def test_source_hashes_changed_in_pre_post_and_log_copy_fail_verify_and_audit(en
     assert "receipt.source-manifest" in _codes(result)
 
 
+def test_forging_the_manifest_too_still_fails_on_the_snapshot_and_the_chain_head(env: Env) -> None:
+    _two_memories(env)
+    newest = _receipts(env)[-1]
+    _rewrite_everywhere(env, newest, _forge_source)
+    _rewrite(env.project_home / "runs" / json.loads(newest.read_bytes())["runId"] / "manifest.json", _forge_source)
+    result = env.run("verify", "--json")
+    assert result.code == 7
+    assert set(_codes(result)) == {"receipt.source-manifest", "witness.head-mismatch"}
+    assert [e["message"] for e in result.json()["errors"] if e["code"] == "receipt.source-manifest"] == [
+        "sourceHashes differ from the source state in the run's snapshot (artifactHash)"]
+
+
 def test_verify_of_an_older_receipt_sees_its_successor_no_longer_links_to_it(env: Env) -> None:
     _two_memories(env)
     first = _receipts(env)[0]
