@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -14,10 +15,11 @@ from .frozen import Frozen
 from .fsutil import dump_json, sha256_bytes
 from .mirror import privacy_gate, refuse_drift, refuse_safe_without_mirror, verify_post
 from .paths import Layout
-from .receipt import build_receipt, chain_head, diff_maps, log_name, remember_written
+from .receipt import build_receipt, chain_head, diff_maps, genesis_digest, log_name, remember_written
 from .runs import prune_runs
 from .store.memory import stamp
 from .store.state import Limits
+from .witness import Head, head_name, read_head_file
 
 if TYPE_CHECKING:
     from .privacy import RuleSet
@@ -108,20 +110,53 @@ def commit_run(svc: Services, run_dir: Path, rec: RunRecord, pre: PreState, post
     pre_receipt = dump_json(build_receipt(phase="pre", created_at=svc.now(), **common))
     receipt = build_receipt(phase="post", created_at=svc.now(), **common)
     receipt_bytes = dump_json(receipt)
-    remember_written(receipt, receipt_bytes)
+    digest = remember_written(receipt, receipt_bytes)
     changes = [Change("harness", n, d, p) for n, d, p in changed_files(pre.harness, post.harness, post.digest)]
     changes += [Change("public", n, d, p) for n, d, p in changed_files(pre.public, post.public, post.digest)]
+    head = _head_change(layout, seq, rec.run_id, digest, any(c.root == "public" for c in changes))
+    if head is not None:
+        changes.append(head)
     changes.append(Change("receipts", log_name(seq, rec.run_id), receipt_bytes, None))
     changes.append(Change("run", "post-receipt.json", receipt_bytes, None))
     apply_changes(layout.project_home, run_dir, svc.resolver(run_dir), changes,
                   artifacts={**(artifacts or {}), "pre-receipt.json": pre_receipt})
-    reverify_on_disk(svc, final)
+    reverify_on_disk(svc, final, head)
     prune_runs(layout.runs, svc.keep_runs, {rec.run_id})
     return receipt, layout.receipts / log_name(seq, rec.run_id)
 
 
-def reverify_on_disk(svc: Services, final: dict[str, dict[str, str]]) -> None:
+def _head_change(layout: Layout, seq: int, run_id: str, digest: str, touches_mirror: bool) -> Change | None:
+    """The chain head naming this receipt, staged in the mirror with the same commit point.
+
+    It is not in the receipt's hash maps: it names the receipt, so the receipt cannot hash it. A change
+    to the private store alone still goes through when the mirror cannot be written (a read-only
+    checkout); the head then stays behind, and `memfold audit` says so.
+    """
+    if layout.mirror is None or (not touches_mirror and not os.access(layout.mirror, os.W_OK)):
+        return None
+    chain = digest if seq == 1 else _genesis(layout)
+    name = head_name(chain)
+    old = read_head_file(layout.mirror, name)
+    return Change("public", name, Head(chain, seq, run_id, digest).to_bytes(),
+                  None if old is None else sha256_bytes(old))
+
+
+def _genesis(layout: Layout) -> str:
+    try:
+        chain = genesis_digest(layout.receipts)
+    except (OSError, ValueError):
+        chain = None
+    if chain is None:
+        raise VerifyFailed("the first receipt of the log is unreadable, so the chain head cannot be written",
+                           code="receipt.unreadable", hint="run `memfold audit` to see what happened to the log")
+    return chain
+
+
+def reverify_on_disk(svc: Services, final: dict[str, dict[str, str]], head: Change | None = None) -> None:
     differences = diff_maps(final, current_hashes(svc.layout, svc.limits))
+    if head is not None and svc.layout.mirror is not None \
+            and read_head_file(svc.layout.mirror, head.name) != head.data:
+        differences.append(f"public/{head.name} changed")
     if differences:
         raise VerifyFailed(
             "after commit the files on disk do not match the receipt: " + ", ".join(differences[:5]),

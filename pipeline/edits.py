@@ -10,8 +10,9 @@ from .commit import RunRecord, Services, commit_run, gate, run_recovery
 from .engine import Operation, PreState, compute_post, read_pre
 from .errors import ApplyFailed, InputRejected, StaleState
 from .frozen import Frozen
-from .fsutil import digest_json, dump_json, sha256_bytes
+from .fsutil import dump_json, sha256_bytes
 from .lock import project_lock
+from .manifest import scope_digest
 from .paths import ensure_layout
 from .runs import create_run_dir, new_run_id
 from .store.index import capacity
@@ -89,9 +90,8 @@ def _direct_transaction(
         snapshot = dump_json({"kind": "memfold-direct-edit", "command": command, **(extra or {}),
                               "sourceHashes": pre.hash_maps()})
         artifact = sha256_bytes(snapshot)
-        scope_digest = digest_json({"runId": run_id, "scopeKey": layout.scope_key, "snapshotDigest": artifact,
-                                    "contextMode": "direct", "selected": selected})
-        identity = {"runId": run_id, "scopeKey": layout.scope_key, "scopeDigest": scope_digest,
+        scope = scope_digest(run_id, layout.scope_key, artifact, "direct", selected)
+        identity = {"runId": run_id, "scopeKey": layout.scope_key, "scopeDigest": scope,
                     "artifactHash": artifact, "selected": selected}
         plan = {"kind": EDIT_PLAN_KIND, "schemaVersion": 1, **identity, "command": command,
                 "operations": [{**op.summary(), "content": op.content.decode("utf-8") if op.content else None}
@@ -105,7 +105,7 @@ def _direct_transaction(
                     "createdAt": svc.now()}
         plan_bytes = dump_json(plan)
         artifacts = {"snapshot.json": snapshot, "manifest.json": dump_json(manifest), "plan.json": plan_bytes}
-        rec = RunRecord(run_id, scope_digest, artifact, selected, command, manifest["worker"], manifest["sandbox"])
+        rec = RunRecord(run_id, scope, artifact, selected, command, manifest["worker"], manifest["sandbox"])
         log_path = commit_run(svc, run_dir, rec, pre, post, plan_bytes, artifacts)[1]
     indexes = (("private", post.harness), ("mirror", post.public))
     warnings = [w for label, files in indexes if INDEX_NAME in files

@@ -12,6 +12,7 @@ from .fsutil import sha256_bytes
 from .store.index import PRIVATE_MARK, render_index
 from .store.memory import INDEX_NAME, is_memory_name, parse_memory
 from .store.state import Limits
+from .witness import is_head_name, parse_head
 
 if TYPE_CHECKING:
     from .privacy import RuleSet
@@ -159,6 +160,12 @@ def check_disk_mirror(files: dict[str, bytes], harness: dict[str, bytes] | None,
     """`memfold mirror check`: the mirror as it is on disk, hand edits included."""
     issues: list[Issue] = []
     for name, data in sorted(files.items()):
+        if is_head_name(name):
+            if parse_head(data) is None:
+                issues.append(Issue("mirror.head-invalid", f".memory/{name}",
+                                    f"{name} is not a chain head as memfold writes it (the next transaction "
+                                    "rewrites it; `memfold audit` checks the chain)"))
+            continue
         if name == INDEX_NAME:
             if PRIVATE_MARK.encode() in data:
                 issues.append(Issue("mirror.private-line", f".memory/{name}",

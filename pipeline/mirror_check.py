@@ -13,6 +13,7 @@ from .mirror import check_disk_mirror
 from .paths import Layout
 from .store.memory import INDEX_NAME, is_memory_name, windows_reserved
 from .store.state import Limits, read_root
+from .witness import MAX_HEAD_BYTES, is_head_name
 
 if TYPE_CHECKING:
     from .privacy import RuleSet
@@ -52,10 +53,11 @@ def check_mirror(layout: Layout, ruleset: RuleSet, limits: Limits, files: list[P
             issues.append(Issue("mirror.name-reserved", where,
                                 f"{name} is a Windows device name: teammates on Windows cannot check it out"))
             continue
-        if name != INDEX_NAME and not is_memory_name(name):
+        if name != INDEX_NAME and not is_memory_name(name) and not is_head_name(name):
             issues.append(Issue("mirror.name", where, f"{name} is not a memory file name"))
             continue
-        limit = limits.max_file_bytes if name != INDEX_NAME else max(limits.index_bytes * 4, 1 << 20)
+        limit = MAX_HEAD_BYTES if is_head_name(name) else limits.max_file_bytes if name != INDEX_NAME \
+            else max(limits.index_bytes * 4, 1 << 20)
         if st.st_size > limit:
             issues.append(Issue("bounds.file-size", where, f"{name} is {st.st_size} bytes, over the {limit}-byte bound"))
             continue

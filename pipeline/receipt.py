@@ -126,13 +126,24 @@ def chain_head(receipts: Path) -> tuple[int, str | None]:
     if not entries:
         return 1, None
     last = entries[-1]
-    data = read_bounded(last.path, 256 << 20)
+    return last.seq + 1, file_digest(last.path)
+
+
+def genesis_digest(receipts: Path) -> str | None:
+    """The digest of the first receipt of the log: it names the chain (None for an empty log)."""
+    entries = log_entries(receipts)
+    return file_digest(entries[0].path) if entries else None
+
+
+def file_digest(path: Path) -> str:
+    """The digest of the receipt stored at ``path``; raises ValueError for an unreadable receipt."""
+    data = read_bounded(path, 256 << 20)
     key = sha256_bytes(data)
     digest = _DIGESTS.get(key)
     if digest is None:
         digest = receipt_digest(parse_receipt(data))
         _remember(key, digest)
-    return last.seq + 1, digest
+    return digest
 
 
 # Receipt digests by the sha256 of the file's exact bytes: the head is read back on every commit, and
@@ -147,14 +158,15 @@ def _remember(key: str, digest: str) -> None:
     _DIGESTS[key] = digest
 
 
-def remember_written(receipt: dict[str, Any], data: bytes) -> None:
-    """Record the digest of a receipt about to be written as ``data``, from the value itself.
+def remember_written(receipt: dict[str, Any], data: bytes) -> str:
+    """The digest of a receipt about to be written as ``data``, recorded for later reads of the file.
 
-    Only for values JSON reads back as equal (str keys, lists, no tuples), so the digest is the one a
-    later reader computes from the file.
+    From the value itself only when JSON reads it back as equal (str keys, lists, no tuples), so the
+    digest is the one a later reader computes from the file; otherwise from the bytes, as a reader does.
     """
-    if _json_native(receipt):
-        _remember(sha256_bytes(data), receipt_digest(receipt))
+    digest = receipt_digest(receipt) if _json_native(receipt) else receipt_digest(parse_receipt(data))
+    _remember(sha256_bytes(data), digest)
+    return digest
 
 
 def _json_native(value: Any) -> bool:

@@ -13,6 +13,7 @@ from .paths import Layout
 from .receipt import (
     LogEntry,
     diff_maps,
+    file_digest,
     load_receipt,
     log_entries,
     normalize_maps,
@@ -20,9 +21,11 @@ from .receipt import (
     schema_issues,
     strip_prefix,
 )
+from .manifest import scope_digest
 from .runs import find_run
 from .engine import current_hashes
 from .store.state import Limits
+from .witness import check_witness
 
 IDENTITY = ("runId", "scopeKey", "scopeDigest", "artifactHash")
 
@@ -34,14 +37,21 @@ class Report:
     errors: list[Issue] = field(default_factory=list)
     drift: list[dict[str, Any]] = field(default_factory=list)
     receipts: int = 0
+    # Findings that fail only `audit --strict`, like drift: the mirror behind the store, say.
+    warnings: list[Issue] = field(default_factory=list)
+    witness: dict[str, Any] | None = None
 
     def fail(self, code: str, path: str, message: str) -> None:
         self.ok = False
         self.errors.append(Issue(code, path, message))
 
+    def warn(self, code: str, path: str, message: str) -> None:
+        self.warnings.append(Issue(code, path, message))
+
     def as_dict(self) -> dict[str, Any]:
         return {"ok": self.ok, "checks": self.checks, "errors": [e.as_dict() for e in self.errors],
-                "drift": self.drift, "receipts": self.receipts}
+                "drift": self.drift, "warnings": [w.as_dict() for w in self.warnings], "witness": self.witness,
+                "receipts": self.receipts}
 
 
 def _load_json(path: Path, report: Report, code: str) -> Any:
@@ -77,6 +87,7 @@ def check_run(run_dir: Path, receipt: dict[str, Any], report: Report, where: str
         if sorted(manifest.get("selected") or []) != sorted(receipt.get("selected") or []):
             report.fail("receipt.selected", f"{where}.selected", "selected differs between receipt and manifest")
         report.checks.append(f"{where}: identity and selected match the manifest")
+        _check_sources(run_dir, manifest, receipt, report, where)
     pre = run_dir / "pre-receipt.json"
     if pre.exists():
         pre_receipt = _load_json(pre, report, "receipt.pre")
@@ -86,6 +97,43 @@ def check_run(run_dir: Path, receipt: dict[str, Any], report: Report, where: str
             if normalize_maps(pre_receipt.get("sourceHashes")) != normalize_maps(receipt.get("sourceHashes")):
                 report.fail("receipt.pre-source", f"{where}.pre.sourceHashes",
                             "the pre and post receipts disagree on the source state")
+
+
+def _check_sources(run_dir: Path, manifest: dict[str, Any], receipt: dict[str, Any], report: Report,
+                   where: str) -> None:
+    """The source state the receipt claims is the one the run recorded before anything was planned.
+
+    The manifest holds the pre-state's hash maps, and the snapshot (whose sha256 is the artifactHash)
+    holds them too for a direct edit; the scope digest is recomputed from the manifest's own fields.
+    """
+    source = normalize_maps(receipt.get("sourceHashes"))
+    if normalize_maps(manifest.get("sourceHashes")) != source:
+        report.fail("receipt.source-manifest", f"{where}.sourceHashes",
+                    "sourceHashes differ from the source state the run's manifest recorded")
+    else:
+        report.checks.append(f"{where}: source hashes match the manifest")
+    recomputed = scope_digest(str(receipt.get("runId")), str(receipt.get("scopeKey")),
+                              str(manifest.get("snapshotDigest", manifest.get("artifactHash"))),
+                              str(manifest.get("contextMode")), list(manifest.get("selected") or []))
+    if recomputed != receipt.get("scopeDigest"):
+        report.fail("receipt.scope-digest", f"{where}.scopeDigest",
+                    "scopeDigest is not the digest of the manifest's run, scope, snapshot and selection")
+    try:
+        snapshot = read_bounded(run_dir / "snapshot.json", 256 << 20)
+    except FileNotFoundError:
+        return
+    if sha256_bytes(snapshot) != receipt.get("artifactHash"):
+        report.fail("receipt.artifact-hash", f"{where}.artifactHash",
+                    "snapshot.json does not match the receipt's artifactHash (the snapshot was changed)")
+        return
+    try:
+        recorded = json.loads(snapshot)
+    except ValueError:
+        return  # a context snapshot is not necessarily JSON with hash maps
+    if isinstance(recorded, dict) and "sourceHashes" in recorded \
+            and normalize_maps(recorded["sourceHashes"]) != source:
+        report.fail("receipt.source-manifest", f"{where}.sourceHashes",
+                    "sourceHashes differ from the source state in the run's snapshot (artifactHash)")
 
 
 def check_receipt(receipt: Any, report: Report, where: str, expect_scope: str) -> bool:
@@ -136,6 +184,10 @@ def verify_receipt(layout: Layout, limits: Limits, target: str) -> Report:
         if load_receipt(logged.path) != receipt:
             report.fail("receipt.log-differs", "receipt", f"the log copy {logged.path.name} differs from {path}")
     _check_link(entries, position, receipt, report, "receipt")
+    if position + 1 < len(entries):
+        _check_next_link(entries[position + 1], receipt, report)
+    if position > 0:
+        _gap(entries[position - 1], logged, receipt, report)
     if position == len(entries) - 1:
         now = current_hashes(layout, limits)
         differences = diff_maps(normalize_maps(receipt["finalHashes"]), now)
@@ -144,7 +196,46 @@ def verify_receipt(layout: Layout, limits: Limits, target: str) -> Report:
                         f"{line} since this receipt")
         if not differences:
             report.checks.append("receipt: final hashes match the files on disk")
+        digest = receipt_digest(receipt)
+        chain = digest if position == 0 else _digest_or_none(entries[0].path)
+        check_witness(layout.mirror, layout.project_root, chain, logged.seq,
+                      lambda seq: digest if seq == logged.seq else _digest_at(entries, seq), report, committed=False)
     return report
+
+
+def _digest_or_none(path: Path) -> str | None:
+    try:
+        return file_digest(path)
+    except (OSError, ValueError):
+        return None
+
+
+def _digest_at(entries: list[LogEntry], seq: int) -> str | None:
+    entry = next((e for e in entries if e.seq == seq), None)
+    return None if entry is None else _digest_or_none(entry.path)
+
+
+def _check_next_link(successor: LogEntry, receipt: dict[str, Any], report: Report) -> None:
+    try:
+        link = load_receipt(successor.path).get("previous")
+    except (OSError, ValueError):
+        report.fail("receipt.next-link", "receipt", f"the next receipt {successor.path.name} is unreadable")
+        return
+    if link != receipt_digest(receipt):
+        report.fail("receipt.next-link", "receipt",
+                    f"the next receipt {successor.path.name} links to another digest: this receipt was changed")
+    else:
+        report.checks.append(f"receipt: {successor.path.name} links to it")
+
+
+def _gap(before: LogEntry, entry: LogEntry, receipt: dict[str, Any], report: Report) -> None:
+    """Files edited by hand between the previous transaction and this one (drift, not an error)."""
+    try:
+        final = normalize_maps(load_receipt(before.path).get("finalHashes"))
+    except (OSError, ValueError):
+        return  # the chain link check above already failed on it
+    for line in diff_maps(final, normalize_maps(receipt["sourceHashes"])):
+        report.drift.append({"between": [before.path.name, entry.path.name], "file": line})
 
 
 def _check_link(entries: list[LogEntry], position: int, receipt: dict[str, Any], report: Report, where: str) -> None:
@@ -163,6 +254,7 @@ def audit(layout: Layout, limits: Limits) -> Report:
     previous_digest: str | None = None
     previous_final: dict[str, dict[str, str]] | None = None
     previous_name = None
+    digests: dict[int, str] = {}
     for entry in entries:
         where = entry.path.name
         report.receipts += 1
@@ -186,10 +278,13 @@ def audit(layout: Layout, limits: Limits) -> Report:
                 for line in diff_maps(previous_final, source):
                     report.drift.append({"between": [previous_name, where], "file": line})
             previous_final = normalize_maps(receipt["finalHashes"])
-        previous_digest = receipt_digest(receipt)
+        previous_digest = digests[entry.seq] = receipt_digest(receipt)
         previous_name = where
     if previous_final is not None:
         for line in diff_maps(previous_final, current_hashes(layout, limits)):
             report.drift.append({"between": [previous_name, "now"], "file": line})
     report.checks.append(f"{report.receipts} receipts walked")
+    chain = digests.get(entries[0].seq) if entries else None
+    check_witness(layout.mirror, layout.project_root, chain, entries[-1].seq if entries else 0, digests.get,
+                  report, committed=True)
     return report

@@ -90,8 +90,18 @@ class Env:
         return self.project / ".memory"
 
     def snapshot(self) -> dict[str, dict[str, str]]:
-        """Every file of both roots (names and sha256), temps included."""
-        return {"harness": tree_hashes(self.harness), "public": tree_hashes(self.mirror)}
+        """Every file of both roots (names and sha256), temps included.
+
+        A chain head stands for what it names: its bytes hold the newest receipt's digest, which differs
+        between two runs of the same command (each run has its own id), and an undo moves it on. It
+        is in no receipt's hash map (it names the receipt), so it is compared by what it names.
+        """
+        public = tree_hashes(self.mirror)
+        for name in [n for n in public if n.startswith("chain-head-")]:
+            # Named after the chain's first receipt, which also differs from run to run.
+            del public[name]
+            public["<chain head>"] = head_summary(self.mirror / name, self.project_home / "receipts")
+        return {"harness": tree_hashes(self.harness), "public": public}
 
 
 def survivors(token: str) -> list[int]:
@@ -107,6 +117,21 @@ def survivors(token: str) -> list[int]:
         except OSError:
             pass
     return found
+
+
+def head_summary(head: Path, receipts: Path) -> str:
+    """What a chain head names: the newest receipt of the log (by sequence and RFC 8785 digest) or not."""
+    import rfc8785
+
+    try:
+        data = json.loads(head.read_bytes())
+        newest = sorted(receipts.iterdir())[-1]
+        digest = hashlib.sha256(rfc8785.dumps(json.loads(newest.read_bytes()))).hexdigest()
+    except (OSError, ValueError, IndexError):
+        return "unreadable head or log"
+    if not isinstance(data, dict) or data.get("receipt") != digest or data.get("seq") != int(newest.name[:8]):
+        return f"a head naming another receipt than {newest.name}"
+    return "the head of the newest receipt"
 
 
 def tree_hashes(root: Path) -> dict[str, str]:

@@ -588,7 +588,8 @@ def mirror_exact(env: Env) -> None:
 
     safe = sorted(n for n in _memory_names(env)
                   if parse_memory((env.harness / n).read_bytes(), n).visibility == "safe")
-    mirrored = sorted(p.name for p in env.mirror.iterdir() if p.name != "MEMORY.md")
+    mirrored = sorted(p.name for p in env.mirror.iterdir() if p.name != "MEMORY.md"
+                      and not p.name.startswith("chain-head-"))
     assert safe == mirrored == ["project_ci.md"]
     for name in safe:
         assert (env.mirror / name).read_bytes() == (env.harness / name).read_bytes()
@@ -620,11 +621,13 @@ def plan_digest(ctx: dict[str, Any]) -> None:
         summary["planDigest"]
 
 
-@then("each root holds only an empty index")
+@then("each root holds only an empty index, and the mirror the chain head")
 def empty_roots(env: Env) -> None:
     for root in (env.harness, env.mirror):
-        assert [p.name for p in root.iterdir()] == ["MEMORY.md"]
+        assert [p.name for p in root.iterdir() if not p.name.startswith("chain-head-")] == ["MEMORY.md"]
         assert (root / "MEMORY.md").read_bytes() == b"# Memory Index\n"
+    assert list(env.snapshot()["public"]) == ["MEMORY.md", "<chain head>"]
+    assert env.snapshot()["public"]["<chain head>"] == "the head of the newest receipt"
 
 
 @then("the run's manifest selects nothing")

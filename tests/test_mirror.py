@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
+from conftest import Env
+
 from pipeline.engine import PostState
 from pipeline.mirror import privacy_issues
 from pipeline.privacy import load_ruleset
@@ -25,3 +29,36 @@ def test_the_same_name_with_new_bytes_is_scanned_again() -> None:
 def test_findings_are_the_same_from_the_cache_and_from_a_fresh_rule_set() -> None:
     first = _issues(LEAKY, load_ruleset())
     assert first == _issues(LEAKY, load_ruleset()) == _issues(LEAKY, load_ruleset())
+
+
+# --- `memfold mirror check` and the chain head the mirror holds ------------------------------------
+
+
+def _safe_store(env: Env) -> Path:
+    assert env.run("add", "project_ci", "-d", "CI runs on every push", "--visibility", "safe", "-b", "ok").code == 0
+    (head,) = env.mirror.glob("chain-head-*.json")
+    return head
+
+
+def test_mirror_check_accepts_the_chain_head_and_the_privacy_scan_finds_nothing_in_it(env: Env) -> None:
+    head = _safe_store(env)
+    assert env.run("mirror", "check").code == 0
+    assert env.run("mirror", "check", str(head)).code == 0
+    ruleset = load_ruleset()
+    assert list(ruleset.scan(head.read_text(), f".memory/{head.name}")) == []
+
+
+def test_mirror_check_refuses_a_chain_head_that_is_not_one(env: Env) -> None:
+    head = _safe_store(env)
+    head.write_text('{"kind": "memfold-chain-head", "note": "anything at all"}\n')
+    result = env.run("mirror", "check", "--json")
+    assert result.code == 7
+    assert [e["code"] for e in result.json()["errors"]] == ["mirror.head-invalid"]
+
+
+def test_a_json_file_that_is_no_chain_head_name_is_still_refused(env: Env) -> None:
+    _safe_store(env)
+    (env.mirror / "chain-head-notes.json").write_text("{}\n")
+    result = env.run("mirror", "check", "--json")
+    assert result.code == 7
+    assert [e["code"] for e in result.json()["errors"]] == ["mirror.name"]

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.fsutil import dump_json
-from pipeline.receipt import chain_head, receipt_digest, remember_written
+from pipeline.receipt import chain_head, genesis_digest, receipt_digest, remember_written
 
 
 def _receipt(run_id: str, operations: list[Any]) -> dict[str, Any]:
@@ -31,3 +31,12 @@ def test_a_receipt_remembered_as_written_has_the_digest_a_reader_computes(tmp_pa
     remember_written(receipt, data)
     (tmp_path / "00000007-20261130T120000Z-0a0b0c0e.json").write_bytes(data)
     assert chain_head(tmp_path) == (8, receipt_digest(json.loads(data)))
+
+
+def test_the_digest_of_a_written_receipt_is_the_one_a_reader_computes_even_from_tuples(tmp_path: Path) -> None:
+    receipt = _receipt("20261130T120000Z-0a0b0c0f", [("a", "create")])
+    data = dump_json(receipt)
+    digest = remember_written(receipt, data)
+    (tmp_path / "00000001-20261130T120000Z-0a0b0c0f.json").write_bytes(data)
+    assert digest == receipt_digest(json.loads(data)) == genesis_digest(tmp_path)
+    assert genesis_digest(tmp_path / "absent") is None

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import Env, tree_hashes
+from conftest import Env
 
 from pipeline import fsutil
 
@@ -123,7 +123,7 @@ def temps_anywhere(*roots: Path) -> list[str]:
 
 
 def roots_state(env: Env) -> dict[str, dict[str, str]]:
-    return {"harness": tree_hashes(env.harness), "public": tree_hashes(env.mirror)}
+    return env.snapshot()
 
 
 def inprocess_worker(choice: Any, *, run_dir: Path, layout: Any, parent_env: Any, unsafe_no_sandbox: bool,
@@ -508,3 +508,7 @@ def test_a_read_only_mirror_fails_with_exit_6_and_changes_nothing(env: Env) -> N
     finally:
         _umount(mirror)
     assert env.run("audit").code == 0
+    # The private-only change could not move the chain head on: strict audit names that gap.
+    strict = env.run("audit", "--strict", "--json")
+    assert strict.code == 7
+    assert [w["code"] for w in strict.json()["warnings"]] == ["witness.behind"]

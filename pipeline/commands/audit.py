@@ -15,8 +15,11 @@ def _report_text(report: Any, title: str) -> str:
     lines = [f"{title}: {'OK' if report.ok else 'FAILED'}"]
     lines += [f"  ok    {c}" for c in report.checks]
     lines += [f"  FAIL  [{e.code}] {e.path}: {e.message}" for e in report.errors]
+    lines += [f"  WARN  [{w.code}] {w.path}: {w.message}" for w in report.warnings]
     for d in report.drift:
         lines.append(f"  drift {d['file']} (between {d['between'][0]} and {d['between'][1]})")
+    if report.witness is not None and not report.witness.get("available"):
+        lines.append(f"  note  no chain witness: {report.witness.get('reason')}")
     return "\n".join(lines)
 
 
@@ -55,20 +58,22 @@ def verify(target: str = typer.Argument(None, help="run id or receipt file (defa
 
 
 @app.command()
-def audit(strict: bool = typer.Option(False, "--strict", help="hand edits (drift) also fail"),
+def audit(strict: bool = typer.Option(False, "--strict",
+                                     help="hand edits (drift) and a missing or older chain head also fail"),
           global_: bool = GlobalOpt, json_out: bool = JsonOpt) -> int:
-    """Walk the whole receipt chain; report breaks (exit 7) and hand edits between receipts."""
+    """Walk the receipt chain and check it against the chain head in the mirror and in git; breaks exit 7."""
     use_global(global_)
     from ..verify import audit as run_audit
 
     svc = services(privacy=False)
     report = run_audit(svc.layout, svc.limits)
     data = {**report.as_dict(), "handEdits": len(report.drift)}
-    report.checks = [f"{report.receipts} receipts: schema, phase, chain links, plan digests and identities"] \
-        if report.ok else []
+    witnessed = [c for c in report.checks if c.startswith("witness:")]
+    report.checks = [f"{report.receipts} receipts: schema, phase, chain links, plan digests, identities and "
+                     "source hashes", *witnessed] if report.ok else []
     emit(data, _report_text(report, f"audit of {report.receipts} receipts")
          + (f"\n  {len(report.drift)} hand edit(s)" if report.drift else ""), as_json=want_json(json_out))
-    if not report.ok or (strict and report.drift):
+    if not report.ok or (strict and (report.drift or report.warnings)):
         return VerifyFailed.exit_code
     return 0
 

@@ -92,6 +92,8 @@ class VerifyOut(BaseModel):
     errors: list[dict[str, str]]
     drift: list[dict[str, Any]]
     receipts: int
+    warnings: list[dict[str, str]] = []
+    witness: dict[str, Any] | None = None
 
 
 def _row(file: str, m: Memory) -> dict[str, Any]:
