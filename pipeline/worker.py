@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import secrets
 import shutil
 import signal
 import subprocess
@@ -20,6 +19,7 @@ from typing import Any
 from .capture import Capture, Run, file_tail, pump
 from .errors import WorkerFailed
 from .sandbox import (
+    DEFAULT_LIMITS,
     DEFAULT_RLIMITS,
     EXIT_LAUNCHER_ERROR,
     EXIT_REFUSED,
@@ -27,6 +27,7 @@ from .sandbox import (
     Policy,
     cgroup,
 )
+from .sandbox import scratch as scratch_dir
 
 ENV_ALLOW = ("PATH", "HOME", "LANG", "TERM", "TMPDIR")
 # Read+execute roots used when the caller narrows read_paths: what interpreters need to start.
@@ -45,7 +46,12 @@ class WorkerSpec:
     read_paths: tuple[Path, ...] = ()
     write_paths: tuple[Path, ...] = ()
     rlimits: dict[str, int] | None = None
-    pids_max: int | None = 256
+    pids_max: int | None = DEFAULT_LIMITS["processes"]
+    memory_bytes: int | None = DEFAULT_LIMITS["memory_mb"] << 20
+    # When set: the worker's scratch dir, bounded while it runs and deleted after the run.
+    scratch: Path | None = None
+    scratch_bytes: int = DEFAULT_LIMITS["scratch_mb"] << 20
+    scratch_entries: int = scratch_dir.MAX_ENTRIES
 
 
 @dataclass(frozen=True)
@@ -108,6 +114,8 @@ def _policy(spec: WorkerSpec, report_path: Path, cg: cgroup.RunCgroups) -> Polic
         read = ("/",)
     limits: dict[str, int | None] = dict(DEFAULT_RLIMITS)
     limits["cpu"] = max(1, int(spec.timeout) + 1)
+    # Per process, for every uid: the cgroup bounds the whole tree only where one is writable.
+    limits["data"] = spec.memory_bytes
     limits.update(spec.rlimits or {})
     return Policy(
         read_paths=read,
@@ -124,6 +132,7 @@ def _policy(spec: WorkerSpec, report_path: Path, cg: cgroup.RunCgroups) -> Polic
         seccomp=spec.sandbox,
         pid_namespace=True,
         cgroup_procs=cg.procs_files,
+        parent_pid=os.getpid(),
     )
 
 
@@ -160,7 +169,7 @@ def _resolve(argv0: str, env: Mapping[str, str]) -> str | None:
 
 def _spawn(spec: WorkerSpec, report_path: Path, stdout_path: Path) -> tuple[subprocess.Popen[bytes], cgroup.RunCgroups]:
     """Start the launcher (policy on a memfd, never on disk: the env may hold API keys)."""
-    cg = cgroup.create(f"memfold-{os.getpid()}-{secrets.token_hex(4)}", spec.pids_max)
+    cg = cgroup.create(spec.pids_max, spec.memory_bytes)
     policy = _policy(spec, report_path, cg)
     fd = os.memfd_create("memfold-policy", os.MFD_CLOEXEC)
     try:
@@ -186,6 +195,18 @@ def _spawn(spec: WorkerSpec, report_path: Path, stdout_path: Path) -> tuple[subp
     finally:
         os.close(fd)
     return proc, cg
+
+
+def _scratch_check(spec: WorkerSpec) -> Callable[[], str | None] | None:
+    if spec.scratch is None:
+        return None
+    root, limit, entries = spec.scratch, spec.scratch_bytes, spec.scratch_entries
+
+    def check() -> str | None:
+        broken = scratch_dir.usage(root, entries).over(limit, entries)
+        return None if broken is None else f"scratch-{broken}"
+
+    return check
 
 
 def run_worker(
@@ -245,10 +266,13 @@ def run_worker(
         proc, cg = _spawn(spec, report_path, stdout_path)
         run = Run(proc, cg, report_path)
         assert proc.stdout is not None and proc.stderr is not None
+        check = _scratch_check(spec)
         with open(stdout_path, "wb") as out_f, open(stderr_path, "wb") as err_f:
             timed_out, killed, over = pump(
-                run, spec.timeout, start, out_f, err_f, cap, stdout_limit, stderr_limit, stop_when
+                run, spec.timeout, start, out_f, err_f, cap, stdout_limit, stderr_limit, stop_when, check
             )
+            if over is None and check is not None and (over := check()) is not None:
+                killed = "over-bound"  # it wrote past the bound between two checks, then exited
             if cap.dropped:
                 err_f.write(f"\n[{MARKER} {cap.dropped} bytes of stderr dropped]\n".encode())
             err_f.write(cap.tail)
@@ -262,6 +286,9 @@ def run_worker(
             for pipe in (run.proc.stdout, run.proc.stderr):
                 if pipe is not None:
                     pipe.close()
+        if spec.scratch is not None:
+            # Nothing is alive to write there any more; nothing of the run reads it afterwards.
+            scratch_dir.remove(spec.scratch)
         _restore(old)
     if terminated:
         # Everything is dead and the old handler is back: deliver SIGTERM as if never caught.

@@ -108,6 +108,36 @@ def reap_all() -> None:
             return
 
 
+def nproc_limit(processes: int | None, namespace_mode: str | None) -> int | None:
+    """The RLIMIT_NPROC that lets ``processes`` more processes exist, or None where it bounds nothing.
+
+    The kernel counts processes per uid per user namespace, and never refuses uid 0 in the
+    first one (root relies on pids.max). In a user namespace of its own the count holds only
+    the launcher, this process and what they start; elsewhere it is every process of the uid.
+    """
+    uid = os.getuid()
+    if processes is None or (uid == 0 and namespace_mode != "user+pid"):
+        return None
+    if namespace_mode == "user+pid":
+        return processes + 2
+    return processes + _count_uid(uid)
+
+
+def _count_uid(uid: int) -> int:
+    count = 0
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return 0
+    for name in names:
+        if name.isdigit():
+            try:
+                count += os.stat(f"/proc/{name}").st_uid == uid
+            except OSError:
+                pass
+    return count
+
+
 def set_subreaper() -> bool:
     try:
         kernel.prctl(kernel.PR_SET_CHILD_SUBREAPER, 1)
