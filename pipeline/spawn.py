@@ -17,7 +17,6 @@ from .paths import Layout
 from .task import WorkerChoice
 
 PACKAGE_ROOT = Path(__file__).resolve().parent.parent
-PIDS_MAX = 256
 _EVENT_BYTES = PLAN_EVENT.encode()
 
 
@@ -85,7 +84,7 @@ def requested_protections(choice: WorkerChoice, unsafe_no_sandbox: bool) -> dict
     from .sandbox import probe
     from .sandbox.describe import planned
 
-    return planned(probe(), network=choice.network, timeout=choice.timeout, pids_max=PIDS_MAX,
+    return planned(probe(), network=choice.network, timeout=choice.timeout, limits=choice.limits,
                    sandbox=not unsafe_no_sandbox)
 
 
@@ -108,7 +107,8 @@ def run_plan_worker(
         read_paths=tuple(p for p in (run_dir, layout.harness, layout.mirror, layout.project_root, PACKAGE_ROOT,
                                      *(_import_dirs() if choice.builtin else ()),
                                      *map(Path, choice.read_paths)) if p),
-        write_paths=(scratch,), pids_max=PIDS_MAX,
+        write_paths=(scratch,), pids_max=choice.limits["processes"],
+        memory_bytes=choice.limits["memory_mb"] << 20, scratch=scratch, scratch_bytes=choice.limits["scratch_mb"] << 20,
     )
     try:
         result = run_worker(spec, stdout_path=run_dir / "stdout.jsonl", stderr_path=run_dir / "stderr.txt",
@@ -119,12 +119,22 @@ def run_plan_worker(
                                data=exc.data) from None
         raise
     protections = enforced(result.protections, network=choice.network, sandbox=not unsafe_no_sandbox)
+    protections["limits"]["scratch_bytes"] = spec.scratch_bytes
     protections["worker_end"] = result.killed_reason or "exit"
     where = f"see {run_dir / 'stderr.txt'}"
     if result.timed_out:
         raise WorkerFailed(f"worker {choice.name} timed out after {choice.timeout:g} s; it and every process "
                            "it started were killed", code="worker.timeout",
                            hint=f"raise its timeout in the config; {where}")
+    if result.over_bound and result.over_bound.startswith("scratch-"):
+        what = {"scratch-bytes": f"more than {choice.limits['scratch_mb']} MiB",
+                "scratch-entries": "more files than the scratch bound allows",
+                "scratch-unreadable": "a directory the bound cannot measure"}[result.over_bound]
+        raise WorkerFailed(f"worker {choice.name} put {what} in its scratch dir and was killed",
+                           code="worker.scratch-too-large",
+                           hint=(f"raise workers.{choice.name}.limits.scratch_mb in the config if the worker needs it"
+                                 if not choice.builtin else "the built-in planner writes little there; report it"),
+                           data={"bound": result.over_bound})
     if result.over_bound:
         raise WorkerFailed(f"worker {choice.name} printed more than {limits.max_stdout_bytes} bytes on stdout "
                            "and was killed", code="worker.output-too-large",
