@@ -88,6 +88,12 @@ def requested_protections(choice: WorkerChoice, unsafe_no_sandbox: bool) -> dict
                    sandbox=not unsafe_no_sandbox)
 
 
+def _raise_hint(choice: WorkerChoice, key: str) -> str:
+    if choice.builtin:
+        return "the built-in planner stays far below its bounds; this is a bug worth reporting"
+    return f"raise workers.{choice.name}.limits.{key} in the config if the worker needs more"
+
+
 def run_plan_worker(
     choice: WorkerChoice, *, run_dir: Path, layout: Layout, parent_env: Mapping[str, str],
     unsafe_no_sandbox: bool, limits: ExtractLimits,
@@ -119,7 +125,6 @@ def run_plan_worker(
                                data=exc.data) from None
         raise
     protections = enforced(result.protections, network=choice.network, sandbox=not unsafe_no_sandbox)
-    protections["limits"]["scratch_bytes"] = spec.scratch_bytes
     protections["worker_end"] = result.killed_reason or "exit"
     where = f"see {run_dir / 'stderr.txt'}"
     if result.timed_out:
@@ -132,9 +137,12 @@ def run_plan_worker(
                 "scratch-unreadable": "a directory the bound cannot measure"}[result.over_bound]
         raise WorkerFailed(f"worker {choice.name} put {what} in its scratch dir and was killed",
                            code="worker.scratch-too-large",
-                           hint=(f"raise workers.{choice.name}.limits.scratch_mb in the config if the worker needs it"
-                                 if not choice.builtin else "the built-in planner writes little there; report it"),
+                           hint=_raise_hint(choice, "scratch_mb"),
                            data={"bound": result.over_bound})
+    if result.over_bound == "memory":
+        raise WorkerFailed(f"worker {choice.name} and its processes used more than {choice.limits['memory_mb']} MiB "
+                           "of memory together and were killed", code="worker.memory-too-large",
+                           hint=_raise_hint(choice, "memory_mb"))
     if result.over_bound:
         raise WorkerFailed(f"worker {choice.name} printed more than {limits.max_stdout_bytes} bytes on stdout "
                            "and was killed", code="worker.output-too-large",

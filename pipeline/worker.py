@@ -27,6 +27,7 @@ from .sandbox import (
     Policy,
     cgroup,
 )
+from .sandbox import procs
 from .sandbox import scratch as scratch_dir
 
 ENV_ALLOW = ("PATH", "HOME", "LANG", "TERM", "TMPDIR")
@@ -197,16 +198,36 @@ def _spawn(spec: WorkerSpec, report_path: Path, stdout_path: Path) -> tuple[subp
     return proc, cg
 
 
-def _scratch_check(spec: WorkerSpec) -> Callable[[], str | None] | None:
-    if spec.scratch is None:
-        return None
-    root, limit, entries = spec.scratch, spec.scratch_bytes, spec.scratch_entries
+def _watch(spec: WorkerSpec, launcher: int, cg: cgroup.RunCgroups) -> tuple[Callable[[], str | None] | None,
+                                                                          dict[str, int]]:
+    """The bounds this process measures while the worker runs (``pump``'s check), and their report entries.
+
+    Scratch always; memory of the whole tree only where no memory cgroup holds it (RLIMIT_DATA
+    bounds each process, not their sum). Everything the worker starts descends from the
+    launcher: orphans are reparented to the namespace's init or to the subreaper.
+    """
+    checks: list[Callable[[], str | None]] = []
+    watched: dict[str, int] = {}
+    if spec.scratch is not None:
+        root, most, entries = spec.scratch, spec.scratch_bytes, spec.scratch_entries
+        watched["scratch_max_bytes"] = most
+
+        def scratch() -> str | None:
+            broken = scratch_dir.usage(root, entries).over(most, entries)
+            return None if broken is None else f"scratch-{broken}"
+
+        checks.append(scratch)
+    memory = spec.memory_bytes
+    if memory is not None and cg.memory_max is None:
+        watched["memory_watch_bytes"] = memory
+        checks.append(lambda: "memory" if procs.memory_of(procs.tree_of(launcher)) > memory else None)
+    if not checks:
+        return None, watched
 
     def check() -> str | None:
-        broken = scratch_dir.usage(root, entries).over(limit, entries)
-        return None if broken is None else f"scratch-{broken}"
+        return next((broken for broken in (c() for c in checks) if broken is not None), None)
 
-    return check
+    return check, watched
 
 
 def run_worker(
@@ -259,6 +280,7 @@ def run_worker(
     timed_out = False
     killed: str | None = None
     over: str | None = None
+    watched: dict[str, int] = {}
     try:
         if main_thread:
             old[signal.SIGINT] = signal.signal(signal.SIGINT, signal.default_int_handler)
@@ -266,7 +288,7 @@ def run_worker(
         proc, cg = _spawn(spec, report_path, stdout_path)
         run = Run(proc, cg, report_path)
         assert proc.stdout is not None and proc.stderr is not None
-        check = _scratch_check(spec)
+        check, watched = _watch(spec, proc.pid, cg)
         with open(stdout_path, "wb") as out_f, open(stderr_path, "wb") as err_f:
             timed_out, killed, over = pump(
                 run, spec.timeout, start, out_f, err_f, cap, stdout_limit, stderr_limit, stop_when, check
@@ -296,7 +318,7 @@ def run_worker(
         raise WorkerFailed("interrupted by SIGTERM", code="worker.interrupted")
     assert run is not None
     duration = time.monotonic() - start
-    report = _report(report_path)
+    report = {**_report(report_path), **watched}
     rc = run.proc.returncode
     tail = file_tail(stderr_path)
     if killed is None and rc == EXIT_REFUSED and report.get("refused"):

@@ -48,9 +48,9 @@ def enter_pid_namespace() -> str | None:
     return "user+pid"
 
 
-def children_of(parent: int) -> list[int]:
-    """Direct children of ``parent`` according to /proc (field 4 of stat is the ppid)."""
-    found: list[int] = []
+def _parents() -> dict[int, int]:
+    """Every visible pid and its ppid, from /proc (field 4 of stat)."""
+    found: dict[int, int] = {}
     try:
         names = os.listdir("/proc")
     except OSError:
@@ -65,9 +65,52 @@ def children_of(parent: int) -> list[int]:
             continue
         # The command name may contain spaces and parentheses; fields resume after the last ')'.
         rest = data[data.rfind(b")") + 2 :].split()
-        if len(rest) > 1 and int(rest[1]) == parent:
-            found.append(int(name))
+        if len(rest) > 1:
+            found[int(name)] = int(rest[1])
     return found
+
+
+def children_of(parent: int) -> list[int]:
+    """Direct children of ``parent`` according to /proc."""
+    return [pid for pid, ppid in _parents().items() if ppid == parent]
+
+
+def tree_of(root: int) -> list[int]:
+    """``root`` and all its descendants. Orphans of a PID namespace or a subreaper stay inside."""
+    kids: dict[int, list[int]] = {}
+    for pid, ppid in _parents().items():
+        kids.setdefault(ppid, []).append(pid)
+    found, todo = [], [root]
+    while todo:
+        pid = todo.pop()
+        found.append(pid)
+        todo.extend(kids.get(pid, ()))
+    return found
+
+
+def memory_of(pids: Iterable[int]) -> int:
+    """Resident memory of ``pids`` together, in bytes.
+
+    The proportional set size splits pages shared between processes instead of counting
+    them once per process. A process that made itself non-dumpable hides its smaps from
+    us; its resident anonymous pages (statm, readable by anyone) count instead.
+    """
+    total = 0
+    page = os.sysconf("SC_PAGE_SIZE")
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/smaps_rollup", "rb") as fh:
+                total += next((int(line.split()[1]) * 1024 for line in fh if line.startswith(b"Pss:")), 0)
+            continue
+        except (OSError, ValueError):
+            pass
+        try:
+            with open(f"/proc/{pid}/statm", "rb") as fh:
+                fields = fh.read().split()
+            total += max(0, int(fields[1]) - int(fields[2])) * page
+        except (OSError, ValueError, IndexError):
+            pass  # exited meanwhile
+    return total
 
 
 def sweep(me: int, rounds: int = 50) -> int:
