@@ -25,8 +25,8 @@ DEFAULT_RLIMITS: dict[str, int | None] = {
 }
 
 # What a run may use unless its worker config says otherwise. Threads count as processes for
-# pids.max and RLIMIT_NPROC alike: a Node CLI is ~11 tasks, so 512 leaves room for dozens of
-# tools. Node runs its heap and WebAssembly under RLIMIT_DATA of 1 GiB (not 512 MiB), so
+# pids.max and RLIMIT_NPROC alike: an idle Node 20 process is 7 tasks, so 512 leaves room for
+# dozens of tools. Node runs its heap and WebAssembly under RLIMIT_DATA of 1 GiB (not 512 MiB), so
 # 4 GiB bounds a runaway without breaking an agent CLI; 1 GiB of scratch is far more than
 # a plan run writes.
 DEFAULT_LIMITS: dict[str, int] = {"processes": 512, "memory_mb": 4096, "scratch_mb": 1024}
