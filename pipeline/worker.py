@@ -26,8 +26,8 @@ from .sandbox import (
     MARKER,
     Policy,
     cgroup,
+    procs,
 )
-from .sandbox import procs
 from .sandbox import scratch as scratch_dir
 
 ENV_ALLOW = ("PATH", "HOME", "LANG", "TERM", "TMPDIR")

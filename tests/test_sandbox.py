@@ -326,7 +326,7 @@ def test_the_launcher_imports_no_typing_dataclasses_or_json_schema_machinery() -
 
 
 def _kill_parent_mid_run(tmp_path: Path, token: str) -> dict[str, Any]:
-    proc = subprocess.run([sys.executable, str(KILLED_PARENT), "drive", str(tmp_path), str(HOSTILE), token],
+    proc = subprocess.run([sys.executable, str(KILLED_PARENT), "drive", str(tmp_path), str(HOSTILE), token], check=False,
                           env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True, timeout=90)
     assert proc.returncode == 0, proc.stderr.decode(errors="replace")
     return json.loads(proc.stdout.decode().splitlines()[-1])  # type: ignore[no-any-return]
@@ -423,7 +423,7 @@ def bounded(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
             base = tmp_path / token
             base.mkdir()
             proc = subprocess.run([sys.executable, "-c", ONE_RUN, str(base), str(HOSTILE), token, *extra],
-                                  env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True, timeout=60)
+                                  env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True, timeout=60, check=False)
             assert proc.returncode == 0, proc.stderr.decode(errors="replace")
             out = json.loads(proc.stdout.decode().splitlines()[-1])
         assert survivors(token) == []
