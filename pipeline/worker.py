@@ -11,7 +11,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from types import FrameType
 from typing import Any
@@ -202,9 +202,11 @@ def _watch(spec: WorkerSpec, launcher: int, cg: cgroup.RunCgroups) -> tuple[Call
                                                                           dict[str, int]]:
     """The bounds this process measures while the worker runs (``pump``'s check), and their report entries.
 
-    Scratch always; memory of the whole tree only where no memory cgroup holds it (RLIMIT_DATA
-    bounds each process, not their sum). Everything the worker starts descends from the
-    launcher: orphans are reparented to the namespace's init or to the subreaper.
+    Scratch always, with the files the tree holds open after unlinking them (they fill the
+    disk as much, and no walk sees them); memory of the whole tree only where no memory
+    cgroup holds it (RLIMIT_DATA bounds each process, not their sum). Everything the worker
+    starts descends from the launcher: orphans are reparented to the namespace's init or
+    to the subreaper.
     """
     checks: list[Callable[[], str | None]] = []
     watched: dict[str, int] = {}
@@ -213,7 +215,9 @@ def _watch(spec: WorkerSpec, launcher: int, cg: cgroup.RunCgroups) -> tuple[Call
         watched["scratch_max_bytes"] = most
 
         def scratch() -> str | None:
-            broken = scratch_dir.usage(root, entries).over(most, entries)
+            used = scratch_dir.usage(root, entries)
+            used = replace(used, bytes=used.bytes + procs.unlinked_bytes(procs.tree_of(launcher)))
+            broken = used.over(most, entries)
             return None if broken is None else f"scratch-{broken}"
 
         checks.append(scratch)

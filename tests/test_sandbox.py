@@ -469,6 +469,13 @@ def test_a_worker_filling_its_scratch_is_killed_and_the_scratch_removed(bounded:
 
 
 @pytest.mark.integration
+def test_a_file_unlinked_while_held_open_still_counts_against_scratch(bounded: Any) -> None:
+    out = bounded("unlinked", "{scratch}", "64", own_scratch=True, scratch_bytes=8 << 20, timeout=20)
+    assert out["over"] == "scratch-bytes" and out["killed"] == "over-bound", out
+    assert out["scratch_left"] is False
+
+
+@pytest.mark.integration
 def test_more_scratch_entries_than_the_budget_are_over_bound(bounded: Any) -> None:
     out = bounded("files", "{scratch}", "3000", own_scratch=True, scratch_entries=1000, timeout=20)
     assert out["over"] == "scratch-entries" and out["scratch_left"] is False

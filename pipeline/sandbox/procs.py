@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import signal
+import stat
 import time
 from collections.abc import Iterable
 
@@ -86,6 +87,30 @@ def tree_of(root: int) -> list[int]:
         found.append(pid)
         todo.extend(kids.get(pid, ()))
     return found
+
+
+def unlinked_bytes(pids: Iterable[int]) -> int:
+    """Allocated bytes of regular files ``pids`` hold open that no directory names any more.
+
+    A file unlinked while open (or a memfd) keeps its blocks until the last descriptor
+    closes, and no walk of a directory finds it.
+    """
+    seen: set[tuple[int, int]] = set()
+    total = 0
+    for pid in pids:
+        try:
+            fds = os.listdir(f"/proc/{pid}/fd")
+        except OSError:
+            continue  # exited, or non-dumpable: then its memory still counts through statm
+        for fd in fds:
+            try:
+                st = os.stat(f"/proc/{pid}/fd/{fd}")
+            except OSError:
+                continue
+            if stat.S_ISREG(st.st_mode) and st.st_nlink == 0 and (st.st_dev, st.st_ino) not in seen:
+                seen.add((st.st_dev, st.st_ino))
+                total += st.st_blocks * 512
+    return total
 
 
 def memory_of(pids: Iterable[int]) -> int:

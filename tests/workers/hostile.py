@@ -157,6 +157,15 @@ def attack(argv: list[str]) -> dict[str, object]:
                 break
         print(json.dumps({"attack": attack, "written_mib": written}), flush=True)
         time.sleep(30)
+    elif attack == "unlinked":  # args: dir, MiB: a file unlinked at once, then written and held open
+        path = os.path.join(args[0], "gone")
+        fh = open(path, "wb")  # noqa: SIM115  (held open on purpose)
+        os.unlink(path)
+        block = os.urandom(1 << 20)
+        for _ in range(int(args[1])):
+            fh.write(block)
+        fh.flush()
+        time.sleep(30)
     elif attack == "files":  # args: dir, count: that many empty files, then stay
         for i in range(int(args[1])):
             open(os.path.join(args[0], f"f{i}"), "w").close()
