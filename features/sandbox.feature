@@ -99,3 +99,37 @@ Feature: A hostile worker cannot touch anything but its scratch dir
     When that user runs a consolidation with a worker that writes into the store and leaves a grandchild
     Then the exit code is 4
     And the store is byte-identical, the marker never appears and no process is left
+
+  Scenario: A worker filling its scratch dir past its bound is stopped and the scratch is deleted
+    Given the configured worker "evil" attempts "fill" and then prints "verdict"
+    And the worker "evil" is limited to "scratch_mb: 4"
+    When I run "consolidate --no-context --worker evil"
+    Then the exit code is 4
+    And the error mentions "worker.scratch-too-large"
+    And the error mentions "workers.evil.limits.scratch_mb"
+    And no process of the worker is left
+    And the run's scratch dir is gone
+    And the project lock is free
+
+  Scenario: A fork bomb of 1500 never has more processes than the configured bound
+    Given the configured worker "evil" attempts "forkbomb-1500" and then prints "verdict"
+    And the worker "evil" is limited to "processes: 64"
+    When I run "consolidate --no-context --worker evil"
+    Then the exit code is 4
+    And the worker had fewer than 64 processes at once, and some forks were refused
+    And no process of the worker is left
+    And the run's scratch dir is gone
+
+  Scenario: An allocation past the configured memory bound fails
+    Given the configured worker "evil" attempts "memory" and then prints "verdict"
+    And the worker "evil" is limited to "memory_mb: 256"
+    When I run "consolidate --no-context --worker evil"
+    Then the exit code is 4
+    And the run names what was stopped: "hostile: children: ['memory-error']"
+    And no process of the worker is left
+
+  Scenario: When memfold is killed the worker dies within a second, and the next run clears what was left
+    Given the configured worker "evil" leaves a setsid grandchild and then sleeps
+    When memfold is killed while the worker runs
+    Then within a second no process of the worker is left
+    And the next consolidation removes the run cgroups the killed memfold left

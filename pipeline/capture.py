@@ -17,6 +17,8 @@ from .sandbox import cgroup
 TAIL_BYTES = 64 << 10
 _CHUNK = 1 << 16
 _DRAIN_GRACE = 2.0  # seconds to collect output still buffered in pipes after the kill
+# How often ``check`` runs: a worker writing at disk speed overshoots a bound by at most this long.
+CHECK_INTERVAL = 0.2
 
 
 @dataclass
@@ -85,8 +87,12 @@ def pump(
     stdout_limit: int,
     stderr_limit: int,
     stop_when: Callable[[bytearray], bool] | None,
+    check: Callable[[], str | None] | None = None,
 ) -> tuple[bool, str | None, str | None]:
-    """Read both pipes until EOF; enforce the deadline, the stdout bound and ``stop_when``."""
+    """Read both pipes until EOF; enforce the deadline, the stdout bound, ``stop_when`` and ``check``.
+
+    ``check`` runs every ``CHECK_INTERVAL`` seconds and names the bound the worker broke, if any.
+    """
     proc = run.proc
     assert proc.stdout is not None and proc.stderr is not None
     out_fd, err_fd = proc.stdout.fileno(), proc.stderr.fileno()
@@ -98,6 +104,7 @@ def pump(
     deadline = start + timeout
     drain_until: float | None = None
     timed_out, killed, over = False, None, None
+    next_check = start + CHECK_INTERVAL
     try:
         while sel.get_map():
             now = time.monotonic()
@@ -108,6 +115,14 @@ def pump(
                 run.kill_all()
                 drain_until = time.monotonic() + _DRAIN_GRACE
                 continue
+            if drain_until is None and check is not None and now >= next_check:
+                next_check = now + CHECK_INTERVAL
+                broken = check()
+                if broken is not None:
+                    over, killed = broken, "over-bound"
+                    run.kill_all()
+                    drain_until = time.monotonic() + _DRAIN_GRACE
+                    continue
             limit = (drain_until or deadline) - now
             for key, _ in sel.select(min(limit, 0.1)):
                 fd = int(key.fd)

@@ -14,6 +14,7 @@ import os
 from . import filecache
 from .errors import ConfigError, Issue
 from .fsutil import read_bounded
+from .sandbox import DEFAULT_LIMITS
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -34,7 +35,8 @@ DEFAULTS: dict[str, dict[str, Any]] = {
     "inject": {"guidance": True, "max_bytes": 16_000, "max_files": 8, "mask_credentials": True},
     "consolidate": {"due_hours": 24.0, "due_writes": 20},
 }
-WORKER_DEFAULTS: dict[str, Any] = {"timeout": 600.0, "env": [], "network": False, "read_paths": []}
+WORKER_DEFAULTS: dict[str, Any] = {"timeout": 600.0, "env": [], "network": False, "read_paths": [],
+                                   "limits": dict(DEFAULT_LIMITS)}
 CACHE_NAME = "config.json"
 
 

@@ -40,6 +40,17 @@ class RunsConfig(_Strict):
     keep: int = Field(DEFAULTS["runs"]["keep"], ge=1, le=100_000)
 
 
+_WORKER_LIMITS = WORKER_DEFAULTS["limits"]
+
+
+class WorkerLimits(_Strict):
+    """What one run of the worker may use; enforced for every uid (see README, Worker sandbox)."""
+
+    processes: int = Field(_WORKER_LIMITS["processes"], ge=16, le=1 << 16)
+    memory_mb: int = Field(_WORKER_LIMITS["memory_mb"], ge=64, le=1 << 20)
+    scratch_mb: int = Field(_WORKER_LIMITS["scratch_mb"], ge=1, le=1 << 20)
+
+
 class WorkerConfig(_Strict):
     argv: list[str] = Field(min_length=1)
     timeout: float = Field(WORKER_DEFAULTS["timeout"], gt=0, le=86_400)
@@ -47,6 +58,7 @@ class WorkerConfig(_Strict):
     network: bool = WORKER_DEFAULTS["network"]
     # Extra directories the sandboxed worker may read (where its CLI is installed, e.g. ~/.npm-global).
     read_paths: list[Annotated[str, Field(pattern=r"^(/|~/)")]] = Field(default_factory=list)
+    limits: WorkerLimits = Field(default_factory=lambda: WorkerLimits.model_validate({}))
 
 
 class PrivacyConfig(_Strict):
@@ -102,7 +114,14 @@ def validate_sections(data: dict[Any, Any]) -> tuple[dict[str, Any], list[Issue]
 
 def config_schema() -> dict[str, Any]:
     """The JSON Schema of the whole file, generated from the section models."""
-    properties = {name: model.model_json_schema() for name, model in SECTIONS.items() if model is not Workers}
-    properties["workers"] = {"type": "object", "additionalProperties": WorkerConfig.model_json_schema()}
+    defs: dict[str, Any] = {}
+
+    def hoisted(schema: dict[str, Any]) -> dict[str, Any]:
+        # "#/$defs/..." resolves against the document root, so nested models' definitions live there.
+        defs.update(schema.pop("$defs", {}))
+        return schema
+
+    properties = {name: hoisted(model.model_json_schema()) for name, model in SECTIONS.items() if model is not Workers}
+    properties["workers"] = {"type": "object", "additionalProperties": hoisted(WorkerConfig.model_json_schema())}
     return {"$schema": "https://json-schema.org/draft/2020-12/schema", "title": "memfold user config",
-            "type": "object", "additionalProperties": False, "properties": properties}
+            "type": "object", "additionalProperties": False, "properties": properties, "$defs": defs}

@@ -18,7 +18,6 @@ from .paths import Layout
 from .task import WorkerChoice
 
 PACKAGE_ROOT = Path(__file__).resolve().parent.parent
-PIDS_MAX = 256
 _EVENT_BYTES = PLAN_EVENT.encode()
 
 
@@ -123,8 +122,14 @@ def requested_protections(choice: WorkerChoice, unsafe_no_sandbox: bool) -> dict
     from .sandbox import probe
     from .sandbox.describe import planned
 
-    return planned(probe(), network=choice.network, timeout=choice.timeout, pids_max=PIDS_MAX,
+    return planned(probe(), network=choice.network, timeout=choice.timeout, limits=choice.limits,
                    sandbox=not unsafe_no_sandbox)
+
+
+def _raise_hint(choice: WorkerChoice, key: str) -> str:
+    if choice.builtin:
+        return "the built-in planner stays far below its bounds; this is a bug worth reporting"
+    return f"raise workers.{choice.name}.limits.{key} in the config if the worker needs more"
 
 
 def run_plan_worker(
@@ -152,7 +157,8 @@ def run_plan_worker(
         read_paths=tuple(p for p in (run_dir, layout.harness, layout.mirror, layout.project_root, PACKAGE_ROOT,
                                      *imports,
                                      *map(Path, choice.read_paths)) if p),
-        write_paths=(scratch,), pids_max=PIDS_MAX,
+        write_paths=(scratch,), pids_max=choice.limits["processes"],
+        memory_bytes=choice.limits["memory_mb"] << 20, scratch=scratch, scratch_bytes=choice.limits["scratch_mb"] << 20,
     )
     try:
         result = run_worker(spec, stdout_path=run_dir / "stdout.jsonl", stderr_path=run_dir / "stderr.txt",
@@ -169,6 +175,18 @@ def run_plan_worker(
         raise WorkerFailed(f"worker {choice.name} timed out after {choice.timeout:g} s; it and every process "
                            "it started were killed", code="worker.timeout",
                            hint=f"raise its timeout in the config; {where}")
+    if result.over_bound and result.over_bound.startswith("scratch-"):
+        what = {"scratch-bytes": f"more than {choice.limits['scratch_mb']} MiB",
+                "scratch-entries": "more files than the scratch bound allows",
+                "scratch-unreadable": "a directory the bound cannot measure"}[result.over_bound]
+        raise WorkerFailed(f"worker {choice.name} put {what} in its scratch dir and was killed",
+                           code="worker.scratch-too-large",
+                           hint=_raise_hint(choice, "scratch_mb"),
+                           data={"bound": result.over_bound})
+    if result.over_bound == "memory":
+        raise WorkerFailed(f"worker {choice.name} and its processes used more than {choice.limits['memory_mb']} MiB "
+                           "of memory together and were killed", code="worker.memory-too-large",
+                           hint=_raise_hint(choice, "memory_mb"))
     if result.over_bound:
         raise WorkerFailed(f"worker {choice.name} printed more than {limits.max_stdout_bytes} bytes on stdout "
                            "and was killed", code="worker.output-too-large",

@@ -6,12 +6,13 @@ import os
 import re
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from .errors import UsageError
 from .resources import data_dir
+from .sandbox import DEFAULT_LIMITS
 
 _PLACEHOLDER = re.compile(r"\{\{([a-z_]+)\}\}")
 BUILTIN = "builtin"
@@ -32,7 +33,7 @@ def render_task(values: Mapping[str, str]) -> bytes:
 
 @dataclass(frozen=True)
 class WorkerChoice:
-    """A resolved worker: its argv (placeholders filled), timeout, extra env names, network, extra reads."""
+    """A resolved worker: its argv (placeholders filled), timeout, extra env names, network, extra reads, limits."""
 
     name: str
     argv: tuple[str, ...]
@@ -40,6 +41,8 @@ class WorkerChoice:
     env: tuple[str, ...]
     network: bool
     read_paths: tuple[str, ...] = ()
+    # processes, memory_mb, scratch_mb: what one run may use.
+    limits: Mapping[str, int] = field(default_factory=lambda: dict(DEFAULT_LIMITS))
 
     @property
     def builtin(self) -> bool:
@@ -47,7 +50,7 @@ class WorkerChoice:
 
     def describe(self) -> dict[str, Any]:
         described = {"name": self.name, "kind": "builtin" if self.builtin else "command", "argv": list(self.argv),
-                     "timeout": self.timeout, "network": self.network}
+                     "timeout": self.timeout, "network": self.network, "limits": dict(self.limits)}
         if self.read_paths:
             described["readPaths"] = list(self.read_paths)
         return described
@@ -66,7 +69,8 @@ def choose_worker(name: str, workers: Mapping[str, Any], places: Mapping[str, st
                          hint=f"known workers: {known}; add one under `workers:` in config.yaml")
     argv = tuple(_fill(arg, places) for arg in config.argv)
     reads = tuple(os.path.expanduser(p) for p in getattr(config, "read_paths", ()))
-    return WorkerChoice(name, argv, float(config.timeout), tuple(config.env), bool(config.network), reads)
+    limits = {**DEFAULT_LIMITS, **(getattr(config, "limits", None) or {})}
+    return WorkerChoice(name, argv, float(config.timeout), tuple(config.env), bool(config.network), reads, limits)
 
 
 def _fill(arg: str, places: Mapping[str, str]) -> str:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import secrets
 import shutil
 import signal
 import subprocess
@@ -12,7 +11,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from types import FrameType
 from typing import Any
@@ -20,13 +19,16 @@ from typing import Any
 from .capture import Capture, Run, file_tail, pump
 from .errors import WorkerFailed
 from .sandbox import (
+    DEFAULT_LIMITS,
     DEFAULT_RLIMITS,
     EXIT_LAUNCHER_ERROR,
     EXIT_REFUSED,
     MARKER,
     Policy,
     cgroup,
+    procs,
 )
+from .sandbox import scratch as scratch_dir
 
 ENV_ALLOW = ("PATH", "HOME", "LANG", "TERM", "TMPDIR")
 # Read+execute roots used when the caller narrows read_paths: what interpreters need to start.
@@ -49,7 +51,12 @@ class WorkerSpec:
     read_paths: tuple[Path, ...] = ()
     write_paths: tuple[Path, ...] = ()
     rlimits: dict[str, int] | None = None
-    pids_max: int | None = 256
+    pids_max: int | None = DEFAULT_LIMITS["processes"]
+    memory_bytes: int | None = DEFAULT_LIMITS["memory_mb"] << 20
+    # When set: the worker's scratch dir, bounded while it runs and deleted after the run.
+    scratch: Path | None = None
+    scratch_bytes: int = DEFAULT_LIMITS["scratch_mb"] << 20
+    scratch_entries: int = scratch_dir.MAX_ENTRIES
 
 
 @dataclass(frozen=True)
@@ -105,6 +112,8 @@ def _policy(spec: WorkerSpec, report_path: Path, cg: cgroup.RunCgroups) -> Polic
         read = ("/",)
     limits: dict[str, int | None] = dict(DEFAULT_RLIMITS)
     limits["cpu"] = max(1, int(spec.timeout) + 1)
+    # Per process, for every uid: the cgroup bounds the whole tree only where one is writable.
+    limits["data"] = spec.memory_bytes
     limits.update(spec.rlimits or {})
     return Policy(
         read_paths=read,
@@ -121,6 +130,7 @@ def _policy(spec: WorkerSpec, report_path: Path, cg: cgroup.RunCgroups) -> Polic
         seccomp=spec.sandbox,
         pid_namespace=True,
         cgroup_procs=cg.procs_files,
+        parent_pid=os.getpid(),
     )
 
 
@@ -178,7 +188,7 @@ def _resolve(argv0: str, env: Mapping[str, str]) -> str | None:
 
 def _spawn(spec: WorkerSpec, report_path: Path, stdout_path: Path) -> tuple[subprocess.Popen[bytes], cgroup.RunCgroups]:
     """Start the launcher (policy on a memfd, never on disk: the env may hold API keys)."""
-    cg = cgroup.create(f"memfold-{os.getpid()}-{secrets.token_hex(4)}", spec.pids_max)
+    cg = cgroup.create(spec.pids_max, spec.memory_bytes)
     try:
         policy = _policy(spec, report_path, cg)
     except WorkerFailed:
@@ -208,6 +218,42 @@ def _spawn(spec: WorkerSpec, report_path: Path, stdout_path: Path) -> tuple[subp
     finally:
         os.close(fd)
     return proc, cg
+
+
+def _watch(spec: WorkerSpec, launcher: int, cg: cgroup.RunCgroups) -> tuple[Callable[[], str | None] | None,
+                                                                          dict[str, int]]:
+    """The bounds this process measures while the worker runs (``pump``'s check), and their report entries.
+
+    Scratch always, with the files the tree holds open after unlinking them (they fill the
+    disk as much, and no walk sees them); memory of the whole tree only where no memory
+    cgroup holds it (RLIMIT_DATA bounds each process, not their sum). Everything the worker
+    starts descends from the launcher: orphans are reparented to the namespace's init or
+    to the subreaper.
+    """
+    checks: list[Callable[[], str | None]] = []
+    watched: dict[str, int] = {}
+    if spec.scratch is not None:
+        root, most, entries = spec.scratch, spec.scratch_bytes, spec.scratch_entries
+        watched["scratch_max_bytes"] = most
+
+        def scratch() -> str | None:
+            used = scratch_dir.usage(root, entries)
+            used = replace(used, bytes=used.bytes + procs.unlinked_bytes(procs.tree_of(launcher)))
+            broken = used.over(most, entries)
+            return None if broken is None else f"scratch-{broken}"
+
+        checks.append(scratch)
+    memory = spec.memory_bytes
+    if memory is not None and cg.memory_max is None:
+        watched["memory_watch_bytes"] = memory
+        checks.append(lambda: "memory" if procs.memory_of(procs.tree_of(launcher)) > memory else None)
+    if not checks:
+        return None, watched
+
+    def check() -> str | None:
+        return next((broken for broken in (c() for c in checks) if broken is not None), None)
+
+    return check, watched
 
 
 def run_worker(
@@ -260,6 +306,7 @@ def run_worker(
     timed_out = False
     killed: str | None = None
     over: str | None = None
+    watched: dict[str, int] = {}
     try:
         if main_thread:
             old[signal.SIGINT] = signal.signal(signal.SIGINT, signal.default_int_handler)
@@ -267,10 +314,13 @@ def run_worker(
         proc, cg = _spawn(spec, report_path, stdout_path)
         run = Run(proc, cg, report_path)
         assert proc.stdout is not None and proc.stderr is not None
+        check, watched = _watch(spec, proc.pid, cg)
         with open(stdout_path, "wb") as out_f, open(stderr_path, "wb") as err_f:
             timed_out, killed, over = pump(
-                run, spec.timeout, start, out_f, err_f, cap, stdout_limit, stderr_limit, stop_when
+                run, spec.timeout, start, out_f, err_f, cap, stdout_limit, stderr_limit, stop_when, check
             )
+            if over is None and check is not None and (over := check()) is not None:
+                killed = "over-bound"  # it wrote past the bound between two checks, then exited
             if cap.dropped:
                 err_f.write(f"\n[{MARKER} {cap.dropped} bytes of stderr dropped]\n".encode())
             err_f.write(cap.tail)
@@ -284,6 +334,9 @@ def run_worker(
             for pipe in (run.proc.stdout, run.proc.stderr):
                 if pipe is not None:
                     pipe.close()
+        if spec.scratch is not None:
+            # Nothing is alive to write there any more; nothing of the run reads it afterwards.
+            scratch_dir.remove(spec.scratch)
         _restore(old)
     if terminated:
         # Everything is dead and the old handler is back: deliver SIGTERM as if never caught.
@@ -291,7 +344,7 @@ def run_worker(
         raise WorkerFailed("interrupted by SIGTERM", code="worker.interrupted")
     assert run is not None
     duration = time.monotonic() - start
-    report = _report(report_path)
+    report = {**_report(report_path), **watched}
     rc = run.proc.returncode
     tail = file_tail(stderr_path)
     if killed is None and rc == EXIT_REFUSED and report.get("refused"):

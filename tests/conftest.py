@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 from pytest_bdd import given, parsers, then, when
 from unprivileged import ordinary_user  # noqa: F401  (a fixture every test module may use)
+from workers.carriers import carriers
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -106,17 +107,7 @@ class Env:
 
 def survivors(token: str) -> list[int]:
     """Pids whose command line holds ``token``: a worker or descendant that outlived its run."""
-    found = []
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{name}/cmdline", "rb") as fh:
-                if token.encode() in fh.read():
-                    found.append(int(name))
-        except OSError:
-            pass
-    return found
+    return carriers(token)
 
 
 def head_summary(head: Path, receipts: Path) -> str:

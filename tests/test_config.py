@@ -130,3 +130,28 @@ def test_no_cache_is_written_through_a_symlinked_home(tmp_path: Path) -> None:
     _settle()
     assert load_config(tmp_path / "home" / "config.yaml").lock.timeout == 4
     assert not (real / "cache").exists()
+
+
+def test_worker_limits_are_validated_and_reach_the_chosen_worker(tmp_path: Path) -> None:
+    from pipeline.task import choose_worker
+
+    path = tmp_path / "config.yaml"
+    path.write_text("workers: {a: {argv: [x], limits: {processes: 64, scratch_mb: 8}},"
+                    " b: {argv: [x], limits: {processes: 1, memory: 9}}}\n")
+    cfg = load_config(path)
+    assert sorted(p.path for p in cfg.problems) == ["$.workers.b.limits.memory", "$.workers.b.limits.processes"]
+    path.write_text("workers: {a: {argv: [x], limits: {processes: 64, scratch_mb: 8}}}\n")
+    choice = choose_worker("a", load_config(path).workers, {})
+    assert dict(choice.limits) == {"processes": 64, "memory_mb": 4096, "scratch_mb": 8}
+    assert dict(choose_worker("builtin", {}, {"run_dir": "/r"}).limits) == {"processes": 512, "memory_mb": 4096,
+                                                                         "scratch_mb": 1024}
+
+
+def test_the_shipped_schema_refuses_bad_worker_limits_too() -> None:
+    import jsonschema
+
+    schema = json.loads((data_dir("schemas") / "config.schema.json").read_text())
+    good = {"workers": {"a": {"argv": ["x"], "limits": {"memory_mb": 2048}}}}
+    jsonschema.validate(good, schema)
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate({"workers": {"a": {"argv": ["x"], "limits": {"processes": 1}}}}, schema)

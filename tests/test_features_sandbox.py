@@ -42,6 +42,9 @@ ATTACKS: dict[str, tuple[str, list[str]]] = {
     "env": ("env", ["<pid>"]),
     "root": ("root", ["{run_dir}/scratch/owned", "{harness}"]),
     "forkbomb": ("forkbomb", ["1.5"]),
+    "forkbomb-1500": ("forkbomb", ["3", "1500"]),
+    "memory": ("memory", ["512", "1"]),
+    "fill": ("fill", ["{run_dir}/scratch", "64"]),
     "orphan": ("orphan", ["{run_dir}/scratch/marker", "1"]),
     "stdout": ("stdout", ["100"]),
     "stderr": ("stderr", ["100"]),
@@ -175,6 +178,84 @@ def project_exposes_home(env: Env, ctx: dict[str, Any], monkeypatch: pytest.Monk
     ctx.update(real_home=home, runs_before=set(_runs(env)))
 
 
+@given(parsers.parse('the worker "{name}" is limited to "{limits}"'))
+def limited_worker(env: Env, name: str, limits: str) -> None:
+    config = json.loads((env.home / "config.yaml").read_text())
+    pairs = (item.split(":") for item in limits.split(","))
+    config["workers"][name]["limits"] = {key.strip(): int(value) for key, value in pairs}
+    _write_config(env, config["workers"])
+
+
+@given(parsers.parse('the configured worker "{name}" leaves a setsid grandchild and then sleeps'))
+def grandchild_then_sleep(env: Env, ctx: dict[str, Any], monkeypatch: pytest.MonkeyPatch, name: str) -> None:
+    monkeypatch.setenv("PYTHONPATH", str(REPO))
+    token = f"tok-{secrets.token_hex(6)}"
+    ctx.update(token=token, runs_before=set(_runs(env)))
+    script = (f"{sys.executable} {HOSTILE} orphan {token} {{run_dir}}/scratch/marker 60; "
+              f"exec {sys.executable} {HOSTILE} hang {token}")
+    _write_config(env, {name: {"argv": ["/bin/sh", "-c", script], "timeout": 60, "env": ["PYTHONPATH"]}})
+
+
+def _argv_holding(token: str, word: str) -> bool:
+    """A process whose argv holds both ``token`` and ``word`` as whole arguments (not inside a shell line)."""
+    for pid in survivors(token):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as fh:
+                args = fh.read().split(b"\0")
+        except OSError:
+            continue
+        if token.encode() in args and word.encode() in args:
+            return True
+    return False
+
+
+@when("memfold is killed while the worker runs")
+def kill_memfold(env: Env, ctx: dict[str, Any]) -> None:
+    memfold = subprocess.Popen([sys.executable, "-m", "pipeline", *env.args("consolidate", "--no-context",
+                                                                            "--worker", "evil")],
+                               cwd=str(env.project), env={**os.environ, "PYTHONPATH": str(REPO)},
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    token = ctx["token"]
+    until = time.monotonic() + 30
+    while time.monotonic() < until and not (_argv_holding(token, "orphan") and _argv_holding(token, "hang")):
+        time.sleep(0.05)
+    assert _argv_holding(token, "orphan") and _argv_holding(token, "hang"), "the worker never started"
+    memfold.kill()
+    memfold.wait()
+    ctx.update(killed_at=time.monotonic(), memfold_pid=memfold.pid)
+
+
+@then("within a second no process of the worker is left")
+def none_left_within_a_second(ctx: dict[str, Any]) -> None:
+    while survivors(ctx["token"]) and time.monotonic() - ctx["killed_at"] < 5:
+        time.sleep(0.02)
+    assert survivors(ctx["token"]) == [] and time.monotonic() - ctx["killed_at"] < 1.0
+
+
+@then("the next consolidation removes the run cgroups the killed memfold left")
+def next_run_sweeps(env: Env, ctx: dict[str, Any]) -> None:
+    from pipeline.sandbox import cgroup
+
+    bases = list(cgroup._bases().values())
+    left = [d for base in bases for d in base.glob(f"memfold-*-{ctx['memfold_pid']}-*")]
+    assert len(left) == len(bases)  # killed, memfold removed none of them (none where no cgroup is writable)
+    result = env.run("consolidate", "--no-context")
+    assert result.code == 0, result.err
+    assert [d for d in left if d.exists()] == []
+
+
+@then("the worker had fewer than 64 processes at once, and some forks were refused")
+def fork_bomb_bounded(env: Env, ctx: dict[str, Any]) -> None:
+    said = dict(line.split(": ", 2)[1:] for line in (_new_run(env, ctx) / "stderr.txt").read_text().splitlines()
+                if line.startswith("hostile: "))
+    assert int(said["spawned"]) < 64 and int(said["limited"]) > 0, said
+
+
+@then("the run's scratch dir is gone")
+def scratch_gone(env: Env, ctx: dict[str, Any]) -> None:
+    assert not (_new_run(env, ctx) / "scratch").exists()
+
+
 def _runs(env: Env) -> list[Path]:
     runs = env.project_home / "runs"
     return sorted(runs.iterdir()) if runs.exists() else []
@@ -226,15 +307,17 @@ def no_trace(env: Env, ctx: dict[str, Any], listeners: dict[str, socket.socket])
     assert not any(SECRET in text for text in outputs)  # whatever the attack, the secret never shows
     if attack == "env":
         assert "MEMFOLD_TEST_SECRET" not in (run / "stderr.txt").read_text()
+    # Whatever the outcome, the run deleted its scratch dir once nothing was left alive to write there.
+    assert not (run / "scratch").exists()
     if attack == "root":
         assert not os.path.ismount(env.harness)
-        assert (run / "scratch" / "owned").stat().st_uid == os.getuid()
+        assert "hostile: chown: failed" in (run / "stderr.txt").read_text()
     if attack == "forkbomb" and PROBE["cgroup"]["pids"]:
         limited = [line for line in (run / "stderr.txt").read_text().splitlines() if line.startswith("hostile: limited:")]
         assert int(limited[0].split(":")[-1]) > 0  # pids.max refused forks before the bomb ended
     if attack == "orphan":
-        time.sleep(2)  # the grandchild would have written after 1 s
-        assert not (run / "scratch" / "marker").exists()
+        time.sleep(2)  # the grandchild would have written after 1 s, recreating the dir on its way
+        assert not (run / "scratch").exists()
     if attack == "stderr":
         assert (run / "stderr.txt").stat().st_size < (1 << 20) + 4096
     if ctx["then"] == "event-then-hang":
@@ -316,7 +399,11 @@ def records_protections(env: Env) -> None:
     assert got["rlimits"]["core"] == 0 and got["rlimits"]["nofile"] == 256 and got["rlimits"]["cpu"] == 301
     assert got["rlimits"]["fsize"] == 256 << 20
     assert got["kill"] == planned["kill"] and got["kill"] in ("pid-namespace", "cgroup.kill", "subreaper+pidfd")
-    assert got["pids_max"] == (256 if PROBE["cgroup"]["pids"] else None)
+    assert got["pids_max"] == (512 if PROBE["cgroup"]["pids"] else None)
+    # The default bounds, each named by the mechanism that enforced it; scratch is measured by memfold itself.
+    assert got["limits"]["memory"]["rlimit-data"] == planned["limits"]["memory"]["rlimit-data"] == 4096 << 20
+    assert got["limits"]["memory"].get("cgroup") == (4096 << 20 if PROBE["cgroup"].get("memory") else None)
+    assert got["limits"]["processes"] and got["limits"]["scratch_bytes"] == 1024 << 20
     assert got["worker_end"] == "exit" and got["missing"] == planned["missing"]
     if abi >= 6 and PROBE["seccomp"] and PROBE["pid_namespace"]:
         assert got["missing"] == []
@@ -406,5 +493,5 @@ def nobody_contained(unpriv: dict[str, Any], ctx: dict[str, Any]) -> None:
     assert report["landlock"]["fs"] is (PROBE["landlock"]["abi"] >= 1)
     assert report["kill"] in ("pid-namespace", "cgroup.kill", "subreaper+pidfd")
     time.sleep(2)
-    assert not (run / "scratch" / "marker").exists()
+    assert not (run / "scratch").exists()  # deleted after the run; a survivor would have written the marker
     assert survivors(unpriv["token"]) == []

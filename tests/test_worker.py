@@ -195,5 +195,6 @@ def test_parent_interrupted_kills_everything(tmp_path: Path, signame: str) -> No
     else:
         assert proc.returncode == -signal.SIGTERM and b"returned" not in proc.stdout, proc.stderr
     assert survivors(token) == []
+    assert not (tmp_path / "scratch").exists()  # deleted on the interrupt path too
     time.sleep(1.5)
-    assert not (tmp_path / "scratch" / "marker").exists()
+    assert not (tmp_path / "marks" / "marker").exists()

@@ -21,7 +21,15 @@ DEFAULT_RLIMITS: dict[str, int | None] = {
     "nofile": 256,
     "core": 0,
     "as": None,
+    "data": None,
 }
+
+# What a run may use unless its worker config says otherwise. Threads count as processes for
+# pids.max and RLIMIT_NPROC alike: an idle Node 20 process is 7 tasks, so 512 leaves room for
+# dozens of tools. Node runs its heap and WebAssembly under RLIMIT_DATA of 1 GiB (not 512 MiB), so
+# 4 GiB bounds a runaway without breaking an agent CLI; 1 GiB of scratch is far more than
+# a plan run writes.
+DEFAULT_LIMITS: dict[str, int] = {"processes": 512, "memory_mb": 4096, "scratch_mb": 1024}
 
 
 # Field defaults shared by Policy and the launcher, which reads the JSON without
@@ -32,7 +40,7 @@ POLICY_DEFAULTS: dict[str, Any] = {
     "network": False,
     "env": {},
     "rlimits": DEFAULT_RLIMITS,
-    "pids_max": 256,
+    "pids_max": DEFAULT_LIMITS["processes"],
     "drop_caps": True,
     "require_fs": False,
     "report_path": None,
@@ -40,6 +48,7 @@ POLICY_DEFAULTS: dict[str, Any] = {
     "seccomp": True,
     "pid_namespace": True,
     "cgroup_procs": [],
+    "parent_pid": None,
 }
 
 

@@ -22,6 +22,8 @@ RLIMITS: dict[str, int] = {
     "nofile": resource.RLIMIT_NOFILE,
     "core": resource.RLIMIT_CORE,
     "as": resource.RLIMIT_AS,
+    "data": resource.RLIMIT_DATA,
+    "nproc": resource.RLIMIT_NPROC,
 }
 
 

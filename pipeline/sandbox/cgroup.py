@@ -1,32 +1,42 @@
-"""Parent-side cgroup handling: a per-run cgroup for cgroup.kill and pids.max, best effort."""
+"""Parent-side cgroup handling: per-run cgroups (kill, pids, memory), and the sweep of dead runs' leftovers."""
 
 from __future__ import annotations
 
 import os
+import re
+import secrets
 import signal
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+# memfold-<pid namespace inode>-<owner pid>-<owner start time>-<random>: the owner can be
+# recognised later, and a recycled pid cannot pass for it (its start time differs).
+_NAME = re.compile(r"^memfold-(\d+)-(\d+)-(\d+)-[0-9a-f]+$")
+# The older memfold-<pid>-<random> form names no start time: such a dir is only removed once empty.
+_LEGACY = re.compile(r"^memfold-(\d+)-[0-9a-f]+$")
+_LEGACY_AGE = 600.0  # seconds: an empty legacy dir this old is no run being set up
 
-def _mounts() -> tuple[Path | None, Path | None]:
-    """(cgroup2 mount, cgroup v1 hierarchy carrying the pids controller)."""
-    v2: Path | None = None
-    v1_pids: Path | None = None
+
+def _mounts() -> dict[str, Path]:
+    """The cgroup2 mount ("") and the v1 hierarchies carrying the pids and memory controllers."""
+    found: dict[str, Path] = {}
     try:
         with open("/proc/self/mounts", encoding="utf-8") as fh:
             for line in fh:
                 parts = line.split()
                 if len(parts) < 4:
                     continue
-                if parts[2] == "cgroup2" and v2 is None:
-                    v2 = Path(parts[1])
-                elif parts[2] == "cgroup" and "pids" in parts[3].split(","):
-                    v1_pids = Path(parts[1])
+                if parts[2] == "cgroup2":
+                    found.setdefault("", Path(parts[1]))
+                elif parts[2] == "cgroup":
+                    for ctrl in ("pids", "memory"):
+                        if ctrl in parts[3].split(","):
+                            found.setdefault(ctrl, Path(parts[1]))
     except OSError:
         pass
-    return v2, v1_pids
+    return found
 
 
 def _own(controller: str) -> str | None:
@@ -35,19 +45,24 @@ def _own(controller: str) -> str | None:
         with open("/proc/self/cgroup", encoding="utf-8") as fh:
             for line in fh:
                 _, ctrls, path = line.rstrip("\n").split(":", 2)
-                if (controller == "" and ctrls == "") or controller in ctrls.split(","):
+                if (controller == "" and ctrls == "") or (controller and controller in ctrls.split(",")):
                     return path
     except (OSError, ValueError):
         pass
     return None
 
 
-def _base(mount: Path | None, controller: str) -> Path | None:
-    own = _own(controller)
-    if mount is None or own is None:
-        return None
-    base = mount / own.lstrip("/")
-    return base if os.access(base, os.W_OK) else None
+def _bases() -> dict[str, Path]:
+    """Writable parent dirs for run cgroups, by controller ("" is the v2 tree)."""
+    out: dict[str, Path] = {}
+    for controller, mount in _mounts().items():
+        own = _own(controller)
+        if own is None:
+            continue
+        base = mount / own.lstrip("/")
+        if os.access(base, os.W_OK):
+            out[controller] = base
+    return out
 
 
 def _kernel_at_least(major: int, minor: int) -> bool:
@@ -58,20 +73,131 @@ def _kernel_at_least(major: int, minor: int) -> bool:
         return False
 
 
+def _v2_controllers(base: Path) -> list[str]:
+    try:
+        return (base / "cgroup.subtree_control").read_text().split()
+    except OSError:
+        return []
+
+
 def availability() -> dict[str, Any]:
-    v2, v1 = _mounts()
-    v2_base = _base(v2, "")
-    pids_v2 = False
-    if v2_base is not None:
+    bases = _bases()
+    v2 = bases.get("")
+    ctrls = _v2_controllers(v2) if v2 is not None else []
+    return {
+        "v2": v2 is not None,
+        "kill": v2 is not None and _kernel_at_least(5, 14),
+        "pids": "pids" in ctrls or "pids" in bases,
+        "memory": "memory" in ctrls or "memory" in bases,
+    }
+
+
+def start_time(pid: int) -> int | None:
+    """Field 22 of /proc/PID/stat (clock ticks since boot): with the pid, a process's identity."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            data = fh.read()
+    except OSError:
+        return None
+    # The command name may hold spaces and parentheses; fields resume after the last ')'.
+    rest = data[data.rfind(b")") + 2 :].split()
+    try:
+        return int(rest[19])
+    except (IndexError, ValueError):
+        return None
+
+
+def _pid_namespace() -> int:
+    try:
+        return os.stat("/proc/self/ns/pid").st_ino
+    except OSError:
+        return 0
+
+
+def run_name(pid: int | None = None) -> str:
+    """The name of a new run cgroup owned by ``pid`` (this process by default)."""
+    owner = os.getpid() if pid is None else pid
+    return f"memfold-{_pid_namespace()}-{owner}-{start_time(owner) or 0}-{secrets.token_hex(4)}"
+
+
+def _owner_alive(name: str) -> bool:
+    match = _NAME.match(name)
+    if match is None:
+        return True  # not ours to judge
+    ns, pid, started = (int(g) for g in match.groups())
+    if ns != _pid_namespace():
+        return True  # its owner lives in another pid namespace, where we cannot see it
+    return start_time(pid) == started
+
+
+def _members(d: Path) -> list[int]:
+    try:
+        return [int(x) for x in (d / "cgroup.procs").read_text().split()]
+    except (OSError, ValueError):
+        return []
+
+
+def _kill_members(d: Path) -> None:
+    kill_file = d / "cgroup.kill"
+    if kill_file.exists():
         try:
-            pids_v2 = "pids" in (v2_base / "cgroup.subtree_control").read_text().split()
+            kill_file.write_text("1")
+            return
         except OSError:
             pass
-    return {
-        "v2": v2_base is not None,
-        "kill": v2_base is not None and _kernel_at_least(5, 14),
-        "pids": pids_v2 or _base(v1, "pids") is not None,
-    }
+    # v1 has no cgroup.kill: members forking meanwhile land in the same cgroup, so repeat.
+    for _ in range(20):
+        pids = _members(d)
+        if not pids:
+            return
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        time.sleep(0.005)
+
+
+def _rmdir(d: Path, wait: float) -> bool:
+    end = time.monotonic() + wait
+    while True:
+        try:
+            d.rmdir()
+            return True
+        except FileNotFoundError:
+            return True
+        except OSError:
+            if time.monotonic() > end:
+                return False
+            time.sleep(0.01)  # members are still exiting
+
+
+def sweep_dead(bases: dict[str, Path] | None = None) -> list[str]:
+    """Kill the members of every run cgroup whose owner is dead, and remove it; the removed paths."""
+    removed: list[str] = []
+    for base in (bases if bases is not None else _bases()).values():
+        try:
+            entries = list(os.scandir(base))
+        except OSError:
+            continue
+        for entry in entries:
+            if not entry.name.startswith("memfold-") or not entry.is_dir(follow_symlinks=False):
+                continue
+            d = Path(entry.path)
+            if _NAME.match(entry.name):
+                if _owner_alive(entry.name):
+                    continue
+                _kill_members(d)
+                if _rmdir(d, 1.0):
+                    removed.append(str(d))
+            elif _LEGACY.match(entry.name) and not _members(d):
+                try:
+                    old = time.time() - entry.stat(follow_symlinks=False).st_mtime > _LEGACY_AGE
+                except OSError:
+                    continue
+                if old and _rmdir(d, 0.0):
+                    removed.append(str(d))
+    return removed
 
 
 @dataclass
@@ -81,6 +207,8 @@ class RunCgroups:
     dirs: list[Path] = field(default_factory=list)
     kill_file: Path | None = None
     pids_max: int | None = None
+    memory_max: int | None = None
+    swept: list[str] = field(default_factory=list)
 
     @property
     def procs_files(self) -> tuple[str, ...]:
@@ -95,64 +223,63 @@ class RunCgroups:
             except OSError:
                 pass
         for d in self.dirs:
-            for _ in range(3):
-                pids = _members(d)
-                for pid in pids:
-                    try:
-                        os.kill(pid, signal.SIGKILL)
-                    except OSError:
-                        pass
-                if not pids:
-                    break
+            _kill_members(d)
         return False
 
     def remove(self, wait: float = 2.0) -> None:
-        end = time.monotonic() + wait
         for d in self.dirs:
-            while True:
-                try:
-                    d.rmdir()
-                    break
-                except FileNotFoundError:
-                    break
-                except OSError:
-                    if time.monotonic() > end:
-                        break
-                    time.sleep(0.01)  # members are still exiting
+            _rmdir(d, wait)
 
 
-def _members(d: Path) -> list[int]:
+def _write(path: Path, value: int) -> bool:
     try:
-        return [int(x) for x in (d / "cgroup.procs").read_text().split()]
-    except (OSError, ValueError):
-        return []
+        path.write_text(str(value))
+        return True
+    except OSError:
+        return False
 
 
-def create(name: str, pids_max: int | None) -> RunCgroups:
-    """Make per-run cgroups where this process may (root, or a delegated subtree)."""
-    out = RunCgroups()
-    v2, v1 = _mounts()
-    v2_base = _base(v2, "")
-    if v2_base is not None:
-        d = v2_base / name
-        try:
-            d.mkdir(mode=0o755)
-            out.dirs.append(d)
-            if (d / "cgroup.kill").exists():
-                out.kill_file = d / "cgroup.kill"
-            if pids_max is not None and (d / "pids.max").exists():
-                (d / "pids.max").write_text(str(pids_max))
-                out.pids_max = pids_max
-        except OSError:
-            pass
-    v1_base = _base(v1, "pids")
-    if pids_max is not None and out.pids_max is None and v1_base is not None:
-        d = v1_base / name
-        try:
-            d.mkdir(mode=0o755)
-            out.dirs.append(d)
-            (d / "pids.max").write_text(str(pids_max))
+def _make(d: Path) -> Path | None:
+    try:
+        d.mkdir(mode=0o755)
+        return d
+    except OSError:
+        return None
+
+
+def create(pids_max: int | None, memory_max: int | None = None, name: str | None = None) -> RunCgroups:
+    """Make per-run cgroups where this process may (root, or a delegated subtree), after sweeping dead runs'."""
+    bases = _bases()
+    out = RunCgroups(swept=sweep_dead(bases))
+    name = name or run_name()
+    v2 = bases.get("")
+    d = _make(v2 / name) if v2 is not None else None
+    if d is not None:
+        out.dirs.append(d)
+        if (d / "cgroup.kill").exists():
+            out.kill_file = d / "cgroup.kill"
+        if pids_max is not None and (d / "pids.max").exists() and _write(d / "pids.max", pids_max):
             out.pids_max = pids_max
-        except OSError:
-            pass
+        if memory_max is not None and (d / "memory.max").exists() and _write(d / "memory.max", memory_max):
+            # Swap would let the worker go past the bound; zero where the file exists.
+            _write(d / "memory.swap.max", 0)
+            out.memory_max = memory_max
+    for controller, limit_file, value in (("pids", "pids.max", pids_max),
+                                          ("memory", "memory.limit_in_bytes", memory_max)):
+        base = bases.get(controller)
+        if value is None or base is None or (out.pids_max if controller == "pids" else out.memory_max) is not None:
+            continue
+        d = _make(base / name)
+        if d is None:
+            continue
+        out.dirs.append(d)
+        if not _write(d / limit_file, value):
+            continue
+        if controller == "pids":
+            out.pids_max = value
+        else:
+            # memsw counts memory plus swap; it must be at least the memory limit, so it goes second.
+            if (d / "memory.memsw.limit_in_bytes").exists():
+                _write(d / "memory.memsw.limit_in_bytes", value)
+            out.memory_max = value
     return out

@@ -42,6 +42,8 @@ def enforced(report: Mapping[str, Any], *, network: bool | None = None, sandbox:
         "rlimits": dict(report.get("rlimits") or {}),
         "pid_namespace": bool(report.get("pid_namespace", False)),
         "pids_max": report.get("pids_max"),
+        "memory_max": report.get("memory_max"),
+        "limits": _limits(report),
         "kill": report.get("kill", "process-group"),
         "kill_mechanisms": list(report.get("kill_mechanisms") or [report.get("kill", "process-group")]),
     }
@@ -52,6 +54,21 @@ def enforced(report: Mapping[str, Any], *, network: bool | None = None, sandbox:
         out["missing"] = _missing(out, network)
     if not sandbox:
         out["unsafe_no_sandbox"] = True
+    return out
+
+
+def _limits(report: Mapping[str, Any]) -> dict[str, Any]:
+    """Each resource bound in force, by the mechanism enforcing it (empty: unbounded)."""
+    rl = report.get("rlimits") or {}
+    processes = {"pids.max": report.get("pids_max"), "rlimit-nproc": rl.get("nproc")}
+    # cgroup: the whole tree, by the kernel; rlimit-data: each process; tree-watch: the whole
+    # tree, measured by memfold every 0.2 s where no cgroup could be made.
+    memory = {"cgroup": report.get("memory_max"), "rlimit-data": rl.get("data"),
+              "tree-watch": report.get("memory_watch_bytes")}
+    out: dict[str, Any] = {"processes": {k: v for k, v in processes.items() if isinstance(v, int)},
+                           "memory": {k: v for k, v in memory.items() if isinstance(v, int)}}
+    if isinstance(report.get("scratch_max_bytes"), int):
+        out["scratch_bytes"] = report["scratch_max_bytes"]
     return out
 
 
@@ -71,14 +88,17 @@ def _missing(view: Mapping[str, Any], network: bool) -> list[str]:
         gaps.append("no-new-privs")
     if any(isinstance(v, str) for v in view["rlimits"].values()) or not view["rlimits"]:
         gaps.append("rlimits")
-    if view["pids_max"] is None and not view["pid_namespace"]:
+    limits = view["limits"]
+    if not limits["processes"]:
         gaps.append("process-cap")
+    if not limits["memory"]:
+        gaps.append("memory-cap")
     if view["kill"] == "process-group":
         gaps.append("descendant-kill")
     return gaps
 
 
-def planned(probe: Mapping[str, Any], *, network: bool, timeout: float, pids_max: int | None,
+def planned(probe: Mapping[str, Any], *, network: bool, timeout: float, limits: Mapping[str, int],
             sandbox: bool = True) -> dict[str, Any]:
     """The manifest view, before the worker starts: what this machine can enforce for it."""
     if not sandbox:
@@ -89,6 +109,11 @@ def planned(probe: Mapping[str, Any], *, network: bool, timeout: float, pids_max
     seccomp = bool(probe.get("seccomp"))
     rlimits = {k: v for k, v in DEFAULT_RLIMITS.items() if v is not None}
     rlimits["cpu"] = max(1, int(timeout) + 1)
+    memory = limits["memory_mb"] << 20
+    rlimits["data"] = memory
+    uid = probe.get("uid")
+    # RLIMIT_NPROC binds every uid but 0, and uid 0 too inside a user namespace (not used for root).
+    nproc = limits["processes"] if uid != 0 else None
     mechanisms = [name for name, on in zip(_KILLERS, (probe.get("pid_namespace"), cg.get("kill"), True, True)) if on]
     view: dict[str, Any] = {
         "status": "planned",
@@ -106,9 +131,12 @@ def planned(probe: Mapping[str, Any], *, network: bool, timeout: float, pids_max
         "capabilities": "drop" if probe.get("capabilities") == "held" else "none-held",
         "rlimits": rlimits,
         "pid_namespace": bool(probe.get("pid_namespace")),
-        "pids_max": pids_max if cg.get("pids") else None,
+        "pids_max": limits["processes"] if cg.get("pids") else None,
+        "memory_max": memory if cg.get("memory") else None,
         "kill": mechanisms[0],
     }
+    view["limits"] = _limits({**view, "rlimits": {**rlimits, "nproc": nproc}, "scratch_max_bytes": limits["scratch_mb"] << 20,
+                              "memory_watch_bytes": None if cg.get("memory") else memory})
     view["missing"] = [g for g in _missing({**view, "no_new_privs": True,
                                              "seccomp": "installed" if seccomp else "not-installed",
                                              "capabilities": "dropped"}, network)]

@@ -23,6 +23,7 @@ from . import (
 
 TYPE_CHECKING = False  # typing costs ~5 ms of every sandboxed start
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Any, NoReturn
 
     from .policy import Policy
@@ -73,7 +74,11 @@ def _close_fds(*keep: int | None) -> None:
 def _confine(policy: Policy, base: dict[str, Any]) -> dict[str, Any]:
     """Apply rlimits, no_new_privs, Landlock, capability drop and seccomp to this process."""
     report = dict(base)
-    report["rlimits"] = caps.apply_rlimits(policy.rlimits)
+    limits = dict(policy.rlimits)
+    nproc = procs.nproc_limit(policy.pids_max, base.get("namespace_mode"))
+    if nproc is not None:
+        limits["nproc"] = nproc
+    report["rlimits"] = caps.apply_rlimits(limits)
     report["no_new_privs"] = caps.set_no_new_privs()
     ll: dict[str, Any] = {"abi": landlock.abi_version(), "fs": False, "net": False, "scoped": False}
     if policy.landlock and report["no_new_privs"]:
@@ -179,8 +184,46 @@ def _read_all(fd: int) -> str:
         chunks.append(data)
 
 
+_STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+
+
+def _watch_parent(expected: int | None) -> int | None:
+    """Die with the parent: a parent-death signal, plus a pidfd the wait loop polls.
+
+    The parent may already be gone before prctl ran (we were reparented): then stop at once.
+    """
+    kernel.prctl(kernel.PR_SET_PDEATHSIG, signal.SIGTERM)
+    parent = os.getppid()
+    if expected is not None and parent != expected:
+        _say("parent exited before the worker started")
+        os._exit(EXIT_LAUNCHER_ERROR)
+    try:
+        return os.pidfd_open(parent)
+    except OSError:
+        return None  # kernels before 5.3: the parent-death signal alone
+
+
+def _wait_status(status_r: int, parent_fd: int | None, parent_gone: Callable[[], None]) -> list[str]:
+    """The init's status lines until it closes the pipe; ``parent_gone`` runs if the parent dies first."""
+    poller = select.poll()
+    poller.register(status_r, select.POLLIN)
+    if parent_fd is not None:
+        poller.register(parent_fd, select.POLLIN)
+    chunks: list[bytes] = []
+    while True:
+        for fd, _ in poller.poll():
+            if fd == parent_fd:
+                parent_gone()
+                continue
+            data = os.read(status_r, 4096)
+            if not data:
+                return b"".join(chunks).decode(errors="replace").splitlines()
+            chunks.append(data)
+
+
 def launch(policy: Policy, argv: list[str]) -> int:
     """Join cgroups, enter a PID namespace, fork the supervising child, wait, relay status."""
+    parent_fd = _watch_parent(policy.parent_pid)
     joined = procs.join_cgroups(policy.cgroup_procs)
     mode = procs.enter_pid_namespace() if policy.pid_namespace else None
     # After the namespace: a non-dumpable process may no longer write its own uid_map.
@@ -194,17 +237,22 @@ def launch(policy: Policy, argv: list[str]) -> int:
     base: dict[str, Any] = {
         "pid_namespace": mode is not None,
         "namespace_mode": mode,
-        "pids_max": _pids_max(joined),
+        "pids_max": _cgroup_limit(joined, "pids.max"),
+        "memory_max": _cgroup_limit(joined, "memory.max", "memory.limit_in_bytes"),
         "cgroups": len(joined),
         "kill": mechanisms[0],
         "kill_mechanisms": mechanisms,
+        "parent_death": "pidfd" if parent_fd is not None else "signal",
     }
     status_r, status_w = os.pipe2(os.O_CLOEXEC)
     lifeline_r, lifeline_w = os.pipe2(os.O_CLOEXEC)
+    # A stop request between fork and the handlers below waits, instead of killing us with a child left.
+    signal.pthread_sigmask(signal.SIG_BLOCK, _STOP_SIGNALS)
     child = os.fork()
     if child == 0:
         os.close(status_r)
         os.close(lifeline_w)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, _STOP_SIGNALS)
         _init(policy, argv, base, status_w, lifeline_r)
     os.close(status_w)
     os.close(lifeline_r)
@@ -212,7 +260,7 @@ def launch(policy: Policy, argv: list[str]) -> int:
     reaped = False
 
     def stop(signum: int, _frame: object) -> None:
-        # The parent asks for a stop: kill the confined tree and wait until it is gone, so
+        # The parent asks for a stop, or died: kill the confined tree and wait until it is gone, so
         # our own exit tells the parent that nothing is left (PID 1's exit reaps the namespace).
         if not reaped:
             try:
@@ -224,9 +272,10 @@ def launch(policy: Policy, argv: list[str]) -> int:
             procs.sweep(me)
         os._exit(128 + signum)
 
-    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+    for sig in _STOP_SIGNALS:
         signal.signal(sig, stop)
-    messages = _read_all(status_r).splitlines()
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, _STOP_SIGNALS)
+    messages = _wait_status(status_r, parent_fd, lambda: stop(signal.SIGTERM, None))
     _, status = os.waitpid(child, 0)
     reaped = True
     if subreaper:
@@ -248,17 +297,19 @@ def launch(policy: Policy, argv: list[str]) -> int:
     return os.waitstatus_to_exitcode(status) if os.WIFEXITED(status) else EXIT_LAUNCHER_ERROR
 
 
-def _pids_max(joined: list[str]) -> int | None:
-    """The tightest pids.max among the joined cgroups, None when unlimited or absent."""
+def _cgroup_limit(joined: list[str], *names: str) -> int | None:
+    """The tightest limit among the joined cgroups' files ``names``, None when unlimited or absent."""
     values = []
     for procs_file in joined:
-        try:
-            with open(os.path.join(os.path.dirname(procs_file), "pids.max"), encoding="ascii") as fh:
-                text = fh.read().strip()
-        except OSError:
-            continue
-        if text.isdigit():
-            values.append(int(text))
+        for name in names:
+            try:
+                with open(os.path.join(os.path.dirname(procs_file), name), encoding="ascii") as fh:
+                    text = fh.read().strip()
+            except OSError:
+                continue
+            # v1 spells "unlimited" as the largest page-aligned value.
+            if text.isdigit() and int(text) < 1 << 62:
+                values.append(int(text))
     return min(values) if values else None
 
 

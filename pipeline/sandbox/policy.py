@@ -6,7 +6,7 @@ import json
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from . import DEFAULT_RLIMITS
+from . import DEFAULT_LIMITS, DEFAULT_RLIMITS
 
 
 @dataclass(frozen=True)
@@ -18,7 +18,8 @@ class Policy:
     network: bool = False
     env: dict[str, str] = field(default_factory=dict)
     rlimits: dict[str, int | None] = field(default_factory=lambda: dict(DEFAULT_RLIMITS))
-    pids_max: int | None = 256
+    # The process bound: pids.max where a cgroup is writable, RLIMIT_NPROC where it bounds anything.
+    pids_max: int | None = DEFAULT_LIMITS["processes"]
     drop_caps: bool = True
     require_fs: bool = False
     report_path: str | None = None
@@ -28,6 +29,8 @@ class Policy:
     pid_namespace: bool = True
     # cgroup.procs files the launcher joins before forking (created by the parent).
     cgroup_procs: tuple[str, ...] = ()
+    # The pid the launcher must be a child of: if it is not, that parent died before it could watch.
+    parent_pid: int | None = None
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), sort_keys=True)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import signal
+import stat
 import time
 from collections.abc import Iterable
 
@@ -48,9 +49,9 @@ def enter_pid_namespace() -> str | None:
     return "user+pid"
 
 
-def children_of(parent: int) -> list[int]:
-    """Direct children of ``parent`` according to /proc (field 4 of stat is the ppid)."""
-    found: list[int] = []
+def _parents() -> dict[int, int]:
+    """Every visible pid and its ppid, from /proc (field 4 of stat)."""
+    found: dict[int, int] = {}
     try:
         names = os.listdir("/proc")
     except OSError:
@@ -65,9 +66,76 @@ def children_of(parent: int) -> list[int]:
             continue
         # The command name may contain spaces and parentheses; fields resume after the last ')'.
         rest = data[data.rfind(b")") + 2 :].split()
-        if len(rest) > 1 and int(rest[1]) == parent:
-            found.append(int(name))
+        if len(rest) > 1:
+            found[int(name)] = int(rest[1])
     return found
+
+
+def children_of(parent: int) -> list[int]:
+    """Direct children of ``parent`` according to /proc."""
+    return [pid for pid, ppid in _parents().items() if ppid == parent]
+
+
+def tree_of(root: int) -> list[int]:
+    """``root`` and all its descendants. Orphans of a PID namespace or a subreaper stay inside."""
+    kids: dict[int, list[int]] = {}
+    for pid, ppid in _parents().items():
+        kids.setdefault(ppid, []).append(pid)
+    found, todo = [], [root]
+    while todo:
+        pid = todo.pop()
+        found.append(pid)
+        todo.extend(kids.get(pid, ()))
+    return found
+
+
+def unlinked_bytes(pids: Iterable[int]) -> int:
+    """Allocated bytes of regular files ``pids`` hold open that no directory names any more.
+
+    A file unlinked while open (or a memfd) keeps its blocks until the last descriptor
+    closes, and no walk of a directory finds it.
+    """
+    seen: set[tuple[int, int]] = set()
+    total = 0
+    for pid in pids:
+        try:
+            fds = os.listdir(f"/proc/{pid}/fd")
+        except OSError:
+            continue  # exited, or non-dumpable: then its memory still counts through statm
+        for fd in fds:
+            try:
+                st = os.stat(f"/proc/{pid}/fd/{fd}")
+            except OSError:
+                continue
+            if stat.S_ISREG(st.st_mode) and st.st_nlink == 0 and (st.st_dev, st.st_ino) not in seen:
+                seen.add((st.st_dev, st.st_ino))
+                total += st.st_blocks * 512
+    return total
+
+
+def memory_of(pids: Iterable[int]) -> int:
+    """Resident memory of ``pids`` together, in bytes.
+
+    The proportional set size splits pages shared between processes instead of counting
+    them once per process. A process that made itself non-dumpable hides its smaps from
+    us; its resident anonymous pages (statm, readable by anyone) count instead.
+    """
+    total = 0
+    page = os.sysconf("SC_PAGE_SIZE")
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/smaps_rollup", "rb") as fh:
+                total += next((int(line.split()[1]) * 1024 for line in fh if line.startswith(b"Pss:")), 0)
+            continue
+        except (OSError, ValueError):
+            pass
+        try:
+            with open(f"/proc/{pid}/statm", "rb") as fh:
+                fields = fh.read().split()
+            total += max(0, int(fields[1]) - int(fields[2])) * page
+        except (OSError, ValueError, IndexError):
+            pass  # exited meanwhile
+    return total
 
 
 def sweep(me: int, rounds: int = 50) -> int:
@@ -106,6 +174,36 @@ def reap_all() -> None:
             return
         if pid == 0:
             return
+
+
+def nproc_limit(processes: int | None, namespace_mode: str | None) -> int | None:
+    """The RLIMIT_NPROC that lets ``processes`` more processes exist, or None where it bounds nothing.
+
+    The kernel counts processes per uid per user namespace, and never refuses uid 0 in the
+    first one (root relies on pids.max). In a user namespace of its own the count holds only
+    the launcher, this process and what they start; elsewhere it is every process of the uid.
+    """
+    uid = os.getuid()
+    if processes is None or (uid == 0 and namespace_mode != "user+pid"):
+        return None
+    if namespace_mode == "user+pid":
+        return processes + 2
+    return processes + _count_uid(uid)
+
+
+def _count_uid(uid: int) -> int:
+    count = 0
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return 0
+    for name in names:
+        if name.isdigit():
+            try:
+                count += os.stat(f"/proc/{name}").st_uid == uid
+            except OSError:
+                pass
+    return count
 
 
 def set_subreaper() -> bool:

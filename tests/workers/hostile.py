@@ -147,11 +147,12 @@ def attack(argv: list[str]) -> dict[str, object]:
         out["mount"] = "succeeded" if ret == 0 else f"failed: {ctypes.get_errno()}"
         out["unshare"] = attempt(lambda: os.unshare(0x10000000) if hasattr(os, "unshare") else _unshare(libc))
         out["chroot"] = attempt(lambda: os.chroot("/tmp"))
-    elif attack == "forkbomb":  # args: seconds
+    elif attack == "forkbomb":  # args: seconds[, most forks]: children sleep on, so every success stays alive
         end = time.monotonic() + float(args[0])
+        most = int(args[1]) if len(args) > 1 else 1 << 30
         limited = 0
         spawned = 0
-        while time.monotonic() < end:
+        while time.monotonic() < end and spawned < most:
             try:
                 if os.fork() == 0:
                     time.sleep(float(args[0]) + 30)
@@ -162,6 +163,53 @@ def attack(argv: list[str]) -> dict[str, object]:
                 time.sleep(0.01)
         out["spawned"] = spawned
         out["limited"] = limited
+    elif attack == "memory":  # args: MiB per child, children: each fills its share and holds it 2 s
+        kids = []
+        for _ in range(int(args[1])):
+            pid = os.fork()
+            if pid == 0:
+                try:
+                    held = bytearray(int(args[0]) << 20)  # zero-filled: every page is touched
+                except MemoryError:
+                    os._exit(3)
+                time.sleep(2)
+                os._exit(0 if held else 1)
+            kids.append(pid)
+        ends = [os.waitpid(pid, 0)[1] for pid in kids]
+        out["children"] = ["ok" if os.waitstatus_to_exitcode(s) == 0 else "memory-error"
+                           if os.waitstatus_to_exitcode(s) == 3 else f"status {os.waitstatus_to_exitcode(s)}"
+                           for s in ends]
+    elif attack == "fill":  # args: dir, MiB: write that much in 1 MiB files, then stay
+        block = os.urandom(1 << 20)
+        written = 0
+        for i in range(int(args[1])):
+            try:
+                with open(os.path.join(args[0], f"fill-{i}"), "wb") as fh:
+                    fh.write(block)
+                written += 1
+            except OSError:
+                break
+        print(json.dumps({"attack": attack, "written_mib": written}), flush=True)
+        time.sleep(30)
+    elif attack == "unlinked":  # args: dir, MiB: a file unlinked at once, then written and held open
+        path = os.path.join(args[0], "gone")
+        fh = open(path, "wb")  # noqa: SIM115  (held open on purpose)
+        os.unlink(path)
+        block = os.urandom(1 << 20)
+        for _ in range(int(args[1])):
+            fh.write(block)
+        fh.flush()
+        time.sleep(30)
+    elif attack == "files":  # args: dir, count: that many empty files, then stay
+        for i in range(int(args[1])):
+            open(os.path.join(args[0], f"f{i}"), "w").close()
+        time.sleep(30)
+    elif attack == "hidden":  # args: dir: 1 MiB inside a dir its owner may write but not list, then stay
+        inner = os.path.join(args[0], "hidden")
+        os.mkdir(inner, 0o300)
+        with open(os.path.join(inner, "data"), "wb") as fh:
+            fh.write(os.urandom(1 << 20))
+        time.sleep(30)
     elif attack == "orphan":  # args: marker path, delay: a setsid grandchild writes the marker later
         if os.fork() == 0:
             os.setsid()
