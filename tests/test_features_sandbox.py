@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import REPO, Env, Result, survivors
+from conftest import REPO, Env, Result, head_summary, survivors
 from pytest_bdd import given, parsers, scenarios, then, when
 
 from pipeline.sandbox import probe
@@ -276,8 +276,15 @@ def remember_everything(env: Env, ctx: dict[str, Any]) -> None:
 
 
 def _trees(env: Env, ctx: dict[str, Any]) -> dict[str, dict[str, str]]:
-    return {"store": tree(env.harness), "mirror": tree(env.mirror), "project": tree(env.project),
-            "home": tree(ctx["real_home"]) if "real_home" in ctx else {}}
+    """Every file, except that the mirror's chain head stands for what it names (each run moves it on)."""
+    trees = {"store": tree(env.harness), "mirror": tree(env.mirror), "project": tree(env.project),
+             "home": tree(ctx["real_home"]) if "real_home" in ctx else {}}
+    for name in ("mirror", "project"):
+        prefix = ".memory/" if name == "project" else ""
+        for rel in [r for r in trees[name] if r.startswith(prefix + "chain-head-")]:
+            trees[name][rel] = head_summary(env.project / ".memory" / rel.removeprefix(prefix),
+                                            env.project_home / "receipts")
+    return trees
 
 
 @given("Landlock is unavailable")
