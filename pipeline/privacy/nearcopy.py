@@ -1,0 +1,142 @@
+"""Near-copies: how much of a private memory's distinctive wording a safe memory carries.
+
+Each field of a private memory (name, description, body) is cut into overlapping features after
+folding case and collapsing everything but letters and digits to single spaces: a long field into
+word shingles (runs of ``SHINGLE_WORDS`` words), a short one into character grams (a short field has
+so few shingles that one changed character would leave none), a very short one is kept whole: it is
+generic ("use the staging db") and counts only when a safe field equals it. Features that already
+occur in a safe memory are public, not distinctive. A safe text carries a field when it holds at
+least ``THRESHOLD`` of the field's distinctive features (containment), and at least ``MIN_CARRIED``
+of them. The figures come from the measurement over ``tests/data/nearcopy/`` in the README.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+SHINGLE_WORDS = 4
+CHAR_GRAM = 10
+# A field with this many words or more is compared by word shingles, a shorter one by character grams.
+LONG_WORDS = 16
+# A normalised field shorter than this counts only as a whole field.
+MIN_CHARS = 24
+THRESHOLD = 0.5
+MIN_CARRIED = 3
+# A private field is measured only if this share of its distinct words occurs in the written text:
+# a lower bound of any containment at THRESHOLD, so it only saves work.
+PREFILTER = 0.3
+FIELDS = ("name", "description", "body")
+MODES = ("words", "chars", "whole")
+
+_WORD = re.compile(r"[^\W_]+")
+
+Texts = tuple[str, str, str]
+"""A memory's (name, description, body)."""
+
+
+def normalize(text: str) -> str:
+    return " ".join(_WORD.findall(text.casefold()))
+
+
+def _shingles(text: str) -> set[str]:
+    words, k = text.split(), SHINGLE_WORDS
+    return {" ".join(words[i:i + k]) for i in range(len(words) - k + 1)}
+
+
+def _grams(text: str) -> set[str]:
+    n = CHAR_GRAM
+    return {text[i:i + n] for i in range(len(text) - n + 1)}
+
+
+def _field_features(field: str, text: str) -> tuple[str, set[str]]:
+    if text.count(" ") + 1 >= LONG_WORDS:
+        return "words", _shingles(text)
+    if len(text) >= MIN_CHARS:
+        return "chars", _grams(text)
+    # A title equal to a private one is no leak: names are short and generic.
+    return "whole", {text} if text and field != "name" else set()
+
+
+@dataclass(frozen=True)
+class Carried:
+    """A safe text holds ``share`` of the distinctive features of ``private``'s ``field``."""
+
+    private: str
+    field: str
+    share: float
+
+
+class _Features:
+    """The feature sets of one memory's texts in each mode, computed on demand."""
+
+    def __init__(self, texts: Texts) -> None:
+        self.normal = [normalize(t) for t in texts]
+        self.vocabulary = set(" ".join(self.normal).split())
+        self._sets: dict[str, set[str]] = {}
+
+    def of(self, mode: str) -> set[str]:
+        found = self._sets.get(mode)
+        if found is None:
+            if mode == "whole":
+                found = {t for t in self.normal[1:] if t}
+            else:
+                cut = _shingles if mode == "words" else _grams
+                found = set().union(*(cut(t) for t in self.normal))
+            self._sets[mode] = found
+        return found
+
+
+def carried(private: Iterable[tuple[str, Texts]], written: Mapping[str, Texts],
+            public: Iterable[Texts] = ()) -> dict[str, Carried]:
+    """For each written safe memory that carries a private field: the field it carries most.
+
+    ``private`` are (file, texts) of the private memories, ``written`` the safe memories being
+    written by file, ``public`` the safe memories already published (their wording is not
+    distinctive). A private memory is not compared with a written memory of its own file name:
+    publishing a memory by name is a different decision, taken elsewhere.
+    """
+    safe = {name: _Features(texts) for name, texts in written.items()}
+    if not safe:
+        return {}
+    vocabulary = set().union(*(f.vocabulary for f in safe.values()))
+    candidates: list[tuple[str, str, str, set[str]]] = []
+    for owner, texts in private:
+        for field, text in zip(FIELDS, texts):
+            norm = normalize(text)
+            words = set(norm.split())
+            # Most private fields share few words with what is written: skip them before cutting features.
+            if not words or len(words & vocabulary) < PREFILTER * len(words):
+                continue
+            mode, features = _field_features(field, norm)
+            if features:
+                candidates.append((owner, field, mode, features))
+    if not candidates:
+        return {}
+    known = [_Features(texts) for texts in public]
+    published: dict[str, set[str]] = {}
+    union: dict[str, set[str]] = {}
+    best: dict[str, Carried] = {}
+    for owner, field, mode, features in candidates:
+        if mode not in union:
+            union[mode] = set().union(*(f.of(mode) for f in safe.values()))
+        # What no written memory holds cannot be carried: the union bounds every single share.
+        if len(features & union[mode]) < THRESHOLD * len(features):
+            continue
+        if known:
+            if mode not in published:
+                published[mode] = set().union(*(f.of(mode) for f in known))
+            features = features - published[mode]
+        size = len(features)
+        for name, target in safe.items():
+            if name == owner or not size:
+                continue
+            count = len(features & target.of(mode))
+            share = count / size
+            if share < THRESHOLD or count < min(MIN_CARRIED, size):
+                continue
+            found = best.get(name)
+            if found is None or (share, found.private) > (found.share, owner):
+                best[name] = Carried(owner, field, share)
+    return best
