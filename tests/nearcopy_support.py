@@ -11,7 +11,7 @@ from typing import Any
 
 import yaml
 
-from pipeline.privacy.nearcopy import Texts
+Texts = tuple[str, str, str]  # (name, description, body)
 
 DATA = Path(__file__).parent / "data"
 # Fields the attacker adds around a copy: plain team-notes wording that carries nothing private.

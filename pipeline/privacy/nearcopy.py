@@ -13,8 +13,16 @@ of them. The figures come from the measurement over ``tests/data/nearcopy/`` in 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+
+from ..frozen import FrozenValue
+
+# A direct edit imports this module: no dataclasses (which pulls in inspect) and no typing at run time.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable, Mapping
+
+    from ..engine import PreState
+    from ..store.memory import Memory
 
 SHINGLE_WORDS = 4
 CHAR_GRAM = 10
@@ -37,8 +45,9 @@ _SEPARATOR = "\x1e"
 _ASCII = bytes(c + 32 if 65 <= c <= 90 else c if chr(c).isalnum() else 32 for c in range(256))
 _ASCII_KEEPING_SEPARATOR = _ASCII[:0x1e] + b"\x1e" + _ASCII[0x1f:]
 
-Texts = tuple[str, str, str]
-"""A memory's (name, description, body)."""
+NEAR_COPY = "privacy.publish-near-copy"
+if TYPE_CHECKING:
+    Texts = tuple[str, str, str]  # a memory's (name, description, body)
 
 
 def normalize(text: str) -> str:
@@ -75,13 +84,16 @@ def _field_features(field: str, text: str) -> tuple[str, set[str]]:
     return "whole", {text} if text and field != "name" else set()
 
 
-@dataclass(frozen=True)
-class Carried:
-    """A safe text holds ``share`` of the distinctive features of ``private``'s ``field``."""
+class Carried(FrozenValue):
+    """A safe text holds ``share`` of the distinctive features of ``private``'s ``field`` (immutable)."""
 
+    __slots__ = ("private", "field", "share")
     private: str
     field: str
     share: float
+
+    def __init__(self, private: str, field: str, share: float) -> None:
+        self._set(private=private, field=field, share=share)
 
 
 class _Features:
@@ -169,3 +181,22 @@ def carried(private: Iterable[tuple[str, Texts]], written: Mapping[str, Texts],
             if found is None or (share, found.private) > (found.share, owner):
                 best[name] = Carried(owner, field, share)
     return best
+
+
+def near_copies(pre: PreState, written: Mapping[str, Memory]) -> dict[str, Carried]:
+    """The written safe memories that carry a private memory of ``pre``, each with what it carries."""
+    if not written:
+        return {}
+    private = [(n, _texts(m)) for n, m in sorted(pre.memories.items()) if not m.is_safe]
+    public = [_texts(m) for _, m in sorted(pre.memories.items()) if m.is_safe]
+    return carried(private, {n: _texts(m) for n, m in written.items()}, public)
+
+
+def near_copy_message(found: Carried, label: Callable[[str], str] = str) -> str:
+    """Names the private memory and the field, never their words."""
+    return (f"carries {found.share:.0%} of the distinctive wording of the {found.field} of the private "
+            f"memory {label(found.private)}")
+
+
+def _texts(memory: Memory) -> Texts:
+    return memory.name, memory.description, memory.body

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator
 from typing import Any
 
-from ..engine import PreState
 from ..errors import InputRejected, Issue
 from ..fsutil import sha256_bytes
-from ..privacy.nearcopy import Carried, Texts, carried
+from ..privacy.nearcopy import NEAR_COPY, near_copies, near_copy_message
 from ..store.memory import Memory, parse_memory
 from .context import Context, Subject, json_path, valid_name
 
@@ -130,28 +129,6 @@ def publish(ctx: Context) -> Iterator[Issue]:
         index, subject = where[name]
         yield Issue(NEAR_COPY, json_path("operations", index, "content"),
                     f"{subject}: {near_copy_message(found, ctx.label)} ({_MIRROR_NOTE}); {hint}")
-
-
-NEAR_COPY = "privacy.publish-near-copy"
-
-
-def near_copies(pre: PreState, written: Mapping[str, Memory]) -> dict[str, Carried]:
-    """The written safe memories that carry a private memory of ``pre``, each with what it carries."""
-    if not written:
-        return {}
-    private = [(n, _texts(m)) for n, m in sorted(pre.memories.items()) if not m.is_safe]
-    public = [_texts(m) for _, m in sorted(pre.memories.items()) if m.is_safe]
-    return carried(private, {n: _texts(m) for n, m in written.items()}, public)
-
-
-def near_copy_message(found: Carried, label: Callable[[str], str] = str) -> str:
-    """Names the private memory and the field, never their words."""
-    return (f"carries {found.share:.0%} of the distinctive wording of the {found.field} of the private "
-            f"memory {label(found.private)}")
-
-
-def _texts(memory: Memory) -> Texts:
-    return memory.name, memory.description, memory.body
 
 
 def privacy(ctx: Context) -> Iterator[Issue]:
