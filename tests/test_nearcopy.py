@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from nearcopy_support import GENERIC, corpus_pairs, near_copies, pairs
 
+import pytest
+
+from pipeline.privacy import nearcopy
 from pipeline.privacy.nearcopy import THRESHOLD, carried
 
 
@@ -30,6 +33,15 @@ def test_every_near_copy_of_a_private_memory_is_refused() -> None:
     missed = [(key, kind) for key, private, _ in pairs() for kind, copy in near_copies(private)
               if _share(private, copy) < THRESHOLD]
     assert missed == []
+
+
+def test_the_threshold_sits_in_the_measured_gap(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The README's table: the highest benign share and the lowest near-copy share around THRESHOLD."""
+    monkeypatch.setattr(nearcopy, "THRESHOLD", 0.0)
+    benign = max(_share(p, s) for _, p, s in [*pairs(), *corpus_pairs()])
+    copies = min(_share(p, c) for _, p, _ in pairs() for _, c in near_copies(p))
+    assert (round(benign, 3), round(copies, 3)) == (0.485, 0.571)
+    assert benign < THRESHOLD <= copies
 
 
 def test_the_carried_field_and_the_private_memory_are_named() -> None:

@@ -4,10 +4,11 @@ Each field of a private memory (name, description, body) is cut into overlapping
 folding case and collapsing everything but letters and digits to single spaces: a long field into
 word shingles (runs of ``SHINGLE_WORDS`` words), a short one into character grams (a short field has
 so few shingles that one changed character would leave none), a very short one is kept whole: it is
-generic ("use the staging db") and counts only when a safe field equals it. Features that already
-occur in a safe memory are public, not distinctive. A safe text carries a field when it holds at
-least ``THRESHOLD`` of the field's distinctive features (containment), and at least ``MIN_CARRIED``
-of them. The figures come from the measurement over ``tests/data/nearcopy/`` in the README.
+generic ("use the staging db") and counts only when a safe field equals it. A written safe memory
+carries a field when it holds at least ``THRESHOLD`` of the field's features (containment) and at
+least ``MIN_CARRIED`` of them; features it shares with the field that the mirror already shows are
+left out of both counts, since this write does not publish them. The figures come from the
+measurement over ``tests/data/nearcopy/`` that the README reports.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from ..frozen import FrozenValue
 # A direct edit imports this module: no dataclasses (which pulls in inspect) and no typing at run time.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable, Mapping
+    from collections.abc import Callable, Iterable, Iterator, Mapping
 
     from ..engine import PreState
     from ..store.memory import Memory
@@ -32,10 +33,9 @@ LONG_WORDS = 16
 MIN_CHARS = 24
 THRESHOLD = 0.5
 MIN_CARRIED = 3
-# A private field is measured only if this share of its distinct words occurs in the written text:
-# a lower bound of any containment at THRESHOLD, so it only saves work.
-PREFILTER = 0.3
-PREFILTER_LETTERS = 5
+# Private fields are screened on every SAMPLE-th feature; the sample may fall SAMPLE_SLACK short.
+SAMPLE = 2
+SAMPLE_SLACK = 0.2
 FIELDS = ("name", "description", "body")
 MODES = ("words", "chars", "whole")
 
@@ -75,15 +75,6 @@ def _grams(text: str) -> set[str]:
     return set(map(text.__getitem__, map(slice, range(len(text) - n + 1), range(n, len(text) + 1))))
 
 
-def _field_features(field: str, text: str) -> tuple[str, set[str]]:
-    if text.count(" ") + 1 >= LONG_WORDS:
-        return "words", _shingles(text)
-    if len(text) >= MIN_CHARS:
-        return "chars", _grams(text)
-    # A title equal to a private one is no leak: names are short and generic.
-    return "whole", {text} if text and field != "name" else set()
-
-
 class Carried(FrozenValue):
     """A safe text holds ``share`` of the distinctive features of ``private``'s ``field`` (immutable)."""
 
@@ -101,7 +92,6 @@ class _Features:
 
     def __init__(self, texts: Texts) -> None:
         self.normal = [normalize(t) for t in texts]
-        self.vocabulary = set(" ".join(self.normal).split())
         self._sets: dict[str, set[str]] = {}
 
     def of(self, mode: str) -> set[str]:
@@ -128,59 +118,91 @@ def carried(private: Iterable[tuple[str, Texts]], written: Mapping[str, Texts],
     safe = {name: _Features(texts) for name, texts in written.items()}
     if not safe:
         return {}
-    vocabulary = set().union(*(f.vocabulary for f in safe.values()))
     owners: list[str] = []
-    fields: list[str] = []
-    for owner, texts in private:
+    texts: list[str] = []
+    for owner, fields in private:
         owners.extend((owner,) * len(FIELDS))
-        fields.extend(texts)
-    candidates: list[tuple[str, str, str, set[str]]] = []
-    for position, norm in enumerate(_normalize_all(fields)):
-        # Most private fields share few long words with what is written: skip them before cutting
-        # features. Short words ("with", "the") are in every text and prove nothing.
-        words = {w for w in norm.split() if len(w) >= PREFILTER_LETTERS}
-        if words and len(words & vocabulary) < PREFILTER * len(words):
-            continue
-        field = FIELDS[position % len(FIELDS)]
-        mode, features = _field_features(field, norm)
-        if features:
-            candidates.append((owners[position], field, mode, features))
+        texts.extend(fields)
+    holders: dict[str, dict[str, list[str]]] = {mode: {} for mode in MODES}
+    for name, target in safe.items():
+        for mode in MODES:
+            for feature in target.of(mode):
+                holders[mode].setdefault(feature, []).append(name)
+    candidates = [(owners[i], FIELDS[i % len(FIELDS)], mode, features)
+                  for i, mode, features in _candidates(_normalize_all(texts), holders)]
     if not candidates:
         return {}
-    known = [_Features(texts) for texts in public]
-    published: dict[str, set[str]] = {}
-    holders: dict[str, dict[str, list[str]]] = {}
+    shown = _Published([t for texts in public for t in texts])
     best: dict[str, Carried] = {}
     for owner, field, mode, features in candidates:
-        if mode not in holders:
-            holders[mode] = {}
-            for name, target in safe.items():
-                for feature in target.of(mode):
-                    holders[mode].setdefault(feature, []).append(name)
-        shared = features & holders[mode].keys()
-        # What no written memory holds cannot be carried: the shared part bounds every single share.
-        if len(shared) < THRESHOLD * len(features):
-            continue
-        if known:
-            if mode not in published:
-                published[mode] = set().union(*(f.of(mode) for f in known))
-            features = features - published[mode]
-            shared -= published[mode]
-        size = len(features)
         counts: dict[str, int] = {}
-        for feature in shared:
-            for name in holders[mode][feature]:
+        already: dict[str, int] = {}
+        for feature in features:
+            names = holders[mode].get(feature, ())
+            for name in names:
                 counts[name] = counts.get(name, 0) + 1
+            if names and shown.holds(mode, feature):
+                for name in names:
+                    already[name] = already.get(name, 0) + 1
         for name, count in counts.items():
-            share = count / size
-            if name == owner:
-                continue
-            if share < THRESHOLD or count < min(MIN_CARRIED, size):
+            # What the written memory shares with the private field but the mirror already shows
+            # is not carried out by this write: it leaves both the count and the field's size.
+            count, size = count - already.get(name, 0), len(features) - already.get(name, 0)
+            if name == owner or not size or count / size < THRESHOLD or count < min(MIN_CARRIED, size):
                 continue
             found = best.get(name)
-            if found is None or (share, found.private) > (found.share, owner):
-                best[name] = Carried(owner, field, share)
+            if found is None or (count / size, found.private) > (found.share, owner):
+                best[name] = Carried(owner, field, count / size)
     return best
+
+
+class _Published:
+    """Whether a feature occurs in the published texts: a substring search, built once per call."""
+
+    def __init__(self, texts: list[str]) -> None:
+        norms = [t for t in _normalize_all(texts) if t]
+        # Words are matched between spaces; the separator keeps a match inside one text.
+        self._words = " " + f" {_SEPARATOR} ".join(norms) + " "
+        self._chars = _SEPARATOR.join(norms)
+        self._whole = set(norms)
+
+    def holds(self, mode: str, feature: str) -> bool:
+        if mode == "words":
+            return f" {feature} " in self._words
+        if mode == "chars":
+            return feature in self._chars
+        return feature in self._whole
+
+
+def _candidates(norms: list[str], holders: dict[str, dict[str, list[str]]]
+                ) -> Iterator[tuple[int, str, set[str]]]:
+    """(position, mode, features) of the fields the written texts may carry.
+
+    Every private field is looked at on every write, so this pass samples: every ``SAMPLE``-th
+    feature, looked up in C (map), must be held at ``THRESHOLD - SAMPLE_SLACK``. Only the few
+    fields that pass are cut whole and measured exactly.
+    """
+    words, chars, whole = holders["words"], holders["chars"], holders["whole"]
+    floor = THRESHOLD - SAMPLE_SLACK
+    for position, norm in enumerate(norms):
+        if not norm:
+            continue
+        if norm.count(" ") + 1 >= LONG_WORDS:
+            if words:
+                units = norm.split()
+                # Item j of the i-th strided slice is word i + SAMPLE*j: zipped, the shingle at SAMPLE*j.
+                cut = list(map(" ".join, zip(*(units[i::SAMPLE] for i in range(SHINGLE_WORDS)))))
+                if sum(map(words.__contains__, cut)) >= max(floor * len(cut), 1):
+                    yield position, "words", _shingles(norm)
+        elif len(norm) >= MIN_CHARS:
+            if chars:
+                n = CHAR_GRAM
+                cut = list(map(norm.__getitem__, map(slice, range(0, len(norm) - n + 1, SAMPLE),
+                                                     range(n, len(norm) + 1, SAMPLE))))
+                if sum(map(chars.__contains__, cut)) >= max(floor * len(cut), 1):
+                    yield position, "chars", _grams(norm)
+        elif position % len(FIELDS) and norm in whole:
+            yield position, "whole", {norm}  # a title equal to a private one is no leak
 
 
 def near_copies(pre: PreState, written: Mapping[str, Memory]) -> dict[str, Carried]:
