@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from nearcopy_support import GENERIC, corpus_pairs, near_copies, pairs
-
 import pytest
+from nearcopy_support import GENERIC, corpus_pairs, near_copies, pairs
 
 from pipeline.privacy import nearcopy
 from pipeline.privacy.nearcopy import THRESHOLD, carried
@@ -63,8 +62,9 @@ def test_a_generic_short_private_phrase_does_not_make_safe_memories_suspect() ->
 
 
 def test_wording_already_in_the_mirror_is_not_distinctive() -> None:
-    published = ("Deploys", "how deploys work", "Deploys run ops/deploy.sh with the prod profile and wait for "
-                 "the health checks of every node before traffic is switched over to the new colour.")
+    body = ("Deploys run ops/deploy.sh with the prod profile and wait for the health checks of every node "
+            "before traffic is switched over to the new colour.")
+    published = ("Deploys", "how deploys work", body)
     private = ("Deploy secret", "the deploy password lives in the vault", published[2])
     rewrite = ("Deploys", "how deploys work", published[2] + " Takes ten minutes.")
     assert _share(private, rewrite) >= THRESHOLD
