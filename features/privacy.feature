@@ -20,6 +20,38 @@ Feature: Private things never reach the repository
     And the mirror does not hold "user_ci-token.md"
     And the secret value appears in no output and in no file outside the private store
 
+  Scenario: A new safe memory that carries a private one's wording needs --allow-publish
+    Given the private memory "user_vault" with a distinctive body
+    And I remember the state of both roots
+    When I add a safe memory "project_notes" holding the body of "user_vault" with one character added
+    Then the exit code is 1
+    And the output mentions "privacy.publish-near-copy"
+    And the output mentions "user_vault.md"
+    And both roots are as remembered
+    When I add a safe memory "project_notes" holding the body of "user_vault" with one character added and --allow-publish
+    Then the exit code is 0
+    And the mirror copy of "project_notes.md" is byte-identical to the private copy
+
+  Scenario: A person may still publish the memory they name
+    Given the private memory "user_vault" with a distinctive body
+    When I run "update user_vault --visibility safe"
+    Then the exit code is 0
+    And the mirror copy of "user_vault.md" is byte-identical to the private copy
+
+  Scenario: An agent cannot publish a private memory over MCP
+    Given the private memory "user_vault" with a distinctive body
+    And I remember the state of both roots
+    When an agent sets the visibility of "user_vault" to safe over MCP
+    Then the tool call fails with "mcp.publish-refused"
+    And both roots are as remembered
+
+  Scenario: The config may let an agent publish a memory it names
+    Given the private memory "user_vault" with a distinctive body
+    And the config sets mcp.allow_publish to true
+    When an agent sets the visibility of "user_vault" to safe over MCP
+    Then the tool call succeeds
+    And the mirror copy of "user_vault.md" is byte-identical to the private copy
+
   Scenario: A reclassified memory disappears from the mirror and its index
     Given the safe memory "project_ci" with description "CI runs on every push"
     When I run "update project_ci --visibility private"

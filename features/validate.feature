@@ -92,6 +92,16 @@ Feature: A worker's plan is validated before anything is written
     Then the plan is rejected with "privacy.publish" in "operations"
     And the mirror does not hold "project_alpha.md"
 
+  Scenario: A safe memory that carries a private memory's wording needs --allow-publish
+    Given a worker whose plan creates the safe "project_notes.md" carrying the description of "project_alpha.md" with one character added
+    When I run "consolidate --no-context --worker fake --json"
+    Then the plan is rejected with "privacy.publish-near-copy" in "operations"
+    And the output mentions "project_alpha.md"
+    And the mirror does not hold "project_notes.md"
+    When I run "consolidate --no-context --worker fake --allow-publish --json"
+    Then the exit code is 0
+    And the mirror copy of "project_notes.md" is byte-identical to the private copy
+
   Scenario: With --allow-publish a private memory is published byte for byte
     Given a worker whose plan makes "project_alpha.md" safe
     When I run "consolidate --no-context --worker fake --allow-publish --json"

@@ -34,6 +34,7 @@ DEFAULTS: dict[str, dict[str, Any]] = {
     "privacy": {"rules": [], "allowlist": []},
     "inject": {"guidance": True, "max_bytes": 16_000, "max_files": 8, "mask_credentials": True},
     "consolidate": {"due_hours": 24.0, "due_writes": 20},
+    "mcp": {"allow_publish": False},
 }
 WORKER_DEFAULTS: dict[str, Any] = {"timeout": 600.0, "env": [], "network": False, "read_paths": [],
                                    "limits": dict(DEFAULT_LIMITS)}
@@ -113,6 +114,10 @@ class Config:
     @property
     def consolidate(self) -> Any:
         return self.section("consolidate")
+
+    @property
+    def mcp(self) -> Any:
+        return self.section("mcp")
 
     @property
     def workers(self) -> dict[str, Any]:

@@ -79,6 +79,12 @@ class ConsolidateConfig(_Strict):
     due_writes: int = Field(_CONSOLIDATE["due_writes"], ge=1)
 
 
+class McpConfig(_Strict):
+    # An agent may make a memory it names safe only when the user says so here; a copy of another
+    # private memory still needs a person's --allow-publish.
+    allow_publish: bool = DEFAULTS["mcp"]["allow_publish"]
+
+
 class Workers(BaseModel):
     model_config = ConfigDict(frozen=True)
     workers: dict[str, WorkerConfig] = Field(default_factory=dict)
@@ -86,7 +92,7 @@ class Workers(BaseModel):
 
 SECTIONS: dict[str, type[BaseModel]] = {
     "limits": LimitsConfig, "lock": LockConfig, "runs": RunsConfig, "workers": Workers,
-    "privacy": PrivacyConfig, "inject": InjectConfig, "consolidate": ConsolidateConfig,
+    "privacy": PrivacyConfig, "inject": InjectConfig, "consolidate": ConsolidateConfig, "mcp": McpConfig,
 }
 
 

@@ -8,7 +8,7 @@ from typing import Any
 
 from .commit import RunRecord, Services, commit_run, gate, run_recovery
 from .engine import Operation, PreState, compute_post, read_pre
-from .errors import ApplyFailed, InputRejected, StaleState
+from .errors import ApplyFailed, InputRejected, PrivacyRejected, StaleState
 from .frozen import Frozen
 from .fsutil import dump_json, sha256_bytes
 from .lock import project_lock
@@ -57,11 +57,15 @@ def fold(text: str) -> str:
 
 def direct_transaction(
     svc: Services, command: str, build: Callable[[PreState], list[Operation]], *, lock_timeout: float,
-    extra: dict[str, Any] | None = None,
+    extra: dict[str, Any] | None = None, publish: str = "any",
 ) -> TxResult:
-    """Lock, recover, read, build the operations, gate, then commit with a receipt."""
+    """Lock, recover, read, build the operations, gate, then commit with a receipt.
+
+    ``publish`` is what the caller may publish (``PUBLISH``): undo, import and rename restore or move
+    what a person already decided, so they publish "any"; add, update and edit by a person "named".
+    """
     try:
-        return _direct_transaction(svc, command, build, lock_timeout, extra)
+        return _direct_transaction(svc, command, build, lock_timeout, extra, publish)
     except OSError as exc:
         raise ApplyFailed(
             f"{command} failed before its commit point and changed nothing: {exc.strerror or exc}",
@@ -71,7 +75,7 @@ def direct_transaction(
 
 def _direct_transaction(
     svc: Services, command: str, build: Callable[[PreState], list[Operation]], lock_timeout: float,
-    extra: dict[str, Any] | None,
+    extra: dict[str, Any] | None, publish: str,
 ) -> TxResult:
     layout = svc.layout
     ensure_layout(layout)
@@ -81,6 +85,7 @@ def _direct_transaction(
         run_recovery(svc)
         pre = read_pre(layout, svc.limits)
         operations = build(pre)
+        refuse_publishing(pre, operations, publish)
         post = compute_post(pre, operations)
         if post.hash_maps() == pre.hash_maps():
             return TxResult(None, command, warnings=["nothing to change"])
@@ -111,6 +116,40 @@ def _direct_transaction(
     warnings = [w for label, files in indexes if INDEX_NAME in files
                 for w in [capacity(files[INDEX_NAME], svc.limits).warning(label)] if w]
     return TxResult(run_id, command, [op.summary() for op in operations], str(log_path), warnings)
+
+
+# any: no check (--allow-publish); named: the memory the command names may become safe, a copy of
+# another private memory may not; none: nothing private becomes safe (an agent over MCP).
+PUBLISH = ("any", "named", "none")
+MCP_PUBLISH_HINT = ("publishing is a person's decision: run `memfold update NAME --visibility safe`, "
+                    "or set mcp.allow_publish in the config")
+
+
+def refuse_publishing(pre: PreState, operations: list[Operation], publish: str) -> None:
+    """Refuse what ``publish`` does not allow before anything is written (exit 1)."""
+    if publish == "any":
+        return
+    from .store.memory import parse_memory
+    written: dict[str, Memory] = {}
+    for op in operations:
+        if op.kind == "delete" or op.classification != "safe" or op.content is None:
+            continue
+        old = pre.memories.get(op.name)
+        if old is not None and not old.is_safe and publish == "none":
+            raise PrivacyRejected(f"{op.name} is private and this would make it safe (copied to the "
+                                  "git-tracked mirror)", code="mcp.publish-refused", hint=MCP_PUBLISH_HINT)
+        if pre.harness.hashes.get(op.name) != sha256_bytes(op.content):
+            written[op.name] = parse_memory(op.content, op.name)
+    if not written:
+        return
+    from .privacy.nearcopy import NEAR_COPY, near_copies, near_copy_message
+
+    for name, found in sorted(near_copies(pre, written).items()):
+        message = f"{name} would be safe (copied to the git-tracked mirror) but {near_copy_message(found)}"
+        if publish == "none":
+            raise PrivacyRejected(message, code="mcp.publish-refused", hint=MCP_PUBLISH_HINT)
+        raise PrivacyRejected(message, code=NEAR_COPY, hint="reword it, keep it private, or pass --allow-publish "
+                              "to publish it anyway")
 
 
 class MemoryInput(Frozen):

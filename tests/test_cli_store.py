@@ -215,3 +215,31 @@ def test_json_output_keeps_the_exact_text_and_escapes_every_control(env: Env) ->
     assert all(ch.isascii() or ch.isprintable() for ch in result.out if ch != "\n")
     assert "\x1b" not in result.out and "\u202e" not in result.out and "\x9b" not in result.out
     assert result.json()["body"] == f"deploy body {TERMINAL_HOSTILE}end\n"
+
+
+VAULT_BODY = ("Ask the on-call for the vault path of the staging deploy key before running the release "
+              "script on a Friday afternoon.")
+
+
+def test_a_new_safe_memory_carrying_another_private_memory_needs_allow_publish(env: Env) -> None:
+    assert add(env, "user_vault", "where the staging deploy key is kept", "-b", VAULT_BODY) == 0
+    before = env.snapshot()
+    copied = "Shared: " + VAULT_BODY.replace("vault", "vaults", 1)
+    refused = env.run("--json", "add", "project_notes", "-d", "release notes", "--visibility", "safe",
+                      "-b", copied)
+    assert refused.code == 1
+    error = refused.json()
+    assert error["code"] == "privacy.publish-near-copy" and "user_vault.md" in error["message"]
+    assert "vault path" not in refused.out + refused.err and "--allow-publish" in error["hint"]
+    assert env.snapshot() == before and not (env.mirror / "project_notes.md").exists()
+    published = env.run("add", "project_notes", "-d", "release notes", "--visibility", "safe", "-b", copied,
+                        "--allow-publish")
+    assert published.code == 0
+    assert (env.mirror / "project_notes.md").read_bytes() == (env.harness / "project_notes.md").read_bytes()
+
+
+def test_a_person_may_still_publish_the_memory_they_name(env: Env) -> None:
+    assert add(env, "user_vault", "where the staging deploy key is kept", "-b", VAULT_BODY) == 0
+    assert env.run("update", "user_vault", "--visibility", "safe").code == 0
+    assert (env.mirror / "user_vault.md").read_bytes() == (env.harness / "user_vault.md").read_bytes()
+    assert VAULT_BODY in (env.mirror / "user_vault.md").read_text()

@@ -233,6 +233,16 @@ def publish(env: Env, ctx: dict[str, Any], name: str) -> None:
     _patch(env, ctx, [["append", ["operations"], _op(name, "rewrite", "safe", content)]])
 
 
+@given(parsers.parse('a worker whose plan creates the safe "{name}" carrying the description of "{source}" '
+                    'with one character added'))
+def near_copy(env: Env, ctx: dict[str, Any], name: str, source: str) -> None:
+    description = _content(env, source).split("description: ", 1)[1].split("\n", 1)[0]
+    middle = len(description) // 2
+    body = f"Reminder: {description[:middle]}x{description[middle:]}."
+    content = _memory(name.removesuffix(".md"), "notes for the team", "safe", body).decode()
+    _patch(env, ctx, [["append", ["operations"], _op(name, "create", "safe", content)]])
+
+
 @given(parsers.parse('a worker whose plan creates the safe "{name}" holding a GitHub token'))
 def leaky(env: Env, ctx: dict[str, Any], name: str) -> None:
     content = _memory(name.removesuffix(".md"), "The CI token for the release job", "safe",

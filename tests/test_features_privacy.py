@@ -13,6 +13,8 @@ from pytest_bdd import given, parsers, scenarios, then, when
 scenarios("privacy.feature")
 
 TOKEN = "ghp_" + "Q7vR2mK9xL4pW8sT1nB6yC3zH5jD0fG2aE4u"
+VAULT_BODY = ("Ask the on-call for the vault path of the staging deploy key before running the release "
+              "script on a Friday afternoon.")
 
 
 @pytest.fixture
@@ -125,3 +127,44 @@ def one_closing_tag(ctx: dict[str, Any]) -> None:
 @then("nothing outside the project was read into the injected block")
 def nothing_outside(ctx: dict[str, Any]) -> None:
     assert "OUTSIDE-ONLY-TEXT" not in ctx["result"].out
+
+
+@given(parsers.parse('the private memory "{name}" with a distinctive body'))
+def distinctive(env: Env, name: str) -> None:
+    assert env.run("add", name, "-d", "where the staging deploy key is kept", "-b", VAULT_BODY).code == 0
+
+
+@when(parsers.parse('I add a safe memory "{name}" holding the body of "{source}" with one character added'))
+@when(parsers.parse('I add a safe memory "{name}" holding the body of "{source}" with one character added '
+                    'and {flag}'))
+def add_near_copy(env: Env, ctx: dict[str, Any], name: str, source: str, flag: str = "") -> None:
+    body = (env.harness / f"{source}.md").read_text().split("---\n", 2)[2]
+    middle = len(body) // 2
+    ctx["result"] = env.run("add", name, "-d", "release notes", "--visibility", "safe",
+                            "-b", body[:middle] + "x" + body[middle:], *flag.split())
+
+
+@given("the config sets mcp.allow_publish to true")
+def allow_mcp_publish(env: Env) -> None:
+    (env.home / "config.yaml").write_text("mcp:\n  allow_publish: true\n")
+
+
+@when(parsers.parse('an agent sets the visibility of "{name}" to safe over MCP'))
+def mcp_publish(env: Env, ctx: dict[str, Any], name: str) -> None:
+    from mcp_client import with_session
+
+    async def body(session: Any) -> Any:
+        return await session.call_tool("memory_update", {"name": name, "visibility": "safe"})
+
+    ctx["tool"] = with_session(env.home, env.project, body)
+
+
+@then(parsers.parse('the tool call fails with "{code}"'))
+def tool_fails(ctx: dict[str, Any], code: str) -> None:
+    result = ctx["tool"]
+    assert result.is_error and result.structured_content["code"] == code, result.content
+
+
+@then("the tool call succeeds")
+def tool_succeeds(ctx: dict[str, Any]) -> None:
+    assert not ctx["tool"].is_error, ctx["tool"].content

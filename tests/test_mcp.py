@@ -111,3 +111,57 @@ def test_a_plan_that_would_empty_the_store_is_refused_over_mcp_after_one_worker_
     # The CLI is the user's own decision: it may empty the store.
     assert env.run("consolidate", "--no-context").code == 0
     assert not any(env.harness.glob("project_old-*.md"))
+
+
+VAULT_BODY = ("Ask the on-call for the vault path of the staging deploy key before running the release "
+              "script on a Friday afternoon.")
+
+
+def _publish_attempts(env: Env) -> list[Any]:
+    async def body(session: Any) -> Any:
+        return [await session.call_tool("memory_update", {"name": "user_vault", "visibility": "safe"}),
+                await session.call_tool("memory_add", {"name": "user_vault", "description": "the key",
+                                                       "body": VAULT_BODY, "visibility": "safe"}),
+                await session.call_tool("memory_add", {"name": "project_notes", "description": "release notes",
+                                                       "body": "Shared: " + VAULT_BODY, "visibility": "safe"})]
+
+    return with_session(env.home, env.project, body)  # type: ignore[no-any-return]
+
+
+def test_an_agent_cannot_publish_a_private_memory_over_mcp(env: Env) -> None:
+    assert env.run("add", "user_vault", "-d", "where the staging deploy key is kept", "-b", VAULT_BODY).code == 0
+    before, mirror = env.snapshot(), {p.name: p.read_bytes() for p in env.mirror.iterdir()}
+    results = _publish_attempts(env)
+    assert [(r.is_error, r.structured_content["code"]) for r in results] == [(True, "mcp.publish-refused")] * 3
+    assert all(r.structured_content["exitCode"] == 1 and "allow_publish" in r.structured_content["hint"]
+               for r in results)
+    assert "vault path" not in json.dumps([r.structured_content for r in results])
+    assert env.snapshot() == before and {p.name: p.read_bytes() for p in env.mirror.iterdir()} == mirror
+    # A safe memory of the agent's own wording is still fine.
+    async def body(session: Any) -> Any:
+        return await session.call_tool("memory_add", {"name": "project_ports", "description": "dev ports",
+                                                      "body": "The dev server listens on 8080.",
+                                                      "visibility": "safe"})
+
+    assert not with_session(env.home, env.project, body).is_error
+    assert (env.mirror / "project_ports.md").exists()
+
+
+def test_the_config_may_let_an_agent_publish_what_it_names_but_never_a_copy(env: Env) -> None:
+    assert env.run("add", "user_vault", "-d", "where the staging deploy key is kept", "-b", VAULT_BODY).code == 0
+    assert env.run("add", "user_payroll", "-d", "payroll export schedule", "-b", "The payroll export for the "
+                   "Berlin office runs on the 25th and is mailed to the finance lead as an encrypted zip.").code == 0
+    (env.home / "config.yaml").write_text("mcp:\n  allow_publish: true\n")
+
+    async def body(session: Any) -> Any:
+        return [await session.call_tool("memory_update", {"name": "user_vault", "visibility": "safe"}),
+                await session.call_tool("memory_add", {
+                    "name": "project_finance", "description": "finance notes", "visibility": "safe",
+                    "body": "Note: the payroll export for the Berlin office runs on the 25th and is mailed "
+                            "to the finance lead as an encrypted zip file."})]
+
+    named, copy = with_session(env.home, env.project, body)
+    assert not named.is_error and VAULT_BODY in (env.mirror / "user_vault.md").read_text()
+    assert copy.is_error and copy.structured_content["code"] == "privacy.publish-near-copy"
+    assert "user_payroll.md" in copy.structured_content["message"]
+    assert not (env.mirror / "project_finance.md").exists() and not (env.harness / "project_finance.md").exists()

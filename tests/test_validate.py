@@ -385,7 +385,32 @@ def test_a_private_body_reappearing_in_a_new_safe_memory_needs_allow_publish(sto
     body = store.pre.memories["user_editor.md"].body
     plan = base_plan(store, [op("user_editor.md", "delete", "private"),
                              op("project_editor.md", "create", "safe", new_memory("project_editor.md", body=body))])
-    assert issues(check(store, plan)) == [("privacy.publish", "$.operations[1].content")]
+    assert issues(check(store, plan)) == [("privacy.publish-near-copy", "$.operations[1].content")]
+    assert check(store, plan, allow_publish=True).ok
+
+
+def test_a_near_copy_of_a_private_memory_in_a_new_or_rewritten_safe_memory_needs_allow_publish(
+        store: Store) -> None:
+    assert store.env.run("add", "user_vault", "-d", "the staging deploy key lives in the team vault under ops",
+                         "-t", "user", "-b", "Ask the on-call for the vault path of the staging deploy key before "
+                         "running the release script on a Friday afternoon.").code == 0
+    store.refresh()
+    store.manifest = manifest_for(store.layout, sorted(store.pre.memories))
+    private = store.pre.memories["user_vault.md"]
+    copied = "Shared: " + private.body.replace("vault", "vaults", 1)
+    plan = base_plan(store, [
+        op("project_notes.md", "create", "safe", new_memory("project_notes.md", body=copied)),
+        op("project_deploy.md", "rewrite", "safe", store.memory("project_deploy.md", description=private.description)),
+    ])
+    refused = check(store, plan)
+    assert issues(refused) == [("privacy.publish-near-copy", "$.operations[1].content"),
+                               ("privacy.publish-near-copy", "$.operations[0].content")]
+    text = json.dumps(refused.as_dict())
+    assert "user_vault.md" in text and "project_notes.md" in text and "project_deploy.md" in text
+    assert "vault path" not in text and "team vault" not in text
+    with pytest.raises(PrivacyRejected) as info:
+        raise_for(refused)
+    assert info.value.code == "privacy.publish-near-copy" and info.value.exit_code == 1
     assert check(store, plan, allow_publish=True).ok
 
 

@@ -99,7 +99,7 @@ def edit(name: str = typer.Argument(...), global_: bool = GlobalOpt, json_out: b
                 return 0
             try:
                 build = replace_ops(actual, content, expected=sha256_bytes(original))
-                result = direct_transaction(svc, "edit", build, lock_timeout=lock_timeout())
+                result = direct_transaction(svc, "edit", build, lock_timeout=lock_timeout(), publish="named")
             except InputRejected as exc:
                 report_error(exc, False)
                 if typer.prompt("[r]e-open the editor or [a]bort", default="r").strip().lower().startswith("a"):

@@ -19,6 +19,6 @@ def mcp() -> int:
     section = cfg.consolidate
     backend = Backend(svc=services(), lock_timeout=float(cfg.lock.timeout), workers=cfg.workers,
                       due_policy=DuePolicy(section.due_hours, section.due_writes), parent_env=dict(os.environ),
-                      extract_limits=cfg.extract_limits())
+                      extract_limits=cfg.extract_limits(), allow_publish=bool(cfg.mcp.allow_publish))
     anyio.run(build_server(backend).run_stdio_async)
     return 0

@@ -48,7 +48,7 @@ def print_tx(result: Any, as_json: bool) -> int:
 
 
 def add(name: str, description: str | None, type_: str | None, visibility: str | None, body: str | None,
-        body_file: Path | None, expires: str | None, global_: bool, json_out: bool) -> int:
+        body_file: Path | None, expires: str | None, global_: bool, json_out: bool, allow_publish: bool = False) -> int:
     use_global(global_)
     from ..edits import MemoryInput, add_ops, direct_transaction
     from ..store.memory import normalize_name
@@ -56,12 +56,14 @@ def add(name: str, description: str | None, type_: str | None, visibility: str |
     svc = services()
     file = normalize_name(name)
     data = MemoryInput(description, type_, visibility, read_body(body, body_file), expires)
-    result = direct_transaction(svc, "add", add_ops(file, data, svc.clock()), lock_timeout=lock_timeout())
+    result = direct_transaction(svc, "add", add_ops(file, data, svc.clock()), lock_timeout=lock_timeout(),
+                                publish=_publish(allow_publish))
     return print_tx(result, want_json(json_out))
 
 
 def update(name: str, description: str | None, type_: str | None, visibility: str | None, body: str | None,
-           body_file: Path | None, expires: str | None, global_: bool, json_out: bool) -> int:
+           body_file: Path | None, expires: str | None, global_: bool, json_out: bool,
+           allow_publish: bool = False) -> int:
     use_global(global_)
     from ..edits import MemoryInput, direct_transaction, update_ops
     from ..store.memory import normalize_name
@@ -69,7 +71,13 @@ def update(name: str, description: str | None, type_: str | None, visibility: st
     svc = services()
     data = MemoryInput(description, type_, visibility, read_body(body, body_file), expires)
     build = update_ops(normalize_name(name), data, svc.clock())
-    return print_tx(direct_transaction(svc, "update", build, lock_timeout=lock_timeout()), want_json(json_out))
+    result = direct_transaction(svc, "update", build, lock_timeout=lock_timeout(), publish=_publish(allow_publish))
+    return print_tx(result, want_json(json_out))
+
+
+def _publish(allow_publish: bool) -> str:
+    """A person may make the memory they name safe; carrying another private memory needs the flag."""
+    return "any" if allow_publish else "named"
 
 
 def forget(name: str, global_: bool, json_out: bool) -> int:

@@ -16,14 +16,15 @@ _FLAGS = {"--global": "global_", "--json": "json_out"}
 _MEMORY = {"--description": "description", "-d": "description", "--type": "type_", "-t": "type_",
            "--visibility": "visibility", "--body": "body", "-b": "body", "--body-file": "body_file",
            "--expires": "expires"}
+_EDIT_FLAGS = {**_FLAGS, "--allow-publish": "allow_publish"}
 _CONSOLIDATE = {"--context": "context", "--scope": "scope", "--worker": "worker"}
 _CONSOLIDATE_FLAGS = {**_FLAGS, "--no-context": "no_context", "--allow-publish": "allow_publish",
                       "--dry-run": "dry_run", "--unsafe-no-sandbox": "unsafe_no_sandbox",
                       "--all-projects": "all_projects", "--if-due": "if_due", "--skip-if-locked": "skip_if_locked"}
 # command: (positional parameters, value options, flags, defaults)
 _SPECS: dict[str, tuple[tuple[str, ...], dict[str, str], dict[str, str], dict[str, Any]]] = {
-    "add": (("name",), _MEMORY, _FLAGS, {}),
-    "update": (("name",), _MEMORY, _FLAGS, {}),
+    "add": (("name",), _MEMORY, _EDIT_FLAGS, {}),
+    "update": (("name",), _MEMORY, _EDIT_FLAGS, {}),
     "forget": (("name",), {}, _FLAGS, {}),
     "list": ((), {}, _FLAGS, {}),
     "search": (("query",), {"--limit": "limit"}, _FLAGS, {"limit": 20}),

@@ -15,6 +15,8 @@ VisOpt = typer.Option(None, "--visibility", help="safe (mirrored to .memory/) | 
 BodyOpt = typer.Option(None, "--body", "-b", help="the memory text")
 BodyFileOpt = typer.Option(None, "--body-file", help="read the text from a file ('-' for stdin)")
 ExpiresOpt = typer.Option(None, "--expires", help="YYYY-MM-DD after which the memory is stale")
+PublishOpt = typer.Option(False, "--allow-publish",
+                          help="let a safe memory carry the wording of another, private memory")
 
 
 @app.command()
@@ -37,20 +39,22 @@ def add(
     name: str = typer.Argument(..., help="file name, e.g. project_deploy-target (.md is added)"),
     description: str = typer.Option(None, "--description", "-d", help="one self-contained line"),
     type_: str = TypeOpt, visibility: str = VisOpt, body: str = BodyOpt, body_file: Path = BodyFileOpt,
-    expires: str = ExpiresOpt, global_: bool = GlobalOpt, json_out: bool = JsonOpt,
+    expires: str = ExpiresOpt, global_: bool = GlobalOpt, json_out: bool = JsonOpt, allow_publish: bool = PublishOpt,
 ) -> int:
     """Create a memory, or overwrite the one with exactly this name (keeping its created date)."""
-    return memories.add(name, description, type_, visibility, body, body_file, expires, global_, json_out)
+    return memories.add(name, description, type_, visibility, body, body_file, expires, global_, json_out,
+                        allow_publish=allow_publish)
 
 
 @app.command()
 def update(
     name: str = typer.Argument(...), description: str = typer.Option(None, "--description", "-d"),
     type_: str = TypeOpt, visibility: str = VisOpt, body: str = BodyOpt, body_file: Path = BodyFileOpt,
-    expires: str = ExpiresOpt, global_: bool = GlobalOpt, json_out: bool = JsonOpt,
+    expires: str = ExpiresOpt, global_: bool = GlobalOpt, json_out: bool = JsonOpt, allow_publish: bool = PublishOpt,
 ) -> int:
     """Change fields or the body of an existing memory."""
-    return memories.update(name, description, type_, visibility, body, body_file, expires, global_, json_out)
+    return memories.update(name, description, type_, visibility, body, body_file, expires, global_, json_out,
+                           allow_publish=allow_publish)
 
 
 @app.command()

@@ -111,11 +111,15 @@ class Backend:
     due_policy: DuePolicy
     parent_env: Mapping[str, str] = field(default_factory=dict)
     extract_limits: Any = None  # the config's worker output bounds (ExtractLimits); None: the defaults
+    allow_publish: bool = False  # the config's mcp.allow_publish
 
     def edit(self, command: str, build: Callable[..., Any]) -> dict[str, Any]:
         from ..edits import direct_transaction
 
-        return direct_transaction(self.svc, command, build, lock_timeout=self.lock_timeout).as_dict()
+        # The agent is not the person who decides what the team's repository shows.
+        publish = "named" if self.allow_publish else "none"
+        return direct_transaction(self.svc, command, build, lock_timeout=self.lock_timeout,
+                                  publish=publish).as_dict()
 
     def add(self, name: str, description: str, body: str, type_: str, visibility: str,
             expires: str | None) -> dict[str, Any]:

@@ -7,7 +7,8 @@ from typing import Any
 
 from ..errors import InputRejected, Issue
 from ..fsutil import sha256_bytes
-from ..store.memory import parse_memory, split_frontmatter, windows_reserved
+from ..privacy.nearcopy import NEAR_COPY, near_copies, near_copy_message
+from ..store.memory import Memory, parse_memory, windows_reserved
 from .context import Context, Subject, json_path, valid_name
 
 _MIRROR_NOTE = "safe memories are copied to the git-tracked mirror"
@@ -100,15 +101,16 @@ def bounds(ctx: Context) -> Iterator[Issue]:
 
 
 def publish(ctx: Context) -> Iterator[Issue]:
-    """private -> safe needs --allow-publish, also when a private body reappears under a new name."""
+    """private -> safe needs --allow-publish, and so does a safe memory that carries a private one's wording.
+
+    Only what the plan writes as safe is measured: a safe memory left as it is was already in the
+    mirror, so whatever a private memory shares with it is public, not carried out by this plan.
+    """
     if ctx.allow_publish:
         return
-    private_bodies: dict[str, str] = {}
-    for name, memory in sorted(ctx.pre.memories.items()):
-        body = memory.body.strip()
-        if not memory.is_safe and body:
-            private_bodies.setdefault(body, name)
     hint = "pass --allow-publish to consolidate to publish it"
+    written: dict[str, Memory] = {}
+    where: dict[str, tuple[int, Subject]] = {}
     for index, op in ctx.items("operations"):
         if op["kind"] == "delete" or op["classification"] != "safe":
             continue
@@ -119,18 +121,19 @@ def publish(ctx: Context) -> Iterator[Issue]:
             yield Issue("privacy.publish", json_path("operations", index, "classification"),
                         f"{subject}: the memory is private and this makes it safe ({_MIRROR_NOTE}); {hint}")
             continue
-        source = private_bodies.get(_body(op["content"], name))
-        if source is not None and source != name:
-            yield Issue("privacy.publish", json_path("operations", index, "content"),
-                        f"{subject}: the content repeats the body of the private memory {source} "
-                        f"({_MIRROR_NOTE}); {hint}")
-
-
-def _body(text: str, name: str) -> str:
-    try:
-        return split_frontmatter(text.replace("\r\n", "\n"), name)[1].strip()
-    except InputRejected:
-        return ""
+        data = _encoded(op)
+        if data is None or len(data) > ctx.limits.max_file_bytes or ctx.pre.harness.hashes.get(name) == \
+                sha256_bytes(data):
+            continue  # unchanged, or refused by the operations rule
+        try:
+            written[name] = parse_memory(data, name)
+        except InputRejected:
+            continue
+        where[name] = (index, subject)
+    for name, found in sorted(near_copies(ctx.pre, written).items()):
+        index, subject = where[name]
+        yield Issue(NEAR_COPY, json_path("operations", index, "content"),
+                    f"{subject}: {near_copy_message(found, ctx.label)} ({_MIRROR_NOTE}); {hint}")
 
 
 def privacy(ctx: Context) -> Iterator[Issue]:
