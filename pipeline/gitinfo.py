@@ -70,6 +70,9 @@ _SAFE_ENV = {
 }
 
 TIMEOUT_S = 20
+# Bounds on reading a mirror file's committed versions (the chain witness reads its head's history).
+MAX_BLOB = 64 << 10
+MAX_VERSIONS = 10_000
 
 
 def git_argv(args: tuple[str, ...], cwd: Path | None = None) -> tuple[str, ...]:
@@ -89,19 +92,23 @@ def git_env(base: Mapping[str, str], cwd: Path | None = None) -> dict[str, str]:
     return env
 
 
-def run_git(args: tuple[str, ...], cwd: Path | None = None,
-            base_env: Mapping[str, str] | None = None) -> str | None:
-    """Run git with an argv tuple (never a shell) and return its stdout, or None when git is
+def git_output(args: tuple[str, ...], cwd: Path | None = None, stdin: bytes = b"",
+               base_env: Mapping[str, str] | None = None) -> bytes | None:
+    """Run git with an argv tuple (never a shell) and return its raw stdout, or None when git is
     missing, fails or takes longer than ``TIMEOUT_S``."""
     try:
-        out = subprocess.run(git_argv(args, cwd), capture_output=True, timeout=TIMEOUT_S, check=False,
-                             stdin=subprocess.DEVNULL,
-                             env=git_env(os.environ if base_env is None else base_env, cwd))
+        out = subprocess.run(git_argv(args, cwd), input=stdin, capture_output=True, timeout=TIMEOUT_S,
+                             check=False, env=git_env(os.environ if base_env is None else base_env, cwd))
     except (OSError, subprocess.TimeoutExpired):
         return None
-    if out.returncode != 0:
-        return None
-    return out.stdout.decode("utf-8", "surrogateescape")
+    return out.stdout if out.returncode == 0 else None
+
+
+def run_git(args: tuple[str, ...], cwd: Path | None = None,
+            base_env: Mapping[str, str] | None = None) -> str | None:
+    """:func:`git_output` as text (undecodable bytes kept as surrogate escapes)."""
+    out = git_output(args, cwd, base_env=base_env)
+    return None if out is None else out.decode("utf-8", "surrogateescape")
 
 
 def _names(output: str | None) -> list[str] | None:
@@ -121,3 +128,53 @@ def ever_committed(root: Path) -> set[str] | None:
     files = _names(run_git(("log", "--all", "--no-show-signature", "--no-ext-diff", "--no-textconv",
                             "--no-renames", "-z", "--name-only", "--format=", "--", MIRROR_DIR), root))
     return None if files is None else set(files)
+
+
+def committed_versions(root: Path, path: str) -> list[tuple[str, bytes | None]] | None:
+    """Every version of ``path`` in the commits reachable from HEAD that touched it, newest first.
+
+    Each is (commit, bytes), bytes None where that commit deleted the file; b"" for a blob over
+    MAX_BLOB (no valid small file is that large). None: not a git work tree, or no commit yet.
+    """
+    listed = git_output(("rev-list", f"--max-count={MAX_VERSIONS}", "HEAD", "--", path), root)
+    if listed is None:
+        return None
+    commits = listed.decode("ascii", errors="replace").split()
+    if not commits:
+        return []
+    checked = git_output(("cat-file", "--batch-check=%(objectname) %(objecttype) %(objectsize)"), root,
+                         "".join(f"{c}:{path}\n" for c in commits).encode())
+    if checked is None:
+        return None
+    found: dict[str, str] = {}
+    small: list[str] = []
+    for commit, line in zip(commits, checked.decode("ascii", errors="replace").splitlines()):
+        parts = line.split()
+        if len(parts) == 3 and parts[1] == "blob":
+            found[commit] = parts[0]
+            if parts[2].isdigit() and int(parts[2]) <= MAX_BLOB:
+                small.append(parts[0])
+    blobs = _blobs(root, small)
+    if blobs is None:
+        return None
+    return [(c, None if c not in found else blobs.get(found[c], b"")) for c in commits]
+
+
+def _blobs(root: Path, oids: list[str]) -> dict[str, bytes] | None:
+    if not oids:
+        return {}
+    out = git_output(("cat-file", "--batch"), root, "".join(f"{oid}\n" for oid in dict.fromkeys(oids)).encode())
+    if out is None:
+        return None
+    blobs: dict[str, bytes] = {}
+    at = 0
+    while at < len(out):
+        end = out.index(b"\n", at)
+        header = out[at:end].split()
+        at = end + 1
+        if len(header) != 3 or not header[2].isdigit():
+            continue  # "<oid> missing": nothing follows
+        size = int(header[2])
+        blobs[header[0].decode("ascii")] = out[at:at + size]
+        at += size + 1
+    return blobs

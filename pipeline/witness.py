@@ -144,9 +144,9 @@ def _check_working_head(mirror: Path, name: str, chain: str, newest: int, digest
 def _check_committed(project_root: Path, name: str, chain: str, newest: int, digest_at: DigestAt,
                      report: Report) -> int | None:
     """How many committed heads were checked; None without git history."""
-    from . import gitread  # only audit reads git; a write never starts a process
+    from . import gitinfo  # only audit reads git; a write never starts a process
 
-    versions = gitread.committed_versions(project_root, f"{MIRROR_DIR}/{name}")
+    versions = gitinfo.committed_versions(project_root, f"{MIRROR_DIR}/{name}")
     if versions is None:
         report.checks.append("witness: no git history to check (not a git work tree, or no commit yet)")
         return None
