@@ -102,7 +102,7 @@ def why(result: Result, run_dir: Path) -> str:
     return f"{result.out}\n{result.err}\n{stderr.read_text()[-3000:] if stderr.exists() else ''}"
 
 
-@pytest.mark.parametrize("name", ["claude"])
+@pytest.mark.parametrize("name", ["claude", "pi", "codex"])
 def test_a_real_cli_consolidates_through_its_preset_under_the_sandbox(
         env: Env, real_clis: RealClis, server: FakeModelServer, monkeypatch: pytest.MonkeyPatch,
         tmp_path: Path, name: str) -> None:
