@@ -62,9 +62,10 @@ def prose_reply(text: str) -> str:
 
 
 def two_plans_reply(text: str) -> str:
+    """A model that hedges: the run's plan, then a second one that differs in a summary."""
     plan = json.loads(plan_reply(text))
     other = {**plan, "report": [{**r, "summary": r["summary"] + " (second opinion)"} for r in plan["report"]]}
-    return "```json\n" + json.dumps(plan) + "\n```\n\nor\n\n```json\n" + json.dumps(other) + "\n```"
+    return json.dumps(plan, indent=2) + "\n" + json.dumps(other, indent=2)
 
 
 Reply = Callable[[str], str]

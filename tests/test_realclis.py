@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 import yaml
 from conftest import Env, Result
-from fake_model_server import FakeModelServer, plan_reply, prose_reply, run_dir_of, two_plans_reply
+from fake_model_server import FakeModelServer, Reply, prose_reply, run_dir_of, two_plans_reply
 from realclis import RealClis, real_clis  # noqa: F401  (the session fixture)
 
 from pipeline.resources import data_dir
@@ -132,3 +132,59 @@ def test_a_real_cli_consolidates_through_its_preset_under_the_sandbox(
             p.name for p in root.iterdir() if p.is_file()}
     # The key went to the model server only, never into what memfold keeps.
     assert all(FAKE_KEY.encode() not in p.read_bytes() for p in run_dir.iterdir() if p.is_file())
+
+
+def receipts(env: Env) -> list[str]:
+    return sorted(p.name for p in (env.project_home / "receipts").iterdir())
+
+
+@pytest.mark.parametrize(("name", "reply", "reason"), [
+    ("claude", prose_reply, "is prose, not a JSON object"),
+    ("pi", prose_reply, "is prose, not a JSON object"),
+    ("codex", prose_reply, "is prose, not a JSON object"),
+    ("claude", two_plans_reply, "is not exactly one JSON object"),
+    ("codex", two_plans_reply, "is not exactly one JSON object"),
+])
+def test_a_real_cli_whose_model_gives_no_single_plan_changes_nothing(
+        env: Env, real_clis: RealClis, server: FakeModelServer, monkeypatch: pytest.MonkeyPatch,
+        tmp_path: Path, name: str, reply: Reply, reason: str) -> None:
+    """An agent's final message is the plan only when it is exactly one JSON plan object."""
+    small_store(env)
+    configure(env, real_clis, server, monkeypatch, tmp_path, name)
+    server.reply = reply
+    before, chain = env.snapshot(), receipts(env)
+
+    result = env.run("--json", "consolidate", "--no-context", "--worker", name)
+
+    assert result.code == 4, why(result, last_run(env))
+    error = result.json()
+    assert error["code"] == "worker.no-plan" and reason in error["message"], error
+    assert server.model_calls()  # the CLI really ran and asked the model
+    assert env.snapshot() == before and receipts(env) == chain
+    assert not (last_run(env) / "plan.json").exists() and not (last_run(env) / "post-receipt.json").exists()
+
+
+def test_the_sandbox_is_in_force_for_a_real_cli(
+        env: Env, real_clis: RealClis, server: FakeModelServer, monkeypatch: pytest.MonkeyPatch,
+        tmp_path: Path) -> None:
+    """Pi writes auth.json into its agent dir: without the sandbox it does, inside it cannot."""
+    small_store(env)
+    configure(env, real_clis, server, monkeypatch, tmp_path, "pi")
+    auth = tmp_path / "pi-agent" / "auth.json"
+
+    result = env.run("--json", "consolidate", "--no-context", "--worker", "pi")
+
+    assert result.code == 0, why(result, last_run(env))
+    sandbox = json.loads(Path(result.json()["receipt"]).read_text())["sandbox"]
+    assert sandbox["enforced"] is True and sandbox["filesystem"] == "landlock" and sandbox["missing"] == []
+    assert sandbox["seccomp"]["metadata"] == "denied" and sandbox["seccomp"]["unix_sockets"] == "denied"
+    assert sandbox["network"] == {"requested": "allowed", "tcp": "not-restricted", "sockets": "allowed",
+                                  "unix": "denied"}
+    assert sandbox["no_new_privs"] is True and sandbox["pid_namespace"] is True and sandbox["reads"] == "narrowed"
+    assert not auth.exists()
+    # The CLI's own state went to the scratch HOME, the only place it may write.
+    assert (last_run(env) / "scratch" / "home").is_dir()
+
+    unsandboxed = env.run("--json", "consolidate", "--no-context", "--worker", "pi", "--unsafe-no-sandbox")
+    assert unsandboxed.code == 0, why(unsandboxed, last_run(env))
+    assert auth.is_file()  # the same CLI, unconfined, does write there
