@@ -138,8 +138,11 @@ class _Handler(BaseHTTPRequestHandler):
             self._json(404, {"error": {"type": "not_found", "message": "not served here"}})
 
     def do_HEAD(self) -> None:
+        # Claude Code probes the base URL first; a HEAD answer carries no body on a kept-alive connection.
         self._record()
-        self._json(200, {})
+        self.send_response(200)
+        self.send_header("content-length", "0")
+        self.end_headers()
 
     def do_POST(self) -> None:
         request = self._record()

@@ -52,7 +52,8 @@ def test_a_real_cli_consolidates_through_its_preset_under_the_sandbox(
     # The memories on disk are what the plan said, and the receipt describes exactly those files.
     assert_plan_applied(env, json.loads(plan))
     assert receipt["finalHashes"] == {"harness": tree_hashes(env.harness), "public": tree_hashes(env.mirror)}
-    # The key went to the model server only, never into what memfold keeps.
+    # The key went to the model server only, never into what memfold keeps or the server's log.
+    assert all(FAKE_KEY not in json.dumps(r.headers) for r in fake_model.requests)
     assert all(FAKE_KEY.encode() not in p.read_bytes() for p in run_dir.iterdir() if p.is_file())
 
 
