@@ -403,7 +403,7 @@ def records_protections(env: Env) -> None:
     assert got["reads"] == "narrowed" and got["supervisor"] == "non-dumpable"
     assert got["no_new_privs"] is True
     assert got["capabilities"] == ("dropped" if os.getuid() == 0 else "none-held")
-    assert got["rlimits"]["core"] == 0 and got["rlimits"]["nofile"] == 256 and got["rlimits"]["cpu"] == 301
+    assert got["rlimits"]["core"] == 0 and got["rlimits"]["nofile"] == 1024 and got["rlimits"]["cpu"] == 301
     assert got["rlimits"]["fsize"] == 256 << 20
     assert got["kill"] == planned["kill"] and got["kill"] in ("pid-namespace", "cgroup.kill", "subreaper+pidfd")
     assert got["pids_max"] == (512 if PROBE["cgroup"]["pids"] else None)

@@ -18,7 +18,9 @@ MARKER = "memfold-sandbox:"  # prefix of the launcher's own stderr lines
 DEFAULT_RLIMITS: dict[str, int | None] = {
     "cpu": 600,
     "fsize": 256 << 20,
-    "nofile": 256,
+    # Node's module loader opens a package's files in parallel: Pi 0.73 needs ~300 descriptors
+    # just to start and died of EMFILE at 256. 1024 is Linux's usual soft default.
+    "nofile": 1024,
     "core": 0,
     "as": None,
     "data": None,

@@ -1,0 +1,175 @@
+"""The real agent CLIs from npm (Claude Code, Pi, Codex), installed once outside HOME, and their test setup."""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import shutil
+import subprocess
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from conftest import REPO, Env, Result
+from fake_model_server import FakeModelServer
+
+from pipeline.resources import data_dir
+
+PACKAGES = {
+    "claude": "@anthropic-ai/claude-code",
+    "pi": "@mariozechner/pi-coding-agent",
+    "codex": "@openai/codex",
+}
+PREFIX_ENV = "MEMFOLD_TEST_NPM_PREFIX"
+CACHE = REPO / ".cache" / "npm-clis"
+EXAMPLE = data_dir("procedures") / "workers.example.yaml"
+SOURCES = {"pi": "pi-json", "claude": "claude-result", "codex": "codex-json"}
+FAKE_KEY = "sk-memfold-fake-key-0123456789"
+# What keeps each CLI from calling anything but the fake model (update checks, telemetry).
+QUIET = {
+    "claude": {"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_AUTOUPDATER": "1",
+               "DISABLE_TELEMETRY": "1", "DISABLE_ERROR_REPORTING": "1"},
+    "pi": {"PI_OFFLINE": "1"},
+    "codex": {},
+}
+
+
+@dataclass(frozen=True)
+class RealClis:
+    prefix: Path
+
+    @property
+    def bin(self) -> Path:
+        return self.prefix / "node_modules" / ".bin"
+
+    def version(self, name: str) -> str:
+        manifest = self.prefix / "node_modules" / PACKAGES[name] / "package.json"
+        return str(json.loads(manifest.read_text(encoding="utf-8"))["version"])
+
+
+def _installed(prefix: Path) -> bool:
+    return all(os.access(prefix / "node_modules" / ".bin" / name, os.X_OK) for name in PACKAGES)
+
+
+def _install(prefix: Path) -> None:
+    """npm install into ``prefix`` under a lock, so parallel test processes install once."""
+    npm = shutil.which("npm")
+    if npm is None:
+        pytest.skip("npm is not installed: the real agent CLIs cannot be fetched")
+    prefix.mkdir(parents=True, exist_ok=True)
+    with open(prefix.parent / f"{prefix.name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if _installed(prefix):
+            return
+        # npm's own cache and config go below the prefix: the tests' HOME is unusable by design.
+        env = {**os.environ, "npm_config_cache": str(prefix / ".npm-cache"), "npm_config_update_notifier": "false"}
+        done = subprocess.run([npm, "install", "--no-audit", "--no-fund", "--prefix", str(prefix), *PACKAGES.values()],
+                              capture_output=True, text=True, env=env, timeout=600, stdin=subprocess.DEVNULL)
+        if done.returncode != 0 or not _installed(prefix):
+            pytest.fail(f"npm install of the agent CLIs failed ({done.returncode}):\n{done.stderr[-4000:]}")
+
+
+@pytest.fixture(scope="session")
+def real_clis() -> RealClis:
+    given = os.environ.get(PREFIX_ENV)
+    prefix = Path(given).resolve() if given else CACHE
+    if not _installed(prefix):
+        _install(prefix)
+    return RealClis(prefix)
+
+
+@pytest.fixture
+def fake_model() -> Iterator[FakeModelServer]:
+    server = FakeModelServer().start()
+    yield server
+    server.stop()
+
+
+def presets() -> dict[str, Any]:
+    return yaml.safe_load(EXAMPLE.read_text(encoding="utf-8"))["workers"]  # type: ignore[no-any-return]
+
+
+def configure(env: Env, clis: RealClis, server: FakeModelServer, monkeypatch: pytest.MonkeyPatch,
+              tmp_path: Path, name: str) -> dict[str, Any]:
+    """Write config.yaml from the shipped preset, pointed at the fake model; return the worker entry.
+
+    What a user adds for a CLI installed under an npm prefix: the prefix in ``read_paths``,
+    and the variables that name the provider's endpoint in ``env``.
+    """
+    worker = dict(presets()[name])
+    extra: dict[str, str] = dict(QUIET[name])
+    read_paths = [str(clis.prefix)]
+    if name == "claude":
+        extra["ANTHROPIC_BASE_URL"] = server.url
+    elif name == "pi":
+        # Pi hands its model registry's base URL to the SDK, so ANTHROPIC_BASE_URL is never read:
+        # a models.json in its agent dir overrides the provider. The dir is read-only in the sandbox.
+        agent = tmp_path / "pi-agent"
+        agent.mkdir()
+        (agent / "models.json").write_text(json.dumps({"providers": {"anthropic": {"baseUrl": server.url}}}))
+        extra["PI_CODING_AGENT_DIR"] = str(agent)
+        read_paths.append(str(agent))
+    else:
+        # Codex ignores OPENAI_BASE_URL; a custom provider also skips the WebSocket transport the
+        # built-in one tries (and retries for seconds) before falling back to HTTPS.
+        provider = f'{{name="fake", base_url="{server.url}/v1", env_key="OPENAI_API_KEY", wire_api="responses"}}'
+        argv = list(worker["argv"])
+        worker["argv"] = [*argv[:-1], "-c", 'model_provider="fake"', "-c", f"model_providers.fake={provider}",
+                          argv[-1]]
+    worker["env"] = [*worker["env"], *extra]
+    worker["read_paths"] = read_paths
+    worker["timeout"] = 60
+    env.home.mkdir(parents=True, exist_ok=True)
+    (env.home / "config.yaml").write_text(yaml.safe_dump({"workers": {name: worker}}))
+    monkeypatch.setenv("PATH", os.pathsep.join([str(clis.bin), "/usr/bin", "/bin"]))
+    for key in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "CODEX_API_KEY"):
+        monkeypatch.setenv(key, FAKE_KEY)
+    for key, value in extra.items():
+        monkeypatch.setenv(key, value)
+    return worker
+
+
+def small_store(env: Env) -> None:
+    """Safe and private memories, one expired and one private copy: a plan with real operations."""
+    assert env.run("init").code == 0
+    assert env.run("add", "user_tea", "-d", "prefers green tea", "-b", "tea, no sugar").code == 0
+    assert env.run("add", "project_deploy", "-d", "deploys go through ops/deploy.sh", "--visibility", "safe",
+                   "-b", "run ops/deploy.sh from main").code == 0
+    assert env.run("add", "feedback_db", "-d", "integration tests hit a real database", "--visibility", "safe",
+                   "-b", "no mocks for the database layer").code == 0
+    assert env.run("add", "project_freeze", "-d", "release freeze until the 2026 launch", "--expires", "2026-06-01",
+                   "-b", "no releases during the freeze").code == 0
+    # `add` refuses an exact duplicate, so the copy arrives the way hosts write it: a file by hand.
+    original = (env.harness / "user_tea.md").read_bytes()
+    (env.harness / "user_tea-copy.md").write_bytes(original.replace(b"name: user_tea\n", b"name: user_tea-copy\n"))
+
+
+def last_run(env: Env) -> Path:
+    # Run ids share the pinned clock's timestamp: the newest is the one created last.
+    return max((env.project_home / "runs").iterdir(), key=lambda p: p.stat().st_mtime_ns)
+
+
+def receipt_files(env: Env) -> list[str]:
+    return sorted(p.name for p in (env.project_home / "receipts").iterdir())
+
+
+def why(result: Result, run_dir: Path) -> str:
+    stderr = run_dir / "stderr.txt"
+    return f"{result.out}\n{result.err}\n{stderr.read_text()[-3000:] if stderr.exists() else ''}"
+
+
+def assert_plan_applied(env: Env, plan: dict[str, Any]) -> None:
+    """Both roots hold what the plan's operations say, byte for byte; the plan changed something."""
+    assert plan["operations"], "the store was built so that the plan has operations"
+    for op in plan["operations"]:
+        private, public = env.harness / op["name"], env.mirror / op["name"]
+        if op["kind"] == "delete":
+            assert not private.exists() and not public.exists(), op["name"]
+            continue
+        content = op["content"].encode()
+        assert private.read_bytes() == content, op["name"]
+        assert (public.read_bytes() == content) if op["classification"] == "safe" else not public.exists()
