@@ -90,6 +90,11 @@ class Env:
     def mirror(self) -> Path:
         return self.project / ".memory"
 
+    def receipted(self) -> dict[str, dict[str, str]]:
+        """Both roots as a receipt's ``finalHashes`` hash them: all but the chain head, which names the receipt."""
+        public = {n: h for n, h in tree_hashes(self.mirror).items() if not n.startswith("chain-head-")}
+        return {"harness": tree_hashes(self.harness), "public": public}
+
     def snapshot(self) -> dict[str, dict[str, str]]:
         """Every file of both roots (names and sha256), temps included.
 

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import Env, tree_hashes
+from conftest import Env
 from fake_model_server import FakeModelServer, Reply, prose_reply, run_dir_of, two_plans_reply
 from realclis import (  # noqa: F401  (real_clis and fake_model are fixtures)
     FAKE_KEY,
@@ -51,7 +51,7 @@ def test_a_real_cli_consolidates_through_its_preset_under_the_sandbox(
     assert receipt["planDigest"].removeprefix("sha256:") == hashlib.sha256(plan).hexdigest()
     # The memories on disk are what the plan said, and the receipt describes exactly those files.
     assert_plan_applied(env, json.loads(plan))
-    assert receipt["finalHashes"] == {"harness": tree_hashes(env.harness), "public": tree_hashes(env.mirror)}
+    assert receipt["finalHashes"] == env.receipted()
     # The key went to the model server only, never into what memfold keeps or the server's log.
     assert all(FAKE_KEY not in json.dumps(r.headers) for r in fake_model.requests)
     assert all(FAKE_KEY.encode() not in p.read_bytes() for p in run_dir.iterdir() if p.is_file())
@@ -101,8 +101,8 @@ def test_the_sandbox_is_in_force_for_a_real_cli(
                                   "unix": "denied"}
     assert sandbox["no_new_privs"] is True and sandbox["pid_namespace"] is True and sandbox["reads"] == "narrowed"
     assert not auth.exists()
-    # The CLI's own state went to the scratch HOME, the only place it may write.
-    assert (last_run(env) / "scratch" / "home").is_dir()
+    # Scratch, the only place the CLI could write, is deleted after the run.
+    assert not (last_run(env) / "scratch").exists()
 
     unsandboxed = env.run("--json", "consolidate", "--no-context", "--worker", "pi", "--unsafe-no-sandbox")
     assert unsandboxed.code == 0, why(unsandboxed, last_run(env))
