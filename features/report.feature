@@ -25,7 +25,7 @@ Feature: An audit report a person can look at
     And the report contains "Where Priyanka keeps the vault unseal share"
 
   Scenario: The public report holds no private name or text
-    When I run "report --public --json --out public-report.html"
+    When I write the public report to "public-report.html" beside the project
     Then the exit code is 0
     And the report has mode 0644
     And the report does not contain "user_vault"

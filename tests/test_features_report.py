@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from conftest import Env
-from pytest_bdd import parsers, scenarios, then
+from pytest_bdd import parsers, scenarios, then, when
 
 scenarios("report.feature")
 
@@ -21,6 +21,12 @@ def _report(env: Env, ctx: dict[str, Any]) -> Path:
 
 def _page(env: Env, ctx: dict[str, Any]) -> str:
     return _report(env, ctx).read_text(encoding="utf-8")
+
+
+@when(parsers.parse('I write the public report to "{name}" beside the project'))
+def public_report(env: Env, ctx: dict[str, Any], name: str) -> None:
+    # An absolute --out: a relative one is taken from the working directory, as a user expects.
+    ctx["result"] = env.run("report", "--public", "--json", "--out", str(env.project.parent / name))
 
 
 @then("the report has one timeline entry per receipt on disk")
