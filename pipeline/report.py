@@ -12,6 +12,7 @@ import os
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -89,7 +90,14 @@ def normalised(line: str) -> str:
 
 def lost_lines(before: str, after_bodies: Iterable[str]) -> list[str]:
     """The non-empty lines of ``before`` that no post-state body still carries (whitespace normalised)."""
-    carried = {normalised(line) for body in after_bodies for line in body.splitlines()}
+    return lost_from(before, carried_lines(after_bodies))
+
+
+def carried_lines(bodies: Iterable[str]) -> set[str]:
+    return {normalised(line) for body in bodies for line in body.splitlines()}
+
+
+def lost_from(before: str, carried: set[str]) -> list[str]:
     out: list[str] = []
     for line in before.splitlines():
         key = normalised(line)
@@ -98,8 +106,12 @@ def lost_lines(before: str, after_bodies: Iterable[str]) -> list[str]:
     return out
 
 
+# A long chain names the same files in every receipt: each name is judged once.
+_is_memory = lru_cache(maxsize=1 << 16)(is_memory_name)
+
+
 def memory_names(files: dict[str, str]) -> list[str]:
-    return sorted(n for n in files if n != INDEX_NAME and is_memory_name(n))
+    return sorted(n for n in files if n != INDEX_NAME and _is_memory(n))
 
 
 class Texts:
@@ -190,7 +202,7 @@ def _changes(src: HashMaps, fin: HashMaps, plan: dict[str, Any], texts: Texts, p
     clusters = [list(map(str, c.get("files") or [])) for c in plan.get("clusters") or [] if isinstance(c, dict)]
     shown = "public" if public else "harness"
     after = {n: fin[shown][n] for n in memory_names(fin[shown])}
-    after_bodies: list[str] | None = None
+    carried: set[str] | None = None
     out: list[Change] = []
     for name in sorted(set(memory_names(src["harness"])) | set(memory_names(fin["harness"]))):
         old, new = src["harness"].get(name), fin["harness"].get(name)
@@ -213,9 +225,9 @@ def _changes(src: HashMaps, fin: HashMaps, plan: dict[str, Any], texts: Texts, p
         after_text = texts.text(new) if new and (safe_after or not public) else None
         lost: tuple[str, ...] = ()
         if old is not None and kind != "created" and old != new and before_text is not None:
-            if after_bodies is None:
-                after_bodies = [b for n, h in after.items() if (b := texts.body(h, n)) is not None]
-            lost = tuple(lost_lines(texts.body(old, name) or "", after_bodies))
+            if carried is None:
+                carried = carried_lines(b for n, h in after.items() if (b := texts.body(h, n)) is not None)
+            lost = tuple(lost_from(texts.body(old, name) or "", carried))
         missing = (old is not None and before_text is None and (safe_before or not public)) or \
                   (new is not None and after_text is None and (safe_after or not public))
         # A worker's reason may name the private memory a safe one was folded into.
