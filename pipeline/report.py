@@ -16,7 +16,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from .errors import UsageError
+from .errors import InputRejected, UsageError
 from .fsutil import read_bounded, sha256_bytes
 from .paths import Layout
 from .receipt import HashMaps, load_receipt, log_entries, normalize_maps
@@ -147,7 +147,7 @@ class Texts:
                 return None
             try:
                 self._bodies[digest] = parse_memory(data, name).body
-            except Exception:  # any unreadable shape still has lines a reader can compare
+            except InputRejected:  # any unreadable shape still has lines a reader can compare
                 self._bodies[digest] = data.decode("utf-8", "replace")
         return self._bodies[digest]
 
@@ -169,8 +169,13 @@ def _by_name(items: Any, key: str) -> dict[str, Any]:
     return {str(i["name"]): i.get(key) for i in items or [] if isinstance(i, dict) and "name" in i}
 
 
+def _field(receipt: dict[str, Any], key: str) -> dict[str, Any]:
+    value = receipt.get(key)
+    return value if isinstance(value, dict) else {}
+
+
 def _worker(receipt: dict[str, Any]) -> str:
-    worker = receipt.get("worker") if isinstance(receipt.get("worker"), dict) else {}
+    worker = _field(receipt, "worker")
     kind = str(worker.get("kind") or "unknown")
     name = worker.get("name")
     label = kind if not name or name == kind else f"{kind} ({name})"
@@ -180,7 +185,7 @@ def _worker(receipt: dict[str, Any]) -> str:
 
 
 def _sandbox(receipt: dict[str, Any]) -> str:
-    box = receipt.get("sandbox") if isinstance(receipt.get("sandbox"), dict) else {}
+    box = _field(receipt, "sandbox")
     if box.get("kind") == "none":
         return f"none ({box.get('reason') or 'no worker'})"
     if not box.get("enforced"):
@@ -345,7 +350,7 @@ def _newest(layout: Layout, limits: Limits, current: HashMaps, texts: Texts,
         data = texts.text(current[root][name])
         try:
             memory = parse_memory((data or "").encode("utf-8"), name)
-        except Exception:  # a hand-edited file that no longer parses still counts, as unreadable
+        except InputRejected:  # a hand-edited file that no longer parses still counts, as unreadable
             types["unreadable"] += 1
             visibility["unreadable"] += 1
             continue

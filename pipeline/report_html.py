@@ -105,8 +105,8 @@ def _chart(entries: tuple[Entry, ...]) -> str:
     def xy(i: int, value: int) -> tuple[float, float]:
         return pad + i * step, height - pad - (height - 2 * pad) * value / top
 
-    out = [f"<h2>Store and mirror size</h2><svg id=\"sizes\" role=\"img\" viewBox=\"0 0 {width} {height}\" "
-           f"width=\"100%\" xmlns=\"http://www.w3.org/2000/svg\"><title>memories per receipt</title>",
+    out = [(f"<h2>Store and mirror size</h2><svg id=\"sizes\" role=\"img\" viewBox=\"0 0 {width} {height}\" "
+            f"width=\"100%\" xmlns=\"http://www.w3.org/2000/svg\"><title>memories per receipt</title>"),
            f"<line x1=\"{pad}\" y1=\"{height - pad}\" x2=\"{width - pad}\" y2=\"{height - pad}\" stroke=\"#8c959f\"/>",
            f"<text x=\"2\" y=\"{pad}\">{top}</text><text x=\"2\" y=\"{height - pad}\">0</text>"]
     for series, attr in (("store", "memories"), ("mirror", "mirror")):

@@ -44,7 +44,7 @@ def build_chain(env: Env) -> dict[str, Any]:
     assert consolidated.code == 0, consolidated.out + consolidated.err
     add(env, "project_later", "-d", "A memory added after the consolidation", "--visibility", "safe",
         "-b", "Added later.")
-    later = json.loads((sorted((env.project_home / "receipts").iterdir())[-1]).read_bytes())["runId"]
+    later = json.loads(max((env.project_home / "receipts").iterdir()).read_bytes())["runId"]
     undone = env.run("undo", later)
     assert undone.code == 0, undone.err
     return {"consolidation": consolidated.json(), "private": PRIVATE}

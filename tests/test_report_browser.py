@@ -24,9 +24,8 @@ def _problems(events: list[dict[str, object]]) -> list[object]:
         assert isinstance(params, dict)
         if method == "Network.requestWillBeSent" and not str(params["request"]["url"]).startswith("file://"):
             bad.append(params["request"]["url"])
-        elif method == "Runtime.exceptionThrown":
-            bad.append(params)
-        elif method == "Runtime.consoleAPICalled" and params.get("type") in ("error", "assert", "warning"):
+        elif method == "Runtime.exceptionThrown" or (
+                method == "Runtime.consoleAPICalled" and params.get("type") in ("error", "assert", "warning")):
             bad.append(params)
         elif method == "Log.entryAdded" and params["entry"].get("level") in ("error", "warning"):
             bad.append(params["entry"])
