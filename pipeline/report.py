@@ -169,6 +169,16 @@ def _by_name(items: Any, key: str) -> dict[str, Any]:
     return {str(i["name"]): i.get(key) for i in items or [] if isinstance(i, dict) and "name" in i}
 
 
+def _undoes(run_dir: Path) -> str | None:
+    """The run an undo put back: its direct-edit snapshot names it (bound to the receipt by artifactHash)."""
+    try:
+        snapshot = json.loads(read_bounded(run_dir / "snapshot.json", 256 << 20))
+    except (OSError, ValueError):
+        return None
+    undone = snapshot.get("undoes") if isinstance(snapshot, dict) else None
+    return undone if isinstance(undone, str) else None
+
+
 def _field(receipt: dict[str, Any], key: str) -> dict[str, Any]:
     value = receipt.get(key)
     return value if isinstance(value, dict) else {}
@@ -324,7 +334,7 @@ def gather(layout: Layout, limits: Limits, *, public: bool, since: str | None, n
             str(receipt.get("createdAt", "")), _worker(receipt), _sandbox(receipt),
             not any(f.startswith("FAIL") for f in mine), tuple(mine),
             any(" receipt.chain" in f for f in mine), _size(fin, "harness"), _size(fin, "public"),
-            run_dir.is_dir(), None if receipt.get("undoes") is None else str(receipt.get("undoes")),
+            run_dir.is_dir(), _undoes(run_dir) if receipt.get("command") == "undo" else None,
             tuple(lines), hidden, tuple(_changes(src, fin, plan, texts, public))))
     now_lines, now_hidden = drift.get("now", ([], 0))
     by_type, by_visibility, cap = _newest(layout, limits, current, texts, public)

@@ -109,3 +109,20 @@ def test_since_starts_at_the_named_run_and_an_unknown_run_is_a_usage_error(chain
     assert page.count('<li class="receipt') == 2
     result = chain.run("report", "--json", "--since", "20990101T000000Z-00000000")
     assert result.code == 2 and result.json()["code"] == "usage.no-run"
+
+
+def test_an_undo_names_the_run_it_undid_and_a_broken_link_is_marked(chain: Env) -> None:
+    import json
+
+    newest = sorted((chain.project_home / "receipts").iterdir())
+    undone = json.loads(newest[-2].read_bytes())["runId"]
+    page = report(chain)[0].read_text()
+    assert f"undo (undoes {undone})" in page and "CHAIN BREAK" not in page
+    data = json.loads(newest[-1].read_bytes())
+    data["previous"] = "2" * 64
+    newest[-1].write_text(json.dumps(data))
+    path, summary = report(chain)
+    page = path.read_text()
+    assert summary["auditOk"] is False
+    marked = re.findall(r'<li class="receipt failed chain-break" id="r(\d+)"', page)
+    assert marked == [str(len(newest))] and "FAIL receipt.chain" in page
