@@ -401,7 +401,12 @@ def write_report(layout: Layout, limits: Limits, *, public: bool, since: str | N
         out = folder / f"{layout.scope_key[:12]}-{stamp}.html"
     out = Path(out).absolute()
     mode = 0o644 if public else 0o600
-    atomic_write(out, render(chain).encode("utf-8"), mode)
+    try:
+        atomic_write(out, render(chain).encode("utf-8"), mode)
+    except OSError as exc:
+        raise UsageError(f"cannot write the report to {out}: {exc.strerror or exc.__class__.__name__}",
+                         code="usage.report-out",
+                         hint="pass --out with a file in an existing, writable directory") from None
     if public:
         # A umask may narrow 0644, and a report meant for a pull request must be readable as promised;
         # a private report only ever gets narrower under a umask, so it keeps its 0600 as created.

@@ -126,3 +126,11 @@ def test_an_undo_names_the_run_it_undid_and_a_broken_link_is_marked(chain: Env) 
     assert summary["auditOk"] is False
     marked = re.findall(r'<li class="receipt failed chain-break" id="r(\d+)"', page)
     assert marked == [str(len(newest))] and "FAIL receipt.chain" in page
+
+
+def test_an_unwritable_out_is_a_usage_error_that_names_the_path(chain: Env, tmp_path: Path) -> None:
+    out = tmp_path / "missing" / "report.html"
+    result = chain.run("report", "--json", "--out", str(out))
+    assert result.code == 2 and result.json()["code"] == "usage.report-out"
+    assert str(out) in result.json()["message"] and result.json()["hint"]
+    assert not out.parent.exists()
