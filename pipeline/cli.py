@@ -82,6 +82,7 @@ def _full(args: list[str]) -> int:
     from .commands import mcp as _mcp  # noqa: F401
     from .commands import store as _store  # noqa: F401
     from .commands import bench as _bench  # noqa: F401
+    from .commands import report as _report  # noqa: F401
     from .commands._app import app
 
     def invoke() -> int:
