@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +14,7 @@ from .frozen import Frozen
 from .fsutil import digest_json, read_bounded, sha256_bytes
 from .resources import load_schema
 
+RECEIPT_SCHEMA = "receipt.schema.json"
 RECEIPT_KIND = "memory-consolidation-receipt"
 HashMaps = dict[str, dict[str, str]]
 
@@ -185,10 +187,20 @@ def _json_native(value: Any) -> bool:
     return True
 
 
-def schema_issues(receipt: Any, where: str) -> list[Issue]:
+@lru_cache(maxsize=1)
+def _receipt_validator() -> Any:
     from jsonschema import Draft202012Validator
 
-    validator = Draft202012Validator(load_schema("receipt.schema.json"))
+    return Draft202012Validator(load_schema(RECEIPT_SCHEMA))
+
+
+def schema_issues(receipt: Any, where: str) -> list[Issue]:
+    from .validation.schema import fast_check
+
+    check = fast_check(RECEIPT_SCHEMA)
+    if check is not None and check(receipt):
+        return []  # the pre-check is sound: jsonschema would find nothing either
+    validator = _receipt_validator()
     return [
         Issue("receipt.schema", f"{where}$" + "".join(f"[{p!r}]" for p in err.absolute_path), err.message[:300])
         for err in sorted(validator.iter_errors(receipt), key=lambda e: list(map(str, e.absolute_path)))

@@ -2,12 +2,28 @@
 
 from __future__ import annotations
 
+import copy
 import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+from conftest import Env
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from jsonschema import Draft202012Validator
+
 from pipeline.fsutil import dump_json
-from pipeline.receipt import chain_head, genesis_digest, receipt_digest, remember_written
+from pipeline.receipt import (
+    RECEIPT_SCHEMA,
+    chain_head,
+    genesis_digest,
+    receipt_digest,
+    remember_written,
+    schema_issues,
+)
+from pipeline.resources import load_schema
+from pipeline.validation.schema import fast_check
 
 
 def _receipt(run_id: str, operations: list[Any]) -> dict[str, Any]:
@@ -40,3 +56,80 @@ def test_the_digest_of_a_written_receipt_is_the_one_a_reader_computes_even_from_
     (tmp_path / "00000001-20261130T120000Z-0a0b0c0f.json").write_bytes(data)
     assert digest == receipt_digest(json.loads(data)) == genesis_digest(tmp_path)
     assert genesis_digest(tmp_path / "absent") is None
+
+
+# The schema pre-check: receipts of a large store are validated without jsonschema's per-node cost,
+# so it must never accept what jsonschema refuses.
+
+_LEAVES = st.one_of(st.none(), st.booleans(), st.integers(-2, 2), st.floats(allow_nan=False, width=16),
+                    st.sampled_from(["", "x", "pre", "post", "safe", "private", "create", "a.md", "MEMORY.md",
+                                     "sha256:" + "0" * 64, "0" * 64, "Z" * 64]),
+                    st.just([]), st.just({}))
+
+
+def _paths(value: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    found = [prefix]
+    if isinstance(value, dict):
+        for key, sub in value.items():
+            found += _paths(sub, (*prefix, key))
+    elif isinstance(value, list):
+        for i, sub in enumerate(value):
+            found += _paths(sub, (*prefix, i))
+    return found
+
+
+@st.composite
+def _mutated(draw: st.DrawFn, base: dict[str, Any]) -> Any:
+    value = copy.deepcopy(base)
+    for _ in range(draw(st.integers(1, 3))):
+        path = draw(st.sampled_from(_paths(value)))
+        if not path:
+            return draw(_LEAVES)
+        parent = value
+        for step in path[:-1]:
+            parent = parent[step]
+        action = draw(st.sampled_from(["replace", "delete", "add"]))
+        if action == "delete" and isinstance(parent, dict):
+            del parent[path[-1]]
+        elif action == "add" and isinstance(parent, dict):
+            parent[draw(st.sampled_from(["extra", "a.md", "b.md", "kind"]))] = draw(_LEAVES)
+        elif action == "add" and isinstance(parent, list):
+            parent.append(draw(_LEAVES) if not parent else copy.deepcopy(parent[0]))
+        else:
+            parent[path[-1]] = draw(_LEAVES)
+    return value
+
+
+@pytest.fixture
+def real_receipt(env: Env) -> dict[str, Any]:
+    assert env.run("add", "project_ports", "-d", "dev server on 8080", "--visibility", "safe").code == 0
+    assert env.run("add", "user_editor", "-d", "uses vim", "--visibility", "private").code == 0
+    newest = sorted((env.project_home / "receipts").iterdir())[-1]
+    return json.loads(newest.read_text())  # type: ignore[no-any-return]
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_the_receipt_pre_check_never_accepts_what_jsonschema_refuses(real_receipt: dict[str, Any],
+                                                                    data: st.DataObject) -> None:
+    base = real_receipt
+    fast = fast_check(RECEIPT_SCHEMA)
+    assert fast is not None and fast(base)
+    value = data.draw(_mutated(base))
+    validator = Draft202012Validator(load_schema(RECEIPT_SCHEMA))
+    if fast(value):
+        assert validator.is_valid(value), value
+    assert (schema_issues(value, "r") == []) == validator.is_valid(value)
+
+
+def test_a_receipt_of_a_large_store_passes_the_pre_check_without_jsonschema(real_receipt: dict[str, Any]) -> None:
+    receipt = real_receipt
+    names = {f"project_topic-{i:05d}.md": "sha256:" + f"{i:064x}" for i in range(20_000)}
+    receipt["sourceHashes"] = receipt["finalHashes"] = {"harness": names, "public": names}
+    fast = fast_check(RECEIPT_SCHEMA)
+    assert fast is not None and fast(receipt)
+    assert Draft202012Validator(load_schema(RECEIPT_SCHEMA)).is_valid(receipt)
+    bad = copy.deepcopy(receipt)
+    bad["finalHashes"]["public"]["not a memory name.txt"] = "sha256:" + "0" * 64
+    issues = schema_issues(bad, "r")
+    assert not fast(bad) and issues and {i.code for i in issues} == {"receipt.schema"}

@@ -35,17 +35,19 @@ def plan_validator() -> Any:
     return Draft202012Validator(schema)
 
 
-@lru_cache(maxsize=1)
-def fast_check() -> Check | None:
-    """A pre-check compiled from the same schema file. True means jsonschema would accept the value.
+@lru_cache(maxsize=4)
+def fast_check(schema_file: str = SCHEMA_FILE) -> Check | None:
+    """A pre-check compiled from a shipped schema file. True means jsonschema would accept the value.
 
-    jsonschema costs about a second on a 2,000-memory plan, most of it per-node bookkeeping.
-    The pre-check only has to be sound in one direction: when it says True the plan is valid;
-    when it says False (or the schema uses a keyword it does not know) jsonschema decides and
-    writes the messages. So it may refuse what it cannot judge, but never accept it.
+    jsonschema costs about a second on a 2,000-memory plan, most of it per-node bookkeeping
+    (and as much on a receipt's hash maps of a large store). The pre-check only has to be sound
+    in one direction: when it says True the value is valid; when it says False (or the schema
+    uses a keyword it does not know) jsonschema decides and writes the messages. So it may
+    refuse what it cannot judge, but never accept it.
     """
+    schema = load_schema(schema_file)
     try:
-        return _Compiler(load_schema(SCHEMA_FILE)).compile(load_schema(SCHEMA_FILE), exact=False)
+        return _Compiler(schema).compile(schema, exact=False)
     except _Unsupported:
         return None
 
@@ -117,6 +119,18 @@ class _Compiler:
         if key == "items":
             item = self.compile(value, exact=exact)
             return lambda x: not isinstance(x, list) or all(item(v) for v in x)
+        if key == "propertyNames":
+            name = self.compile(value, exact=exact)
+            return lambda x: not isinstance(x, dict) or all(map(name, x))
+        if key == "anyOf":
+            branches = [self.compile(sub, exact=exact) for sub in value]
+            return lambda x: any(b(x) for b in branches)
+        if key == "uniqueItems":
+            if value is not True:
+                return _always
+            # Sound in one direction only: distinct strings are unique to jsonschema too; any other
+            # item kind is left to jsonschema (its equality treats 1 and 1.0 alike, True and 1 apart).
+            return lambda x: not isinstance(x, list) or (all(type(v) is str for v in x) and len(set(x)) == len(x))
         if key == "if":
             condition = self.compile(value, exact=True)
             then = self.compile(schema.get("then", True), exact=exact)
@@ -221,10 +235,12 @@ def _enum_check(values: list[Any], exact: bool) -> Check:
         # jsonschema compares a string only with ==, so set membership is exact for strings.
         allowed = frozenset(values)
         return lambda x: isinstance(x, str) and x in allowed
-    if exact or not all(type(v) in (int, str) for v in values):
+    # null equals only null to jsonschema, so it joins strings and ints on the sound side.
+    kinds = (int, str, type(None))
+    if exact or not all(type(v) in kinds for v in values):
         raise _Unsupported("enum")
     pairs = frozenset((type(v), v) for v in values)
-    return lambda x: (type(x), x) in pairs if type(x) in (int, str) else False
+    return lambda x: (type(x), x) in pairs if type(x) in kinds else False
 
 
 def _length_check(key: str, bound: int) -> Check:
