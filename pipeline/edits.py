@@ -101,16 +101,17 @@ def _direct_transaction(
         plan = {"kind": EDIT_PLAN_KIND, "schemaVersion": 1, **identity, "command": command,
                 "operations": [{**op.summary(), "content": op.content.decode("utf-8") if op.content else None}
                                for op in operations]}
+        worker: dict[str, Any] = {"kind": "parent"}
+        sandbox: dict[str, Any] = {"kind": "none", "reason": "direct edit: no worker runs"}
         manifest = {"kind": "memfold-run-manifest", "schemaVersion": 1, **identity, "command": command,
                     "contextMode": "direct", "snapshotDigest": artifact,
                     "roots": {"harness": str(layout.harness), "public": str(layout.mirror) if layout.mirror else None,
                               "project": str(layout.project_root)},
-                    "sourceHashes": pre.hash_maps(), "worker": {"kind": "parent"},
-                    "sandbox": {"kind": "none", "reason": "direct edit: no worker runs"},
+                    "sourceHashes": pre.hash_maps(), "worker": worker, "sandbox": sandbox,
                     "createdAt": svc.now()}
         plan_bytes = dump_json(plan)
         artifacts = {"snapshot.json": snapshot, "manifest.json": dump_json(manifest), "plan.json": plan_bytes}
-        rec = RunRecord(run_id, scope, artifact, selected, command, manifest["worker"], manifest["sandbox"])
+        rec = RunRecord(run_id, scope, artifact, selected, command, worker, sandbox)
         log_path = commit_run(svc, run_dir, rec, pre, post, plan_bytes, artifacts)[1]
     indexes = (("private", post.harness), ("mirror", post.public))
     warnings = [w for label, files in indexes if INDEX_NAME in files

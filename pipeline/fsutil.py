@@ -300,7 +300,7 @@ def write_new(path: Path, data: bytes, mode: int = 0o600) -> str:
     return sha256_bytes(data)
 
 
-def atomic_write(path: Path, data: bytes, mode: int = 0o600, *, durable: bool = True) -> str:
+def atomic_write(path: str | Path, data: bytes, mode: int = 0o600, *, durable: bool = True) -> str:
     """Write via a temp file in the same directory and rename over ``path``. Returns the sha256.
 
     ``durable=False`` is for caches and diagnostics a crash may lose or leave torn: no fsync at all.

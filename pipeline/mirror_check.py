@@ -7,7 +7,7 @@ import stat
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .errors import Issue
+from .errors import Issue, UsageError
 from .fsutil import read_bounded
 from .mirror import check_disk_mirror
 from .paths import Layout
@@ -19,25 +19,29 @@ if TYPE_CHECKING:
     from .privacy import RuleSet
 
 
-def _targets(layout: Layout, files: list[Path]) -> list[str]:
+def _targets(layout: Layout, mirror: Path, files: list[Path]) -> list[str]:
     if not files:
         try:
-            return sorted(os.listdir(layout.mirror))
+            return sorted(os.listdir(mirror))
         except FileNotFoundError:
             return []
     names = []
     for f in files:
         path = f if f.is_absolute() else layout.project_root / f
-        if path.parent.resolve() == layout.mirror.resolve() or path.parent == layout.mirror:
+        if path.parent.resolve() == mirror.resolve() or path.parent == mirror:
             names.append(path.name)
     return sorted(set(names))
 
 
 def check_mirror(layout: Layout, ruleset: RuleSet, limits: Limits, files: list[Path]) -> list[Issue]:
+    mirror = layout.mirror
+    if mirror is None:
+        raise UsageError("the global store has no mirror to check", code="mirror.global",
+                         hint="run `memfold mirror check` without --global, in the project")
     issues: list[Issue] = []
     contents: dict[str, bytes] = {}
-    for name in _targets(layout, files):
-        path = layout.mirror / name
+    for name in _targets(layout, mirror, files):
+        path = mirror / name
         where = f".memory/{name}"
         try:
             st = os.lstat(path)

@@ -86,7 +86,8 @@ def message_entries(records: Iterable[Record]) -> list[Entry]:
     """Plain ``{role, content}`` messages; unknown roles (system, developer) are dropped."""
     out: list[Entry] = []
     for rec in records:
-        role = _ROLE_MAP.get(rec.get("role")) if isinstance(rec.get("role"), str) else None
+        raw_role = rec.get("role")
+        role = _ROLE_MAP.get(raw_role) if isinstance(raw_role, str) else None
         if role is not None:
             out.extend(blocks_to_entries(role, rec.get("content")))
     return out

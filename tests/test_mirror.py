@@ -62,3 +62,11 @@ def test_a_json_file_that_is_no_chain_head_name_is_still_refused(env: Env) -> No
     result = env.run("mirror", "check", "--json")
     assert result.code == 7
     assert [e["code"] for e in result.json()["errors"]] == ["mirror.name"]
+
+
+def test_mirror_check_of_the_global_store_is_a_usage_error_not_a_crash(env: Env) -> None:
+    # The global store has no mirror; the check once listed the working directory and then crashed.
+    (env.project / "notes.md").write_text("not a mirror file\n")
+    result = env.run("--global", "mirror", "check", "--json")
+    assert result.code == 2
+    assert result.json()["code"] == "mirror.global"

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import typer
 
-from .context import (  # noqa: F401 - re-exported for the command modules
+from .context import (
     STATE,
     Globals,
     clock,
@@ -21,6 +21,26 @@ from .context import (  # noqa: F401 - re-exported for the command modules
     want_json,
     warn,
 )
+
+# The command modules import these names from here.
+__all__ = [
+    "STATE",
+    "GlobalOpt",
+    "Globals",
+    "JsonOpt",
+    "app",
+    "clock",
+    "config",
+    "emit",
+    "home_dir",
+    "layout",
+    "lock_timeout",
+    "report_error",
+    "services",
+    "use_global",
+    "want_json",
+    "warn",
+]
 
 app = typer.Typer(
     name="memfold",

@@ -226,10 +226,12 @@ def load_ruleset(
     """
     if not extra_rules and not extra_allowlist:
         return _default_ruleset(cache_home)
-    extra = {"version": 1, "rules": list(extra_rules or []), "allowlist": list(extra_allowlist or [])}
+    user_rules: list[dict[str, Any]] = list(extra_rules or [])
+    user_allowlist = list(extra_allowlist or [])
+    extra = {"version": 1, "rules": user_rules, "allowlist": user_allowlist}
     validate_document(extra, "user privacy rules")
     document = _default_document(cache_home)
-    rules = list(document["rules"]) + extra["rules"]
-    sources = [RULES_FILE] * len(document["rules"]) + ["user privacy rules"] * len(extra["rules"])
-    allowlist = list(document.get("allowlist", [])) + extra["allowlist"]
+    rules = list(document["rules"]) + user_rules
+    sources = [RULES_FILE] * len(document["rules"]) + ["user privacy rules"] * len(user_rules)
+    allowlist = list(document.get("allowlist", [])) + user_allowlist
     return _build(rules, sources, allowlist)

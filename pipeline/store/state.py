@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import stat
 import time
+from collections.abc import Iterable
 from pathlib import Path
 
 from ..errors import InputRejected, UnsafePath
@@ -143,7 +144,7 @@ def parse_all(state: RootState) -> dict[str, Memory]:
     return {name: parse_memory(data, name) for name, data in state.memories().items()}
 
 
-def find_name(names: dict[str, object] | set[str], name: str) -> str | None:
+def find_name(names: Iterable[str], name: str) -> str | None:
     """The existing name equal to ``name`` case-insensitively, if any."""
     lower = name.lower()
     for existing in names:
