@@ -43,13 +43,17 @@ def drive(base: Path, hostile: str, token: str) -> None:
     while time.monotonic() < until and not (base / "scratch" / "ready").exists():
         time.sleep(0.05)
     up = [p for p in carriers(token) if p != parent.pid]
+    from pipeline.sandbox import cgroup
+
+    # Listed while the parent lives: once it is dead any run (another test's too) may sweep them.
+    cgroups = [str(d) for base in cgroup._bases().values() for d in base.glob(f"memfold-*-{parent.pid}-*")]
     os.kill(parent.pid, signal.SIGKILL)
     parent.wait()
     killed_at = time.monotonic()
     while carriers(token) and time.monotonic() - killed_at < 10:
         time.sleep(0.02)
     print(json.dumps({"up": len(up), "left": carriers(token), "seconds": round(time.monotonic() - killed_at, 3),
-                      "parent": parent.pid}), flush=True)
+                      "parent": parent.pid, "cgroups": cgroups}), flush=True)
 
 
 if __name__ == "__main__":
