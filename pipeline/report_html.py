@@ -12,7 +12,7 @@ from __future__ import annotations
 import difflib
 import html
 
-from .report import Chain, Change, Entry
+from .report_model import Chain, Change, Entry
 from .safetext import visible
 
 CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"

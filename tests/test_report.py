@@ -12,7 +12,7 @@ import pytest
 from conftest import Env
 from report_chain import HOSTILE_BODY, HOSTILE_DESCRIPTION, PRIVATE, build_chain, report, store_sizes
 
-from pipeline.report import lost_lines
+from pipeline.report_model import lost_lines
 
 
 def test_lost_lines_are_the_nonempty_lines_no_post_state_body_carries() -> None:
