@@ -121,7 +121,7 @@ def head_summary(head: Path, receipts: Path) -> str:
 
     try:
         data = json.loads(head.read_bytes())
-        newest = sorted(receipts.iterdir())[-1]
+        newest = max(receipts.iterdir())
         digest = hashlib.sha256(rfc8785.dumps(json.loads(newest.read_bytes()))).hexdigest()
     except (OSError, ValueError, IndexError):
         return "unreadable head or log"
@@ -352,3 +352,7 @@ def audit_drift(ctx: dict[str, Any], count: int, name: str) -> None:
     body = ctx["result"].json()
     assert body["handEdits"] == count
     assert all(name in d["file"] for d in body["drift"])
+
+
+# Fixtures of the real-CLI tests; imported last because realclis imports the helpers above.
+from realclis import fake_model, real_clis  # noqa: E402, F401

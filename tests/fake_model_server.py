@@ -115,7 +115,7 @@ class _Handler(BaseHTTPRequestHandler):
     server_owner: FakeModelServer
     protocol_version = "HTTP/1.1"
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002  (the base class's name)
+    def log_message(self, format: str, *args: Any) -> None:  # the base class's parameter name
         pass  # the request log is the record; stderr noise would only hide test output
 
     def _record(self) -> Request:

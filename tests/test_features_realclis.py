@@ -10,13 +10,11 @@ import pytest
 from conftest import Env
 from fake_model_server import FakeModelServer, prose_reply, run_dir_of
 from pytest_bdd import given, parsers, scenarios, then
-from realclis import (  # noqa: F401  (real_clis and fake_model are fixtures)
+from realclis import (
     RealClis,
     assert_plan_applied,
     configure,
-    fake_model,
     last_run,
-    real_clis,
     receipt_files,
     small_store,
 )

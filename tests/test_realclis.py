@@ -9,15 +9,13 @@ from pathlib import Path
 import pytest
 from conftest import Env
 from fake_model_server import FakeModelServer, Reply, prose_reply, run_dir_of, two_plans_reply
-from realclis import (  # noqa: F401  (real_clis and fake_model are fixtures)
+from realclis import (
     FAKE_KEY,
     SOURCES,
     RealClis,
     assert_plan_applied,
     configure,
-    fake_model,
     last_run,
-    real_clis,
     receipt_files,
     small_store,
     why,

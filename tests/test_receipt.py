@@ -104,7 +104,7 @@ def _mutated(draw: st.DrawFn, base: dict[str, Any]) -> Any:
 def real_receipt(env: Env) -> dict[str, Any]:
     assert env.run("add", "project_ports", "-d", "dev server on 8080", "--visibility", "safe").code == 0
     assert env.run("add", "user_editor", "-d", "uses vim", "--visibility", "private").code == 0
-    newest = sorted((env.project_home / "receipts").iterdir())[-1]
+    newest = max((env.project_home / "receipts").iterdir())
     return json.loads(newest.read_text())  # type: ignore[no-any-return]
 
 

@@ -63,7 +63,7 @@ class OrdinaryUser:
         if os.getuid() != self.uid:
             kwargs = {"user": self.uid, "group": self.gid, "extra_groups": []}
         return subprocess.run([self.python, "-c", script, *args], env=full_env, cwd=str(self.base),
-                              capture_output=True, timeout=timeout, **kwargs)
+                              capture_output=True, timeout=timeout, check=False, **kwargs)
 
     def run_json(self, script: str, *args: str, timeout: float = 60) -> Any:
         """Run a script whose last stdout line is JSON; fail the test with its stderr otherwise."""

@@ -69,8 +69,9 @@ def audit(strict: bool = typer.Option(False, "--strict",
     report = run_audit(svc.layout, svc.limits)
     data = {**report.as_dict(), "handEdits": len(report.drift)}
     witnessed = [c for c in report.checks if c.startswith("witness:")]
-    report.checks = [f"{report.receipts} receipts: schema, phase, chain links, plan digests, identities and "
-                     "source hashes", *witnessed] if report.ok else []
+    walked = (f"{report.receipts} receipts: schema, phase, chain links, plan digests, identities and "
+              "source hashes")
+    report.checks = [walked, *witnessed] if report.ok else []
     emit(data, _report_text(report, f"audit of {report.receipts} receipts")
          + (f"\n  {len(report.drift)} hand edit(s)" if report.drift else ""), as_json=want_json(json_out))
     if not report.ok or (strict and (report.drift or report.warnings)):
