@@ -69,20 +69,20 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _full(args: list[str]) -> int:
     import typer
 
-    from .commands import audit as _audit  # noqa: F401 - registers commands
     from .commands import attest as _attest  # noqa: F401
+    from .commands import audit as _audit  # noqa: F401 - registers commands
+    from .commands import bench as _bench  # noqa: F401
     from .commands import consolidate as _consolidate  # noqa: F401
     from .commands import demo as _demo  # noqa: F401
     from .commands import everyday as _everyday  # noqa: F401
-    from .commands import validate as _validate  # noqa: F401
-    from .commands import io as _io  # noqa: F401
-    from .commands import mirror as _mirror  # noqa: F401
-    from .commands import schedule as _schedule  # noqa: F401
     from .commands import hooks as _hooks  # noqa: F401
+    from .commands import io as _io  # noqa: F401
     from .commands import mcp as _mcp  # noqa: F401
-    from .commands import store as _store  # noqa: F401
-    from .commands import bench as _bench  # noqa: F401
+    from .commands import mirror as _mirror  # noqa: F401
     from .commands import report as _report  # noqa: F401
+    from .commands import schedule as _schedule  # noqa: F401
+    from .commands import store as _store  # noqa: F401
+    from .commands import validate as _validate  # noqa: F401
     from .commands._app import app
 
     def invoke() -> int:
@@ -117,7 +117,7 @@ def _guarded(call: Callable[[], int], args: list[str]) -> int:
         return 130
     except BrokenPipeError:
         return 1
-    except Exception as exc:  # noqa: BLE001 - the one place unexpected errors are reported
+    except Exception as exc:
         import os
         import traceback
 

@@ -11,10 +11,10 @@ from __future__ import annotations
 import json
 import os
 
-from . import filecache
 from .errors import ConfigError, Issue
 from .fsutil import read_bounded
 from .sandbox import DEFAULT_LIMITS
+from .store import filecache
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -132,7 +132,7 @@ class Config:
 
     def extract_limits(self) -> Any:
         """Bounds on a worker's stdout and its plan (DESIGN.md defaults, configurable)."""
-        from .extract import ExtractLimits
+        from .worker.extract import ExtractLimits
 
         limits = self.limits
         return ExtractLimits(max_stdout_bytes=limits.worker_output_bytes, max_lines=limits.worker_output_lines,
@@ -144,7 +144,7 @@ def _parse(path: Path | str) -> tuple[Any, list[Issue]]:
         raw = read_bounded(path, 1 << 20)
     except FileNotFoundError:
         return {}, []
-    except Exception as exc:  # noqa: BLE001 - an unreadable config is reported, not fatal to every command
+    except Exception as exc:
         return None, [Issue("config.unreadable", "$", str(exc))]
     import yaml
 
@@ -153,7 +153,7 @@ def _parse(path: Path | str) -> tuple[Any, list[Issue]]:
         try:
             # libyaml's loader is the same safe loader, several times faster; errors are re-raised by
             # the Python loader so their messages stay the same.
-            data = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))  # noqa: S506
+            data = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
         except yaml.YAMLError:
             data = yaml.safe_load(text)
     except (yaml.YAMLError, UnicodeDecodeError) as exc:

@@ -6,15 +6,15 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from .commit import RunRecord, Services, commit_run, gate, run_recovery
-from .engine import Operation, PreState, compute_post, read_pre
+from .apply.commit import RunRecord, Services, commit_run, gate, run_recovery
+from .apply.lock import project_lock
+from .apply.runs import create_run_dir, new_run_id
+from .context.manifest import scope_digest
 from .errors import ApplyFailed, InputRejected, PrivacyRejected, StaleState
 from .frozen import Frozen
 from .fsutil import dump_json, sha256_bytes
-from .lock import project_lock
-from .manifest import scope_digest
 from .paths import ensure_layout
-from .runs import create_run_dir, new_run_id
+from .state import Operation, PreState, compute_post, read_pre
 from .store.index import capacity
 from .store.memory import INDEX_NAME, TYPES, VISIBILITIES, Memory, render_memory, sanitize_line, stamp, today
 from .store.state import find_name
@@ -163,7 +163,7 @@ class MemoryInput(Frozen):
     body: str | None
     expires: str | None
 
-    def __init__(self, description: str | None = None, type: str | None = None,  # noqa: A002
+    def __init__(self, description: str | None = None, type: str | None = None,
                  visibility: str | None = None, body: str | None = None, expires: str | None = None) -> None:
         self._set(description=description, type=type, visibility=visibility, body=body, expires=expires)
 

@@ -244,7 +244,7 @@ def _fsync_concurrently(fds: list[int]) -> None:
         for fd in chunk:
             try:
                 ops.fsync(fd)
-            except BaseException as exc:  # noqa: BLE001 - re-raised by the caller below
+            except BaseException as exc:
                 errors.append(exc)
 
     count = min(_FSYNC_THREADS, len(fds))

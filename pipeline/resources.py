@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +18,7 @@ def data_dir(kind: str) -> Path:
     raise FileNotFoundError(f"memfold data directory {kind!r} is missing from this installation")
 
 
-@lru_cache(maxsize=None)
+@cache
 def load_schema(name: str) -> dict[str, Any]:
     with open(data_dir("schemas") / name, encoding="utf-8") as fh:
         data: dict[str, Any] = json.load(fh)

@@ -6,17 +6,17 @@ import os
 import socket
 from typing import Any
 
-from . import gitinfo
-from .apply import PENDING
-from .commit import Services
-from .cron import DuePolicy, due_state
-from .engine import read_pre
-from .lock import describe_owner, read_owner
-from .mirror import mirror_drift
-from .receipt import log_entries
-from .runs import list_runs
+from .apply.commit import Services
+from .apply.journal import PENDING
+from .apply.lock import describe_owner, read_owner
+from .apply.runs import list_runs
+from .hosts.cron import DuePolicy, due_state
+from .mirror import gitinfo
+from .mirror.guard import mirror_drift
+from .mirror.trust import is_trusted
+from .receipts.receipt import log_entries
+from .state import read_pre
 from .store.index import capacity, render_index
-from .trust import is_trusted
 
 
 def _live_owner(svc: Services) -> str | None:

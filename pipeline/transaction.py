@@ -7,23 +7,23 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .commit import RunRecord, Services, commit_run, gate, run_recovery
-from .engine import PreState, compute_post, read_pre
+from .apply.commit import RunRecord, Services, commit_run, gate, run_recovery
+from .apply.lock import project_lock
+from .apply.runs import create_run_dir, new_run_id, write_artifact
+from .apply.stale import refuse_if_stale
+from .apply.summary import summarize
+from .context.manifest import build_manifest
+from .context.scope import default_scope, select
+from .context.snapshot import ContextLimits, build_snapshot
 from .errors import ApplyFailed, InputRejected
-from .extract import ExtractLimits
 from .fsutil import dump_json, sha256_bytes
-from .lock import project_lock
-from .manifest import build_manifest
 from .paths import ensure_layout
-from .runs import create_run_dir, new_run_id, write_artifact
-from .scope import default_scope, select
-from .snapshot import ContextLimits, build_snapshot
-from .spawn import requested_protections, run_plan_worker
-from .stale import refuse_if_stale
-from .summary import summarize
-from .task import WorkerChoice, choose_worker, placeholders, render_task
+from .state import PreState, compute_post, read_pre
 from .timing import Timings
-from .validate import raise_for
+from .validation.plan import raise_for
+from .worker.extract import ExtractLimits
+from .worker.spawn import requested_protections, run_plan_worker
+from .worker.task import WorkerChoice, choose_worker, placeholders, render_task
 
 
 @dataclass(frozen=True)
@@ -39,8 +39,8 @@ class ConsolidateRequest:
     unsafe_no_sandbox: bool = False
     parent_env: Mapping[str, str] = field(default_factory=dict)
     lock_timeout: float = 0.0
-    extract_limits: ExtractLimits = ExtractLimits()
-    context_limits: ContextLimits = ContextLimits()
+    extract_limits: ExtractLimits = field(default_factory=ExtractLimits)
+    context_limits: ContextLimits = field(default_factory=ContextLimits)
     # Refuse a plan that would leave no memory where there were some (the MCP server: a tool an agent calls).
     refuse_emptying: bool = False
 
@@ -127,7 +127,7 @@ def _manifest(svc: Services, req: ConsolidateRequest, run_dir: Path, snapshot: d
 
 def _validate(svc: Services, req: ConsolidateRequest, plan: dict[str, Any], manifest: dict[str, Any],
               pre: PreState) -> Any:
-    from .validate import validate_plan
+    from .validation.plan import validate_plan
 
     return validate_plan(plan, manifest, pre=pre, repo_root=svc.layout.project_root, ruleset=svc.ruleset,
                          allow_publish=req.allow_publish, limits=svc.limits)

@@ -197,7 +197,7 @@ def lock_held(env: Env, ctx: dict[str, Any]) -> Any:
     code = (
         "import sys, time\n"
         "from pathlib import Path\n"
-        "from pipeline.lock import project_lock\n"
+        "from pipeline.apply.lock import project_lock\n"
         "home = Path(sys.argv[1])\n"
         "with project_lock(home / 'lock', home / 'lock.json', run_id='20261130T120000Z-0badc0de',"
         " operation='consolidate', timeout=1, now='2026-11-30T12:00:00Z'):\n"

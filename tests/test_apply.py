@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import errno
+import itertools
 import json
 import os
 import shutil
@@ -99,7 +100,7 @@ def test_a_failing_syscall_anywhere_rolls_back_with_exit_6(
 
 def test_recovery_rolls_a_committed_journal_forward(env: Env) -> None:
     _seed(env)
-    from pipeline import apply
+    from pipeline.apply import journal as apply
 
     def crash(*_args: object) -> None:
         raise KeyboardInterrupt  # stands in for a crash right after the commit point
@@ -182,7 +183,7 @@ def _sigkill_sweep(env: Env, tmp_path: Path, *, strides: tuple[int, ...], minimu
     script.write_text(CHILD.format(repo=str(REPO)))
     saved = tmp_path / "saved"
     kills, outcomes = 0, Counter[str]()
-    for command, stride in zip(COMMANDS, strides):
+    for command, stride in zip(COMMANDS, strides, strict=False):
         _save(env, saved)
         pre = env.snapshot()
         full = _child(env, script, 10**9, command)
@@ -213,6 +214,6 @@ def test_receipt_log_is_a_chain_each_source_equal_to_the_previous_final(env: Env
     env.run("forget", "project_a")
     logs = sorted((env.project_home / "receipts").iterdir())
     receipts = [json.loads(p.read_text()) for p in logs]
-    for older, newer in zip(receipts, receipts[1:]):
+    for older, newer in itertools.pairwise(receipts):
         assert newer["sourceHashes"] == older["finalHashes"]
     assert receipts[-1]["finalHashes"]["harness"] == tree_hashes(env.harness)

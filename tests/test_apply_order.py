@@ -45,7 +45,7 @@ def test_every_file_and_directory_is_durable_before_the_commit_point_and_after_t
                if kind == "rename" and i > journal and not dst.startswith(run_dir + "/journal")]
     roots = {str(env.harness), str(env.mirror), str(env.project_home / "receipts"), run_dir}
     assert {str(Path(dst).parent) for _, _, dst in renames} == roots
-    for _, src, dst in renames:
+    for _, src, _dst in renames:
         assert src in before, f"{src} was not durable before the journal"
         assert str(Path(src).parent) in before, f"the entry of {src} was not durable before the journal"
     for name in ("pending", f"runs/{Path(run_dir).name}"):

@@ -14,7 +14,7 @@ import pytest
 import rfc8785
 from conftest import Env
 
-from pipeline.attest import PAYLOAD_TYPE, PREDICATE_TYPE, STATEMENT_TYPE, pae
+from pipeline.receipts.attest import PAYLOAD_TYPE, PREDICATE_TYPE, STATEMENT_TYPE, pae
 
 
 def _run_id(env: Env) -> str:

@@ -8,12 +8,11 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from conftest import REPO
 
 from pipeline.bench.run import Row, format_table
 from pipeline.bench.synth import build_memories, write_store
-from pipeline.engine import compute_post, read_pre
+from pipeline.state import compute_post, read_pre
 from pipeline.store.state import Limits
 
 

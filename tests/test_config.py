@@ -133,7 +133,7 @@ def test_no_cache_is_written_through_a_symlinked_home(tmp_path: Path) -> None:
 
 
 def test_worker_limits_are_validated_and_reach_the_chosen_worker(tmp_path: Path) -> None:
-    from pipeline.task import choose_worker
+    from pipeline.worker.task import choose_worker
 
     path = tmp_path / "config.yaml"
     path.write_text("workers: {a: {argv: [x], limits: {processes: 64, scratch_mb: 8}},"

@@ -6,9 +6,9 @@ import datetime as dt
 import json
 from pathlib import Path
 
-from pipeline.cron import DuePolicy, crontab_line, due_state, systemd_units
+from pipeline.hosts.cron import DuePolicy, crontab_line, due_state, systemd_units
 
-NOW = dt.datetime(2026, 11, 30, 12, 0, tzinfo=dt.timezone.utc)
+NOW = dt.datetime(2026, 11, 30, 12, 0, tzinfo=dt.UTC)
 
 
 def _receipts(tmp_path: Path, entries: list[tuple[str, str]]) -> Path:

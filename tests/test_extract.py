@@ -10,8 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pipeline.errors import WorkerFailed
-from pipeline.extract import ExtractLimits, Extracted, extract_plan
 from pipeline.fsutil import dump_json
+from pipeline.worker.extract import Extracted, ExtractLimits, extract_plan
 
 LIMITS = ExtractLimits()
 PLAN: dict[str, Any] = {"kind": "memory-consolidation-plan", "schemaVersion": 1, "runId": "r1", "operations": []}

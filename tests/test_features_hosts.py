@@ -64,7 +64,7 @@ def mcp_tools(ctx: dict[str, Any]) -> None:
         result = ctx["mcp"][key]
         assert not result.is_error, (key, result.content)
         assert result.structured_content["ok"] is True, key
-    assert [r["file"] for r in ctx["mcp"]["search"].structured_content["results"]][0] == "project_mcp-added.md"
+    assert next(r["file"] for r in ctx["mcp"]["search"].structured_content["results"]) == "project_mcp-added.md"
     assert ctx["mcp"]["verify"].structured_content["ok"] is True
 
 
@@ -284,7 +284,7 @@ def project_consolidated(env: Env, tmp_path: Path, ctx: dict[str, Any], label: s
 @given(parsers.parse('the project "{label}" is locked by another process'))
 def lock_project(ctx: dict[str, Any], label: str) -> Any:
     project = ctx["projects"][label]
-    code = ("import sys, time\nfrom pathlib import Path\nfrom pipeline.lock import project_lock\n"
+    code = ("import sys, time\nfrom pathlib import Path\nfrom pipeline.apply.lock import project_lock\n"
             "home = Path(sys.argv[1])\n"
             "with project_lock(home / 'lock', home / 'lock.json', run_id='20261130T120000Z-0badc0de',"
             " operation='consolidate', timeout=1, now='2026-11-30T12:00:00Z'):\n"

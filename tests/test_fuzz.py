@@ -21,16 +21,16 @@ from conftest import Env
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pipeline.engine import read_pre
+from pipeline.context.snapshot import ContextLimits, build_snapshot
 from pipeline.errors import MemfoldError
-from pipeline.extract import ExtractLimits, extract_plan
 from pipeline.paths import make_layout
+from pipeline.receipts.verify import audit, verify_receipt
 from pipeline.resources import load_schema
-from pipeline.snapshot import ContextLimits, build_snapshot
+from pipeline.state import read_pre
 from pipeline.store.memory import parse_memory
 from pipeline.store.state import Limits
-from pipeline.validate import validate_plan
-from pipeline.verify import audit, verify_receipt
+from pipeline.validation.plan import validate_plan
+from pipeline.worker.extract import ExtractLimits, extract_plan
 
 CODE = re.compile(r"^[a-z][a-z0-9]*([.-][a-z0-9]+)*$")
 COUNTS: Counter[str] = Counter()

@@ -11,8 +11,8 @@ import pytest
 from conftest import Env
 from hostile_repo import Hostile, git, make_hostile
 
-from pipeline import gitinfo
-from pipeline.gitinfo import MAX_BLOB, committed_versions
+from pipeline.mirror import gitinfo
+from pipeline.mirror.gitinfo import MAX_BLOB, committed_versions
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
 

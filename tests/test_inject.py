@@ -14,10 +14,8 @@ from typing import Any
 from conftest import REPO, Env
 
 from pipeline import locate
-
 from pipeline.store.inject import build_injection, read_memories, sanitize
 from pipeline.store.memory import Memory
-
 
 # The libraries the per-prompt path must not load, and the stdlib modules that each cost milliseconds
 # of a budget of three interpreter starts (dataclasses alone pulls in inspect, ast and dis).

@@ -6,9 +6,9 @@ from pathlib import Path
 
 from conftest import Env
 
-from pipeline.engine import PostState
-from pipeline.mirror import privacy_issues
+from pipeline.mirror.guard import privacy_issues
 from pipeline.privacy import load_ruleset
+from pipeline.state import PostState
 
 CLEAN = b"---\nname: ci\ndescription: the ci token\ntype: reference\nvisibility: safe\n---\nAsk ops.\n"
 LEAKY = CLEAN.replace(b"Ask ops.", b"GITHUB_TOKEN=ghp_" + b"Zq7Lm2Xc9Vb4Nn8Kp1Rt6Yw3Hs5Jd0Fg2Aa9")

@@ -12,7 +12,7 @@ WORDS = ["deploy", "cache", "billing", "port", "tests", "redis", "queue", "token
 VALUES = ["8080", "9090", "3.11", "3.12", "ops/deploy.sh", "src/app/main.py", "`make test`", "`make check`"]
 
 line = st.builds(lambda ws, v, marker: f"{marker}{' '.join(ws)} {v}".strip(),
-                 st.lists(st.sampled_from(WORDS), min_size=1, max_size=5), st.sampled_from(VALUES + [""]),
+                 st.lists(st.sampled_from(WORDS), min_size=1, max_size=5), st.sampled_from([*VALUES, ""]),
                  st.sampled_from(["", "- ", "* ", "1. "]))
 entry = st.fixed_dictionaries({
     "stem": st.lists(st.sampled_from(WORDS), min_size=1, max_size=3).map("-".join),

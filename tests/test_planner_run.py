@@ -12,8 +12,6 @@ from typing import Any
 
 import pytest
 from test_planner_support import (
-
-
     REPO,
     apply_plan,
     check_plan,

@@ -8,14 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pipeline.planner import text
-from pipeline.planner.grounding import (
-    _LINK,
-    _PATH_HINT,
-    _PATHISH,
-    _TICKS,
-    _URL,
-    extract,
-)
+from pipeline.planner.grounding import _LINK, _PATH_HINT, _PATHISH, _TICKS, _URL, extract
 from pipeline.planner.staleness import _REMINDER, _reminder_date
 from pipeline.store.memory import Memory
 

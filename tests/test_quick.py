@@ -64,7 +64,7 @@ def test_a_session_gives_the_same_output_codes_and_bytes_with_and_without_typer(
         results = [_run(env, args, typer_only=typer_only) for args in SESSION]
         stores[typer_only] = (results, env.snapshot(), tree_hashes(env.home / "global" / "memory"))
     quick, full = stores[False], stores[True]
-    for args, a, b in zip(SESSION, quick[0], full[0]):
+    for args, a, b in zip(SESSION, quick[0], full[0], strict=False):
         assert (a.code, _same(a.out), _same(a.err)) == (b.code, _same(b.out), _same(b.err)), args
     assert [r.code for r in quick[0]] == [0, 0, 0, 0, 1, 1, 1, 0, 0, 0, 0, 0, 0, 1]
     assert quick[1] == full[1] and quick[2] == full[2]  # the same bytes in both roots and the global store

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
 from pipeline.fsutil import dump_json
-from pipeline.receipt import (
+from pipeline.receipts.receipt import (
     RECEIPT_SCHEMA,
     chain_head,
     genesis_digest,

@@ -12,7 +12,7 @@ import pytest
 from conftest import Env
 from report_chain import HOSTILE_BODY, HOSTILE_DESCRIPTION, PRIVATE, build_chain, report, store_sizes
 
-from pipeline.report_model import lost_lines
+from pipeline.receipts.report_model import lost_lines
 
 
 def test_lost_lines_are_the_nonempty_lines_no_post_state_body_carries() -> None:
@@ -42,7 +42,7 @@ def test_default_report_is_0600_under_the_home_and_says_it_holds_private_text(ch
     assert data["mode"] == "0600" and data["public"] is False
     page = path.read_text()
     assert "holds private memory text" in page
-    for description, body in PRIVATE.values():
+    for _description, body in PRIVATE.values():
         assert html.escape(body.replace("\u202e", ""), quote=True) in page
 
 

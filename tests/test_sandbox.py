@@ -11,19 +11,20 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 from conftest import REPO, Env, survivors
 from unprivileged import OrdinaryUser
 
-from pipeline import spawn
 from pipeline.errors import WorkerFailed
 from pipeline.paths import Layout
 from pipeline.sandbox import EXIT_REFUSED, Policy, cgroup, probe, readable, seccomp
-from pipeline.worker import WorkerResult, WorkerSpec, build_env, run_worker
+from pipeline.worker import spawn
+from pipeline.worker.run import WorkerResult, WorkerSpec, build_env, run_worker
 
 HOSTILE = Path(__file__).parent / "workers" / "hostile.py"
 KILLED_PARENT = HOSTILE.parent / "killed_parent.py"
@@ -246,7 +247,7 @@ def test_launcher_refuses_when_fs_sandbox_required_but_missing(tmp_path: Path) -
 UNPRIV = """
 import json, os, sys, time
 from pathlib import Path
-from pipeline.worker import WorkerSpec, build_env, run_worker
+from pipeline.worker.run import WorkerSpec, build_env, run_worker
 base = Path(sys.argv[1]); scratch = base / "scratch"; scratch.mkdir()
 spec = WorkerSpec(argv=(sys.executable, sys.argv[2], "orphan", sys.argv[3], str(scratch / "marker"), "1"),
                   cwd=scratch, env=build_env({"PATH": "/usr/bin:/bin"}, [], scratch), timeout=20)
@@ -339,7 +340,7 @@ def test_the_launcher_imports_no_typing_dataclasses_or_json_schema_machinery() -
 ATTACK = """
 import json, os, sys
 from pathlib import Path
-from pipeline.worker import WorkerSpec, build_env, run_worker
+from pipeline.worker.run import WorkerSpec, build_env, run_worker
 cfg = json.loads(sys.argv[1])
 scratch = Path(cfg["scratch"])
 argv = tuple(sys.executable if a == "{python}" else a.replace("<parent>", str(os.getpid())) for a in cfg["argv"])
@@ -597,7 +598,7 @@ def test_a_project_root_that_exposes_a_home_is_refused_before_the_worker_starts(
 UNSAFE_ROOT = """
 import json, sys
 from pathlib import Path
-from pipeline import spawn
+from pipeline.worker import spawn
 from pipeline.errors import WorkerFailed
 from pipeline.paths import Layout
 project, home, user_home = map(Path, sys.argv[1:4])
@@ -717,7 +718,7 @@ def test_a_run_removes_the_cgroups_of_dead_parents_and_kills_their_members(run: 
 ONE_RUN = """
 import json, os, sys
 from pathlib import Path
-from pipeline.worker import WorkerSpec, build_env, run_worker
+from pipeline.worker.run import WorkerSpec, build_env, run_worker
 base, hostile, token, attack = Path(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]
 args, kw = json.loads(sys.argv[5]), json.loads(sys.argv[6])
 scratch = base / "scratch"

@@ -7,9 +7,9 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import Env
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from conftest import Env
 
 from pipeline.store import state
 from pipeline.store.memory import Memory
@@ -26,7 +26,7 @@ def test_rank_scores_name_description_and_body_of_each_memory_object() -> None:
 
 def test_the_mcp_backend_searches_a_memory_edited_behind_its_back(env: Env, monkeypatch: pytest.MonkeyPatch) -> None:
     from pipeline.commands import _app
-    from pipeline.cron import DuePolicy
+    from pipeline.hosts.cron import DuePolicy
     from pipeline.hosts.mcp_server import Backend
 
     monkeypatch.setattr(state, "_SETTLED_NS", -1)  # unchanged files are answered from the cache

@@ -14,9 +14,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from pipeline.context.snapshot import ContextLimits, build_snapshot
 from pipeline.errors import InputRejected
 from pipeline.fsutil import dump_json, sha256_bytes
-from pipeline.snapshot import ContextLimits, build_snapshot
 
 DATA = Path(__file__).parent / "data" / "transcripts"
 LIMITS = ContextLimits()
@@ -45,7 +45,7 @@ def test_disabled_context() -> None:
 @pytest.mark.integration
 def test_a_disabled_context_does_not_import_yaml() -> None:
     code = ("import sys\n"
-            "from pipeline.snapshot import ContextLimits, build_snapshot\n"
+            "from pipeline.context.snapshot import ContextLimits, build_snapshot\n"
             "build_snapshot(None, source='', limits=ContextLimits())\n"
             "print('yaml' in sys.modules)\n")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, timeout=60, check=False,

@@ -129,9 +129,9 @@ def roots_state(env: Env) -> dict[str, dict[str, str]]:
 def inprocess_worker(choice: Any, *, run_dir: Path, layout: Any, parent_env: Any, unsafe_no_sandbox: bool,
                      limits: Any) -> Any:
     """The built-in planner called in this process: the parent's I/O is what is under test, not the sandbox."""
-    from pipeline.extract import extract_plan
     from pipeline.planner.run import plan_run
-    from pipeline.spawn import WorkerOutcome
+    from pipeline.worker.extract import extract_plan
+    from pipeline.worker.spawn import WorkerOutcome
 
     return WorkerOutcome(extract_plan(plan_run(run_dir), limits),
                          {"enforced": False, "reason": "in-process planner (fault injection test)"}, 0.0, 0.0)
@@ -180,7 +180,7 @@ def fork_cli(args: list[str], *, kill_at: int | None = None, delay: float | None
             null = os.open(os.devnull, os.O_RDWR)
             for fd in (0, 1, 2):
                 os.dup2(null, fd)
-            sys.stdout = sys.stderr = open(os.devnull, "w")  # noqa: SIM115 - the child exits below
+            sys.stdout = sys.stderr = open(os.devnull, "w")
             if fast_worker:
                 from pipeline import transaction
 
@@ -192,7 +192,7 @@ def fork_cli(args: list[str], *, kill_at: int | None = None, delay: float | None
             code = main(args)
             if report is not None:
                 report.write_text(str(counter[0]))
-        except BaseException:  # noqa: BLE001 - anything escaping main is a distinct, visible code
+        except BaseException:
             code = 98
         finally:
             os._exit(code)
@@ -313,7 +313,7 @@ class CountingFault:
 
 def _op_counts(env: Env, command: list[str]) -> tuple[Counter[str], Counter[str]]:
     """Calls of each op in one run, and how many of them came before the apply stage."""
-    from pipeline import commit
+    from pipeline.apply import commit
 
     counts: Counter[str] = Counter()
     before_apply: Counter[str] = Counter()

@@ -11,17 +11,17 @@ from typing import Any
 import pytest
 from conftest import Env
 
-from pipeline.commit import Services
-from pipeline.engine import Operation, PreState, compute_post, read_pre
+from pipeline.apply.commit import Services
+from pipeline.apply.stale import refuse_if_stale
+from pipeline.apply.summary import summarize, summary_text
+from pipeline.context.manifest import MANIFEST_KIND, build_manifest, scope_digest
+from pipeline.context.scope import default_scope, select
+from pipeline.context.snapshot import ContextLimits, build_snapshot
 from pipeline.errors import InputRejected, StaleState, UsageError
-from pipeline.manifest import MANIFEST_KIND, build_manifest, scope_digest
 from pipeline.paths import Layout, make_layout
-from pipeline.scope import default_scope, select
-from pipeline.snapshot import ContextLimits, build_snapshot
-from pipeline.stale import refuse_if_stale
+from pipeline.state import Operation, PreState, compute_post, read_pre
 from pipeline.store.memory import parse_memory
 from pipeline.store.state import Limits
-from pipeline.summary import summarize, summary_text
 from pipeline.transaction import ConsolidateRequest, consolidate
 
 RUN_ID = "20261130T120000Z-0a1b2c3d"
@@ -211,7 +211,7 @@ def test_the_stale_check_refuses_any_change_in_either_root(store: tuple[Layout, 
 def _services(layout: Layout) -> Services:
     from pipeline.privacy import load_ruleset
 
-    now = dt.datetime(2026, 11, 30, 12, tzinfo=dt.timezone.utc)
+    now = dt.datetime(2026, 11, 30, 12, tzinfo=dt.UTC)
     return Services(layout=layout, limits=Limits(), clock=lambda: now, ruleset=load_ruleset())
 
 

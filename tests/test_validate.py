@@ -17,15 +17,15 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import pipeline.commands.validate  # noqa: F401 - registers the validate command on the app
-from pipeline.engine import Operation, PreState, read_pre
+from pipeline.apply.runs import create_run_dir
 from pipeline.errors import InputRejected, PrivacyRejected, UsageError
 from pipeline.fsutil import digest_json, dump_json, sha256_bytes
 from pipeline.paths import Layout, make_layout
 from pipeline.privacy import load_ruleset
-from pipeline.runs import create_run_dir
+from pipeline.state import Operation, PreState, read_pre
 from pipeline.store.memory import Memory, render_memory
 from pipeline.store.state import Limits
-from pipeline.validate import RULES, ValidationResult, raise_for, validate_plan
+from pipeline.validation.plan import RULES, ValidationResult, raise_for, validate_plan
 from pipeline.validation.schema import fast_check, plan_validator
 
 CASES = json.loads((Path(__file__).parent / "data" / "plans" / "cases.json").read_text("utf-8"))["cases"]

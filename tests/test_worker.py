@@ -19,8 +19,8 @@ from conftest import survivors
 
 from pipeline.errors import WorkerFailed
 from pipeline.sandbox import landlock
-from pipeline.spawn import PlanEventWatch
-from pipeline.worker import WorkerResult, WorkerSpec, build_env, run_worker, sandbox_description
+from pipeline.worker.run import WorkerResult, WorkerSpec, build_env, run_worker, sandbox_description
+from pipeline.worker.spawn import PlanEventWatch
 
 WORKERS = Path(__file__).parent / "workers"
 HOSTILE = WORKERS / "hostile.py"

@@ -13,7 +13,7 @@ import os
 import sys
 from pathlib import Path
 
-from ..extract import ExtractLimits
+from ..worker.extract import ExtractLimits
 
 MiB = 1 << 20
 
@@ -24,7 +24,7 @@ def raised_limits() -> ExtractLimits:
 
 
 def main(argv: list[str]) -> int:
-    from ..commit import Services
+    from ..apply.commit import Services
     from ..config import load_config
     from ..paths import check_layout, make_layout
     from ..privacy import load_ruleset
@@ -34,7 +34,7 @@ def main(argv: list[str]) -> int:
     cfg = load_config(home / "config.yaml")
     layout = make_layout(home, project)
     check_layout(layout)
-    svc = Services(layout=layout, limits=cfg.store_limits(), clock=lambda: dt.datetime.now(dt.timezone.utc),
+    svc = Services(layout=layout, limits=cfg.store_limits(), clock=lambda: dt.datetime.now(dt.UTC),
                    ruleset=load_ruleset(cfg.privacy.rules or None, cfg.privacy.allowlist or None),
                    keep_runs=cfg.runs.keep)
     summary = consolidate(svc, ConsolidateRequest(workers=cfg.workers, parent_env=dict(os.environ),

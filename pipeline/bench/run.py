@@ -240,7 +240,7 @@ def _apply_in_process(store: Synthetic) -> list[float]:
     """One consolidation in this process with ``apply_changes`` timed: the apply figure itself."""
     import datetime as dt
 
-    from .. import commit
+    from ..apply import commit
     from ..config import load_config
     from ..privacy import load_ruleset
     from ..transaction import ConsolidateRequest, consolidate
@@ -248,10 +248,10 @@ def _apply_in_process(store: Synthetic) -> list[float]:
 
     cfg = load_config(store.home / "config.yaml")
     svc = commit.Services(layout=store.layout, limits=cfg.store_limits(),
-                          clock=lambda: dt.datetime.now(dt.timezone.utc), ruleset=load_ruleset(),
+                          clock=lambda: dt.datetime.now(dt.UTC), ruleset=load_ruleset(),
                           keep_runs=cfg.runs.keep)
     samples: list[float] = []
-    original = getattr(commit, "apply_changes")
+    original = commit.apply_changes
 
     def timed_apply(*args: Any, **kwargs: Any) -> None:
         start = time.perf_counter()
@@ -260,11 +260,11 @@ def _apply_in_process(store: Synthetic) -> list[float]:
         finally:
             samples.append(floors.ms_since(start))
 
-    setattr(commit, "apply_changes", timed_apply)
+    commit.apply_changes = timed_apply
     try:
         consolidate(svc, ConsolidateRequest(parent_env=dict(os.environ), extract_limits=raised_limits()))
     finally:
-        setattr(commit, "apply_changes", original)
+        commit.apply_changes = original
     return samples
 
 

@@ -7,10 +7,10 @@ import random
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..mirror.trust import set_trust
 from ..paths import Layout, ensure_layout, make_layout
 from ..store.index import render_index
 from ..store.memory import INDEX_NAME, TYPES, Memory, render_memory
-from ..trust import set_trust
 
 _WORDS = (
     "deploy staging cache database migration schema index queue worker retry backoff timeout "

@@ -20,7 +20,7 @@ def attest(
     json_out: bool = JsonOpt,
 ) -> int:
     """Emit RUN_ID's post receipt as an in-toto Statement v1 in a DSSE envelope (signed with --key)."""
-    from .. import attest as core
+    from ..receipts import attest as core
 
     if keygen is not None:
         if run_id is not None or key is not None:

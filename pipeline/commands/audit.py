@@ -24,19 +24,23 @@ def _report_text(report: Any, title: str) -> str:
 
 
 @app.command()
-def verify(target: str = typer.Argument(None, help="run id or receipt file (default: the newest run)"),
-           attestation: Path = typer.Option(None, "--attestation",
-                                            help="check a DSSE attestation from `memfold attest` instead"),
-           pubkey: Path = typer.Option(None, "--pubkey", help="Ed25519 public key (PEM) the attestation must verify with"),
-           global_: bool = GlobalOpt, json_out: bool = JsonOpt) -> int:
+def verify(
+    target: str = typer.Argument(None, help="run id or receipt file (default: the newest run)"),
+    attestation: Path = typer.Option(
+        None, "--attestation", help="check a DSSE attestation from `memfold attest` instead"
+    ),
+    pubkey: Path = typer.Option(None, "--pubkey", help="Ed25519 public key (PEM) the attestation must verify with"),
+    global_: bool = GlobalOpt,
+    json_out: bool = JsonOpt,
+) -> int:
     """Check a receipt against its plan bytes, manifest, chain link and (if newest) the files on disk."""
     use_global(global_)
-    from ..receipt import log_entries
-    from ..verify import Report, verify_receipt
+    from ..receipts.receipt import log_entries
+    from ..receipts.verify import Report, verify_receipt
 
     svc = services(privacy=False)
     if attestation is not None or pubkey is not None:
-        from ..attest import check
+        from ..receipts.attest import check
 
         if attestation is None or target is not None:
             raise UsageError("--pubkey goes with --attestation F, which takes no run id", code="usage.attest")
@@ -63,7 +67,7 @@ def audit(strict: bool = typer.Option(False, "--strict",
           global_: bool = GlobalOpt, json_out: bool = JsonOpt) -> int:
     """Walk the receipt chain and check it against the chain head in the mirror and in git; breaks exit 7."""
     use_global(global_)
-    from ..verify import audit as run_audit
+    from ..receipts.verify import audit as run_audit
 
     svc = services(privacy=False)
     report = run_audit(svc.layout, svc.limits)
@@ -83,10 +87,10 @@ def audit(strict: bool = typer.Option(False, "--strict",
 def recover(global_: bool = GlobalOpt, json_out: bool = JsonOpt) -> int:
     """Finish or discard an interrupted transaction."""
     use_global(global_)
-    from ..commit import run_recovery
-    from ..lock import project_lock
+    from ..apply.commit import run_recovery
+    from ..apply.lock import project_lock
+    from ..apply.runs import new_run_id
     from ..paths import ensure_layout
-    from ..runs import new_run_id
 
     svc = services()
     ensure_layout(svc.layout)
@@ -101,8 +105,8 @@ def recover(global_: bool = GlobalOpt, json_out: bool = JsonOpt) -> int:
 def undo(run_id: str = typer.Argument(...), global_: bool = GlobalOpt, json_out: bool = JsonOpt) -> int:
     """Restore a run's pre-state as a new transaction (refused, exit 5, if its files changed since)."""
     use_global(global_)
+    from ..apply.undo import undo_ops
     from ..edits import direct_transaction
-    from ..undo import undo_ops
     from .memories import print_tx
 
     svc = services()
@@ -124,7 +128,8 @@ def status(global_: bool = GlobalOpt, json_out: bool = JsonOpt) -> int:
         f"mirror       {data['mirror'] or 'none (the global store is private only)'} ({data['mirrorFiles']} files)",
         f"capacity     {data['capacity']['lines']}/{data['capacity']['maxLines']} lines, "
         f"{data['capacity']['bytes']}/{data['capacity']['maxBytes']} bytes",
-        f"trusted      {'yes: the mirror is injected' if data['trusted'] else 'no: only the private store is injected'}",
+        "trusted      "
+        + ("yes: the mirror is injected" if data["trusted"] else "no: only the private store is injected"),
         f"lock         {data['lock'] or 'free'}",
         f"last run     {data['lastRun'] or 'none'}",
         f"consolidate  {'due' if data.get('due') else 'not due'}"

@@ -35,9 +35,10 @@ def consolidate(context: str | None = None, no_context: bool = False, scope: str
                 json_out: bool = False) -> int:
     """Consolidate the store: snapshot, sandboxed worker, validated plan, atomic apply, receipt."""
     use_global(global_)
-    from ..snapshot import ContextLimits
-    from ..summary import summary_text
-    from ..transaction import ConsolidateRequest, consolidate as run
+    from ..apply.summary import summary_text
+    from ..context.snapshot import ContextLimits
+    from ..transaction import ConsolidateRequest
+    from ..transaction import consolidate as run
 
     limits = ContextLimits()
     if all_projects and (context is not None or select_ or global_):
@@ -72,8 +73,8 @@ def _cron_log(message: str) -> None:
 
 def _unattended(request: Any, all_projects: bool, if_due: bool, skip_if_locked: bool, as_json: bool) -> int:
     """Cron and timer runs: one JSON line per project when not on a terminal, progress when on one."""
-    from ..commit import Services
-    from ..cron import DuePolicy, consolidate_one, visit_all
+    from ..apply.commit import Services
+    from ..hosts.cron import DuePolicy, consolidate_one, visit_all
     from ..transaction import consolidate as run
 
     section = config().consolidate

@@ -58,8 +58,8 @@ def clock() -> dt.datetime:
     pinned = os.environ.get("MEMFOLD_NOW")
     if pinned:
         value = dt.datetime.fromisoformat(pinned.replace("Z", "+00:00"))
-        return value if value.tzinfo else value.replace(tzinfo=dt.timezone.utc)
-    return dt.datetime.now(dt.timezone.utc)
+        return value if value.tzinfo else value.replace(tzinfo=dt.UTC)
+    return dt.datetime.now(dt.UTC)
 
 
 def home_dir() -> Path:
@@ -90,7 +90,7 @@ def config() -> Any:
 
 def services(*, privacy: bool = True) -> Any:
     """Collaborators for a core call; read-only commands skip loading the privacy rules."""
-    from ..commit import Services
+    from ..apply.commit import Services
 
     where = layout()  # refuses a symlinked home before the caches below are written into it
     cfg = config()

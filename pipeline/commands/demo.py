@@ -51,7 +51,7 @@ def demo(keep: bool = typer.Option(False, "--keep", help="keep the sample home a
     project.mkdir()
     (project / "ops").mkdir()
     (project / "ops" / "deploy.sh").write_text("#!/bin/sh\necho deploy\n")
-    from ..gitinfo import run_git
+    from ..mirror.gitinfo import run_git
 
     run_git(("init", "-q", str(project)))
     sys.stdout.write(f"memfold demo: sample project {project}, memfold home {home}\n")

@@ -13,7 +13,17 @@ import typer
 
 from ..errors import InputRejected, UsageError
 from ._app import (
-    GlobalOpt, JsonOpt, app, emit, home_dir, layout, lock_timeout, report_error, services, use_global, want_json,
+    GlobalOpt,
+    JsonOpt,
+    app,
+    emit,
+    home_dir,
+    layout,
+    lock_timeout,
+    report_error,
+    services,
+    use_global,
+    want_json,
 )
 from .memories import print_tx
 
@@ -73,8 +83,8 @@ def clear(yes: bool = typer.Option(False, "--yes", help="do not ask"), global_: 
 def edit(name: str = typer.Argument(...), global_: bool = GlobalOpt, json_out: bool = JsonOpt) -> int:
     """Open a memory in $VISUAL/$EDITOR; the result is validated and committed like any write."""
     from ..edits import direct_transaction, replace_ops, require
-    from ..engine import read_pre
     from ..fsutil import read_bounded, sha256_bytes, write_new
+    from ..state import read_pre
     from ..store.memory import normalize_name
 
     use_global(global_)

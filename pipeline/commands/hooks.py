@@ -223,9 +223,9 @@ def consolidate_from_host(host: str = typer.Argument(..., help="claude"),
                           args: list[str] = typer.Argument(None, help="no-context"),
                           json_out: bool = JsonOpt) -> int:
     """What /consolidate runs: find this session's transcript, then consolidate with it."""
+    from ..apply.summary import summary_text
+    from ..context.snapshot import ContextLimits
     from ..hosts.claude import claude_dir, find_transcript
-    from ..snapshot import ContextLimits
-    from ..summary import summary_text
     from ..transaction import ConsolidateRequest, consolidate
     from ._app import config, services
     from .consolidation import read_context

@@ -45,8 +45,8 @@ def import_(fmt: str = typer.Argument(..., metavar="FORMAT", help="pi-notes | pi
 def export(fmt: str = typer.Argument(..., metavar="FORMAT", help="claude"),
            dest: Path = typer.Argument(..., help="the memory dir to write"), json_out: bool = JsonOpt) -> int:
     """Write the private store as a Claude Code memory dir (memory files + MEMORY.md)."""
-    from ..engine import read_pre
     from ..importers.claude import export_dir
+    from ..state import read_pre
     from ..store.index import render_index
 
     if fmt != "claude":

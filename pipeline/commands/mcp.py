@@ -12,7 +12,7 @@ def mcp() -> int:
     """Run the MCP server on stdio (the project is --project or the working directory)."""
     import anyio
 
-    from ..cron import DuePolicy
+    from ..hosts.cron import DuePolicy
     from ..hosts.mcp_server import Backend, build_server
 
     cfg = config()

@@ -16,7 +16,7 @@ app.add_typer(mirror_app, name="mirror")
 def check(files: list[str] = typer.Argument(None, help="mirror files to check (default: the whole mirror)"),
           json_out: bool = JsonOpt) -> int:
     """Privacy and shape check of the mirror as it is on disk; exit 7 with findings (pre-commit hook)."""
-    from ..mirror_check import check_mirror
+    from ..mirror.check import check_mirror
 
     svc = services()
     issues = check_mirror(svc.layout, svc.ruleset, svc.limits, [Path(f) for f in files or []])
@@ -27,7 +27,7 @@ def check(files: list[str] = typer.Argument(None, help="mirror files to check (d
 
 
 def _trust(trusted: bool, json_out: bool) -> int:
-    from ..trust import set_trust
+    from ..mirror.trust import set_trust
 
     lay = layout()
     changed = set_trust(home_dir(), lay.project_root, trusted)
@@ -52,7 +52,10 @@ def untrust(json_out: bool = JsonOpt) -> int:
 
 @app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
 def inject(ctx: typer.Context) -> int:
-    """Print the bounded context block for a host: [--query Q] [--max-bytes N] [--max-files N] [--format text|json|claude-hook]."""
+    """Print the bounded context block for a host.
+
+    Options: [--query Q] [--max-bytes N] [--max-files N] [--format text|json|claude-hook].
+    """
     from ..hosts.inject import main
 
     return main(list(ctx.args))

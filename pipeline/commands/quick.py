@@ -7,8 +7,9 @@ typer app, which owns every usage message; both run the same command bodies in `
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 _GLOBAL_VALUES = {"--home": "home", "--project": "project"}
 _GLOBAL_FLAGS = {"--json": "json", "--global": "global_scope"}
@@ -88,7 +89,7 @@ def _parse(items: list[str]) -> tuple[str, dict[str, Any], dict[str, Any]]:
             params[key], i = _take(items, i, inline)
     if len(found) != len(positional):
         raise _Unplain
-    params.update(zip(positional, found))
+    params.update(zip(positional, found, strict=False))
     return command, state, params
 
 

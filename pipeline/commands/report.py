@@ -20,7 +20,7 @@ def report(out: Path = typer.Option(None, "--out", help="write here (default: <h
            global_: bool = GlobalOpt, json_out: bool = JsonOpt) -> int:
     """Write an HTML audit report of the receipt chain: timeline, sizes, per-run changes and diffs."""
     use_global(global_)
-    from ..report import write_report
+    from ..receipts.report import write_report
 
     svc = services(privacy=False)
     written = write_report(svc.layout, svc.limits, public=public, since=since, out=out,

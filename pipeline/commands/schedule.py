@@ -22,7 +22,7 @@ def schedule(cron: bool = typer.Option(False, "--cron", help="print a crontab li
              install: bool = typer.Option(False, "--install", help="with --systemd: write the units"),
              json_out: bool = JsonOpt) -> int:
     """Run `consolidate --all-projects --if-due --skip-if-locked` hourly from cron or a systemd timer."""
-    from ..cron import UNIT_NAME, crontab_line, install_units, systemd_units
+    from ..hosts.cron import UNIT_NAME, crontab_line, install_units, systemd_units
     from .hooks import memfold_argv
 
     if cron == systemd or (install and not systemd):

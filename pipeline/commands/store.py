@@ -9,7 +9,6 @@ import typer
 from . import memories
 from ._app import GlobalOpt, JsonOpt, app, emit, layout, lock_timeout, services, use_global, want_json
 
-
 TypeOpt = typer.Option(None, "--type", "-t", help="user | feedback | project | reference")
 VisOpt = typer.Option(None, "--visibility", help="safe (mirrored to .memory/) | private (default)")
 BodyOpt = typer.Option(None, "--body", "-b", help="the memory text")
@@ -23,7 +22,7 @@ PublishOpt = typer.Option(False, "--allow-publish",
 def init(global_: bool = GlobalOpt, json_out: bool = JsonOpt) -> int:
     """Create the project home, both roots and their indexes (idempotent)."""
     use_global(global_)
-    from ..init import init_project
+    from ..apply.init import init_project
 
     created = init_project(services(), lock_timeout())
     lay = layout()
@@ -74,7 +73,7 @@ def show(name: str = typer.Argument(...), global_: bool = GlobalOpt, json_out: b
     """Print one memory."""
     use_global(global_)
     from ..edits import require
-    from ..engine import read_pre
+    from ..state import read_pre
 
     svc = services(privacy=False)
     pre = read_pre(svc.layout, svc.limits)
@@ -88,6 +87,11 @@ def show(name: str = typer.Argument(...), global_: bool = GlobalOpt, json_out: b
 
 
 @app.command()
-def search(query: str = typer.Argument(...), limit: int = typer.Option(20, "--limit"), global_: bool = GlobalOpt, json_out: bool = JsonOpt) -> int:
+def search(
+    query: str = typer.Argument(...),
+    limit: int = typer.Option(20, "--limit"),
+    global_: bool = GlobalOpt,
+    json_out: bool = JsonOpt,
+) -> int:
     """Find memories by words in their name, description and body."""
     return memories.search(query, limit, global_, json_out)

@@ -18,8 +18,8 @@ MAX_JSON_DEPTH = 128
 
 
 def _load(path: Path, what: str) -> Any:
+    from ..context.boundedjson import loads_bounded
     from ..fsutil import read_bounded
-    from ..boundedjson import loads_bounded
 
     try:
         data = read_bounded(path, MAX_JSON_BYTES)
@@ -40,7 +40,7 @@ def _paths(run: str | None, plan: Path | None, manifest: Path | None, layout: An
     if run is not None:
         if manifest is not None:
             raise UsageError("--manifest goes with --plan; a run has its own manifest.json", code="usage.validate")
-        from ..runs import find_run
+        from ..apply.runs import find_run
 
         run_dir = find_run(layout.runs, run)
         return run_dir / "plan.json", run_dir / "manifest.json"
@@ -66,8 +66,8 @@ def validate(
     json_out: bool = JsonOpt,
 ) -> int:
     """Run the plan validator alone and print its JSON result (exit 0 valid, 1 invalid)."""
-    from ..engine import read_pre
-    from ..validate import validate_plan
+    from ..state import read_pre
+    from ..validation.plan import validate_plan
 
     svc = services()
     plan_path, manifest_path = _paths(run, plan, manifest, svc.layout)

@@ -54,7 +54,7 @@ def _readable_root(root: str, below: str, label: str, warnings: list[str]) -> bo
 
 def gather(home: str, project_dir: str, *, query: str | None, max_bytes: int | None, max_files: int | None,
            include_global: bool = True) -> Injection:
-    from ..trust import is_trusted
+    from ..mirror.trust import is_trusted
 
     home = os.path.abspath(home)
     root = locate.project_root(os.fspath(project_dir))
@@ -186,7 +186,7 @@ def claude_hook(args: Args) -> int:
             _log(home, warning)
         out = {"hookSpecificOutput": {"hookEventName": event, "additionalContext": result.text}}
         sys.stdout.write(json.dumps(out, ensure_ascii=False) + "\n")
-    except Exception as exc:  # noqa: BLE001 - a broken store must never block the host
+    except Exception as exc:
         _log(home, f"{exc.__class__.__name__}: {exc}")
     return 0
 
@@ -203,7 +203,7 @@ def main(argv: Sequence[str]) -> int:
     try:
         result = gather(home, args.project or os.getcwd(), query=args.query, max_bytes=args.max_bytes,
                         max_files=args.max_files)
-    except Exception as exc:  # noqa: BLE001 - the per-prompt path reports and exits without a traceback
+    except Exception as exc:
         code = getattr(exc, "exit_code", 1)
         sys.stderr.write(visible(f"memfold: error [{getattr(exc, 'code', 'inject.failed')}]: {exc}\n"))
         return int(code)

@@ -10,11 +10,11 @@ from mcp.server.mcpserver import MCPServer
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..commit import Services
-from ..cron import DuePolicy
+from ..apply.commit import Services
 from ..errors import InputRejected, MemfoldError
 from ..store.memory import Memory
 from ..store.state import read_root
+from .cron import DuePolicy
 
 SERVER_NAME = "memfold"
 
@@ -144,7 +144,7 @@ class Backend:
     def memories(self) -> dict[str, Memory]:
         """The store as it is now. Unchanged files are neither read nor parsed again: ``read_root`` and
         ``parsed_memories`` keep them by file identity and content hash across calls."""
-        from ..engine import parsed_memories
+        from ..state import parsed_memories
 
         return parsed_memories(read_root(self.svc.layout.harness, self.svc.limits))
 
@@ -161,8 +161,8 @@ class Backend:
                 "results": [{**_row(n, memories[n]), "score": s, "body": memories[n].body} for n, s in hits]}
 
     def consolidate(self, context: str | None, scope: str | None, worker: str, dry_run: bool) -> dict[str, Any]:
-        from ..extract import ExtractLimits
         from ..transaction import ConsolidateRequest, consolidate
+        from ..worker.extract import ExtractLimits
 
         if worker != "builtin":
             spec = self.workers.get(worker)
@@ -183,8 +183,9 @@ class Backend:
         return {"ok": True, **project_status(self.svc, self.due_policy)}
 
     def verify(self, target: str | None, audit: bool) -> dict[str, Any]:
-        from ..receipt import log_entries
-        from ..verify import audit as run_audit, verify_receipt
+        from ..receipts.receipt import log_entries
+        from ..receipts.verify import audit as run_audit
+        from ..receipts.verify import verify_receipt
 
         layout, limits = self.svc.layout, self.svc.limits
         if audit:

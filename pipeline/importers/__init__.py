@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..edits import fold
-from ..engine import Operation, PreState
 from ..errors import InputRejected
+from ..state import Operation, PreState
 from ..store.memory import TYPES, Memory, check_name, render_memory, sanitize_line
 from ..store.state import find_name
 
@@ -88,7 +88,9 @@ def _same(a: Memory, b: Memory) -> bool:
     return fold(a.description) == fold(b.description) and fold(a.body) == fold(b.body)
 
 
-def plan_import(parsed: Parsed, ruleset: RuleSet | None, report: dict[str, Any]) -> Callable[[PreState], list[Operation]]:
+def plan_import(
+    parsed: Parsed, ruleset: RuleSet | None, report: dict[str, Any]
+) -> Callable[[PreState], list[Operation]]:
     """The build step of the import transaction; fills ``report`` with what was imported and skipped."""
 
     def build(pre: PreState) -> list[Operation]:

@@ -72,7 +72,7 @@ def _meta(data: bytes, file: str) -> tuple[dict[str, Any], str]:
 
 def _when(value: Any) -> str | None:
     if isinstance(value, dt.datetime):
-        return stamp(value if value.tzinfo else value.replace(tzinfo=dt.timezone.utc))
+        return stamp(value if value.tzinfo else value.replace(tzinfo=dt.UTC))
     if isinstance(value, dt.date):
         return value.isoformat()
     return str(value) if isinstance(value, str) and value else None

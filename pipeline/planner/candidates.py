@@ -31,7 +31,7 @@ def to_memory(cand: dict[str, Any], today: str, now: str) -> Memory | None:
     if len(description) > MAX_DESCRIPTION:
         description = description[: MAX_DESCRIPTION - 1].rstrip() + "…"
     title = sanitize_line(str(cand.get("name") or "")).removesuffix(".md")
-    if not title or is_memory_name(title + ".md") and ("_" in title or "-" in title):
+    if not title or (is_memory_name(title + ".md") and ("_" in title or "-" in title)):
         title = description[:60].rstrip()
     return Memory(name=title, description=description, type=str(mtype),
                   visibility="safe" if cand.get("visibility") == "safe" else "private",

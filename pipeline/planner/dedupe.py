@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import hashlib
+import itertools
 from collections import Counter, defaultdict
-from dataclasses import dataclass, field
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
 from functools import lru_cache
 
 from ..store.memory import Memory
@@ -143,7 +144,7 @@ def _pairs_in(buckets: Iterable[list[str]]) -> Iterator[tuple[str, str]]:
         if len(members) < 2:
             continue
         if len(members) > MAX_BUCKET:
-            yield from zip(members, members[1:])
+            yield from itertools.pairwise(members)
             continue
         for i, first in enumerate(members):
             for second in members[i + 1 :]:

@@ -29,7 +29,7 @@ _TOP_DIRS = frozenset({"src", "lib", "app", "apps", "ops", "deploy", "scripts", 
                        "docs", "doc", "config", "configs", "conf", "cmd", "pkg", "internal", "tools", "infra",
                        "packages", "services", "web", "api", "migrations", "db", "charts", "k8s", ".github",
                        "frontend", "backend", "server", "client", "examples", "benchmarks", "etc", "ios", "android",
-                       "dags", "jobs", "dbt", "terraform", "ansible", "helm", "crates", "cmd"})
+                       "dags", "jobs", "dbt", "terraform", "ansible", "helm", "crates"})
 _LINK = re.compile(r"\[\[[^\]\n]*\]\]|\[[^\]\n]*\]\([a-z][a-z0-9+.-]*://[^)\s]*\)")
 _URL = re.compile(r"[a-z][a-z0-9+.-]*://\S+", re.IGNORECASE)
 _TICKS = re.compile(r"`([^`\n]+)`")

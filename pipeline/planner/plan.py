@@ -101,7 +101,7 @@ def build_plan(manifest: dict[str, Any], memories: dict[str, tuple[bytes, Memory
         "clusters": _clusters(work, selected),
         "staleness": [_staleness(work, n) for n in selected],
         "grounding": grounding,
-        "report": [_report(work, n, g) for n, g in zip(selected, grounding)],
+        "report": [_report(work, n, g) for n, g in zip(selected, grounding, strict=False)],
         "operations": _operations(work),
         "notes": [_cut(n, 3900) for n in dict.fromkeys(work.notes)],
     }

@@ -78,7 +78,7 @@ def _value_pattern(text: str) -> re.Pattern[str] | None:
         return None
     pattern = _VALUE_BY_PARTS.get(parts)
     if pattern is None:
-        pattern = re.compile("|".join(part for part, on in zip(_VALUE_PARTS, parts) if on))
+        pattern = re.compile("|".join(part for part, on in zip(_VALUE_PARTS, parts, strict=False) if on))
         _VALUE_BY_PARTS[parts] = pattern
     return pattern
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from typing import Callable
+from collections.abc import Callable
 
 # A check receives the secret text, the whole match text and the rule's parameters.
 Check = Callable[[str, str, dict[str, float]], bool]
@@ -121,7 +121,7 @@ def bsn_nl(secret: str, _context: str, _params: dict[str, float]) -> bool:
     if len(digits) != 9 or digits == "0" * 9:
         return False
     weights = (9, 8, 7, 6, 5, 4, 3, 2, -1)
-    return sum(int(d) * w for d, w in zip(digits, weights)) % 11 == 0
+    return sum(int(d) * w for d, w in zip(digits, weights, strict=False)) % 11 == 0
 
 
 def hetu_fi(secret: str, _context: str, _params: dict[str, float]) -> bool:

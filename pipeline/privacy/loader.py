@@ -140,7 +140,7 @@ _MEMO: dict[str, Any] = {}  # the parsed shipped rules and their compiled RuleSe
 
 def _default_document(cache_home: str | None = None) -> dict[str, Any]:
     """The shipped rules file, parsed once per process; also kept as JSON in the home's cache."""
-    from .. import filecache
+    from ..store import filecache
 
     path = data_dir("schemas") / RULES_FILE
     cache = filecache.cache_path(cache_home, CACHE_NAME) if cache_home else None
@@ -163,7 +163,7 @@ def _parse_rules_file(path: Any) -> dict[str, Any]:
     with open(path, encoding="utf-8") as fh:
         # The C safe loader where libyaml is built in. The shipped file is checked against its
         # schema by the test suite, not on every start: that check alone costs ~0.3 s of jsonschema.
-        document = yaml.load(fh, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))  # noqa: S506
+        document = yaml.load(fh, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
     if not isinstance(document, dict) or not isinstance(document.get("rules"), list):
         validate_document(document, RULES_FILE)
     assert isinstance(document, dict)
@@ -175,7 +175,7 @@ def _build(rules: list[dict[str, Any]], sources: list[str], allowlist: list[str]
     """Compile a rule set; the shipped rules (source RULES_FILE) lazily, everything else at once."""
     seen: set[str] = set()
     compiled: list[Rule] = []
-    for raw, source in zip(rules, sources):
+    for raw, source in zip(rules, sources, strict=False):
         if raw["id"] in seen:
             raise ConfigError(f"{source}: privacy rule {raw['id']!r} is defined twice")
         seen.add(raw["id"])

@@ -30,7 +30,7 @@ class Rule(Frozen):
     preview_prefix: int
     fallback: bool
 
-    def __init__(self, id: str, category: str, description: str, source: str, pattern: Any,  # noqa: A002
+    def __init__(self, id: str, category: str, description: str, source: str, pattern: Any,
                  keywords: tuple[str, ...] = (), check: Check | None = None,
                  check_params: dict[str, float] | None = None, secret_group: int = 0, allowlist: Any = None,
                  preview_prefix: int = 0, fallback: bool = False) -> None:

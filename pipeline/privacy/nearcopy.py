@@ -22,7 +22,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Iterator, Mapping
 
-    from ..engine import PreState
+    from ..state import PreState
     from ..store.memory import Memory
 
 SHINGLE_WORDS = 4
@@ -67,7 +67,7 @@ def _normalize_all(texts: list[str]) -> list[str]:
 
 def _shingles(text: str) -> set[str]:
     words = text.split()
-    return set(map(" ".join, zip(*(words[i:] for i in range(SHINGLE_WORDS)))))
+    return set(map(" ".join, zip(*(words[i:] for i in range(SHINGLE_WORDS)), strict=False)))
 
 
 def _grams(text: str) -> set[str]:
@@ -191,7 +191,7 @@ def _candidates(norms: list[str], holders: dict[str, dict[str, list[str]]]
             if words:
                 units = norm.split()
                 # Item j of the i-th strided slice is word i + SAMPLE*j: zipped, the shingle at SAMPLE*j.
-                cut = list(map(" ".join, zip(*(units[i::SAMPLE] for i in range(SHINGLE_WORDS)))))
+                cut = list(map(" ".join, zip(*(units[i::SAMPLE] for i in range(SHINGLE_WORDS)), strict=False)))
                 if sum(map(words.__contains__, cut)) >= max(floor * len(cut), 1):
                     yield position, "words", _shingles(norm)
         elif len(norm) >= MIN_CHARS:

@@ -8,7 +8,7 @@ TYPE_CHECKING = False  # typing costs ~5 ms of every sandboxed start
 if TYPE_CHECKING:
     from typing import Any
 
-    from .policy import Policy as Policy
+    from .policy import Policy as Policy  # re-exported lazily by __getattr__
 
 EXIT_REFUSED = 125  # require_fs was set and Landlock could not be applied
 EXIT_LAUNCHER_ERROR = 126  # the launcher itself failed before exec

@@ -114,7 +114,9 @@ def planned(probe: Mapping[str, Any], *, network: bool, timeout: float, limits: 
     uid = probe.get("uid")
     # RLIMIT_NPROC binds every uid but 0, and uid 0 too inside a user namespace (not used for root).
     nproc = limits["processes"] if uid != 0 else None
-    mechanisms = [name for name, on in zip(_KILLERS, (probe.get("pid_namespace"), cg.get("kill"), True, True)) if on]
+    mechanisms = [
+        name for name, on in zip(_KILLERS, (probe.get("pid_namespace"), cg.get("kill"), True, True), strict=False) if on
+    ]
     view: dict[str, Any] = {
         "status": "planned",
         "enforced": bool(ll.get("fs")),
@@ -135,8 +137,14 @@ def planned(probe: Mapping[str, Any], *, network: bool, timeout: float, limits: 
         "memory_max": memory if cg.get("memory") else None,
         "kill": mechanisms[0],
     }
-    view["limits"] = _limits({**view, "rlimits": {**rlimits, "nproc": nproc}, "scratch_max_bytes": limits["scratch_mb"] << 20,
-                              "memory_watch_bytes": None if cg.get("memory") else memory})
+    view["limits"] = _limits(
+        {
+            **view,
+            "rlimits": {**rlimits, "nproc": nproc},
+            "scratch_max_bytes": limits["scratch_mb"] << 20,
+            "memory_watch_bytes": None if cg.get("memory") else memory,
+        }
+    )
     view["missing"] = [g for g in _missing({**view, "no_new_privs": True,
                                              "seccomp": "installed" if seccomp else "not-installed",
                                              "capabilities": "dropped"}, network)]

@@ -45,7 +45,7 @@ class Capacity(Frozen):
     max_lines: int
     max_bytes: int
 
-    def __init__(self, lines: int, bytes: int, max_lines: int, max_bytes: int) -> None:  # noqa: A002
+    def __init__(self, lines: int, bytes: int, max_lines: int, max_bytes: int) -> None:
         self._set(lines=lines, bytes=bytes, max_lines=max_lines, max_bytes=max_bytes)
 
     @property

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 from hashlib import sha256
 
-from .. import filecache
+from . import filecache
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -76,9 +76,11 @@ def mask_credentials(home: str, stores: list[Mapping[str, Memory]], privacy: Any
         from ..privacy import load_ruleset
 
         ruleset = load_ruleset(privacy.rules or None, privacy.allowlist or None, cache_home=home)
-        by_digest = {d: m for store, names in zip(stores, digests) for n, m in store.items() for d in [names[n]]}
+        by_digest = {
+            d: m for store, names in zip(stores, digests, strict=False) for n, m in store.items() for d in [names[n]]
+        }
         for digest in missing:
             current[digest] = _scan(ruleset, by_digest[digest])
         filecache.save(cache, key, current, [])
     return [{name: _masked(memory, current[names[name]] or []) for name, memory in store.items()}
-            for store, names in zip(stores, digests)]
+            for store, names in zip(stores, digests, strict=False)]

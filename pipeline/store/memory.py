@@ -30,8 +30,15 @@ _INVISIBLE = {"Cc", "Cf", "Co", "Cs", "Zl", "Zp"}
 # Windows opens these devices instead of a file of that name in any directory, whatever the extension
 # (``aux.md`` too), so a teammate on Windows could not check out a mirror holding one. The superscript
 # digits are on Microsoft's list as well; the name pattern cannot produce them, the check refuses them anyway.
-_WINDOWS_DEVICES = frozenset({"con", "prn", "aux", "nul",
-                              *(f"{port}{digit}" for port in ("com", "lpt") for digit in "0123456789\u00b9\u00b2\u00b3")})
+_WINDOWS_DEVICES = frozenset(
+    {
+        "con",
+        "prn",
+        "aux",
+        "nul",
+        *(f"{port}{digit}" for port in ("com", "lpt") for digit in "0123456789\u00b9\u00b2\u00b3"),
+    }
+)
 
 
 def normalize_name(raw: str) -> str:
@@ -96,7 +103,7 @@ def stamp(now: dt.datetime) -> str:
 def _utc(now: dt.datetime, fmt: str) -> str:
     import datetime as dt
 
-    return now.astimezone(dt.timezone.utc).strftime(fmt)
+    return now.astimezone(dt.UTC).strftime(fmt)
 
 
 class Memory(FrozenValue):
@@ -113,7 +120,7 @@ class Memory(FrozenValue):
     body: str
     extra: dict[str, Any]
 
-    def __init__(self, name: str, description: str, type: str = "project", visibility: str = "private",  # noqa: A002
+    def __init__(self, name: str, description: str, type: str = "project", visibility: str = "private",
                  created: str | None = None, modified: str | None = None, expires: str | None = None,
                  body: str = "", extra: dict[str, Any] | None = None) -> None:
         self._set(name=name, description=description, type=type, visibility=visibility, created=created,
@@ -132,7 +139,7 @@ def _as_text(value: Any, key: str, file: str) -> str:
     import datetime as dt
 
     if isinstance(value, dt.datetime):
-        return stamp(value if value.tzinfo else value.replace(tzinfo=dt.timezone.utc))
+        return stamp(value if value.tzinfo else value.replace(tzinfo=dt.UTC))
     if isinstance(value, dt.date):
         return value.isoformat()
     if isinstance(value, (str, int, float)) and not isinstance(value, bool):
@@ -242,7 +249,7 @@ def _yaml_meta(head: str, file: str) -> Any:
     try:
         # The C loader is the same safe loader, about 10x faster where libyaml is built in.
         loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-        meta = yaml.load(head, Loader=loader) if head.strip() else {}  # noqa: S506 - a safe loader
+        meta = yaml.load(head, Loader=loader) if head.strip() else {}
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 2}" if mark is not None else ""

@@ -9,9 +9,9 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from ..engine import PreState
 from ..errors import Issue, UsageError
 from ..privacy import RuleSet
+from ..state import PreState
 from ..store.memory import INDEX_NAME, is_memory_name
 from ..store.state import Limits
 

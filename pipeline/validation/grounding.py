@@ -39,7 +39,11 @@ def grounding(ctx: Context) -> Iterator[Issue]:
             path = observation["path"]
             problem = path_problem(path)
             if problem is not None:
-                yield Issue("plan.grounding.path", _at(index, position), f"{subject}: observation path {ctx.show(path)} {problem}")
+                yield Issue(
+                    "plan.grounding.path",
+                    _at(index, position),
+                    f"{subject}: observation path {ctx.show(path)} {problem}",
+                )
                 continue
             state = resolved.get(path)
             if state is None:

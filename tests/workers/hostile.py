@@ -193,7 +193,7 @@ def attack(argv: list[str]) -> dict[str, object]:
         time.sleep(30)
     elif attack == "unlinked":  # args: dir, MiB: a file unlinked at once, then written and held open
         path = os.path.join(args[0], "gone")
-        fh = open(path, "wb")  # noqa: SIM115  (held open on purpose)
+        fh = open(path, "wb")
         os.unlink(path)
         block = os.urandom(1 << 20)
         for _ in range(int(args[1])):

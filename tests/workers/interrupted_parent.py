@@ -8,7 +8,7 @@ import sys
 import threading
 from pathlib import Path
 
-from pipeline.worker import WorkerSpec, build_env, run_worker
+from pipeline.worker.run import WorkerSpec, build_env, run_worker
 
 base, hostile, token, signame = Path(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]
 scratch = base / "scratch"

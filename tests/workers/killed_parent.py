@@ -20,7 +20,7 @@ from carriers import carriers
 
 
 def run(base: Path, hostile: str, token: str) -> None:
-    from pipeline.worker import WorkerSpec, build_env, run_worker
+    from pipeline.worker.run import WorkerSpec, build_env, run_worker
 
     scratch = base / "scratch"
     scratch.mkdir()

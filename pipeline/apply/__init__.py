@@ -1,0 +1,1 @@
+"""The apply stage: lock, run directories, stale check, journal, atomic commit and recovery."""

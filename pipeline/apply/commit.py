@@ -1,0 +1,166 @@
+"""Commit a computed post-state as one receipted transaction (shared by direct edits and consolidation)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..errors import VerifyFailed
+from ..frozen import Frozen
+from ..fsutil import dump_json, sha256_bytes
+from ..mirror.guard import privacy_gate, refuse_drift, refuse_safe_without_mirror, verify_post
+from ..paths import Layout
+from ..receipts.receipt import build_receipt, chain_head, diff_maps, genesis_digest, log_name, remember_written
+from ..receipts.witness import Head, head_name, read_head_file
+from ..state import PostState, PreState, changed_files, current_hashes
+from ..store.memory import stamp
+from ..store.state import Limits
+from .journal import Change, RootResolver, recover
+from .journal import apply_changes as apply_changes  # re-exported: the bench times it here
+from .runs import prune_runs
+
+if TYPE_CHECKING:
+    from ..privacy import RuleSet
+
+ROOTS = ("harness", "public", "receipts")
+
+
+def _roots(layout: Layout) -> tuple[str, ...]:
+    return ROOTS if layout.mirror is not None else ("harness", "receipts")
+
+
+class Services(Frozen):
+    """What a transaction needs besides its inputs: paths, bounds, the clock, the privacy rules (immutable)."""
+
+    __slots__ = ("layout", "limits", "clock", "ruleset", "keep_runs")
+    layout: Layout
+    limits: Limits
+    clock: Callable[[], dt.datetime]
+    ruleset: RuleSet | None
+    keep_runs: int
+
+    def __init__(self, layout: Layout, limits: Limits, clock: Callable[[], dt.datetime], ruleset: RuleSet | None,
+                 keep_runs: int = 50) -> None:
+        self._set(layout=layout, limits=limits, clock=clock, ruleset=ruleset, keep_runs=keep_runs)
+
+    def now(self) -> str:
+        return stamp(self.clock())
+
+    def resolver(self, run_dir: Path) -> RootResolver:
+        def resolve(key: str) -> Path:
+            return run_dir if key == "run" else self.layout.root(key)
+
+        return resolve
+
+
+def run_recovery(svc: Services) -> str | None:
+    layout = svc.layout
+    return recover(layout.project_home, layout.runs, svc.resolver, _roots(layout))
+
+
+class RunRecord(Frozen):
+    """The identity a run is bound to (what manifest, plan and receipts must agree on); immutable."""
+
+    __slots__ = ("run_id", "scope_digest", "artifact_hash", "selected", "command", "worker", "sandbox")
+    run_id: str
+    scope_digest: str
+    artifact_hash: str
+    selected: list[str]
+    command: str
+    worker: dict[str, Any]
+    sandbox: dict[str, Any]
+
+    def __init__(self, run_id: str, scope_digest: str, artifact_hash: str, selected: list[str], command: str,
+                 worker: dict[str, Any], sandbox: dict[str, Any]) -> None:
+        self._set(run_id=run_id, scope_digest=scope_digest, artifact_hash=artifact_hash, selected=selected,
+                  command=command, worker=worker, sandbox=sandbox)
+
+
+def gate(svc: Services, pre: PreState, post: PostState) -> None:
+    """Everything that must hold before anything is written: drift, privacy, post-state shape."""
+    if not post.mirrored:
+        refuse_safe_without_mirror(post)
+        verify_post(post, svc.limits, None)
+        return
+    refuse_drift(pre, {op.name for op in post.operations})
+    if svc.ruleset is not None:
+        privacy_gate(post, svc.ruleset)
+    verify_post(post, svc.limits, None)
+
+
+def commit_run(svc: Services, run_dir: Path, rec: RunRecord, pre: PreState, post: PostState,
+               plan_bytes: bytes, artifacts: Mapping[str, bytes] | None = None) -> tuple[dict[str, Any], Path]:
+    """Pre receipt, stage, journal, commit, re-verify on disk. Returns the post receipt and its log path.
+
+    ``artifacts`` are run-dir files not yet written (a direct edit's plan and manifest): they are made
+    durable in one batch with the pre receipt and the staged files, before the commit point.
+    """
+    layout = svc.layout
+    source, final = pre.hash_maps(), post.hash_maps()
+    ops = [op.summary() for op in post.operations]
+    seq, previous = chain_head(layout.receipts)
+    common: dict[str, Any] = dict(
+        run_id=rec.run_id, scope_key=layout.scope_key, scope_digest=rec.scope_digest,
+        artifact_hash=rec.artifact_hash, plan_digest=sha256_bytes(plan_bytes), selected=rec.selected,
+        source_hashes=source, final_hashes=final, operations=ops, worker=rec.worker,
+        sandbox=rec.sandbox, previous=previous, command=rec.command,
+    )
+    pre_receipt = dump_json(build_receipt(phase="pre", created_at=svc.now(), **common))
+    receipt = build_receipt(phase="post", created_at=svc.now(), **common)
+    receipt_bytes = dump_json(receipt)
+    digest = remember_written(receipt, receipt_bytes)
+    changes = [Change("harness", n, d, p) for n, d, p in changed_files(pre.harness, post.harness, post.digest)]
+    changes += [Change("public", n, d, p) for n, d, p in changed_files(pre.public, post.public, post.digest)]
+    head = _head_change(layout, seq, rec.run_id, digest, any(c.root == "public" for c in changes))
+    if head is not None:
+        changes.append(head)
+    changes.append(Change("receipts", log_name(seq, rec.run_id), receipt_bytes, None))
+    changes.append(Change("run", "post-receipt.json", receipt_bytes, None))
+    apply_changes(layout.project_home, run_dir, svc.resolver(run_dir), changes,
+                  artifacts={**(artifacts or {}), "pre-receipt.json": pre_receipt})
+    reverify_on_disk(svc, final, head)
+    prune_runs(layout.runs, svc.keep_runs, {rec.run_id})
+    return receipt, layout.receipts / log_name(seq, rec.run_id)
+
+
+def _head_change(layout: Layout, seq: int, run_id: str, digest: str, touches_mirror: bool) -> Change | None:
+    """The chain head naming this receipt, staged in the mirror with the same commit point.
+
+    It is not in the receipt's hash maps: it names the receipt, so the receipt cannot hash it. A change
+    to the private store alone still goes through when the mirror cannot be written (a read-only
+    checkout); the head then stays behind, and `memfold audit` says so.
+    """
+    if layout.mirror is None or (not touches_mirror and not os.access(layout.mirror, os.W_OK)):
+        return None
+    chain = digest if seq == 1 else _genesis(layout)
+    name = head_name(chain)
+    old = read_head_file(layout.mirror, name)
+    return Change("public", name, Head(chain, seq, run_id, digest).to_bytes(),
+                  None if old is None else sha256_bytes(old))
+
+
+def _genesis(layout: Layout) -> str:
+    try:
+        chain = genesis_digest(layout.receipts)
+    except (OSError, ValueError):
+        chain = None
+    if chain is None:
+        raise VerifyFailed("the first receipt of the log is unreadable, so the chain head cannot be written",
+                           code="receipt.unreadable", hint="run `memfold audit` to see what happened to the log")
+    return chain
+
+
+def reverify_on_disk(svc: Services, final: dict[str, dict[str, str]], head: Change | None = None) -> None:
+    differences = diff_maps(final, current_hashes(svc.layout, svc.limits))
+    if head is not None and svc.layout.mirror is not None \
+            and read_head_file(svc.layout.mirror, head.name) != head.data:
+        differences.append(f"public/{head.name} changed")
+    if differences:
+        raise VerifyFailed(
+            "after commit the files on disk do not match the receipt: " + ", ".join(differences[:5]),
+            code="verify.post-commit",
+            hint="another process changed the store during the commit; run `memfold audit`",
+        )

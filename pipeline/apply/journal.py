@@ -1,0 +1,314 @@
+"""Crash-safe apply: stage, back up, journal (the commit point), rename, and recovery of all that."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from ..errors import ApplyFailed, RecoveryNeeded
+from ..frozen import Frozen
+from ..fsutil import (
+    TEMP_PREFIX,
+    atomic_write,
+    create_unsynced,
+    digest_json,
+    dump_json,
+    fsync_all,
+    fsync_dir,
+    ops,
+    read_bounded,
+    safe_join,
+    sha256_bytes,
+    temp_name,
+    write_new,
+)
+
+JOURNAL = "journal.json"
+PENDING = "pending"
+BACKUP = "backup"
+
+
+class Change(Frozen):
+    """One file of the post-state: ``data`` None deletes it. ``root`` is a key of Layout.root or run."""
+
+    __slots__ = ("root", "name", "data", "pre")
+    root: str
+    name: str
+    data: bytes | None
+    pre: str | None
+
+    def __init__(self, root: str, name: str, data: bytes | None, pre: str | None) -> None:
+        self._set(root=root, name=name, data=data, pre=pre)
+
+    @property
+    def post(self) -> str | None:
+        return None if self.data is None else sha256_bytes(self.data)
+
+
+RootResolver = Callable[[str], Path]
+
+
+def _journal_bytes(body: dict[str, Any]) -> bytes:
+    body = {k: v for k, v in body.items() if k != "checksum"}
+    return dump_json({**body, "checksum": digest_json(body)})
+
+
+def read_journal(path: Path) -> dict[str, Any]:
+    raw = read_bounded(path, 64 << 20)
+    try:
+        body = json.loads(raw)
+    except ValueError:
+        raise RecoveryNeeded(f"journal {path} is not valid JSON", code="journal.corrupt") from None
+    if not isinstance(body, dict) or body.get("checksum") != digest_json(
+        {k: v for k, v in body.items() if k != "checksum"}
+    ):
+        raise RecoveryNeeded(f"journal {path} fails its checksum", code="journal.corrupt",
+                             hint="inspect the run dir; restore from its backup/ by hand if needed")
+    return body
+
+
+def _write_journal(run_dir: Path, body: dict[str, Any]) -> None:
+    atomic_write(run_dir / JOURNAL, _journal_bytes(body))
+
+
+def apply_changes(
+    project_home: Path,
+    run_dir: Path,
+    resolve: RootResolver,
+    changes: list[Change],
+    *,
+    check_staged: Callable[[], None] | None = None,
+    artifacts: Mapping[str, bytes] | None = None,
+) -> None:
+    """Make ``changes`` happen atomically: all of them, or (after a failure or a crash) none.
+
+    ``artifacts`` are new run-dir files (plan, manifest, pre receipt…) made durable in the same batch.
+    The fsyncs come in three rounds, each one batch: every new file and every directory holding a new
+    entry; the journal's rename (the commit point); the directories of the renames.
+    """
+    run_id = run_dir.name
+    tag = run_id[-12:]
+    pending = project_home / PENDING
+    entries: list[dict[str, Any]] = []
+    body = {"kind": "memfold-journal", "runId": run_id, "state": "committed", "entries": entries}
+    journal_temp, done_temp = run_dir / temp_name(JOURNAL, tag), run_dir / temp_name(JOURNAL, f"{tag}-done")
+    made: list[Path] = []
+    fds: list[int] = []
+    try:
+        try:
+            # `pending` comes first: from here on a kill leaves temps the next recovery sweeps away.
+            fds.append(_create(made, project_home / temp_name(PENDING, tag), run_id.encode() + b"\n"))
+            ops.rename(str(made[-1]), str(pending))
+            made.pop()
+            for name, data in (artifacts or {}).items():
+                fds.append(create_unsynced(safe_join(run_dir, name), data))  # kept, even after a failure
+            dirs = [project_home, run_dir.parent, run_dir, *_backup(run_dir, resolve, changes)]
+            for change in changes:
+                target_dir = resolve(change.root)
+                temp = None
+                if change.data is not None:
+                    temp = temp_name(change.name, tag)
+                    fds.append(_create(made, target_dir / temp, change.data,
+                                       0o644 if change.root == "public" else 0o600))
+                dirs.append(target_dir)
+                entries.append({"root": change.root, "name": change.name, "temp": temp,
+                                "pre": change.pre, "post": change.post})
+            fds.append(_create(made, journal_temp, _journal_bytes(body)))
+            fds.append(_create(made, done_temp, _journal_bytes({**body, "state": "done"})))
+            # Data and directory entries in one batch: both only have to be durable before the journal.
+            fsync_all(fds, dirs)
+        finally:
+            for fd in fds:
+                os.close(fd)
+        _check_temps(resolve, entries)
+        if check_staged is not None:
+            check_staged()
+        ops.rename(str(journal_temp), str(run_dir / JOURNAL))
+        fsync_dir(run_dir)
+    except BaseException as exc:
+        _silent_unlink(run_dir / JOURNAL)
+        for path in made:
+            _silent_unlink(path)
+        _silent_unlink(pending)
+        if isinstance(exc, (KeyboardInterrupt, SystemExit)) or getattr(exc, "exit_code", None) is not None:
+            raise
+        raise ApplyFailed(f"staging the transaction failed: {exc}", code="apply.stage",
+                          hint="nothing was changed; check free space and permissions, then retry") from exc
+    try:
+        _roll_forward(resolve, entries, True)  # staged_checked
+    except OSError as exc:
+        _silent_unlink(done_temp)
+        _roll_back(run_dir, resolve, body)
+        _silent_unlink(pending)
+        raise ApplyFailed(f"applying the transaction failed and was rolled back: {exc}",
+                          code="apply.commit",
+                          hint="both stores are as they were; check free space and permissions") from exc
+    try:
+        # Its bytes were made durable before the commit point; the rename needs no fsync: a lost
+        # rename leaves the journal committed, and recovery rolls that forward again (a no-op).
+        ops.rename(str(done_temp), str(run_dir / JOURNAL))
+    except OSError:
+        return  # committed; `pending` stays, so the next command's recovery marks it done
+    _silent_unlink(pending)
+
+
+def _create(made: list[Path], path: Path, data: bytes, mode: int = 0o600) -> int:
+    fd = create_unsynced(path, data, mode)
+    made.append(path)
+    return fd
+
+
+def _backup(run_dir: Path, resolve: RootResolver, changes: Iterable[Change]) -> list[Path]:
+    """Keep the pre-state of every touched file; returns the directories to fsync before the commit point.
+
+    A hard link is the copy: store files are only ever replaced by rename, never written in place,
+    so the linked inode keeps the pre-state bytes. It costs no data write and no per-file fsync,
+    only one fsync of each backup directory. Across filesystems (a mirror on another mount) or
+    where links are refused, the bytes are copied and fsynced as before.
+    """
+    folders: list[Path] = []
+    for change in changes:
+        if change.pre is None or change.root not in ("harness", "public"):
+            continue
+        source = resolve(change.root) / change.name
+        folder = run_dir / BACKUP / change.root
+        if folder not in folders:
+            folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+            folders.append(folder)
+        try:
+            os.link(source, folder / change.name, follow_symlinks=False)
+        except OSError:
+            write_new(folder / change.name, read_bounded(source))
+    return [run_dir / BACKUP, *folders] if folders else []
+
+
+def _check_temps(resolve: RootResolver, entries: list[dict[str, Any]]) -> None:
+    for entry in entries:
+        if entry["temp"] is not None:
+            staged = read_bounded(resolve(entry["root"]) / entry["temp"])
+            if sha256_bytes(staged) != entry["post"]:
+                raise ApplyFailed(f"staged copy of {entry['name']} does not match its hash",
+                                  code="apply.staged-mismatch")
+
+
+def _current_hash(path: Path) -> str | None:
+    try:
+        return sha256_bytes(read_bounded(path))
+    except FileNotFoundError:
+        return None
+
+
+def _roll_forward(resolve: RootResolver, entries: list[dict[str, Any]], staged_checked: bool = False) -> None:
+    """Idempotent: each entry is checked against its post-hash before it is redone.
+
+    ``staged_checked``: the first attempt, right after ``_check_temps`` verified every staged copy under
+    the same lock; those copies are renamed without being read and hashed a second time, and a file to
+    delete is unlinked without being read first.
+    """
+    dirs: set[Path] = set()
+    for entry in entries:
+        folder = resolve(entry["root"])
+        target = folder / entry["name"]
+        dirs.add(folder)
+        if staged_checked:
+            if entry["temp"] is not None:
+                ops.rename(str(folder / entry["temp"]), str(target))
+                continue
+            try:
+                ops.unlink(str(target))
+            except FileNotFoundError:
+                pass  # already absent: the post-state
+            continue
+        if _current_hash(target) == entry["post"]:
+            if entry["temp"]:
+                _silent_unlink(folder / entry["temp"])
+            continue
+        if entry["post"] is None:
+            ops.unlink(str(target))
+            continue
+        temp = folder / entry["temp"]
+        if _current_hash(temp) != entry["post"]:
+            raise RecoveryNeeded(
+                f"cannot finish the transaction: the staged copy of {entry['name']} is missing or altered",
+                code="journal.missing-stage",
+                hint="restore the run's backup/ by hand, or `memfold undo` once the store is consistent",
+            )
+        ops.rename(str(temp), str(target))
+    fsync_all([], sorted(dirs))
+
+
+def _roll_back(run_dir: Path, resolve: RootResolver, body: dict[str, Any]) -> None:
+    """Put every pre-state back from backup/ (idempotent); marks the journal first."""
+    try:
+        _write_journal(run_dir, {**body, "state": "rolling-back"})
+        for entry in reversed(body["entries"]):
+            folder = resolve(entry["root"])
+            target = folder / entry["name"]
+            if entry["pre"] is None:
+                _silent_unlink(target)
+            elif _current_hash(target) != entry["pre"]:
+                saved = read_bounded(run_dir / BACKUP / entry["root"] / entry["name"])
+                atomic_write(target, saved)  # data and entry durable: rollback is rare
+            if entry["temp"]:
+                _silent_unlink(folder / entry["temp"])
+        fsync_all([], sorted({resolve(e["root"]) for e in body["entries"]}))
+        _write_journal(run_dir, {**body, "state": "rolled-back"})
+    except OSError as exc:
+        raise RecoveryNeeded(
+            f"rolling back run {body['runId']} failed: {exc}", code="journal.rollback-failed",
+            hint="free space or fix permissions, then run `memfold recover`",
+        ) from exc
+
+
+def _silent_unlink(path: Path) -> None:
+    try:
+        ops.unlink(str(path))
+    except OSError:
+        pass
+
+
+def recover(
+    project_home: Path, runs: Path, resolver_for: Callable[[Path], RootResolver], roots: Iterable[str]
+) -> str | None:
+    """Finish or discard an interrupted transaction. Returns what was done, or None if nothing was."""
+    pending = project_home / PENDING
+    # A kill inside atomic_write of `pending` itself (or of lock.json) leaves its temp here, with no
+    # `pending` to point at it; we hold the lock, so no live writer owns such a temp.
+    _sweep_temps(project_home)
+    try:
+        run_id = pending.read_text(encoding="utf-8").strip()
+    except FileNotFoundError:
+        return None
+    outcome = "discarded"
+    run_dir = runs / run_id if run_id and "/" not in run_id and run_id not in (".", "..") else runs / "-"
+    resolve = resolver_for(run_dir)
+    journal = run_dir / JOURNAL
+    if journal is not None and journal.exists():
+        body = read_journal(journal)
+        state = body.get("state")
+        if state == "committed":
+            _roll_forward(resolve, body["entries"])
+            _write_journal(run_dir, {**body, "state": "done"})
+            outcome = "rolled-forward"
+        elif state == "rolling-back":
+            _roll_back(run_dir, resolve, body)
+            outcome = "rolled-back"
+        else:
+            outcome = "finished"
+    for key in (*roots, "run"):
+        _sweep_temps(resolve(key))
+    _silent_unlink(pending)
+    return f"{outcome} run {run_id}"
+
+
+def _sweep_temps(folder: Path) -> None:
+    try:
+        names = os.listdir(folder)
+    except FileNotFoundError:
+        return
+    for name in names:
+        if name.startswith(TEMP_PREFIX):
+            _silent_unlink(folder / name)

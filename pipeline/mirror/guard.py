@@ -1,0 +1,208 @@
+"""The safe mirror's guarantees: drift refusal, the privacy gate, and post-state verification."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+from ..errors import InputRejected, Issue, IssueList, PrivacyRejected, VerifyFailed
+from ..fsutil import sha256_bytes
+from ..receipts.witness import is_head_name, parse_head
+from ..state import PostState, PreState
+from ..store.index import PRIVATE_MARK, render_index
+from ..store.memory import INDEX_NAME, is_memory_name, parse_memory
+from ..store.state import Limits
+
+if TYPE_CHECKING:
+    from ..privacy import RuleSet
+
+
+def mirror_drift(pre: PreState) -> list[str]:
+    """Mirror memory files that the private store does not hold as safe, byte for byte."""
+    drift = []
+    for name, digest in sorted(pre.public.hashes.items()):
+        if name == INDEX_NAME:
+            continue
+        memory = pre.memories.get(name)
+        if memory is None:
+            drift.append(f"{name} is in the mirror but not in the private store")
+        elif not memory.is_safe:
+            drift.append(f"{name} is in the mirror but private in the store")
+        elif pre.harness.hashes.get(name) != digest:
+            drift.append(f"{name} in the mirror differs from the private copy (edited by hand?)")
+    return drift
+
+
+def refuse_drift(pre: PreState, touched: set[str]) -> None:
+    lines = [line for line in mirror_drift(pre) if line.split(" ", 1)[0] not in touched]
+    if lines:
+        raise VerifyFailed(
+            "the mirror (.memory/) does not match the private store: " + "; ".join(lines[:5]),
+            code="mirror.drift",
+            hint="move hand edits into the store with `memfold add`/`update` (or delete the stray "
+            "mirror files), then retry; `memfold mirror check` lists them",
+            data={"drift": lines},
+        )
+
+
+def refuse_safe_without_mirror(post: PostState) -> None:
+    """The global store has no mirror: a memory there cannot be marked safe."""
+    safe = sorted(n for n, m in post.memories.items() if m.is_safe)
+    if safe:
+        raise InputRejected(f"{safe[0]} is marked safe, but the global store is private only",
+                            code="global.safe", hint="leave out --visibility safe for global memories")
+
+
+def privacy_issues(post: PostState, ruleset: RuleSet) -> Iterator[Issue]:
+    for name in sorted(post.public):
+        yield from _file_issues(name, post.public[name], ruleset)
+
+
+# The scan of one file is a pure function of its name, its bytes and the (immutable) rule set, and a
+# long-lived process (the MCP server) gates the whole mirror on every write: each distinct
+# (name, bytes) is scanned once per rule set. Bytes are compared in full on a hit, not by a hash.
+_SCANNED: dict[tuple[str, bytes], tuple[Issue, ...]] = {}
+_SCANNED_RULES: list[RuleSet] = []
+_SCANNED_MAX_BYTES = 64 << 20
+_scanned_bytes = [0]
+
+
+def _file_issues(name: str, data: bytes, ruleset: RuleSet) -> tuple[Issue, ...]:
+    if not _SCANNED_RULES or _SCANNED_RULES[0] is not ruleset or _scanned_bytes[0] > _SCANNED_MAX_BYTES:
+        _SCANNED.clear()
+        _SCANNED_RULES[:] = [ruleset]
+        _scanned_bytes[0] = 0
+    key = (name, data)
+    issues = _SCANNED.get(key)
+    if issues is None:
+        issues = _SCANNED[key] = tuple(_scan(name, data, ruleset))
+        _scanned_bytes[0] += len(data)
+    return issues
+
+
+def _scan(name: str, data: bytes, ruleset: RuleSet) -> Iterator[Issue]:
+    text = data.decode("utf-8", errors="replace")
+    hidden = _invisible(text)
+    if hidden:
+        yield Issue("mirror.invisible", f".memory/{name}:{hidden[0]}:{hidden[1]}",
+                    f"{name} line {hidden[0]} holds a control or bidi character that can hide text")
+    for finding in ruleset.scan(text, f".memory/{name}"):
+        yield Issue(
+            f"privacy.{finding.category}",
+            f".memory/{name}:{finding.line}:{finding.column}",
+            f"{name} line {finding.line}: {finding.rule_id} ({finding.description}) {finding.preview}",
+        )
+
+
+def privacy_gate(post: PostState, ruleset: RuleSet) -> None:
+    """Any finding in what will be public rejects the whole transaction."""
+    found = IssueList()
+    found.extend(privacy_issues(post, ruleset))
+    found.raise_if_any(
+        PrivacyRejected,
+        "refused: a memory that would be public (.memory/) looks like it holds a secret or personal data",
+        hint="keep the memory private (--visibility private) or remove the value; the rule and line "
+        "are named above",
+    )
+
+
+def post_issues(post: PostState, limits: Limits) -> Iterator[Issue]:
+    yield from _bound_issues(post, limits)
+    if not post.mirrored:
+        if post.public:
+            yield Issue("mirror.unexpected", "public", "a scope without a mirror would write mirror files")
+        if post.harness.get(INDEX_NAME) != render_index(post.memories, mirror=False):
+            yield Issue("index.harness", "harness/MEMORY.md", "the private index is not complete and current")
+        return
+    safe = {n for n, m in post.memories.items() if m.is_safe}
+    mirror_memories = {n for n in post.public if n != INDEX_NAME}
+    for name in sorted(mirror_memories - safe):
+        yield Issue("mirror.not-safe", f"public/{name}", f"{name} would be in the mirror but is not safe")
+    for name in sorted(safe - mirror_memories):
+        yield Issue("mirror.missing", f"public/{name}", f"safe memory {name} is missing from the mirror")
+    for name in sorted(safe & mirror_memories):
+        if post.public[name] != post.harness.get(name):
+            yield Issue("mirror.differs", f"public/{name}", f"{name} in the mirror differs from the private copy")
+    for name in post.public:
+        if name != INDEX_NAME and not is_memory_name(name):
+            yield Issue("mirror.name", f"public/{name}", f"{name} is not a memory file name")
+    index = post.public.get(INDEX_NAME, b"")
+    if PRIVATE_MARK.encode() in index:
+        yield Issue("mirror.private-line", "public/MEMORY.md", f"the mirror index contains {PRIVATE_MARK}")
+    if index != render_index(post.memories, mirror=True):
+        yield Issue("index.public", "public/MEMORY.md", "the mirror index is not complete and current")
+    if post.harness.get(INDEX_NAME) != render_index(post.memories, mirror=False):
+        yield Issue("index.harness", "harness/MEMORY.md", "the private index is not complete and current")
+
+
+def _bound_issues(post: PostState, limits: Limits) -> Iterator[Issue]:
+    if len(post.memories) > limits.max_files:
+        yield Issue("bounds.file-count", "harness", f"{len(post.memories)} memories exceed {limits.max_files}")
+    for root, files in (("harness", post.harness), ("public", post.public)):
+        for name, data in files.items():
+            if name != INDEX_NAME and len(data) > limits.max_file_bytes:
+                yield Issue("bounds.file-size", f"{root}/{name}",
+                            f"{name} is {len(data)} bytes, over {limits.max_file_bytes}")
+
+
+def verify_post(post: PostState, limits: Limits, ruleset: RuleSet | None) -> None:
+    """The post-state check run on what is about to be committed; raises before the commit point."""
+    found = IssueList()
+    found.extend(post_issues(post, limits))
+    if ruleset is not None:
+        found.extend(privacy_issues(post, ruleset))
+    found.raise_if_any(VerifyFailed, "post-state verification failed; nothing was committed")
+
+
+def check_disk_mirror(files: dict[str, bytes], harness: dict[str, bytes] | None,
+                      ruleset: RuleSet, limits: Limits) -> list[Issue]:
+    """`memfold mirror check`: the mirror as it is on disk, hand edits included."""
+    issues: list[Issue] = []
+    for name, data in sorted(files.items()):
+        if is_head_name(name):
+            if parse_head(data) is None:
+                issues.append(Issue("mirror.head-invalid", f".memory/{name}",
+                                    f"{name} is not a chain head as memfold writes it (the next transaction "
+                                    "rewrites it; `memfold audit` checks the chain)"))
+            continue
+        if name == INDEX_NAME:
+            if PRIVATE_MARK.encode() in data:
+                issues.append(Issue("mirror.private-line", f".memory/{name}",
+                                    f"the mirror index contains {PRIVATE_MARK}"))
+            continue
+        if len(data) > limits.max_file_bytes:
+            issues.append(Issue("bounds.file-size", f".memory/{name}", f"{name} is over the size bound"))
+            continue
+        try:
+            memory = parse_memory(data, name)
+        except Exception as exc:
+            issues.append(Issue(getattr(exc, "code", "memory.invalid"), f".memory/{name}", str(exc)))
+            continue
+        if not memory.is_safe:
+            issues.append(Issue("mirror.not-safe", f".memory/{name}", f"{name} is not marked safe"))
+        if harness is not None and harness.get(name) is not None and sha256_bytes(harness[name]) != sha256_bytes(data):
+            issues.append(Issue("mirror.differs", f".memory/{name}", f"{name} differs from the private copy"))
+    for name, data in sorted(files.items()):
+        hidden = _invisible(data.decode("utf-8", errors="replace"))
+        if hidden:
+            issues.append(Issue("mirror.invisible", f".memory/{name}:{hidden[0]}:{hidden[1]}",
+                                f"{name} line {hidden[0]} holds a control or bidi character that can hide text"))
+        for finding in ruleset.scan(data.decode("utf-8", errors="replace"), f".memory/{name}"):
+            issues.append(Issue(f"privacy.{finding.category}", f".memory/{name}:{finding.line}:{finding.column}",
+                                f"{name} line {finding.line}: {finding.rule_id} ({finding.description}) "
+                                f"{finding.preview}"))
+    return issues
+
+
+# Bidi controls (Trojan Source) and control characters other than tab and line ends.
+_INVISIBLE = re.compile("[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+
+
+def _invisible(text: str) -> tuple[int, int] | None:
+    """Line and column of the first bidi control or control character, if any."""
+    match = _INVISIBLE.search(text)
+    if match is None:
+        return None
+    line_start = text.rfind("\n", 0, match.start()) + 1
+    return text.count("\n", 0, match.start()) + 1, match.start() - line_start + 1

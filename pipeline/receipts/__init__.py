@@ -1,0 +1,1 @@
+"""Receipts: hash-bound records of every transaction, verification, attestations, the chain witness, the report."""

@@ -1,0 +1,219 @@
+"""Hash-bound receipts: building them, their digests, and the append-only chained log."""
+
+from __future__ import annotations
+
+import json
+import os
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from .. import __version__
+from ..errors import Issue
+from ..frozen import Frozen
+from ..fsutil import digest_json, read_bounded, sha256_bytes
+from ..resources import load_schema
+
+RECEIPT_SCHEMA = "receipt.schema.json"
+RECEIPT_KIND = "memory-consolidation-receipt"
+HashMaps = dict[str, dict[str, str]]
+
+
+def strip_prefix(value: str) -> str:
+    return value[7:] if value.startswith("sha256:") else value
+
+
+def normalize_maps(maps: Any) -> HashMaps:
+    """Hash maps with any ``sha256:`` prefixes removed, for comparison."""
+    out: HashMaps = {}
+    for root in ("harness", "public"):
+        files = maps.get(root, {}) if isinstance(maps, dict) else {}
+        out[root] = {str(k): strip_prefix(str(v)) for k, v in files.items()} if isinstance(files, dict) else {}
+    return out
+
+
+def build_receipt(
+    *,
+    phase: str,
+    run_id: str,
+    scope_key: str,
+    scope_digest: str,
+    artifact_hash: str,
+    plan_digest: str,
+    selected: list[str],
+    source_hashes: HashMaps,
+    final_hashes: HashMaps,
+    operations: list[dict[str, Any]],
+    worker: dict[str, Any],
+    sandbox: dict[str, Any],
+    created_at: str,
+    previous: str | None,
+    command: str,
+) -> dict[str, Any]:
+    return {
+        "kind": RECEIPT_KIND,
+        "schemaVersion": 1,
+        "phase": phase,
+        "runId": run_id,
+        "command": command,
+        "scopeKey": scope_key,
+        "scopeDigest": scope_digest,
+        "artifactHash": artifact_hash,
+        "planDigest": plan_digest,
+        "selected": sorted(selected),
+        "sourceHashes": source_hashes,
+        "finalHashes": final_hashes,
+        "operations": operations,
+        "worker": worker,
+        "sandbox": sandbox,
+        "toolVersion": f"memfold {__version__}",
+        "createdAt": created_at,
+        "previous": previous,
+    }
+
+
+def receipt_digest(receipt: dict[str, Any]) -> str:
+    return digest_json(receipt)
+
+
+class LogEntry(Frozen):
+    """One receipt file of the log (immutable)."""
+
+    __slots__ = ("seq", "run_id", "path")
+    seq: int
+    run_id: str
+    path: Path
+
+    def __init__(self, seq: int, run_id: str, path: Path) -> None:
+        self._set(seq=seq, run_id=run_id, path=path)
+
+
+def log_entries(receipts: Path) -> list[LogEntry]:
+    """The receipt log in chain order (file names are ``<seq>-<runId>.json``)."""
+    entries = []
+    try:
+        names = os.listdir(receipts)
+    except FileNotFoundError:
+        return []
+    for name in names:
+        if not name.endswith(".json") or name.startswith("."):
+            continue
+        seq, _, run_id = name[:-5].partition("-")
+        if seq.isdigit() and run_id:
+            entries.append(LogEntry(int(seq), run_id, receipts / name))
+    return sorted(entries, key=lambda e: e.seq)
+
+
+def log_name(seq: int, run_id: str) -> str:
+    return f"{seq:08d}-{run_id}.json"
+
+
+def load_receipt(path: Path) -> dict[str, Any]:
+    return parse_receipt(read_bounded(path, 256 << 20))
+
+
+def parse_receipt(raw: bytes) -> dict[str, Any]:
+    data = json.loads(raw)
+    if not isinstance(data, dict):
+        raise ValueError("receipt is not a JSON object")
+    # Its digest (the next receipt's `previous`) needs RFC 8785 form: an integer past 2**53 or a NaN
+    # has none, so such a file is an unreadable receipt, not a crash of `audit` or the next commit.
+    digest_json(data)
+    return data
+
+
+def chain_head(receipts: Path) -> tuple[int, str | None]:
+    """The next sequence number and the digest of the newest receipt (None for an empty log)."""
+    entries = log_entries(receipts)
+    if not entries:
+        return 1, None
+    last = entries[-1]
+    return last.seq + 1, file_digest(last.path)
+
+
+def genesis_digest(receipts: Path) -> str | None:
+    """The digest of the first receipt of the log: it names the chain (None for an empty log)."""
+    entries = log_entries(receipts)
+    return file_digest(entries[0].path) if entries else None
+
+
+def file_digest(path: Path) -> str:
+    """The digest of the receipt stored at ``path``; raises ValueError for an unreadable receipt."""
+    data = read_bounded(path, 256 << 20)
+    key = sha256_bytes(data)
+    digest = _DIGESTS.get(key)
+    if digest is None:
+        digest = receipt_digest(parse_receipt(data))
+        _remember(key, digest)
+    return digest
+
+
+# Receipt digests by the sha256 of the file's exact bytes: the head is read back on every commit, and
+# parsing it (a hash map of the whole store, twice) costs more than hashing its bytes.
+_DIGESTS: dict[str, str] = {}
+_DIGESTS_MAX = 1024
+
+
+def _remember(key: str, digest: str) -> None:
+    if len(_DIGESTS) >= _DIGESTS_MAX:
+        _DIGESTS.clear()
+    _DIGESTS[key] = digest
+
+
+def remember_written(receipt: dict[str, Any], data: bytes) -> str:
+    """The digest of a receipt about to be written as ``data``, recorded for later reads of the file.
+
+    From the value itself only when JSON reads it back as equal (str keys, lists, no tuples), so the
+    digest is the one a later reader computes from the file; otherwise from the bytes, as a reader does.
+    """
+    digest = receipt_digest(receipt) if _json_native(receipt) else receipt_digest(parse_receipt(data))
+    _remember(sha256_bytes(data), digest)
+    return digest
+
+
+def _json_native(value: Any) -> bool:
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        kind = type(item)
+        if kind is dict:
+            if not all(type(k) is str for k in item):
+                return False
+            stack.extend(item.values())
+        elif kind is list:
+            stack.extend(item)
+        elif not (item is None or kind in (str, int, float, bool)):
+            return False
+    return True
+
+
+@lru_cache(maxsize=1)
+def _receipt_validator() -> Any:
+    from jsonschema import Draft202012Validator
+
+    return Draft202012Validator(load_schema(RECEIPT_SCHEMA))
+
+
+def schema_issues(receipt: Any, where: str) -> list[Issue]:
+    from ..validation.schema import fast_check
+
+    check = fast_check(RECEIPT_SCHEMA)
+    if check is not None and check(receipt):
+        return []  # the pre-check is sound: jsonschema would find nothing either
+    validator = _receipt_validator()
+    return [
+        Issue("receipt.schema", f"{where}$" + "".join(f"[{p!r}]" for p in err.absolute_path), err.message[:300])
+        for err in sorted(validator.iter_errors(receipt), key=lambda e: list(map(str, e.absolute_path)))
+    ]
+
+
+def diff_maps(before: HashMaps, after: HashMaps) -> list[str]:
+    """Human lines for every file whose hash differs between two hash maps."""
+    lines = []
+    for root in ("harness", "public"):
+        a, b = before.get(root, {}), after.get(root, {})
+        for name in sorted(set(a) | set(b)):
+            if a.get(name) != b.get(name):
+                state = "added" if name not in a else "removed" if name not in b else "changed"
+                lines.append(f"{root}/{name} {state}")
+    return lines

@@ -1,0 +1,1 @@
+"""The worker stage: render the task, spawn the untrusted worker sandboxed, capture bounded output, extract one plan."""
