@@ -41,7 +41,7 @@ ATTACKS: dict[str, tuple[str, list[str]]] = {
     "unix": ("unix", ["<unix>"]),
     "env": ("env", ["<pid>"]),
     "root": ("root", ["{run_dir}/scratch/owned", "{harness}"]),
-    "forkbomb": ("forkbomb", ["1.5"]),
+    "forkbomb": ("forkbomb", ["10"]),
     "forkbomb-1500": ("forkbomb", ["3", "1500"]),
     "memory": ("memory", ["512", "1"]),
     "fill": ("fill", ["{run_dir}/scratch", "64"]),
