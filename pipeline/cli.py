@@ -87,7 +87,7 @@ def _full(args: list[str]) -> int:
 
     def invoke() -> int:
         try:
-            result = app(args=args, prog_name="memfold", standalone_mode=False)
+            result = app(args=args, prog_name="memfold", standalone_mode=False, obj=main)
         except typer.Abort:
             sys.stderr.write("memfold: aborted\n")
             return 130

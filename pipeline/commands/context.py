@@ -65,16 +65,21 @@ def clock() -> dt.datetime:
 def home_dir() -> Path:
     from ..paths import default_home
 
-    return STATE.home if STATE.home is not None else default_home(os.environ)
+    return STATE.home if STATE.home is not None else Path(default_home(os.environ))
 
 
 def layout() -> Any:
-    from ..paths import check_layout, global_layout, make_layout
+    from ..paths import adopt_worktree_store, check_layout, global_layout, make_layout
 
     if STATE.global_scope:
         result = global_layout(home_dir())
     else:
-        result = make_layout(home_dir(), STATE.project or Path.cwd())
+        project = STATE.project or Path.cwd()
+        result = make_layout(home_dir(), project)
+        notice = adopt_worktree_store(result)
+        if notice is not None:
+            warn(notice)
+            result = make_layout(home_dir(), project)
     check_layout(result)
     return result
 

@@ -142,7 +142,7 @@ def visit_all(home: Path, make_services: Callable[[Layout], Services], run: Cons
             continue
         try:
             layout = make_layout(home, entry.root)
-            if layout.scope_key != entry.scope_key:
+            if layout.store_key != entry.scope_key:
                 yield {**base, "ok": True, "status": "skipped", "exitCode": 0,
                        "reason": "the root now resolves to another project (moved into a repository?)"}
                 continue
