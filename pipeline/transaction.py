@@ -115,7 +115,7 @@ def _manifest(svc: Services, req: ConsolidateRequest, run_dir: Path, snapshot: d
     manifest = build_manifest(
         layout=layout, run_id=run_dir.name, run_dir=run_dir, snapshot_digest=digest,
         context_mode=snapshot["contextMode"], scope=scope, selected=selected, source=pre.hash_maps(),
-        worker=choice.describe(), sandbox=requested_protections(choice, req.unsafe_no_sandbox),
+        worker=choice.describe(), sandbox=requested_protections(choice, req.unsafe_no_sandbox, req.parent_env),
         limits=svc.limits, extract_limits={"maxStdoutBytes": req.extract_limits.max_stdout_bytes,
                                            "maxPlanBytes": req.extract_limits.max_plan_bytes},
         allow_publish=req.allow_publish, created_at=svc.now(),

@@ -147,3 +147,47 @@ def test_every_stage_package_says_what_it_promises() -> None:
         tree = ast.parse(init.read_text(encoding="utf-8"))
         doc = ast.get_docstring(tree)
         assert doc and "\n" not in doc.strip(), f"{init.parent.name}: a one-line docstring"
+
+
+# The shell reads the environment and hands the core what it needs. Besides cli.py, commands/, bench/
+# and the __main__ entry points, only these read it, each for a reason that is not a knob.
+ENVIRONMENT_READERS = {
+    "pipeline/hosts/inject.py": "the inject command's own shell (the per-prompt fast path skips cli's imports)",
+    "pipeline/mirror/gitinfo.py": "git inherits the user's environment, minus GIT_* variables",
+    "pipeline/hosts/pi.py": "the Pi extension's syntax check runs node from the user's PATH",
+}
+
+
+def _is_shell(path: Path) -> bool:
+    rel = path.relative_to(PACKAGE)
+    return rel.parts[0] in ("commands", "bench") or rel.name in ("cli.py", "__main__.py")
+
+
+def _environment_reads(tree: ast.AST) -> list[int]:
+    lines = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and node.attr in ("environ", "environb", "getenv", "getenvb", "putenv") \
+                and isinstance(node.value, ast.Name) and node.value.id == "os":
+            lines.append(node.lineno)
+        elif isinstance(node, ast.ImportFrom) and node.module == "os" and \
+                any(alias.name in ("environ", "environb", "getenv", "getenvb") for alias in node.names):
+            lines.append(node.lineno)
+    return lines
+
+
+def test_no_core_module_reads_the_environment() -> None:
+    found = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        rel = str(path.relative_to(REPO))
+        if _is_shell(path) or rel in ENVIRONMENT_READERS:
+            continue
+        lines = _environment_reads(ast.parse(path.read_text(encoding="utf-8")))
+        if lines:
+            found[rel] = lines
+    assert found == {}
+
+
+def test_the_environment_check_sees_every_way_of_reading_it() -> None:
+    source = "import os\nfrom os import environ\na = os.environ['X']\nb = os.getenv('Y')\n"
+    assert _environment_reads(ast.parse(source)) == [2, 3, 4]
+    assert all((REPO / rel).is_file() for rel in ENVIRONMENT_READERS)
