@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from typing import Any
 
     from .store.state import Limits
+    from .worker.extract import ExtractLimits
 
 # Every section's defaults; the models in section_models take theirs from here.
 DEFAULTS: dict[str, dict[str, Any]] = {
@@ -131,7 +132,7 @@ class Config:
         return Limits(max_file_bytes=limits.max_file_bytes, max_files=limits.max_files,
                       index_lines=limits.index_lines, index_bytes=limits.index_bytes)
 
-    def extract_limits(self) -> Any:
+    def extract_limits(self) -> ExtractLimits:
         """Bounds on a worker's stdout and its plan (DESIGN.md defaults, configurable)."""
         from .worker.extract import ExtractLimits
 

@@ -128,11 +128,11 @@ def project_identity(root: str) -> str:
     return os.path.dirname(common) if os.path.basename(common) == ".git" else common
 
 
-def scope_key(identity: str) -> str:
+def scope_key(identity: str | os.PathLike[str]) -> str:
     """A store's name under the home: sha256 hex of its identity path (UTF-8)."""
     from .fsutil import sha256_bytes
 
-    return sha256_bytes(identity.encode("utf-8"))
+    return sha256_bytes(os.fspath(identity).encode("utf-8"))
 
 
 def project_key(root: str) -> str:

@@ -87,16 +87,9 @@ def audit(strict: bool = typer.Option(False, "--strict",
 def recover(global_: bool = GlobalOpt, json_out: bool = JsonOpt) -> int:
     """Finish or discard an interrupted transaction."""
     use_global(global_)
-    from ..apply.commit import run_recovery
-    from ..apply.lock import project_lock
-    from ..apply.runs import new_run_id
-    from ..paths import ensure_layout
+    from ..apply.init import recover_project
 
-    svc = services()
-    ensure_layout(svc.layout)
-    with project_lock(svc.layout.lock_path, svc.layout.lock_info, run_id=new_run_id(svc.clock()),
-                      operation="recover", timeout=lock_timeout(), now=svc.now()):
-        outcome = run_recovery(svc)
+    outcome = recover_project(services(), lock_timeout())
     emit({"ok": True, "recovered": outcome}, outcome or "nothing to recover", as_json=want_json(json_out))
     return 0
 

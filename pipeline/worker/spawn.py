@@ -200,4 +200,8 @@ def run_plan_worker(
                            hint=where, data={"returncode": result.returncode})
     started = time.perf_counter()
     extracted = extract_plan(result.stdout, limits)
-    return WorkerOutcome(extracted, protections, result.duration_s, round((time.perf_counter() - started) * 1000, 3))
+    extract_ms = round((time.perf_counter() - started) * 1000, 3)
+    from ..apply.runs import write_artifact
+
+    write_artifact(run_dir, "plan.json", extracted.plan_bytes)  # the exact bytes validated and receipted
+    return WorkerOutcome(extracted, protections, result.duration_s, extract_ms)
