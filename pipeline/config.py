@@ -74,6 +74,70 @@ class Section:
         return json.loads(json.dumps(self._values))  # type: ignore[no-any-return]
 
 
+class LimitsSection(Section):
+    __slots__ = ()
+    max_file_bytes: int
+    max_files: int
+    index_lines: int
+    index_bytes: int
+    worker_output_bytes: int
+    worker_output_lines: int
+    plan_bytes: int
+
+
+class LockSection(Section):
+    __slots__ = ()
+    timeout: float
+
+
+class RunsSection(Section):
+    __slots__ = ()
+    keep: int
+
+
+class PrivacySection(Section):
+    __slots__ = ()
+    rules: list[dict[str, Any]]
+    allowlist: list[str]
+
+
+class InjectSection(Section):
+    __slots__ = ()
+    guidance: bool
+    max_bytes: int
+    max_files: int
+    mask_credentials: bool
+
+
+class ConsolidateSection(Section):
+    __slots__ = ()
+    due_hours: float
+    due_writes: int
+
+
+class McpSection(Section):
+    __slots__ = ()
+    allow_publish: bool
+
+
+class WorkerSection(Section):
+    """One ``workers.NAME`` entry."""
+
+    __slots__ = ()
+    argv: list[str]
+    timeout: float
+    env: list[str]
+    network: bool
+    read_paths: list[str]
+    limits: dict[str, int]
+
+
+_SECTION_TYPES: dict[str, type[Section]] = {
+    "limits": LimitsSection, "lock": LockSection, "runs": RunsSection, "privacy": PrivacySection,
+    "inject": InjectSection, "consolidate": ConsolidateSection, "mcp": McpSection,
+}
+
+
 class Config:
     """Valid sections are usable; a command touching a broken section gets its ConfigError (exit 2)."""
 
@@ -90,39 +154,40 @@ class Config:
                               hint="fix the file (memfold never rewrites it); `memfold config check` explains")
         values = self._values.get(name)
         if name == "workers":
-            return {key: Section(f"workers.{key}", spec) for key, spec in (values or {}).items()}
-        return Section(name, values if values is not None else DEFAULTS[name])
+            return {key: WorkerSection(f"workers.{key}", spec) for key, spec in (values or {}).items()}
+        return _SECTION_TYPES.get(name, Section)(name, values if values is not None else DEFAULTS[name])
+
+    # Typed accessors: each section's fields as the models validated them.
+    @property
+    def limits(self) -> LimitsSection:
+        return self.section("limits")  # type: ignore[no-any-return]
 
     @property
-    def limits(self) -> Any:
-        return self.section("limits")
+    def lock(self) -> LockSection:
+        return self.section("lock")  # type: ignore[no-any-return]
 
     @property
-    def lock(self) -> Any:
-        return self.section("lock")
+    def runs(self) -> RunsSection:
+        return self.section("runs")  # type: ignore[no-any-return]
 
     @property
-    def runs(self) -> Any:
-        return self.section("runs")
+    def privacy(self) -> PrivacySection:
+        return self.section("privacy")  # type: ignore[no-any-return]
 
     @property
-    def privacy(self) -> Any:
-        return self.section("privacy")
+    def inject(self) -> InjectSection:
+        return self.section("inject")  # type: ignore[no-any-return]
 
     @property
-    def inject(self) -> Any:
-        return self.section("inject")
+    def consolidate(self) -> ConsolidateSection:
+        return self.section("consolidate")  # type: ignore[no-any-return]
 
     @property
-    def consolidate(self) -> Any:
-        return self.section("consolidate")
+    def mcp(self) -> McpSection:
+        return self.section("mcp")  # type: ignore[no-any-return]
 
     @property
-    def mcp(self) -> Any:
-        return self.section("mcp")
-
-    @property
-    def workers(self) -> dict[str, Any]:
+    def workers(self) -> dict[str, WorkerSection]:
         return self.section("workers")  # type: ignore[no-any-return]
 
     def store_limits(self) -> Limits:
