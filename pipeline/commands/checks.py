@@ -1,4 +1,4 @@
-"""The validate command: run the plan validator alone on a run dir, or on plan and manifest files."""
+"""The bodies of validate, verify and audit, without typer: whole-process speed matters for checkers."""
 
 from __future__ import annotations
 
@@ -7,10 +7,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import typer
-
-from ..errors import MemfoldError, UsageError
-from ._app import JsonOpt, app, services, want_json
+from ..errors import MemfoldError, UsageError, VerifyFailed
+from .context import emit, services, use_global, want_json
 
 # plan.json is stored indented, so it may be larger than the worker's compact plan bound.
 MAX_JSON_BYTES = 64 << 20
@@ -57,15 +55,7 @@ def _summary(result: Any) -> str:
     return "\n".join(lines) + "\n"
 
 
-@app.command()
-def validate(
-    run: str = typer.Option(None, "--run", help="check plan.json against manifest.json of this run"),
-    plan: Path = typer.Option(None, "--plan", help="a plan file (with --manifest)"),
-    manifest: Path = typer.Option(None, "--manifest", help="the run manifest the plan answers"),
-    repo: Path = typer.Option(None, "--repo", help="repository root for grounding paths (default: the project root)"),
-    json_out: bool = JsonOpt,
-) -> int:
-    """Run the plan validator alone and print its JSON result (exit 0 valid, 1 invalid)."""
+def validate(run: str | None, plan: Path | None, manifest: Path | None, repo: Path | None, json_out: bool) -> int:
     from ..state import read_pre
     from ..validation.plan import validate_plan
 
@@ -88,3 +78,61 @@ def validate(
 
         sys.stderr.write(visible(_summary(result)))
     return 0 if result.ok else 1
+
+
+def _report_text(report: Any, title: str) -> str:
+    lines = [f"{title}: {'OK' if report.ok else 'FAILED'}"]
+    lines += [f"  ok    {c}" for c in report.checks]
+    lines += [f"  FAIL  [{e.code}] {e.path}: {e.message}" for e in report.errors]
+    lines += [f"  WARN  [{w.code}] {w.path}: {w.message}" for w in report.warnings]
+    for d in report.drift:
+        lines.append(f"  drift {d['file']} (between {d['between'][0]} and {d['between'][1]})")
+    if report.witness is not None and not report.witness.get("available"):
+        lines.append(f"  note  no chain witness: {report.witness.get('reason')}")
+    return "\n".join(lines)
+
+
+def verify(target: str | None, attestation: Path | None, pubkey: Path | None, global_: bool, json_out: bool) -> int:
+    use_global(global_)
+    from ..receipts.receipt import log_entries
+    from ..receipts.verify import Report, verify_receipt
+
+    svc = services(privacy=False)
+    if attestation is not None or pubkey is not None:
+        from ..receipts.attest import check
+
+        if attestation is None or target is not None:
+            raise UsageError("--pubkey goes with --attestation F, which takes no run id", code="usage.attest")
+        checks, issues = check(svc.layout, attestation, pubkey)
+        report = Report(ok=not issues, checks=checks, errors=issues, receipts=1)
+        emit(report.as_dict(), _report_text(report, f"verify attestation {attestation}"),
+             as_json=want_json(json_out))
+        return 0 if report.ok else VerifyFailed.exit_code
+    if target is None:
+        entries = log_entries(svc.layout.receipts)
+        if not entries:
+            emit({"ok": True, "checks": [], "errors": [], "receipts": 0}, "no receipts yet",
+                 as_json=want_json(json_out))
+            return 0
+        target = str(entries[-1].path)
+    report = verify_receipt(svc.layout, svc.limits, target)
+    emit(report.as_dict(), _report_text(report, f"verify {target}"), as_json=want_json(json_out))
+    return 0 if report.ok else VerifyFailed.exit_code
+
+
+def audit(strict: bool, global_: bool, json_out: bool) -> int:
+    use_global(global_)
+    from ..receipts.verify import audit as run_audit
+
+    svc = services(privacy=False)
+    report = run_audit(svc.layout, svc.limits)
+    data = {**report.as_dict(), "handEdits": len(report.drift)}
+    witnessed = [c for c in report.checks if c.startswith("witness:")]
+    walked = (f"{report.receipts} receipts: schema, phase, chain links, plan digests, identities and "
+              "source hashes")
+    report.checks = [walked, *witnessed] if report.ok else []
+    emit(data, _report_text(report, f"audit of {report.receipts} receipts")
+         + (f"\n  {len(report.drift)} hand edit(s)" if report.drift else ""), as_json=want_json(json_out))
+    if not report.ok or (strict and (report.drift or report.warnings)):
+        return VerifyFailed.exit_code
+    return 0
