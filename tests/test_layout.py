@@ -191,3 +191,23 @@ def test_the_environment_check_sees_every_way_of_reading_it() -> None:
     source = "import os\nfrom os import environ\na = os.environ['X']\nb = os.getenv('Y')\n"
     assert _environment_reads(ast.parse(source)) == [2, 3, 4]
     assert all((REPO / rel).is_file() for rel in ENVIRONMENT_READERS)
+
+
+def test_ci_runs_the_stress_tests_as_a_step_of_their_own_after_the_rest() -> None:
+    steps = [line.strip() for line in (REPO / ".ci" / "run").read_text(encoding="utf-8").splitlines()
+             if "pytest" in line and not line.lstrip().startswith("#")]
+    assert steps[-2:] == ['.venv/bin/python -m pytest -q -n auto -m "not stress"',
+                          ".venv/bin/python -m pytest -q -n auto -m stress"]
+    checks = (REPO / ".ci" / "run").read_text(encoding="utf-8")
+    assert checks.index("mypy --strict pipeline") < checks.index("ruff check .") < checks.index("pytest")
+
+
+def test_stress_tests_are_selectable_by_their_marker() -> None:
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-m", "stress",
+                          "-p", "no:cacheprovider", "tests/test_apply.py"], cwd=REPO, capture_output=True,
+                         text=True, timeout=120, check=False).stdout
+    selected = [line for line in out.splitlines() if "::" in line]
+    assert selected and all("test_apply.py::" in line for line in selected)
