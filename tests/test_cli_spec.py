@@ -200,3 +200,18 @@ def test_a_missing_description_and_two_bodies_are_usage_errors_an_empty_one_is_r
         result: Result = env.run("--json", *args)
         assert (result.code, json.loads(result.out)["code"]) == (rc, code), args
     assert not (env.home / "projects").exists() or not list(env.harness.glob("project_a*"))
+
+
+@pytest.mark.parametrize("args", [["inject", "--bogus"], ["inject", "--max-bytes", "many"]])
+def test_the_inject_fast_path_answers_usage_errors_in_the_same_style(args: list[str]) -> None:
+    for as_json in (False, True):
+        out, err = io.StringIO(), io.StringIO()
+        with redirect_stdout(out), redirect_stderr(err):
+            rc = cli.main([*args, "--json"] if as_json else args)
+        assert rc == 2
+        if as_json:
+            answer = json.loads(out.getvalue())
+            assert (answer["ok"], answer["code"], answer["exitCode"]) == (False, "usage.option", 2)
+        else:
+            assert err.getvalue().startswith("memfold: error [usage.option]: ")
+            assert err.getvalue().endswith("  hint: `memfold inject --help` lists the options\n")

@@ -67,3 +67,10 @@ def test_every_code_raised_in_the_package_is_a_stable_dotted_name() -> None:
     assert codes
     bad = sorted(c for c in codes if not re.fullmatch(r"[a-z][a-z0-9]*(\.[a-z0-9][a-z0-9-]*)+", c))
     assert bad == []
+
+
+def test_the_text_form_names_code_message_further_issues_and_hint() -> None:
+    exc = InputRejected("plan rejected: first", code="a.first", hint="fix it",
+                        issues=[Issue("a.first", "$.a", "first"), Issue("b.second", "$.b", "second")])
+    assert exc.text() == ("memfold: error [a.first]: plan rejected: first\n"
+                          "  - [b.second] $.b: second\n  hint: fix it\n")

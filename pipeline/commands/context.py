@@ -141,9 +141,4 @@ def report_error(exc: MemfoldError, as_json: bool) -> None:
     if as_json:
         sys.stdout.write(_json(exc.as_dict()))
         return
-    lines = [f"memfold: error [{exc.code}]: {exc.message}"]
-    for issue in exc.issues[1:20]:
-        lines.append(f"  - [{issue.code}] {issue.path}: {issue.message}")
-    if exc.hint:
-        lines.append(f"  hint: {exc.hint}")
-    sys.stderr.write(_terminal("\n".join(lines) + "\n"))
+    sys.stderr.write(_terminal(exc.text()))

@@ -195,8 +195,18 @@ def main(argv: Sequence[str]) -> int:
     try:
         args = parse_args(argv)
     except _Usage as exc:
-        sys.stderr.write(f"{USAGE}memfold inject: error: {exc}\n")
-        return 2
+        # The one usage-error style of every command (JSON under --json or --format json).
+        from ..errors import UsageError
+
+        error = UsageError(str(exc), code="usage.option", hint="`memfold inject --help` lists the options")
+        from itertools import pairwise
+
+        items = list(argv)
+        if "--json" in items or "--format=json" in items or ("--format", "json") in pairwise(items):
+            sys.stdout.write(json.dumps(error.as_dict(), indent=2, sort_keys=True, ensure_ascii=False) + "\n")
+        else:
+            sys.stderr.write(visible(error.text()))
+        return error.exit_code
     if args.format == "claude-hook":
         return claude_hook(args)
     home = _home(args.home)
