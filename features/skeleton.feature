@@ -28,3 +28,13 @@ Feature: Every transaction goes through one skeleton
     Then the exit code is 6
     And the JSON error code is "apply.io"
     And both roots are as remembered
+
+  Scenario: /consolidate from a host honours the configured worker output bounds
+    Given twelve memories about release steps
+    And the config bounds a plan to 4096 bytes
+    When I run "--json hooks consolidate claude no-context"
+    Then the exit code is 4
+    And the JSON error code is "worker.plan-too-large"
+    When I run "--json consolidate --no-context"
+    Then the exit code is 4
+    And the JSON error code is "worker.plan-too-large"

@@ -29,6 +29,18 @@ def disk_full(monkeypatch: pytest.MonkeyPatch, message: str) -> None:
     monkeypatch.setattr(fsutil.ops, "write", fail)
 
 
+@given("twelve memories about release steps")
+def twelve(env: Env) -> None:
+    for i in range(12):
+        assert env.run("add", f"project_step-{i}", "-d", f"release step {i} and its checklist",
+                       "-b", f"Step {i}: run checklist item {i} before tagging.").code == 0
+
+
+@given(parsers.parse("the config bounds a plan to {size:d} bytes"))
+def plan_bound(env: Env, size: int) -> None:
+    (env.home / "config.yaml").write_text(f"limits:\n  plan_bytes: {size}\n", encoding="utf-8")
+
+
 @then("the newest run's manifest is valid against schemas/manifest.schema.json")
 def manifest_valid(env: Env) -> None:
     schema = json.loads((REPO / "schemas" / "manifest.schema.json").read_text(encoding="utf-8"))
