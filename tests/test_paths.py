@@ -230,3 +230,20 @@ def test_a_worktree_store_beside_an_existing_repository_store_is_kept_and_named_
     assert {k: v for k, v in after.items() if k != Path("superseded.json")} == before
     second = old.run("list")
     assert second.code == 0 and str(old_home) not in second.err
+
+
+def test_an_unattended_run_over_all_projects_adopts_an_old_worktree_store_and_consolidates_it(
+        tmp_path: Path) -> None:
+    import json
+
+    home = tmp_path / "home"
+    repo, wt, old = _old_worktree_store(tmp_path, home)
+    old_key = hashlib.sha256(str(wt.resolve()).encode()).hexdigest()
+    result = Env(home=home, project=tmp_path).run("--json", "consolidate", "--all-projects")
+    assert result.code == 0, result.err
+    lines = [json.loads(line) for line in result.out.splitlines() if line.startswith("{")]
+    assert [line["status"] for line in lines] == ["consolidated"], lines
+    assert "moved to the repository's store" in (home / "logs" / "cron.log").read_text(encoding="utf-8")
+    assert not (home / "projects" / old_key).exists()
+    assert (home / "projects" / project_key(str(repo.resolve())) / "memory" / "project_old.md").is_file()
+    assert old.run("audit").code == 0
