@@ -12,7 +12,9 @@ if TYPE_CHECKING:
 
 _VALUE_OPTIONS = {"--home", "--project"}
 FAST_COMMANDS = {"inject"}
-QUICK_COMMANDS = {"add", "update", "forget", "list", "search", "consolidate"}
+# The commands of ``commands.spec``, which the typer-free fast path parses (kept literal: no import here).
+QUICK_COMMANDS = {"add", "update", "forget", "list", "search", "consolidate", "validate", "verify", "audit"}
+VERSION_FLAGS = {"--version", "-V"}
 
 
 def _command_of(args: Sequence[str]) -> tuple[str | None, list[str]]:
@@ -47,6 +49,11 @@ def run() -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
+    if args[:1] and args[0] in VERSION_FLAGS and len(args) == 1:
+        from . import __version__
+
+        sys.stdout.write(f"memfold {__version__}\n")
+        return 0
     command, rest = _command_of(args)
     if command in FAST_COMMANDS:
         # The per-prompt path: no typer, pydantic, jsonschema or portalocker import.
@@ -57,7 +64,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         except SystemExit as exc:  # --help
             return int(exc.code or 0)
     if command in QUICK_COMMANDS:
-        # Everyday commands and consolidate in their plain forms skip typer (and the pydantic it imports).
+        # Everyday commands, consolidate and the checkers in their plain forms skip typer (and pydantic).
         from .commands.quick import parse
 
         run = parse(args)
@@ -72,7 +79,6 @@ def _full(args: list[str]) -> int:
     from .commands import attest as _attest  # noqa: F401
     from .commands import audit as _audit  # noqa: F401 - registers commands
     from .commands import bench as _bench  # noqa: F401
-    from .commands import consolidate as _consolidate  # noqa: F401
     from .commands import demo as _demo  # noqa: F401
     from .commands import everyday as _everyday  # noqa: F401
     from .commands import hooks as _hooks  # noqa: F401
@@ -82,12 +88,13 @@ def _full(args: list[str]) -> int:
     from .commands import report as _report  # noqa: F401
     from .commands import schedule as _schedule  # noqa: F401
     from .commands import store as _store  # noqa: F401
-    from .commands import validate as _validate  # noqa: F401
     from .commands._app import app
+    from .commands.typed import run as run_app
 
     def invoke() -> int:
         try:
-            result = app(args=args, prog_name="memfold", standalone_mode=False)
+            # The demo runs whole commands: it is handed this entry point as the context object.
+            return run_app(app, args, main)
         except typer.Abort:
             sys.stderr.write("memfold: aborted\n")
             return 130
@@ -98,7 +105,6 @@ def _full(args: list[str]) -> int:
             else:
                 sys.stderr.write(f"memfold: {exc}\n")
             return int(getattr(exc, "exit_code", 2))
-        return result if isinstance(result, int) else 0
 
     return _guarded(invoke, args)
 

@@ -1,7 +1,8 @@
 """The user config (``<home>/config.yaml``): each section is validated on its own, and never rewritten.
 
-The pydantic models in ``config_models`` validate the file. Importing pydantic costs more than a
-whole ``memfold add``, so the validated sections (and the problems found) are cached under
+The pydantic models defined by ``section_models`` validate the file. Importing pydantic costs more than a
+whole ``memfold add``, so the models are built on first use only, and the validated sections (and the
+problems found) are cached under
 ``<home>/cache/config.json`` by the identity of the file and of the validating modules; any change to
 either validates again. A missing file means ``DEFAULTS``, with no pydantic at all.
 """
@@ -23,8 +24,9 @@ if TYPE_CHECKING:
     from typing import Any
 
     from .store.state import Limits
+    from .worker.extract import ExtractLimits
 
-# Every section's defaults; the models in config_models take theirs from here.
+# Every section's defaults; the models in section_models take theirs from here.
 DEFAULTS: dict[str, dict[str, Any]] = {
     "limits": {"max_file_bytes": 64 * 1024, "max_files": 4096, "index_lines": 200, "index_bytes": 25_600,
                "worker_output_bytes": 16 << 20, "worker_output_lines": 65_536, "plan_bytes": 8 << 20},
@@ -72,6 +74,70 @@ class Section:
         return json.loads(json.dumps(self._values))  # type: ignore[no-any-return]
 
 
+class LimitsSection(Section):
+    __slots__ = ()
+    max_file_bytes: int
+    max_files: int
+    index_lines: int
+    index_bytes: int
+    worker_output_bytes: int
+    worker_output_lines: int
+    plan_bytes: int
+
+
+class LockSection(Section):
+    __slots__ = ()
+    timeout: float
+
+
+class RunsSection(Section):
+    __slots__ = ()
+    keep: int
+
+
+class PrivacySection(Section):
+    __slots__ = ()
+    rules: list[dict[str, Any]]
+    allowlist: list[str]
+
+
+class InjectSection(Section):
+    __slots__ = ()
+    guidance: bool
+    max_bytes: int
+    max_files: int
+    mask_credentials: bool
+
+
+class ConsolidateSection(Section):
+    __slots__ = ()
+    due_hours: float
+    due_writes: int
+
+
+class McpSection(Section):
+    __slots__ = ()
+    allow_publish: bool
+
+
+class WorkerSection(Section):
+    """One ``workers.NAME`` entry."""
+
+    __slots__ = ()
+    argv: list[str]
+    timeout: float
+    env: list[str]
+    network: bool
+    read_paths: list[str]
+    limits: dict[str, int]
+
+
+_SECTION_TYPES: dict[str, type[Section]] = {
+    "limits": LimitsSection, "lock": LockSection, "runs": RunsSection, "privacy": PrivacySection,
+    "inject": InjectSection, "consolidate": ConsolidateSection, "mcp": McpSection,
+}
+
+
 class Config:
     """Valid sections are usable; a command touching a broken section gets its ConfigError (exit 2)."""
 
@@ -88,39 +154,40 @@ class Config:
                               hint="fix the file (memfold never rewrites it); `memfold config check` explains")
         values = self._values.get(name)
         if name == "workers":
-            return {key: Section(f"workers.{key}", spec) for key, spec in (values or {}).items()}
-        return Section(name, values if values is not None else DEFAULTS[name])
+            return {key: WorkerSection(f"workers.{key}", spec) for key, spec in (values or {}).items()}
+        return _SECTION_TYPES.get(name, Section)(name, values if values is not None else DEFAULTS[name])
+
+    # Typed accessors: each section's fields as the models validated them.
+    @property
+    def limits(self) -> LimitsSection:
+        return self.section("limits")  # type: ignore[no-any-return]
 
     @property
-    def limits(self) -> Any:
-        return self.section("limits")
+    def lock(self) -> LockSection:
+        return self.section("lock")  # type: ignore[no-any-return]
 
     @property
-    def lock(self) -> Any:
-        return self.section("lock")
+    def runs(self) -> RunsSection:
+        return self.section("runs")  # type: ignore[no-any-return]
 
     @property
-    def runs(self) -> Any:
-        return self.section("runs")
+    def privacy(self) -> PrivacySection:
+        return self.section("privacy")  # type: ignore[no-any-return]
 
     @property
-    def privacy(self) -> Any:
-        return self.section("privacy")
+    def inject(self) -> InjectSection:
+        return self.section("inject")  # type: ignore[no-any-return]
 
     @property
-    def inject(self) -> Any:
-        return self.section("inject")
+    def consolidate(self) -> ConsolidateSection:
+        return self.section("consolidate")  # type: ignore[no-any-return]
 
     @property
-    def consolidate(self) -> Any:
-        return self.section("consolidate")
+    def mcp(self) -> McpSection:
+        return self.section("mcp")  # type: ignore[no-any-return]
 
     @property
-    def mcp(self) -> Any:
-        return self.section("mcp")
-
-    @property
-    def workers(self) -> dict[str, Any]:
+    def workers(self) -> dict[str, WorkerSection]:
         return self.section("workers")  # type: ignore[no-any-return]
 
     def store_limits(self) -> Limits:
@@ -130,7 +197,7 @@ class Config:
         return Limits(max_file_bytes=limits.max_file_bytes, max_files=limits.max_files,
                       index_lines=limits.index_lines, index_bytes=limits.index_bytes)
 
-    def extract_limits(self) -> Any:
+    def extract_limits(self) -> ExtractLimits:
         """Bounds on a worker's stdout and its plan (DESIGN.md defaults, configurable)."""
         from .worker.extract import ExtractLimits
 
@@ -166,9 +233,8 @@ def _parse(path: Path | str) -> tuple[Any, list[Issue]]:
 
 
 def _validator_identity() -> list[Any]:
-    """What decides the validation result besides the file: this module and the models."""
-    here = os.path.dirname(os.path.abspath(__file__))
-    return [filecache.identity(os.path.join(here, name)) for name in ("config.py", "config_models.py")]
+    """What decides the validation result besides the file: this module, which holds the models."""
+    return [filecache.identity(os.path.abspath(__file__))]
 
 
 def load_config(path: Path | str) -> Config:
@@ -192,14 +258,140 @@ def _validate(path: Path | str) -> tuple[dict[str, Any], list[Issue]]:
     data, problems = _parse(path)
     if data is None:
         return {}, problems
-    from .config_models import validate_sections
-
     values, found = validate_sections(data)
     return values, problems + found
 
 
+_MODELS: tuple[dict[str, Any], Any] | None = None
+
+
+def section_models() -> tuple[dict[str, Any], Any]:
+    """The pydantic model of each section, and of one worker entry; built (and pydantic imported) once.
+
+    Only a config file that changed since it was cached, and ``memfold config check``, need them.
+    """
+    global _MODELS
+    if _MODELS is None:
+        _MODELS = _define_models()
+    return _MODELS
+
+
+def _define_models() -> tuple[dict[str, Any], Any]:
+    from typing import Annotated, Any  # noqa: F401 - pydantic evaluates the annotations below at runtime
+
+    from pydantic import BaseModel, ConfigDict, Field
+
+    limits = DEFAULTS["limits"]
+    inject = DEFAULTS["inject"]
+    consolidate = DEFAULTS["consolidate"]
+
+    class _Strict(BaseModel):
+        model_config = ConfigDict(extra="forbid", frozen=True)
+
+    class LimitsConfig(_Strict):
+        max_file_bytes: int = Field(limits["max_file_bytes"], ge=256, le=16 << 20)
+        max_files: int = Field(limits["max_files"], ge=1, le=1_000_000)
+        index_lines: int = Field(limits["index_lines"], ge=1)
+        index_bytes: int = Field(limits["index_bytes"], ge=256)
+        worker_output_bytes: int = Field(limits["worker_output_bytes"], ge=1 << 16, le=1 << 32)
+        worker_output_lines: int = Field(limits["worker_output_lines"], ge=16, le=1 << 26)
+        plan_bytes: int = Field(limits["plan_bytes"], ge=1 << 12, le=1 << 32)
+
+    class LockConfig(_Strict):
+        timeout: float = Field(DEFAULTS["lock"]["timeout"], ge=0, le=3600)
+
+    class RunsConfig(_Strict):
+        keep: int = Field(DEFAULTS["runs"]["keep"], ge=1, le=100_000)
+
+
+    _WORKERlimits = WORKER_DEFAULTS["limits"]
+
+    class WorkerLimits(_Strict):
+        """What one run of the worker may use; enforced for every uid (see README, Worker sandbox)."""
+
+        processes: int = Field(_WORKERlimits["processes"], ge=16, le=1 << 16)
+        memory_mb: int = Field(_WORKERlimits["memory_mb"], ge=64, le=1 << 20)
+        scratch_mb: int = Field(_WORKERlimits["scratch_mb"], ge=1, le=1 << 20)
+
+    class WorkerConfig(_Strict):
+        argv: list[str] = Field(min_length=1)
+        timeout: float = Field(WORKER_DEFAULTS["timeout"], gt=0, le=86_400)
+        env: list[str] = Field(default_factory=list)
+        network: bool = WORKER_DEFAULTS["network"]
+        # Extra directories the sandboxed worker may read (where its CLI is installed, e.g. ~/.npm-global).
+        read_paths: list[Annotated[str, Field(pattern=r"^(/|~/)")]] = Field(default_factory=list)
+        limits: WorkerLimits = Field(default_factory=lambda: WorkerLimits.model_validate({}))
+
+    class PrivacyConfig(_Strict):
+        rules: list[dict[str, Any]] = Field(default_factory=list)
+        allowlist: list[str] = Field(default_factory=list)
+
+    class InjectConfig(_Strict):
+        guidance: bool = inject["guidance"]
+        max_bytes: int = Field(inject["max_bytes"], ge=512)
+        max_files: int = Field(inject["max_files"], ge=0, le=1000)
+        # The block goes to the model provider: credentials in private memories are masked unless turned off.
+        mask_credentials: bool = inject["mask_credentials"]
+
+    class ConsolidateConfig(_Strict):
+        due_hours: float = Field(consolidate["due_hours"], gt=0)
+        due_writes: int = Field(consolidate["due_writes"], ge=1)
+
+    class McpConfig(_Strict):
+        # An agent may make a memory it names safe only when the user says so here; a copy of another
+        # private memory still needs a person's --allow-publish.
+        allow_publish: bool = DEFAULTS["mcp"]["allow_publish"]
+
+    class Workers(BaseModel):
+        model_config = ConfigDict(frozen=True)
+        workers: dict[str, WorkerConfig] = Field(default_factory=dict)
+
+
+    sections: dict[str, type[BaseModel]] = {
+        "limits": LimitsConfig, "lock": LockConfig, "runs": RunsConfig, "workers": Workers,
+        "privacy": PrivacyConfig, "inject": InjectConfig, "consolidate": ConsolidateConfig, "mcp": McpConfig,
+    }
+    return sections, WorkerConfig
+
+
+def validate_sections(data: dict[Any, Any]) -> tuple[dict[str, Any], list[Issue]]:
+    """Each known section validated on its own: plain values of the valid ones, problems of the rest."""
+    from pydantic import ValidationError
+
+    sections, _ = section_models()
+    workers = sections["workers"]
+    values: dict[str, Any] = {}
+    problems: list[Issue] = []
+    for key, value in data.items():
+        model = sections.get(str(key))
+        if model is None:
+            problems.append(Issue("config.unknown", f"$.{key}",
+                                  f"unknown section (known: {', '.join(sorted(sections))})"))
+            continue
+        try:
+            valid = model.model_validate({"workers": value} if model is workers else value or {})
+        except ValidationError as exc:
+            for err in exc.errors(include_url=False):
+                loc = [str(p) for p in err["loc"] if not (model is workers and p == "workers")]
+                problems.append(Issue("config.invalid", ".".join(["$", str(key), *loc]), err["msg"]))
+            continue
+        dumped = valid.model_dump()
+        values[str(key)] = dumped["workers"] if model is workers else dumped
+    return values, problems
+
+
 def config_schema() -> dict[str, Any]:
     """The JSON Schema of the whole file, generated from the section models."""
-    from .config_models import config_schema as generate
+    sections, worker = section_models()
+    defs: dict[str, Any] = {}
 
-    return generate()
+    def hoisted(schema: dict[str, Any]) -> dict[str, Any]:
+        # "#/$defs/..." resolves against the document root, so nested models' definitions live there.
+        defs.update(schema.pop("$defs", {}))
+        return schema
+
+    properties = {name: hoisted(model.model_json_schema()) for name, model in sections.items()
+                  if model is not sections["workers"]}
+    properties["workers"] = {"type": "object", "additionalProperties": hoisted(worker.model_json_schema())}
+    return {"$schema": "https://json-schema.org/draft/2020-12/schema", "title": "memfold user config",
+            "type": "object", "additionalProperties": False, "properties": properties, "$defs": defs}

@@ -6,20 +6,22 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from .apply.commit import RunRecord, Services, commit_run, gate, run_recovery
-from .apply.lock import project_lock
-from .apply.runs import create_run_dir, new_run_id
-from .context.manifest import scope_digest
-from .errors import ApplyFailed, InputRejected, PrivacyRejected, StaleState
+from .apply.commit import RunRecord, Services, commit_run, gate
+from .apply.runs import create_run_dir
+from .apply.skeleton import transaction
+from .context.manifest import build_manifest
+from .errors import InputRejected, PrivacyRejected, StaleState
 from .frozen import Frozen
 from .fsutil import dump_json, sha256_bytes
-from .paths import ensure_layout
 from .state import Operation, PreState, compute_post, read_pre
 from .store.index import capacity
 from .store.memory import INDEX_NAME, TYPES, VISIBILITIES, Memory, render_memory, sanitize_line, stamp, today
 from .store.state import find_name
 
 EDIT_PLAN_KIND = "memory-edit-plan"
+DIRECT = "direct"  # the context mode and scope of a direct edit: the parent chose the operations
+PARENT_WORKER: dict[str, Any] = {"name": "parent", "kind": "parent"}
+NO_SANDBOX: dict[str, Any] = {"kind": "none", "reason": "direct edit: no worker runs"}
 _TRAILING = re.compile(r"[\s.,;:!?]+$")
 
 
@@ -59,30 +61,14 @@ def direct_transaction(
     svc: Services, command: str, build: Callable[[PreState], list[Operation]], *, lock_timeout: float,
     extra: dict[str, Any] | None = None, publish: str = "any",
 ) -> TxResult:
-    """Lock, recover, read, build the operations, gate, then commit with a receipt.
+    """Read, build the operations, gate, then commit with a receipt, inside the one transaction skeleton.
 
     ``publish`` is what the caller may publish (``PUBLISH``): undo, import and rename restore or move
     what a person already decided, so they publish "any"; add, update and edit by a person "named".
     """
-    try:
-        return _direct_transaction(svc, command, build, lock_timeout, extra, publish)
-    except OSError as exc:
-        raise ApplyFailed(
-            f"{command} failed before its commit point and changed nothing: {exc.strerror or exc}",
-            code="apply.io", hint="check free space and permissions of the memfold home and the project",
-        ) from exc
-
-
-def _direct_transaction(
-    svc: Services, command: str, build: Callable[[PreState], list[Operation]], lock_timeout: float,
-    extra: dict[str, Any] | None, publish: str,
-) -> TxResult:
     layout = svc.layout
-    ensure_layout(layout)
-    run_id = new_run_id(svc.clock())
-    with project_lock(layout.lock_path, layout.lock_info, run_id=run_id, operation=command,
-                      timeout=lock_timeout, now=svc.now()):
-        run_recovery(svc)
+    with transaction(svc, command, lock_timeout=lock_timeout) as tx:
+        run_id = tx.run_id
         pre = read_pre(layout, svc.limits)
         operations = build(pre)
         refuse_publishing(pre, operations, publish)
@@ -95,23 +81,18 @@ def _direct_transaction(
         snapshot = dump_json({"kind": "memfold-direct-edit", "command": command, **(extra or {}),
                               "sourceHashes": pre.hash_maps()})
         artifact = sha256_bytes(snapshot)
-        scope = scope_digest(run_id, layout.scope_key, artifact, "direct", selected)
-        identity = {"runId": run_id, "scopeKey": layout.scope_key, "scopeDigest": scope,
-                    "artifactHash": artifact, "selected": selected}
+        manifest = build_manifest(
+            layout=layout, run_id=run_id, run_dir=run_dir, snapshot_digest=artifact, context_mode=DIRECT,
+            scope=DIRECT, selected=selected, source=pre.hash_maps(), worker=PARENT_WORKER, sandbox=NO_SANDBOX,
+            limits=svc.limits, extract_limits={}, allow_publish=publish == "any", created_at=svc.now(),
+            command=command)
+        identity = {key: manifest[key] for key in ("runId", "scopeKey", "scopeDigest", "artifactHash", "selected")}
         plan = {"kind": EDIT_PLAN_KIND, "schemaVersion": 1, **identity, "command": command,
                 "operations": [{**op.summary(), "content": op.content.decode("utf-8") if op.content else None}
                                for op in operations]}
-        worker: dict[str, Any] = {"kind": "parent"}
-        sandbox: dict[str, Any] = {"kind": "none", "reason": "direct edit: no worker runs"}
-        manifest = {"kind": "memfold-run-manifest", "schemaVersion": 1, **identity, "command": command,
-                    "contextMode": "direct", "snapshotDigest": artifact,
-                    "roots": {"harness": str(layout.harness), "public": str(layout.mirror) if layout.mirror else None,
-                              "project": str(layout.project_root)},
-                    "sourceHashes": pre.hash_maps(), "worker": worker, "sandbox": sandbox,
-                    "createdAt": svc.now()}
         plan_bytes = dump_json(plan)
         artifacts = {"snapshot.json": snapshot, "manifest.json": dump_json(manifest), "plan.json": plan_bytes}
-        rec = RunRecord(run_id, scope, artifact, selected, command, worker, sandbox)
+        rec = RunRecord(run_id, manifest["scopeDigest"], artifact, selected, command, PARENT_WORKER, NO_SANDBOX)
         log_path = commit_run(svc, run_dir, rec, pre, post, plan_bytes, artifacts)[1]
     indexes = (("private", post.harness), ("mirror", post.public))
     warnings = [w for label, files in indexes if INDEX_NAME in files

@@ -63,6 +63,15 @@ class MemfoldError(Exception):
             out["data"] = self.data
         return out
 
+    def text(self) -> str:
+        """The one human form of every error: code and message, further issues, the hint."""
+        lines = [f"memfold: error [{self.code}]: {self.message}"]
+        for issue in self.issues[1:20]:
+            lines.append(f"  - [{issue.code}] {issue.path}: {issue.message}")
+        if self.hint:
+            lines.append(f"  hint: {self.hint}")
+        return "\n".join(lines) + "\n"
+
 
 class InputRejected(MemfoldError):
     """A plan, memory or argument was rejected; nothing was written."""

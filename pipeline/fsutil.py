@@ -35,9 +35,20 @@ ops = _Ops()
 
 
 def sha256_bytes(data: bytes) -> str:
-    from hashlib import sha256
+    """The one SHA-256 helper (hex digest).
 
-    return sha256(data).hexdigest()
+    CPython's own module where it exists: hashlib also loads OpenSSL and BLAKE2, two more shared
+    libraries, and the per-prompt path hashes the project root before every prompt.
+    """
+    try:
+        from _sha256 import sha256  # type: ignore[import-not-found, unused-ignore]  # CPython 3.11
+    except ImportError:
+        try:
+            from _sha2 import sha256  # type: ignore[import-not-found, unused-ignore]  # CPython 3.12+
+        except ImportError:
+            from hashlib import sha256
+    digest: str = sha256(data).hexdigest()
+    return digest
 
 
 def sha256_file(path: Path, limit: int | None = None) -> str:

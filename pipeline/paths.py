@@ -1,51 +1,181 @@
-"""Where everything lives: the memfold home, the project's home, both roots, runs, receipts, lock."""
+"""Where everything lives: the memfold home, the project's identity and home, both roots, runs, receipts, lock.
+
+``memfold inject`` resolves its stores through this module before every prompt, so at import time it
+loads only ``os``, ``sys`` and memfold's light modules: pathlib (which pulls in ``re``, ``fnmatch`` and
+``urllib.parse``), hashlib and platformdirs are imported where a function needs them.
+"""
 
 from __future__ import annotations
 
 import os
-from pathlib import Path
+import sys
 
-from . import locate
-from .errors import UnsafePath
+from .errors import UnsafePath, UsageError
 from .frozen import Frozen
-from .fsutil import atomic_write, dump_json, ensure_dir, refuse_symlinks
 
-MIRROR_DIR = locate.MIRROR_DIR
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from pathlib import Path
+
+APP_NAME = "memfold"
+MIRROR_DIR = ".memory"
+PROJECTS_DIR = "projects"
+GLOBAL_DIR = "global"
+MEMORY_DIR = "memory"
+PROJECT_INFO = "project.json"
+_GITDIR_LIMIT = 1 << 12
 
 
-def default_home(env: dict[str, str] | os._Environ[str]) -> Path:
-    return Path(locate.default_home(env))
+def _path(value: str) -> Path:
+    from pathlib import Path
+
+    return Path(value)
 
 
-def project_root(directory: Path) -> Path:
-    """The realpath of the git work tree containing ``directory``, else of the directory."""
-    return Path(locate.project_root(os.fspath(directory)))
+def default_home(env: Mapping[str, str]) -> str:
+    """``$MEMFOLD_HOME``, else the user data directory of the platform.
+
+    On Linux and the BSDs that is the XDG rule (``$XDG_DATA_HOME`` when it is an absolute path,
+    else ``~/.local/share``), computed here because importing platformdirs costs more than the
+    whole per-prompt path; elsewhere platformdirs decides.
+    """
+    explicit = env.get("MEMFOLD_HOME")
+    if explicit:
+        return explicit
+    if sys.platform.startswith(("linux", "freebsd", "openbsd", "netbsd")):
+        base = env.get("XDG_DATA_HOME", "")
+        if not os.path.isabs(base):
+            base = os.path.join(_user_home(env), ".local", "share")
+        return os.path.join(base, APP_NAME)
+    from platformdirs import user_data_dir
+
+    return str(user_data_dir(APP_NAME, appauthor=False))
 
 
-def scope_key(root: Path) -> str:
-    return locate.scope_key(str(root))
+def _user_home(env: Mapping[str, str]) -> str:
+    home = env.get("HOME", "")
+    if os.path.isabs(home):
+        return home
+    import pwd
+
+    return str(pwd.getpwuid(os.getuid()).pw_dir)
+
+
+def git_toplevel(directory: str) -> str | None:
+    """The nearest directory at or above ``directory`` holding a ``.git`` entry, else None.
+
+    That is the work tree git itself finds for a repository, a linked worktree or a submodule (the
+    latter two hold a ``.git`` file); no git process is started.
+    """
+    current = directory
+    while True:
+        if os.path.exists(os.path.join(current, ".git")):
+            return current
+        parent = os.path.dirname(current)
+        if parent == current:
+            return None
+        current = parent
+
+
+def project_root(directory: str | os.PathLike[str]) -> str:
+    """The realpath of the git work tree containing ``directory``, else of the directory itself."""
+    directory = os.fspath(directory)
+    if not os.path.isdir(directory):
+        raise UsageError(f"project directory {directory} does not exist", code="usage.project")
+    real = os.path.realpath(directory)
+    top = git_toplevel(real)
+    return os.path.realpath(top) if top is not None else real
+
+
+def _read_small(path: str) -> str | None:
+    try:
+        with open(path, "rb") as fh:
+            return fh.read(_GITDIR_LIMIT).decode("utf-8", "replace").strip()
+    except OSError:
+        return None
+
+
+def common_git_dir(root: str) -> str | None:
+    """The realpath of the repository git dir that the linked worktree ``root`` shares, else None.
+
+    Read the way git does, without starting it: a linked worktree's ``.git`` file says ``gitdir: DIR``
+    and ``DIR/commondir`` names (relative to ``DIR``) the git dir of the repository. A ``.git``
+    directory, a submodule's ``.git`` file and a separate git dir have no ``commondir``: None.
+    """
+    dotgit = os.path.join(root, ".git")
+    if os.path.isdir(dotgit):
+        return None
+    text = _read_small(dotgit)
+    if text is None or not text.startswith("gitdir:"):
+        return None
+    gitdir = os.path.join(root, text[len("gitdir:"):].strip())
+    common = _read_small(os.path.join(gitdir, "commondir"))
+    return os.path.realpath(os.path.join(gitdir, common)) if common else None
+
+
+def project_identity(root: str) -> str:
+    """The path whose hash keys a project: one for all the linked worktrees of a repository.
+
+    That is the repository's main work tree, the parent of the common ``.git`` dir, so a plain
+    checkout keeps the key it always had (its own root) and its linked worktrees share it. The
+    worktrees of a bare repository are keyed by the bare repository. Outside git, and for a work tree
+    that is not a linked worktree (a checkout, a submodule), the root itself.
+    """
+    common = common_git_dir(root)
+    if common is None:
+        return root
+    return os.path.dirname(common) if os.path.basename(common) == ".git" else common
+
+
+def scope_key(identity: str | os.PathLike[str]) -> str:
+    """A store's name under the home: sha256 hex of its identity path (UTF-8)."""
+    from .fsutil import sha256_bytes
+
+    return sha256_bytes(os.fspath(identity).encode("utf-8"))
+
+
+def project_key(root: str) -> str:
+    """The scope key of the project whose work tree is ``root``."""
+    return scope_key(project_identity(root))
+
+
+def project_home(home: str, key: str) -> str:
+    return os.path.join(home, PROJECTS_DIR, key)
+
+
+def global_home(home: str) -> str:
+    return os.path.join(home, GLOBAL_DIR)
 
 
 class Layout(Frozen):
-    """Paths of one scope: a project (private store + mirror) or the user-wide global store (no mirror)."""
+    """Paths of one scope: a project (private store + mirror) or the user-wide global store (no mirror).
 
-    __slots__ = ("home", "project_root", "scope_key", "is_global")
+    ``scope_key`` is the identity receipts are bound to; ``store_key`` names the store's directory.
+    They differ only for a store adopted from an older key (see ``adopt_worktree_store``), whose
+    receipt chain keeps the key it was written with.
+    """
+
+    __slots__ = ("home", "project_root", "scope_key", "is_global", "store_key")
     home: Path
     project_root: Path
     scope_key: str
     is_global: bool
+    store_key: str
 
-    def __init__(self, home: Path, project_root: Path, scope_key: str, is_global: bool = False) -> None:
-        self._set(home=home, project_root=project_root, scope_key=scope_key, is_global=is_global)
+    def __init__(self, home: Path, project_root: Path, scope_key: str, is_global: bool = False,
+                 store_key: str | None = None) -> None:
+        self._set(home=home, project_root=project_root, scope_key=scope_key, is_global=is_global,
+                  store_key=store_key or scope_key)
 
     @property
     def project_home(self) -> Path:
         home = str(self.home)
-        return Path(locate.global_home(home) if self.is_global else locate.project_home(home, self.scope_key))
+        return _path(global_home(home) if self.is_global else project_home(home, self.store_key))
 
     @property
     def harness(self) -> Path:
-        return self.project_home / locate.MEMORY_DIR
+        return self.project_home / MEMORY_DIR
 
     @property
     def mirror(self) -> Path | None:
@@ -82,21 +212,74 @@ class Layout(Frozen):
         return path
 
 
-def make_layout(home: Path, project_dir: Path) -> Layout:
-    home = Path(os.path.abspath(home))
+def make_layout(home: str | os.PathLike[str], project_dir: str | os.PathLike[str]) -> Layout:
+    absolute = os.path.abspath(home)
     root = project_root(project_dir)
-    return Layout(home=home, project_root=root, scope_key=scope_key(root))
+    key = project_key(root)
+    return Layout(home=_path(absolute), project_root=_path(root), scope_key=_recorded_key(absolute, key),
+                  store_key=key)
 
 
-def global_layout(home: Path) -> Layout:
+def _recorded_key(home: str, key: str) -> str:
+    """The scope key the store under ``key`` was created with (its receipts carry it), else ``key``."""
+    text = _read_small(os.path.join(project_home(home, key), PROJECT_INFO))
+    if not text:
+        return key
+    import json
+
+    try:
+        recorded = json.loads(text).get("scopeKey")
+    except (ValueError, AttributeError):
+        return key
+    valid = isinstance(recorded, str) and len(recorded) == 64 and all(c in "0123456789abcdef" for c in recorded)
+    return recorded if valid else key
+
+
+def global_layout(home: str | os.PathLike[str]) -> Layout:
     """The user-wide store: private only, never inside a repository."""
-    home = Path(os.path.abspath(home))
-    root = Path(locate.global_home(str(home)))
-    return Layout(home=home, project_root=root, scope_key=scope_key(root), is_global=True)
+    absolute = os.path.abspath(home)
+    root = global_home(absolute)
+    return Layout(home=_path(absolute), project_root=_path(root), scope_key=scope_key(root), is_global=True)
+
+
+def adopt_worktree_store(layout: Layout) -> str | None:
+    """Bring a store keyed the old way (by a linked worktree's own root) under the repository's key.
+
+    Before worktrees shared a project, each linked worktree had a store of its own. If only that one
+    exists it is moved into place (one rename: its memories, runs and receipts; its ``project.json``
+    keeps the scope key its receipts were written with, so the chain keeps verifying). If the repository
+    already has a store, nothing is merged or lost: the old one stays where it is, is marked, and the
+    notice says where. Returns the notice the first time, None ever after (and for every other layout).
+    """
+    if layout.is_global:
+        return None
+    root = str(layout.project_root)
+    old_key = scope_key(root)
+    if old_key == layout.store_key:
+        return None
+    home = str(layout.home)
+    old = project_home(home, old_key)
+    if not os.path.isdir(old) or os.path.islink(old):
+        return None
+    new = project_home(home, layout.store_key)
+    if not os.path.exists(new):
+        os.rename(old, new)
+        return (f"this worktree's store moved to the repository's store {new} "
+                "(every linked worktree of the repository now shares it)")
+    marker = os.path.join(old, "superseded.json")
+    if os.path.exists(marker):
+        return None
+    from .fsutil import atomic_write, dump_json
+
+    atomic_write(marker, dump_json({"kind": "memfold-superseded", "root": root, "by": layout.store_key}))
+    return (f"this worktree now shares the repository's store; its older store stays untouched at "
+            f"{old} (copy what you need with `memfold import`)")
 
 
 def check_layout(layout: Layout) -> None:
     """Refuse a symlink anywhere on memfold's own paths (below the home and the project root)."""
+    from .fsutil import refuse_symlinks
+
     if layout.home.is_symlink():
         raise UnsafePath(f"memfold home {layout.home} is a symlink", code="path.symlink",
                          hint="pass the real directory with --home or MEMFOLD_HOME")
@@ -108,6 +291,8 @@ def check_layout(layout: Layout) -> None:
 
 def ensure_layout(layout: Layout) -> bool:
     """Create the project home, both roots and the run/receipt dirs. True if anything was new."""
+    from .fsutil import atomic_write, dump_json, ensure_dir
+
     check_layout(layout)
     created = not layout.project_home.exists()
     layout.home.mkdir(mode=0o700, parents=True, exist_ok=True)
@@ -116,7 +301,7 @@ def ensure_layout(layout: Layout) -> bool:
     os.chmod(layout.project_home, 0o700)
     if layout.mirror is not None:
         ensure_dir(layout.mirror, layout.project_root, mode=0o755)
-    info = layout.project_home / "project.json"
+    info = layout.project_home / PROJECT_INFO
     if not info.exists():
         atomic_write(info, dump_json({"kind": "memfold-global" if layout.is_global else "memfold-project",
                                       "root": str(layout.project_root), "scopeKey": layout.scope_key}))

@@ -3,21 +3,22 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
-from typing import Any, TypeVar
-
-T = TypeVar("T")
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 
 class Timings:
     def __init__(self) -> None:
         self.stages: dict[str, float] = {}
 
-    def run(self, stage: str, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-        """Call ``fn`` and add its wall time (milliseconds) to ``stage``."""
+    @contextmanager
+    def stage(self, name: str) -> Iterator[None]:
+        """Add the wall time (milliseconds) of the ``with`` body to ``name``, also when it raises."""
         start = time.perf_counter()
         try:
-            return fn(*args, **kwargs)
+            yield
         finally:
-            elapsed = (time.perf_counter() - start) * 1000
-            self.stages[stage] = round(self.stages.get(stage, 0.0) + elapsed, 3)
+            self.add(name, (time.perf_counter() - start) * 1000)
+
+    def add(self, name: str, milliseconds: float) -> None:
+        self.stages[name] = round(self.stages.get(name, 0.0) + milliseconds, 3)

@@ -1,29 +1,28 @@
-"""The consolidation transaction, stage by stage; each stage lives in its own module."""
+"""The consolidation transaction, stage by stage; each stage lives in its own module and writes its own artifacts."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
-from .apply.commit import RunRecord, Services, commit_run, gate, run_recovery
-from .apply.lock import project_lock
-from .apply.runs import create_run_dir, new_run_id, write_artifact
+from .apply.commit import RunRecord, Services, commit_run, gate
+from .apply.runs import create_run_dir
+from .apply.skeleton import transaction
 from .apply.stale import refuse_if_stale
 from .apply.summary import summarize
-from .context.manifest import build_manifest
+from .context.manifest import build_manifest, write_manifest
 from .context.scope import default_scope, select
-from .context.snapshot import ContextLimits, build_snapshot
-from .errors import ApplyFailed, InputRejected
-from .fsutil import dump_json, sha256_bytes
-from .paths import ensure_layout
+from .context.snapshot import ContextLimits, snapshot_run
+from .errors import InputRejected
+from .fsutil import sha256_bytes
 from .state import PreState, compute_post, read_pre
 from .timing import Timings
-from .validation.plan import raise_for
+from .validation.plan import raise_for, validate_run
 from .worker.extract import ExtractLimits
 from .worker.spawn import requested_protections, run_plan_worker
-from .worker.task import WorkerChoice, choose_worker, placeholders, render_task
+from .worker.task import WorkerChoice, choose_worker, placeholders, write_task
 
 
 @dataclass(frozen=True)
@@ -45,48 +44,64 @@ class ConsolidateRequest:
     refuse_emptying: bool = False
 
 
+class _Configured(Protocol):
+    """What the request builder reads from the user config (``config.Config``)."""
+
+    @property
+    def workers(self) -> dict[str, Any]: ...
+
+    def extract_limits(self) -> ExtractLimits: ...
+
+
+def consolidate_request(config: _Configured, parent_env: Mapping[str, str], **choices: Any) -> ConsolidateRequest:
+    """The one builder of a consolidate request: the CLI, cron, ``/consolidate`` from a host and the MCP
+    server differ only in ``choices`` (context, scope, worker, dry run, ...); the configured workers,
+    worker output bounds and the caller's environment always come from here."""
+    fixed = {"workers", "extract_limits", "parent_env"} & choices.keys()
+    if fixed:
+        raise TypeError(f"consolidate_request sets {', '.join(sorted(fixed))} itself")
+    return ConsolidateRequest(workers=config.workers, extract_limits=config.extract_limits(),
+                              parent_env=dict(parent_env), **choices)
+
+
 def consolidate(svc: Services, req: ConsolidateRequest) -> dict[str, Any]:
     """lock → recover → run dir + snapshot → worker → plan → validate → stale check → commit."""
-    try:
-        return _consolidate(svc, req)
-    except OSError as exc:
-        raise ApplyFailed(
-            f"consolidation failed before its commit point and changed nothing: {exc.strerror or exc}",
-            code="apply.io", hint="check free space and permissions of the memfold home and the project",
-        ) from exc
-
-
-def _consolidate(svc: Services, req: ConsolidateRequest) -> dict[str, Any]:
     layout, t = svc.layout, Timings()
-    ensure_layout(layout)
-    run_id = new_run_id(svc.clock())
-    with project_lock(layout.lock_path, layout.lock_info, run_id=run_id, operation="consolidate",
-                      timeout=req.lock_timeout, now=svc.now()):
-        t.run("recover", run_recovery, svc)
-        pre = t.run("read", read_pre, layout, svc.limits)
-        run_dir = create_run_dir(layout.runs, layout.home, run_id)
-        snapshot, snapshot_digest = t.run("snapshot", _snapshot, run_dir, req)
-        manifest, choice = t.run("manifest", _manifest, svc, req, run_dir, snapshot, snapshot_digest, pre)
-        outcome = t.run("worker", run_plan_worker, choice, run_dir=run_dir, layout=layout,
-                        parent_env=req.parent_env, unsafe_no_sandbox=req.unsafe_no_sandbox, limits=req.extract_limits)
-        t.stages["extraction"] = outcome.extract_ms
+    with transaction(svc, "consolidate", lock_timeout=req.lock_timeout, timings=t) as tx:
+        with t.stage("read"):
+            pre = read_pre(layout, svc.limits)
+        run_dir = create_run_dir(layout.runs, layout.home, tx.run_id)
+        with t.stage("snapshot"):
+            snapshot, snapshot_digest = snapshot_run(run_dir, req.context, source=req.context_source,
+                                                     limits=req.context_limits)
+        with t.stage("manifest"):
+            manifest, choice = _manifest(svc, req, run_dir, snapshot, snapshot_digest, pre)
+        with t.stage("worker"):
+            outcome = run_plan_worker(choice, run_dir=run_dir, layout=layout, parent_env=req.parent_env,
+                                      unsafe_no_sandbox=req.unsafe_no_sandbox, limits=req.extract_limits)
+        t.add("extraction", outcome.extract_ms)
         plan_bytes = outcome.extracted.plan_bytes
-        write_artifact(run_dir, "plan.json", plan_bytes)
-        validation = t.run("validation", _validate, svc, req, outcome.extracted.plan, manifest, pre)
-        write_artifact(run_dir, "validation.json", dump_json(validation.as_dict()))
+        with t.stage("validation"):
+            validation = validate_run(run_dir, outcome.extracted.plan, manifest, pre=pre,
+                                      repo_root=layout.project_root, ruleset=svc.ruleset,
+                                      allow_publish=req.allow_publish, limits=svc.limits)
         raise_for(validation)
-        t.run("stale-check", refuse_if_stale, layout, svc.limits, pre)
-        post = t.run("index", compute_post, pre, validation.operations)
-        summary = summarize(run_id, outcome.extracted.plan, pre, post)
+        with t.stage("stale-check"):
+            refuse_if_stale(layout, svc.limits, pre)
+        with t.stage("index"):
+            post = compute_post(pre, validation.operations)
+        summary = summarize(tx.run_id, outcome.extracted.plan, pre, post)
         if req.refuse_emptying:
             _refuse_emptying(summary)
         if req.dry_run:
             return {**summary, "dryRun": True, "runDir": str(run_dir), "timings": t.stages}
-        t.run("post-verify", gate, svc, pre, post)
-        record = RunRecord(run_id, manifest["scopeDigest"], snapshot_digest, manifest["selected"], "consolidate",
+        with t.stage("post-verify"):
+            gate(svc, pre, post)
+        record = RunRecord(tx.run_id, manifest["scopeDigest"], snapshot_digest, manifest["selected"], "consolidate",
                            {**choice.describe(), "durationSeconds": round(outcome.duration_s, 3),
                             "planSource": outcome.extracted.source}, outcome.protections)
-        receipt, log_path = t.run("commit", commit_run, svc, run_dir, record, pre, post, plan_bytes)
+        with t.stage("commit"):
+            receipt, log_path = commit_run(svc, run_dir, record, pre, post, plan_bytes)
     return {**summary, "dryRun": False, "runDir": str(run_dir), "receipt": str(log_path),
             "planDigest": sha256_bytes(plan_bytes), "previous": receipt["previous"], "timings": t.stages}
 
@@ -99,14 +114,9 @@ def _refuse_emptying(summary: dict[str, Any]) -> None:
                             hint="run `memfold consolidate` yourself if that is really intended")
 
 
-def _snapshot(run_dir: Path, req: ConsolidateRequest) -> tuple[dict[str, Any], str]:
-    snapshot, data = build_snapshot(req.context, source=req.context_source, limits=req.context_limits)
-    return snapshot, write_artifact(run_dir, "snapshot.json", data)
-
-
 def _manifest(svc: Services, req: ConsolidateRequest, run_dir: Path, snapshot: dict[str, Any], digest: str,
               pre: PreState) -> tuple[dict[str, Any], WorkerChoice]:
-    """Scope selection, worker choice, the manifest and the rendered task, written to the run dir."""
+    """Scope selection, worker choice, the manifest and the rendered task, each written by its stage."""
     layout = svc.layout
     scope = req.scope or default_scope(req.context is not None, req.select)
     selected = select(scope, pre.memories, snapshot, req.select)
@@ -115,22 +125,14 @@ def _manifest(svc: Services, req: ConsolidateRequest, run_dir: Path, snapshot: d
     manifest = build_manifest(
         layout=layout, run_id=run_dir.name, run_dir=run_dir, snapshot_digest=digest,
         context_mode=snapshot["contextMode"], scope=scope, selected=selected, source=pre.hash_maps(),
-        worker=choice.describe(), sandbox=requested_protections(choice, req.unsafe_no_sandbox),
+        worker=choice.describe(), sandbox=requested_protections(choice, req.unsafe_no_sandbox, req.parent_env),
         limits=svc.limits, extract_limits={"maxStdoutBytes": req.extract_limits.max_stdout_bytes,
                                            "maxPlanBytes": req.extract_limits.max_plan_bytes},
         allow_publish=req.allow_publish, created_at=svc.now(),
     )
-    write_artifact(run_dir, "manifest.json", dump_json(manifest))
-    write_artifact(run_dir, "task.md", render_task(_task_values(manifest, places, svc)))
+    write_manifest(run_dir, manifest)
+    write_task(run_dir, _task_values(manifest, places, svc))
     return manifest, choice
-
-
-def _validate(svc: Services, req: ConsolidateRequest, plan: dict[str, Any], manifest: dict[str, Any],
-              pre: PreState) -> Any:
-    from .validation.plan import validate_plan
-
-    return validate_plan(plan, manifest, pre=pre, repo_root=svc.layout.project_root, ruleset=svc.ruleset,
-                         allow_publish=req.allow_publish, limits=svc.limits)
 
 
 def _task_values(manifest: dict[str, Any], places: dict[str, str], svc: Services) -> dict[str, str]:

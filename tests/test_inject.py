@@ -13,7 +13,7 @@ from typing import Any
 
 from conftest import REPO, Env
 
-from pipeline import locate
+from pipeline import paths
 from pipeline.store.inject import build_injection, read_memories, sanitize
 from pipeline.store.memory import Memory
 
@@ -128,7 +128,7 @@ def test_inject_arguments_are_checked_like_any_command(env: Env) -> None:
                       (["--query"], "--query expects a value"), (["--json=yes"], "unrecognized argument")):
         result = env.run("inject", *bad)
         assert result.code == 2, (bad, result)
-        assert word in result.err and "usage: memfold inject" in result.err
+        assert word in result.err and result.err.startswith("memfold: error [usage.option]: ")
         assert result.out == ""
     helped = env.run("inject", "--help")
     assert helped.code == 0 and "--max-bytes N" in helped.out
@@ -145,8 +145,8 @@ def _other_project_private_store(env: Env, tmp_path_factory: Any) -> Env:
 
 
 def harness_of(e: Env) -> Path:
-    root = locate.project_root(str(e.project))
-    return Path(locate.project_home(str(e.home), locate.scope_key(root))) / locate.MEMORY_DIR
+    root = paths.project_root(e.project)
+    return Path(paths.project_home(str(e.home), paths.project_key(root))) / paths.MEMORY_DIR
 
 
 def _symlinked_trusted_mirror(env: Env, target: Any) -> None:

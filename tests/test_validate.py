@@ -16,7 +16,7 @@ from conftest import Env
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import pipeline.commands.validate  # noqa: F401 - registers the validate command on the app
+import pipeline.commands._app  # noqa: F401 - registers the validate command on the app
 from pipeline.apply.runs import create_run_dir
 from pipeline.errors import InputRejected, PrivacyRejected, UsageError
 from pipeline.fsutil import digest_json, dump_json, sha256_bytes

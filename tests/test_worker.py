@@ -174,7 +174,7 @@ def test_unexecutable_file_is_a_spawn_error(tmp_path: Path) -> None:
 
 
 def test_required_fs_sandbox_missing_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(landlock, "abi_version", lambda: 0)
+    monkeypatch.setattr(landlock, "abi_version", lambda absent=(): 0)
     spec = WorkerSpec(argv=("true",), cwd=tmp_path, env={"PATH": "/usr/bin:/bin"}, timeout=5,
                       require_fs_sandbox=True)
     with pytest.raises(WorkerFailed) as info:

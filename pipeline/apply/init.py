@@ -1,26 +1,28 @@
-"""``memfold init``: the project home, both roots and their indexes, idempotently."""
+"""``memfold init`` and ``memfold recover``: the project home, both roots and indexes; recovery on demand."""
 
 from __future__ import annotations
 
 from ..fsutil import atomic_write
-from ..paths import ensure_layout
 from ..state import compute_post, read_pre
 from ..store.memory import INDEX_NAME
-from .commit import Services, run_recovery
-from .lock import project_lock
-from .runs import new_run_id
+from .commit import Services
+from .skeleton import transaction
 
 
 def init_project(svc: Services, lock_timeout: float) -> bool:
     """True when anything was created. Existing indexes are left to the next transaction."""
     layout = svc.layout
-    created = ensure_layout(layout)
-    with project_lock(layout.lock_path, layout.lock_info, run_id=new_run_id(svc.clock()), operation="init",
-                      timeout=lock_timeout, now=svc.now()):
-        run_recovery(svc)
+    with transaction(svc, "init", lock_timeout=lock_timeout) as tx:
+        created = tx.created
         post = compute_post(read_pre(layout, svc.limits), [])
         for root, files in ((layout.harness, post.harness), (layout.mirror, post.public)):
             if root is not None and not (root / INDEX_NAME).exists():
                 atomic_write(root / INDEX_NAME, files[INDEX_NAME], 0o644 if root == layout.mirror else 0o600)
                 created = True
     return created
+
+
+def recover_project(svc: Services, lock_timeout: float) -> str | None:
+    """``memfold recover``: what recovery did under the lock (None: there was nothing to recover)."""
+    with transaction(svc, "recover", lock_timeout=lock_timeout) as tx:
+        return tx.recovered

@@ -1,0 +1,1 @@
+"""The command modules: each declares its options, calls one core function and formats its result."""

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import typer
 
 from .context import (
@@ -21,6 +19,8 @@ from .context import (
     want_json,
     warn,
 )
+from .spec import GLOBAL_OPT, JSON_OPT
+from .typed import HELP_NAMES, install, option
 
 # The command modules import these names from here.
 __all__ = [
@@ -47,21 +47,14 @@ app = typer.Typer(
     help="Durable, receipted memory for coding agents: a private store, a safe mirror, verified consolidation.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
-    add_completion=False,
+    context_settings={"help_option_names": list(HELP_NAMES)},
 )
 
-JsonOpt = typer.Option(False, "--json", help="print one JSON object for machines")
-GlobalOpt = typer.Option(False, "--global", help="the user-wide store (private, no mirror) instead of the project's")
+# The same --json and --global every command of the table has.
+JsonOpt = option(JSON_OPT)
+GlobalOpt = option(GLOBAL_OPT)
 
-
-@app.callback()
-def _global_options(
-    project: Path = typer.Option(None, "--project", help="project directory (default: the working directory)"),
-    home: Path = typer.Option(None, "--home", help="memfold home (default: $MEMFOLD_HOME or the user data dir)"),
-    json_out: bool = typer.Option(False, "--json", help="print JSON for machines"),
-    global_: bool = GlobalOpt,
-) -> None:
-    STATE.project, STATE.home, STATE.json, STATE.global_scope = project, home, json_out, global_
-    STATE.loaded = None
+# The global options and the commands of the one command-line table (``spec``).
+install(app)
 
 

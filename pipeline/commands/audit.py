@@ -1,102 +1,19 @@
-"""Commands that check and repair: verify, audit, recover, undo, status."""
+"""Commands that repair and report: recover, undo, status (verify and audit live in ``checks``)."""
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Any
-
 import typer
 
-from ..errors import UsageError, VerifyFailed
 from ._app import GlobalOpt, JsonOpt, app, emit, lock_timeout, services, use_global, want_json
-
-
-def _report_text(report: Any, title: str) -> str:
-    lines = [f"{title}: {'OK' if report.ok else 'FAILED'}"]
-    lines += [f"  ok    {c}" for c in report.checks]
-    lines += [f"  FAIL  [{e.code}] {e.path}: {e.message}" for e in report.errors]
-    lines += [f"  WARN  [{w.code}] {w.path}: {w.message}" for w in report.warnings]
-    for d in report.drift:
-        lines.append(f"  drift {d['file']} (between {d['between'][0]} and {d['between'][1]})")
-    if report.witness is not None and not report.witness.get("available"):
-        lines.append(f"  note  no chain witness: {report.witness.get('reason')}")
-    return "\n".join(lines)
-
-
-@app.command()
-def verify(
-    target: str = typer.Argument(None, help="run id or receipt file (default: the newest run)"),
-    attestation: Path = typer.Option(
-        None, "--attestation", help="check a DSSE attestation from `memfold attest` instead"
-    ),
-    pubkey: Path = typer.Option(None, "--pubkey", help="Ed25519 public key (PEM) the attestation must verify with"),
-    global_: bool = GlobalOpt,
-    json_out: bool = JsonOpt,
-) -> int:
-    """Check a receipt against its plan bytes, manifest, chain link and (if newest) the files on disk."""
-    use_global(global_)
-    from ..receipts.receipt import log_entries
-    from ..receipts.verify import Report, verify_receipt
-
-    svc = services(privacy=False)
-    if attestation is not None or pubkey is not None:
-        from ..receipts.attest import check
-
-        if attestation is None or target is not None:
-            raise UsageError("--pubkey goes with --attestation F, which takes no run id", code="usage.attest")
-        checks, issues = check(svc.layout, attestation, pubkey)
-        report = Report(ok=not issues, checks=checks, errors=issues, receipts=1)
-        emit(report.as_dict(), _report_text(report, f"verify attestation {attestation}"),
-             as_json=want_json(json_out))
-        return 0 if report.ok else VerifyFailed.exit_code
-    if target is None:
-        entries = log_entries(svc.layout.receipts)
-        if not entries:
-            emit({"ok": True, "checks": [], "errors": [], "receipts": 0}, "no receipts yet",
-                 as_json=want_json(json_out))
-            return 0
-        target = str(entries[-1].path)
-    report = verify_receipt(svc.layout, svc.limits, target)
-    emit(report.as_dict(), _report_text(report, f"verify {target}"), as_json=want_json(json_out))
-    return 0 if report.ok else VerifyFailed.exit_code
-
-
-@app.command()
-def audit(strict: bool = typer.Option(False, "--strict",
-                                     help="hand edits (drift) and a missing or older chain head also fail"),
-          global_: bool = GlobalOpt, json_out: bool = JsonOpt) -> int:
-    """Walk the receipt chain and check it against the chain head in the mirror and in git; breaks exit 7."""
-    use_global(global_)
-    from ..receipts.verify import audit as run_audit
-
-    svc = services(privacy=False)
-    report = run_audit(svc.layout, svc.limits)
-    data = {**report.as_dict(), "handEdits": len(report.drift)}
-    witnessed = [c for c in report.checks if c.startswith("witness:")]
-    walked = (f"{report.receipts} receipts: schema, phase, chain links, plan digests, identities and "
-              "source hashes")
-    report.checks = [walked, *witnessed] if report.ok else []
-    emit(data, _report_text(report, f"audit of {report.receipts} receipts")
-         + (f"\n  {len(report.drift)} hand edit(s)" if report.drift else ""), as_json=want_json(json_out))
-    if not report.ok or (strict and (report.drift or report.warnings)):
-        return VerifyFailed.exit_code
-    return 0
 
 
 @app.command()
 def recover(global_: bool = GlobalOpt, json_out: bool = JsonOpt) -> int:
     """Finish or discard an interrupted transaction."""
     use_global(global_)
-    from ..apply.commit import run_recovery
-    from ..apply.lock import project_lock
-    from ..apply.runs import new_run_id
-    from ..paths import ensure_layout
+    from ..apply.init import recover_project
 
-    svc = services()
-    ensure_layout(svc.layout)
-    with project_lock(svc.layout.lock_path, svc.layout.lock_info, run_id=new_run_id(svc.clock()),
-                      operation="recover", timeout=lock_timeout(), now=svc.now()):
-        outcome = run_recovery(svc)
+    outcome = recover_project(services(), lock_timeout())
     emit({"ok": True, "recovered": outcome}, outcome or "nothing to recover", as_json=want_json(json_out))
     return 0
 

@@ -37,8 +37,8 @@ def consolidate(context: str | None = None, no_context: bool = False, scope: str
     use_global(global_)
     from ..apply.summary import summary_text
     from ..context.snapshot import ContextLimits
-    from ..transaction import ConsolidateRequest
     from ..transaction import consolidate as run
+    from ..transaction import consolidate_request
 
     limits = ContextLimits()
     if all_projects and (context is not None or select_ or global_):
@@ -46,11 +46,10 @@ def consolidate(context: str | None = None, no_context: bool = False, scope: str
                          "whole", code="usage.all-projects")
     data, source = read_context(context, no_context, limits.max_input_bytes)
     cfg = config()
-    request = ConsolidateRequest(
-        context=data, context_source=source, scope=scope, select=tuple(select_ or ()), worker=worker,
-        workers=cfg.workers, allow_publish=allow_publish, dry_run=dry_run, unsafe_no_sandbox=unsafe_no_sandbox,
-        parent_env=dict(os.environ), lock_timeout=0.0, context_limits=limits, extract_limits=cfg.extract_limits(),
-    )
+    request = consolidate_request(
+        cfg, os.environ, context=data, context_source=source, scope=scope, select=tuple(select_ or ()),
+        worker=worker, allow_publish=allow_publish, dry_run=dry_run, unsafe_no_sandbox=unsafe_no_sandbox,
+        lock_timeout=0.0, context_limits=limits)
     if all_projects or if_due or skip_if_locked:
         return _unattended(request, all_projects, if_due, skip_if_locked, want_json(json_out))
     summary = run(services(), request)

@@ -65,16 +65,21 @@ def clock() -> dt.datetime:
 def home_dir() -> Path:
     from ..paths import default_home
 
-    return STATE.home if STATE.home is not None else default_home(os.environ)
+    return STATE.home if STATE.home is not None else Path(default_home(os.environ))
 
 
 def layout() -> Any:
-    from ..paths import check_layout, global_layout, make_layout
+    from ..paths import adopt_worktree_store, check_layout, global_layout, make_layout
 
     if STATE.global_scope:
         result = global_layout(home_dir())
     else:
-        result = make_layout(home_dir(), STATE.project or Path.cwd())
+        project = STATE.project or Path.cwd()
+        result = make_layout(home_dir(), project)
+        notice = adopt_worktree_store(result)
+        if notice is not None:
+            warn(notice)
+            result = make_layout(home_dir(), project)
     check_layout(result)
     return result
 
@@ -136,9 +141,4 @@ def report_error(exc: MemfoldError, as_json: bool) -> None:
     if as_json:
         sys.stdout.write(_json(exc.as_dict()))
         return
-    lines = [f"memfold: error [{exc.code}]: {exc.message}"]
-    for issue in exc.issues[1:20]:
-        lines.append(f"  - [{issue.code}] {issue.path}: {issue.message}")
-    if exc.hint:
-        lines.append(f"  hint: {exc.hint}")
-    sys.stderr.write(_terminal("\n".join(lines) + "\n"))
+    sys.stderr.write(_terminal(exc.text()))

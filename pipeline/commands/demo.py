@@ -6,6 +6,7 @@ import os
 import shutil
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 import typer
@@ -30,12 +31,13 @@ SAMPLES: list[tuple[str, list[str]]] = [
 ]
 
 
-def _step(title: str, home: Path, project: Path, *args: str, secret: str = "") -> int:
+Run = Callable[[list[str]], int]
+
+
+def _step(main: Run, title: str, home: Path, project: Path, *args: str, secret: str = "") -> int:
     shown = " ".join(args).replace(secret, "<a GitHub token>") if secret else " ".join(args)
     sys.stdout.write(f"\n$ memfold {shown}\n")
     sys.stdout.flush()
-    from ..cli import main
-
     code = main(["--home", str(home), "--project", str(project), *args])
     sys.stdout.flush()
     sys.stderr.flush()
@@ -44,8 +46,11 @@ def _step(title: str, home: Path, project: Path, *args: str, secret: str = "") -
 
 
 @app.command()
-def demo(keep: bool = typer.Option(False, "--keep", help="keep the sample home and project afterwards")) -> int:
+def demo(ctx: typer.Context,
+         keep: bool = typer.Option(False, "--keep", help="keep the sample home and project afterwards")) -> int:
     """Run the main job on sample data in a temporary home and project, and verify the result."""
+    # The shell hands in its own entry point (as the context object): each step is a whole command.
+    run: Run = ctx.obj
     base = Path(tempfile.mkdtemp(prefix="memfold-demo-"))
     home, project = base / "home", base / "project"
     project.mkdir()
@@ -56,25 +61,26 @@ def demo(keep: bool = typer.Option(False, "--keep", help="keep the sample home a
     run_git(("init", "-q", str(project)))
     sys.stdout.write(f"memfold demo: sample project {project}, memfold home {home}\n")
     failures = 0
-    failures += _step("init", home, project, "init") != 0
+    failures += _step(run, "init", home, project, "init") != 0
     for name, args in SAMPLES:
-        failures += _step("add", home, project, "add", name, *args) != 0
+        failures += _step(run, "add", home, project, "add", name, *args) != 0
     token = "ghp_" + "Zx81" * 9
-    refused = _step("a secret in a safe memory is refused", home, project, "add", "project_ci-token",
+    refused = _step(run, "a secret in a safe memory is refused", home, project, "add", "project_ci-token",
                     "-d", "the CI token", "--visibility", "safe", "-b", f"token: {token}", secret=token)
     failures += refused != 1
-    failures += _step("near-duplicate refused", home, project, "add", "project_deploy",
+    failures += _step(run, "near-duplicate refused", home, project, "add", "project_deploy",
                       "-d", "Production deploys go through the blue/green script in ops/deploy.sh.") != 1
-    failures += _step("update", home, project, "update", "project_ports", "-d",
+    failures += _step(run, "update", home, project, "update", "project_ports", "-d",
                       "the dev server listens on port 8081", "-b", "Start it with `make dev` on port 8081.") != 0
-    failures += _step("list", home, project, "list") != 0
-    failures += _step("consolidate with the built-in worker (dry run)", home, project, "consolidate", "--dry-run") != 0
-    failures += _step("consolidate with the built-in worker", home, project, "consolidate") != 0
-    failures += _step("a second consolidation is a verified no-op", home, project, "consolidate") != 0
-    failures += _step("list", home, project, "list") != 0
-    failures += _step("status", home, project, "status") != 0
-    failures += _step("verify the newest receipt", home, project, "verify") != 0
-    failures += _step("audit the receipt chain", home, project, "audit") != 0
+    failures += _step(run, "list", home, project, "list") != 0
+    failures += _step(run, "consolidate with the built-in worker (dry run)", home, project,
+                      "consolidate", "--dry-run") != 0
+    failures += _step(run, "consolidate with the built-in worker", home, project, "consolidate") != 0
+    failures += _step(run, "a second consolidation is a verified no-op", home, project, "consolidate") != 0
+    failures += _step(run, "list", home, project, "list") != 0
+    failures += _step(run, "status", home, project, "status") != 0
+    failures += _step(run, "verify the newest receipt", home, project, "verify") != 0
+    failures += _step(run, "audit the receipt chain", home, project, "audit") != 0
     mirror = project / ".memory"
     merged = (mirror / "project_deploy-target.md").read_text(encoding="utf-8")
     kept = "Push the release tag before deploying." in merged and not (mirror / "project_deploy-howto.md").exists()

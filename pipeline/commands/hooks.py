@@ -226,7 +226,7 @@ def consolidate_from_host(host: str = typer.Argument(..., help="claude"),
     from ..apply.summary import summary_text
     from ..context.snapshot import ContextLimits
     from ..hosts.claude import claude_dir, find_transcript
-    from ..transaction import ConsolidateRequest, consolidate
+    from ..transaction import consolidate, consolidate_request
     from ._app import config, services
     from .consolidation import read_context
 
@@ -245,8 +245,7 @@ def consolidate_from_host(host: str = typer.Argument(..., help="claude"),
     limits = ContextLimits()
     data, source = read_context(str(transcript) if transcript else None, transcript is None, limits.max_input_bytes)
     cfg = config()
-    request = ConsolidateRequest(context=data, context_source=source, workers=cfg.workers,
-                                 parent_env=dict(os.environ), context_limits=limits)
+    request = consolidate_request(cfg, os.environ, context=data, context_source=source, context_limits=limits)
     summary = consolidate(services(), request)
     emit({**summary, "transcript": str(transcript) if transcript else None}, summary_text(summary)
          + (f"\ntranscript: {transcript}" if transcript else "\ntranscript: none (no-context)"),

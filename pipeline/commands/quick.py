@@ -1,8 +1,9 @@
-"""Plain invocations of the everyday commands and of consolidate, parsed and run without typer.
+"""Plain invocations of the commands in ``spec``, parsed and run without typer.
 
 Only unambiguous forms are handled: known options, each given once, with values that do not look like
-options. Anything else (help, an unknown or repeated option, ``--``) returns None and goes to the
-typer app, which owns every usage message; both run the same command bodies in ``memories``.
+options, every required parameter present. Anything else (help, an unknown or repeated option, a
+repeatable option, ``--``) returns None and goes to the typer app, built from the same table, which
+owns every usage message; both run the same command bodies.
 """
 
 from __future__ import annotations
@@ -11,28 +12,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-_GLOBAL_VALUES = {"--home": "home", "--project": "project"}
-_GLOBAL_FLAGS = {"--json": "json", "--global": "global_scope"}
-_FLAGS = {"--global": "global_", "--json": "json_out"}
-_MEMORY = {"--description": "description", "-d": "description", "--type": "type_", "-t": "type_",
-           "--visibility": "visibility", "--body": "body", "-b": "body", "--body-file": "body_file",
-           "--expires": "expires"}
-_EDIT_FLAGS = {**_FLAGS, "--allow-publish": "allow_publish"}
-_CONSOLIDATE = {"--context": "context", "--scope": "scope", "--worker": "worker"}
-_CONSOLIDATE_FLAGS = {**_FLAGS, "--no-context": "no_context", "--allow-publish": "allow_publish",
-                      "--dry-run": "dry_run", "--unsafe-no-sandbox": "unsafe_no_sandbox",
-                      "--all-projects": "all_projects", "--if-due": "if_due", "--skip-if-locked": "skip_if_locked"}
-# command: (positional parameters, value options, flags, defaults)
-_SPECS: dict[str, tuple[tuple[str, ...], dict[str, str], dict[str, str], dict[str, Any]]] = {
-    "add": (("name",), _MEMORY, _EDIT_FLAGS, {}),
-    "update": (("name",), _MEMORY, _EDIT_FLAGS, {}),
-    "forget": (("name",), {}, _FLAGS, {}),
-    "list": ((), {}, _FLAGS, {}),
-    "search": (("query",), {"--limit": "limit"}, _FLAGS, {"limit": 20}),
-    # --select repeats, so it is left to typer.
-    "consolidate": ((), _CONSOLIDATE, _CONSOLIDATE_FLAGS, {"worker": "builtin"}),
-}
-COMMANDS = frozenset(_SPECS)
+from .spec import COMMANDS, GLOBAL, Command, Param
+
+_GLOBAL = {flag: p for p in GLOBAL for flag in p.flags}
 
 
 class _Unplain(Exception):
@@ -52,23 +34,40 @@ def _take(items: list[str], i: int, inline: str | None) -> tuple[str, int]:
     return items[i], i + 1
 
 
-def _parse(items: list[str]) -> tuple[str, dict[str, Any], dict[str, Any]]:
+def _value(param: Param, text: str) -> Any:
+    if param.kind == "int":
+        if not text.isdigit():
+            raise _Unplain
+        return int(text)
+    return Path(text) if param.kind == "path" else text
+
+
+def _option(param: Param, items: list[str], i: int, inline: str | None) -> tuple[Any, int]:
+    if param.kind == "flag":
+        if inline is not None:
+            raise _Unplain
+        return True, i
+    if param.kind == "repeat":
+        raise _Unplain
+    text, i = _take(items, i, inline)
+    return _value(param, text), i
+
+
+def _parse(items: list[str]) -> tuple[Command, dict[str, Any], dict[str, Any]]:
     state: dict[str, Any] = {}
     i = 0
     while i < len(items) and items[i].startswith("-"):
         option, inline = _split(items[i])
-        i += 1
-        if option in _GLOBAL_VALUES and _GLOBAL_VALUES[option] not in state:
-            state[_GLOBAL_VALUES[option]], i = _take(items, i, inline)
-        elif option in _GLOBAL_FLAGS and inline is None and _GLOBAL_FLAGS[option] not in state:
-            state[_GLOBAL_FLAGS[option]] = True
-        else:
+        param = _GLOBAL.get(option)
+        if param is None or param.dest in state:
             raise _Unplain
-    if i >= len(items) or items[i] not in _SPECS:
+        state[param.dest], i = _option(param, items, i + 1, inline)
+    if i >= len(items) or items[i] not in COMMANDS:
         raise _Unplain
-    command = items[i]
-    positional, valued, flags, defaults = _SPECS[command]
-    params: dict[str, Any] = {**{v: None for v in valued.values()}, **defaults, **{f: False for f in flags.values()}}
+    command = COMMANDS[items[i]]
+    options = {flag: p for p in command.params for flag in p.flags}
+    positional = [p for p in command.params if p.positional]
+    params: dict[str, Any] = {p.dest: p.default for p in command.params}
     seen: set[str] = set()
     found: list[str] = []
     i += 1
@@ -79,17 +78,17 @@ def _parse(items: list[str]) -> tuple[str, dict[str, Any], dict[str, Any]]:
             found.append(item)
             continue
         option, inline = _split(item)
-        key = valued.get(option) or (flags.get(option) if inline is None else None)
-        if key is None or key in seen:
+        param = options.get(option)
+        if param is None or param.dest in seen:
             raise _Unplain
-        seen.add(key)
-        if option in flags:
-            params[key] = True
-        else:
-            params[key], i = _take(items, i, inline)
-    if len(found) != len(positional):
+        seen.add(param.dest)
+        params[param.dest], i = _option(param, items, i, inline)
+    required = [p for p in positional if p.required]
+    if not len(required) <= len(found) <= len(positional):
         raise _Unplain
-    params.update(zip(positional, found, strict=False))
+    if any(p.required and p.dest not in seen for p in command.params if not p.positional):
+        raise _Unplain
+    params.update((p.dest, value) for p, value in zip(positional, found, strict=False))
     return command, state, params
 
 
@@ -99,30 +98,21 @@ def parse(args: list[str]) -> Callable[[], int] | None:
         command, state, params = _parse(args)
     except _Unplain:
         return None
-    if "limit" in params:
-        if not str(params["limit"]).isdigit():
-            return None
-        params["limit"] = int(params["limit"])
-    if params.get("body_file") is not None:
-        params["body_file"] = Path(params["body_file"])
     from .context import STATE
 
-    STATE.project = Path(state["project"]) if "project" in state else None
-    STATE.home = Path(state["home"]) if "home" in state else None
+    STATE.project = state.get("project")
+    STATE.home = state.get("home")
     STATE.json = bool(state.get("json"))
     STATE.global_scope = bool(state.get("global_scope"))
     STATE.loaded = None
-    return lambda: _command(command)(**params)
+    body = body_of(command)
+    return lambda: body(**params)
 
 
-def _command(command: str) -> Callable[..., int]:
-    if command == "consolidate":
-        from .consolidation import consolidate
+def body_of(command: Command) -> Callable[..., int]:
+    """The typer-free function that runs ``command`` (``module:function`` in this package)."""
+    from importlib import import_module
 
-        return consolidate
-    from . import memories
-
-    commands: dict[str, Callable[..., int]] = {
-        "add": memories.add, "update": memories.update, "forget": memories.forget,
-        "list": memories.list_memories, "search": memories.search}
-    return commands[command]
+    module, _, name = command.body.partition(":")
+    function: Callable[..., int] = getattr(import_module(f"{__package__}.{module}"), name)
+    return function

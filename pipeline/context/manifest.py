@@ -18,12 +18,21 @@ def scope_digest(run_id: str, scope_key: str, snapshot_digest: str, context_mode
                         "contextMode": context_mode, "selected": sorted(selected)})
 
 
+def write_manifest(run_dir: Path, manifest: dict[str, Any]) -> None:
+    """``manifest.json``, written once before anything reads the run."""
+    from ..apply.runs import write_artifact
+    from ..fsutil import dump_json
+
+    write_artifact(run_dir, "manifest.json", dump_json(manifest))
+
+
 def build_manifest(
     *, layout: Layout, run_id: str, run_dir: Path, snapshot_digest: str, context_mode: str, scope: str,
     selected: list[str], source: HashMaps, worker: dict[str, Any], sandbox: dict[str, Any], limits: Limits,
-    extract_limits: dict[str, int], allow_publish: bool, created_at: str,
+    extract_limits: dict[str, int], allow_publish: bool, created_at: str, command: str | None = None,
 ) -> dict[str, Any]:
-    return {
+    """The manifest of any run: a consolidation, or (``command`` given) a direct edit the parent planned."""
+    manifest = {
         "kind": MANIFEST_KIND,
         "schemaVersion": 1,
         "runId": run_id,
@@ -45,3 +54,6 @@ def build_manifest(
                    "indexLines": limits.index_lines, "indexBytes": limits.index_bytes, **extract_limits},
         "createdAt": created_at,
     }
+    if command is not None:
+        manifest["command"] = command
+    return manifest

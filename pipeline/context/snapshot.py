@@ -37,6 +37,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from ..errors import InputRejected
@@ -110,6 +111,15 @@ def build_snapshot(data: bytes | None, *, source: str, limits: ContextLimits) ->
     bounded = [_bound_text(c, "body", limits.max_text_bytes) for c in candidates]
     obj = _snapshot("transcript", fmt, name, entries, bounded, lines=parsed.lines, skipped=parsed.skipped)
     return _encode(obj)
+
+
+def snapshot_run(run_dir: Path, data: bytes | None, *, source: str,
+                 limits: ContextLimits) -> tuple[dict[str, Any], str]:
+    """The run's snapshot, written once as ``snapshot.json``; returns it and its digest."""
+    from ..apply.runs import write_artifact
+
+    snapshot, encoded = build_snapshot(data, source=source, limits=limits)
+    return snapshot, write_artifact(run_dir, "snapshot.json", encoded)
 
 
 def _basename(source: str) -> str:

@@ -12,7 +12,7 @@ from typing import Any
 from ..apply.commit import Services
 from ..errors import LockHeld, MemfoldError
 from ..fsutil import read_bounded
-from ..paths import Layout, make_layout
+from ..paths import Layout, adopt_worktree_store, make_layout
 from ..receipts.receipt import load_receipt, log_entries
 
 CONSOLIDATE_COMMAND = "consolidate"
@@ -142,7 +142,13 @@ def visit_all(home: Path, make_services: Callable[[Layout], Services], run: Cons
             continue
         try:
             layout = make_layout(home, entry.root)
-            if layout.scope_key != entry.scope_key:
+            notice = adopt_worktree_store(layout)  # a worktree's store from before worktrees shared one
+            if notice is not None:
+                log(notice)
+                layout = make_layout(home, entry.root)
+                if not (home / "projects" / entry.scope_key).exists():
+                    entry = ProjectEntry(layout.store_key, entry.root)
+            if layout.store_key != entry.scope_key:
                 yield {**base, "ok": True, "status": "skipped", "exitCode": 0,
                        "reason": "the root now resolves to another project (moved into a repository?)"}
                 continue

@@ -11,7 +11,7 @@ import os
 import sys
 import time
 
-from .. import locate
+from .. import paths
 from ..safetext import visible
 from ..store.inject import Injection, build_injection, read_memories
 
@@ -57,15 +57,15 @@ def gather(home: str, project_dir: str, *, query: str | None, max_bytes: int | N
     from ..mirror.trust import is_trusted
 
     home = os.path.abspath(home)
-    root = locate.project_root(os.fspath(project_dir))
-    harness = os.path.join(locate.project_home(home, locate.scope_key(root)), locate.MEMORY_DIR)
+    root = paths.project_root(project_dir)
+    harness = os.path.join(paths.project_home(home, paths.project_key(root)), paths.MEMORY_DIR)
     config = _config(home)
     settings = config.inject
     limit_bytes = int(max_bytes or settings.max_bytes)
     limit_files = int(max_files or settings.max_files)
     warnings: list[str] = []
     private = read_memories(harness, 64 * 1024, 4096) if _readable_root(harness, home, "private", warnings) else {}
-    shared_root = os.path.join(locate.global_home(home), locate.MEMORY_DIR)
+    shared_root = os.path.join(paths.global_home(home), paths.MEMORY_DIR)
     shared = (read_memories(shared_root, 64 * 1024, 4096)
               if include_global and _readable_root(shared_root, home, "global", warnings) else {})
     if settings.mask_credentials:
@@ -74,7 +74,7 @@ def gather(home: str, project_dir: str, *, query: str | None, max_bytes: int | N
         private, shared = mask_credentials(home, [private, shared], config.privacy)
     stores: list[tuple[str, Mapping[str, Memory]]] = [("private", private)]
     if is_trusted(home, root):
-        mirror = os.path.join(root, locate.MIRROR_DIR)
+        mirror = os.path.join(root, paths.MIRROR_DIR)
         if _readable_root(mirror, root, "mirror", warnings):
             # Mirror copies of private memories are shadowed anyway: not parsed twice.
             stores.append(("mirror", read_memories(mirror, 64 * 1024, 4096, shadowed=private.keys())))
@@ -156,7 +156,7 @@ def _value(option: str, value: str) -> str | int:
 
 
 def _home(value: str | None) -> str:
-    return value or locate.default_home(os.environ)
+    return value or paths.default_home(os.environ)
 
 
 def _log(home: str, message: str) -> None:
@@ -195,8 +195,18 @@ def main(argv: Sequence[str]) -> int:
     try:
         args = parse_args(argv)
     except _Usage as exc:
-        sys.stderr.write(f"{USAGE}memfold inject: error: {exc}\n")
-        return 2
+        # The one usage-error style of every command (JSON under --json or --format json).
+        from ..errors import UsageError
+
+        error = UsageError(str(exc), code="usage.option", hint="`memfold inject --help` lists the options")
+        from itertools import pairwise
+
+        items = list(argv)
+        if "--json" in items or "--format=json" in items or ("--format", "json") in pairwise(items):
+            sys.stdout.write(json.dumps(error.as_dict(), indent=2, sort_keys=True, ensure_ascii=False) + "\n")
+        else:
+            sys.stderr.write(visible(error.text()))
+        return error.exit_code
     if args.format == "claude-hook":
         return claude_hook(args)
     home = _home(args.home)

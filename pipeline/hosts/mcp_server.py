@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Annotated, Any
 
 from mcp.server.mcpserver import MCPServer
@@ -14,6 +14,7 @@ from ..apply.commit import Services
 from ..errors import InputRejected, MemfoldError
 from ..store.memory import Memory
 from ..store.state import read_root
+from ..transaction import ConsolidateRequest
 from .cron import DuePolicy
 
 SERVER_NAME = "memfold"
@@ -109,8 +110,8 @@ class Backend:
     lock_timeout: float
     workers: Mapping[str, Any]
     due_policy: DuePolicy
-    parent_env: Mapping[str, str] = field(default_factory=dict)
-    extract_limits: Any = None  # the config's worker output bounds (ExtractLimits); None: the defaults
+    # ``transaction.consolidate_request`` of the config: workers, worker output bounds, environment.
+    request: ConsolidateRequest = field(default_factory=ConsolidateRequest)
     allow_publish: bool = False  # the config's mcp.allow_publish
 
     def edit(self, command: str, build: Callable[..., Any]) -> dict[str, Any]:
@@ -161,19 +162,17 @@ class Backend:
                 "results": [{**_row(n, memories[n]), "score": s, "body": memories[n].body} for n, s in hits]}
 
     def consolidate(self, context: str | None, scope: str | None, worker: str, dry_run: bool) -> dict[str, Any]:
-        from ..transaction import ConsolidateRequest, consolidate
-        from ..worker.extract import ExtractLimits
+        from ..transaction import consolidate
 
         if worker != "builtin":
             spec = self.workers.get(worker)
             if spec is None or getattr(spec, "network", True):
                 raise InputRejected(f"worker {worker!r} is not available over MCP",
                                     code="mcp.worker", hint="use builtin, or a configured worker without network")
-        request = ConsolidateRequest(
-            context=context.encode("utf-8") if context is not None else None,
+        request = replace(
+            self.request, context=context.encode("utf-8") if context is not None else None,
             context_source="mcp" if context is not None else "none", scope=scope, worker=worker,
-            workers=self.workers, dry_run=dry_run, parent_env=dict(self.parent_env), lock_timeout=0.0,
-            extract_limits=self.extract_limits or ExtractLimits(), refuse_emptying=True)
+            dry_run=dry_run, lock_timeout=0.0, refuse_emptying=True)
         # One worker run: the emptying check sits between validation and the commit.
         return {"ok": True, **consolidate(self.svc, request)}
 

@@ -6,9 +6,16 @@ import os
 
 TYPE_CHECKING = False  # typing costs ~5 ms of every sandboxed start
 if TYPE_CHECKING:
+    from collections.abc import Collection, Mapping
     from typing import Any
 
     from .policy import Policy as Policy  # re-exported lazily by __getattr__
+
+# Names protections to treat as absent, e.g. "landlock": how tests exercise the degraded path on
+# a kernel that has Landlock. The shell reads it and hands it in (see ``absent_protections``); it
+# can only weaken the sandbox of the built-in worker: a third-party worker is then refused, exactly
+# as on a kernel without Landlock.
+DISABLE_ENV = "MEMFOLD_SANDBOX_DISABLE"
 
 EXIT_REFUSED = 125  # require_fs was set and Landlock could not be applied
 EXIT_LAUNCHER_ERROR = 126  # the launcher itself failed before exec
@@ -68,7 +75,12 @@ def _cgroup_writable() -> dict[str, Any]:
     return cgroup.availability()
 
 
-def probe() -> dict[str, Any]:
+def absent_protections(env: Mapping[str, str]) -> tuple[str, ...]:
+    """The protections ``env`` (the shell's environment, handed in) names as absent."""
+    return tuple(sorted({name for name in env.get(DISABLE_ENV, "").replace(" ", "").split(",") if name}))
+
+
+def probe(absent: Collection[str] = ()) -> dict[str, Any]:
     """What this machine can enforce, read from the kernel without changing this process."""
     from . import caps, landlock, seccomp
 
@@ -79,7 +91,7 @@ def probe() -> dict[str, Any]:
             userns = int(fh.read().strip()) > 0
     except (OSError, ValueError):
         userns = False
-    abi = landlock.abi_version()
+    abi = landlock.abi_version(absent)
     return {
         "platform": "linux",
         "uid": uid,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ctypes
 import os
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 
 from . import kernel
 
@@ -51,19 +51,9 @@ class _PathBeneath(ctypes.Structure):
     _fields_ = [("allowed", ctypes.c_uint64), ("parent_fd", ctypes.c_int32)]
 
 
-# Names protections to treat as absent, e.g. "landlock": how tests exercise the degraded path on
-# a kernel that has Landlock. It can only weaken the sandbox of the built-in worker: a third-party
-# worker is then refused (see worker.run_worker), exactly as on a kernel without Landlock.
-DISABLE_ENV = "MEMFOLD_SANDBOX_DISABLE"
-
-
-def disabled() -> bool:
-    return "landlock" in os.environ.get(DISABLE_ENV, "").replace(" ", "").split(",")
-
-
-def abi_version() -> int:
-    """The running kernel's Landlock ABI, or 0 when Landlock is absent or disabled."""
-    if disabled():
+def abi_version(absent: Collection[str] = ()) -> int:
+    """The running kernel's Landlock ABI, or 0 when Landlock is absent or named in ``absent``."""
+    if "landlock" in absent:
         return 0
     try:
         return kernel.syscall(kernel.SYS_LANDLOCK_CREATE_RULESET, None, 0, CREATE_RULESET_VERSION)

@@ -80,7 +80,7 @@ def _confine(policy: Policy, base: dict[str, Any]) -> dict[str, Any]:
         limits["nproc"] = nproc
     report["rlimits"] = caps.apply_rlimits(limits)
     report["no_new_privs"] = caps.set_no_new_privs()
-    ll: dict[str, Any] = {"abi": landlock.abi_version(), "fs": False, "net": False, "scoped": False}
+    ll: dict[str, Any] = {"abi": landlock.abi_version(policy.absent), "fs": False, "net": False, "scoped": False}
     if policy.landlock and report["no_new_privs"]:
         try:
             ll = landlock.restrict(policy.read_paths, policy.write_paths, network=policy.network, abi=ll["abi"])

@@ -31,6 +31,8 @@ class Policy:
     cgroup_procs: tuple[str, ...] = ()
     # The pid the launcher must be a child of: if it is not, that parent died before it could watch.
     parent_pid: int | None = None
+    # Protections to treat as absent although the kernel has them (see ``sandbox.DISABLE_ENV``).
+    absent: tuple[str, ...] = ()
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), sort_keys=True)
@@ -38,7 +40,7 @@ class Policy:
     @classmethod
     def from_json(cls, text: str | bytes) -> Policy:
         raw: dict[str, Any] = json.loads(text)
-        for key in ("read_paths", "write_paths", "cgroup_procs"):
+        for key in ("read_paths", "write_paths", "cgroup_procs", "absent"):
             if key in raw:
                 raw[key] = tuple(raw[key])
         known = set(cls.__dataclass_fields__)

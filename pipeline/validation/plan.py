@@ -89,6 +89,16 @@ def validate_plan(
     return result
 
 
+def validate_run(run_dir: Path, plan: object, manifest: dict[str, Any], **options: Any) -> ValidationResult:
+    """``validate_plan``, with its report written as the run's ``validation.json``."""
+    from ..apply.runs import write_artifact
+    from ..fsutil import dump_json
+
+    result = validate_plan(plan, manifest, **options)
+    write_artifact(run_dir, "validation.json", dump_json(result.as_dict()))
+    return result
+
+
 def _flagger(ruleset: RuleSet | None) -> Callable[[str], bool]:
     if ruleset is None:
         return lambda text: len(text) > 24  # without rules, quote only short field names

@@ -48,6 +48,8 @@ class WorkerSpec:
     scratch: Path | None = None
     scratch_bytes: int = DEFAULT_LIMITS["scratch_mb"] << 20
     scratch_entries: int = scratch_dir.MAX_ENTRIES
+    # Protections to treat as absent (``sandbox.absent_protections`` of the shell's environment).
+    absent: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -86,12 +88,7 @@ def sandbox_description(probe_or_report: Mapping[str, Any]) -> dict[str, Any]:
 def _launcher_env() -> dict[str, str]:
     # The launcher must import this package from wherever it is installed, and nothing else.
     root = str(Path(__file__).resolve().parents[2])
-    env = {"PYTHONPATH": root, "LC_ALL": "C.UTF-8"}
-    from ..sandbox.landlock import DISABLE_ENV
-
-    if DISABLE_ENV in os.environ:  # the launcher must see the same (degraded) machine as the parent
-        env[DISABLE_ENV] = os.environ[DISABLE_ENV]
-    return env
+    return {"PYTHONPATH": root, "LC_ALL": "C.UTF-8"}
 
 
 def _policy(spec: WorkerSpec, report_path: Path, cg: cgroup.RunCgroups) -> Policy:
@@ -122,6 +119,7 @@ def _policy(spec: WorkerSpec, report_path: Path, cg: cgroup.RunCgroups) -> Polic
         pid_namespace=True,
         cgroup_procs=cg.procs_files,
         parent_pid=os.getpid(),
+        absent=spec.absent,
     )
 
 
@@ -276,7 +274,7 @@ def run_worker(
     if spec.sandbox and spec.require_fs_sandbox:
         from ..sandbox import landlock
 
-        if landlock.abi_version() < 1:
+        if landlock.abi_version(spec.absent) < 1:
             raise WorkerFailed(
                 "no filesystem sandbox (Landlock) on this kernel",
                 code="worker.sandbox-unavailable",

@@ -117,12 +117,14 @@ def _refuse_reading_the_home(choice: WorkerChoice, layout: Layout, parent_env: M
                              "not a parent of the memfold home or the home directory itself")
 
 
-def requested_protections(choice: WorkerChoice, unsafe_no_sandbox: bool) -> dict[str, Any]:
+def requested_protections(choice: WorkerChoice, unsafe_no_sandbox: bool,
+                          parent_env: Mapping[str, str]) -> dict[str, Any]:
     """What the manifest promises before the worker starts (the receipt records what was enforced)."""
-    from ..sandbox import probe
+    from ..sandbox import absent_protections, probe
     from ..sandbox.describe import planned
 
-    return planned(probe(), network=choice.network, timeout=choice.timeout, limits=choice.limits,
+    return planned(probe(absent_protections(parent_env)), network=choice.network, timeout=choice.timeout,
+                   limits=choice.limits,
                    sandbox=not unsafe_no_sandbox)
 
 
@@ -136,6 +138,7 @@ def run_plan_worker(
     choice: WorkerChoice, *, run_dir: Path, layout: Layout, parent_env: Mapping[str, str],
     unsafe_no_sandbox: bool, limits: ExtractLimits,
 ) -> WorkerOutcome:
+    from ..sandbox import absent_protections
     from ..sandbox.describe import enforced
     from .run import WorkerSpec, build_env, run_worker
 
@@ -159,6 +162,7 @@ def run_plan_worker(
                                      *map(Path, choice.read_paths)) if p),
         write_paths=(scratch,), pids_max=choice.limits["processes"],
         memory_bytes=choice.limits["memory_mb"] << 20, scratch=scratch, scratch_bytes=choice.limits["scratch_mb"] << 20,
+        absent=absent_protections(parent_env),
     )
     try:
         result = run_worker(spec, stdout_path=run_dir / "stdout.jsonl", stderr_path=run_dir / "stderr.txt",
@@ -196,4 +200,8 @@ def run_plan_worker(
                            hint=where, data={"returncode": result.returncode})
     started = time.perf_counter()
     extracted = extract_plan(result.stdout, limits)
-    return WorkerOutcome(extracted, protections, result.duration_s, round((time.perf_counter() - started) * 1000, 3))
+    extract_ms = round((time.perf_counter() - started) * 1000, 3)
+    from ..apply.runs import write_artifact
+
+    write_artifact(run_dir, "plan.json", extracted.plan_bytes)  # the exact bytes validated and receipted
+    return WorkerOutcome(extracted, protections, result.duration_s, extract_ms)

@@ -18,6 +18,13 @@ _PLACEHOLDER = re.compile(r"\{\{([a-z_]+)\}\}")
 BUILTIN = "builtin"
 
 
+def write_task(run_dir: Path, values: Mapping[str, str]) -> None:
+    """The rendered procedure as the run's ``task.md`` (what the worker reads)."""
+    from ..apply.runs import write_artifact
+
+    write_artifact(run_dir, "task.md", render_task(values))
+
+
 def render_task(values: Mapping[str, str]) -> bytes:
     """``procedures/consolidate.md`` with every ``{{name}}`` replaced; unknown names are an error."""
     template = (data_dir("procedures") / "consolidate.md").read_text(encoding="utf-8")

@@ -1,0 +1,153 @@
+"""The one command-line table: the typer app and the typer-free fast path are both built from it.
+
+``quick`` parses plain invocations of these commands without importing typer; ``typed`` turns the same
+entries into typer commands (options, defaults, help) for everything else: help, completion, and every
+usage error. This module imports nothing beyond memfold's ``frozen``, so the fast path stays cheap.
+"""
+
+from __future__ import annotations
+
+from ..frozen import Frozen
+
+# What a parameter holds: a text value, a path, an integer, an on/off flag, or a repeatable text.
+KINDS = ("text", "path", "int", "flag", "repeat")
+
+
+class Param(Frozen):
+    """One option (``flags`` non-empty) or positional argument (``flags`` empty) of a command."""
+
+    __slots__ = ("dest", "flags", "kind", "default", "help", "required")
+    dest: str
+    flags: tuple[str, ...]
+    kind: str
+    default: object
+    help: str
+    required: bool
+
+    def __init__(self, dest: str, flags: tuple[str, ...], kind: str, default: object, help: str,
+                 required: bool = False) -> None:
+        if kind not in KINDS:
+            raise ValueError(f"unknown parameter kind {kind!r}")
+        self._set(dest=dest, flags=flags, kind=kind, default=default, help=help, required=required)
+
+    @property
+    def positional(self) -> bool:
+        return not self.flags
+
+
+def opt(dest: str, *flags: str, kind: str = "text", default: object = None, help: str = "",
+        required: bool = False) -> Param:
+    return Param(dest, flags, kind, False if kind == "flag" else default, help, required)
+
+
+def arg(dest: str, help: str = "", *, required: bool = True) -> Param:
+    return Param(dest, (), "text", None, help, required)
+
+
+class Command(Frozen):
+    """A command: its parameters in order, the typer-free body that runs it, its help and its group."""
+
+    __slots__ = ("name", "params", "body", "help", "panel")
+    name: str
+    params: tuple[Param, ...]
+    body: str
+    help: str
+    panel: str
+
+    def __init__(self, name: str, params: tuple[Param, ...], body: str, help: str, panel: str) -> None:
+        self._set(name=name, params=params, body=body, help=help, panel=panel)
+
+
+# The groups ``memfold --help`` shows commands in.
+EVERYDAY, CONSOLIDATION, AUDIT, HOSTS, MAINTENANCE = "everyday", "consolidation", "audit", "hosts", "maintenance"
+
+VERSION = opt("version", "--version", "-V", kind="flag", help="print the version and exit")
+GLOBAL: tuple[Param, ...] = (
+    opt("project", "--project", kind="path", help="project directory (default: the working directory)"),
+    opt("home", "--home", kind="path", help="memfold home (default: $MEMFOLD_HOME or the user data dir)"),
+    opt("json", "--json", kind="flag", help="print JSON for machines (errors too)"),
+    opt("global_scope", "--global", kind="flag",
+        help="the user-wide store (private, no mirror) instead of the project's"),
+)
+
+GLOBAL_OPT = opt("global_", "--global", kind="flag",
+                 help="the user-wide store (private, no mirror) instead of the project's")
+JSON_OPT = opt("json_out", "--json", kind="flag", help="print one JSON object for machines")
+_MEMORY = (
+    opt("type_", "--type", "-t", help="user | feedback | project | reference"),
+    opt("visibility", "--visibility", help="safe (mirrored to .memory/) | private (default)"),
+    opt("body", "--body", "-b", help="the memory text"),
+    opt("body_file", "--body-file", kind="path", help="read the text from a file ('-' for stdin)"),
+    opt("expires", "--expires", help="YYYY-MM-DD after which the memory is stale"),
+    GLOBAL_OPT, JSON_OPT,
+    opt("allow_publish", "--allow-publish", kind="flag",
+        help="let a safe memory carry the wording of another, private memory"),
+)
+
+COMMANDS: dict[str, Command] = {c.name: c for c in (
+    Command("add", (arg("name", "file name, e.g. project_deploy-target (.md is added)"),
+                    opt("description", "--description", "-d", help="one self-contained line", required=True),
+                    *_MEMORY),
+            "memories:add", "Create a memory, or overwrite the one with exactly this name (keeping its created "
+            "date).", EVERYDAY),
+    Command("update", (arg("name", "the memory: its title, file name or slug"),
+                       opt("description", "--description", "-d", help="one self-contained line"), *_MEMORY),
+            "memories:update", "Change fields or the body of an existing memory.", EVERYDAY),
+    Command("forget", (arg("name", "the memory: its title, file name or slug"), GLOBAL_OPT, JSON_OPT),
+            "memories:forget", "Delete a memory from the private store and the mirror.", EVERYDAY),
+    Command("list", (GLOBAL_OPT, JSON_OPT), "memories:list_memories", "List the memories of this project.",
+            EVERYDAY),
+    Command("search", (arg("query", "words to find"),
+                       opt("limit", "--limit", kind="int", default=20, help="at most this many results"),
+                       GLOBAL_OPT, JSON_OPT),
+            "memories:search", "Find memories by words in their name, description and body.", EVERYDAY),
+    Command("consolidate", (
+        opt("context", "--context", help="session transcript (JSON/JSONL; '-' for stdin)"),
+        opt("no_context", "--no-context", kind="flag", help="consolidate without a session transcript"),
+        opt("scope", "--scope", help="all | related (default: related with a context, else all)"),
+        opt("select_", "--select", kind="repeat", help="consolidate exactly these memories (repeatable)"),
+        opt("worker", "--worker", default="builtin", help="builtin, or a worker named in config.yaml"),
+        opt("allow_publish", "--allow-publish", kind="flag", help="let the plan make private memories safe"),
+        opt("dry_run", "--dry-run", kind="flag", help="validate and show what would change; write nothing"),
+        opt("unsafe_no_sandbox", "--unsafe-no-sandbox", kind="flag",
+            help="run a third-party worker without an OS sandbox"),
+        opt("all_projects", "--all-projects", kind="flag",
+            help="visit every project home whose root still exists (cron, timers)"),
+        opt("if_due", "--if-due", kind="flag", help="run only where consolidation is due (see `status`)"),
+        opt("skip_if_locked", "--skip-if-locked", kind="flag",
+            help="a project locked by another run is a logged skip, exit 0"),
+        GLOBAL_OPT, JSON_OPT),
+        "consolidation:consolidate",
+        "Consolidate the store: snapshot, sandboxed worker, validated plan, atomic apply, receipt.", CONSOLIDATION),
+    Command("validate", (
+        opt("run", "--run", help="check plan.json against manifest.json of this run"),
+        opt("plan", "--plan", kind="path", help="a plan file (with --manifest)"),
+        opt("manifest", "--manifest", kind="path", help="the run manifest the plan answers"),
+        opt("repo", "--repo", kind="path", help="repository root for grounding paths (default: the project root)"),
+        JSON_OPT),
+        "checks:validate", "Run the plan validator alone and print its JSON result (exit 0 valid, 1 invalid).",
+        CONSOLIDATION),
+    Command("verify", (
+        arg("target", "run id or receipt file (default: the newest run)", required=False),
+        opt("attestation", "--attestation", kind="path", help="check a DSSE attestation from `memfold attest` instead"),
+        opt("pubkey", "--pubkey", kind="path", help="Ed25519 public key (PEM) the attestation must verify with"),
+        GLOBAL_OPT, JSON_OPT),
+        "checks:verify",
+        "Check a receipt against its plan bytes, manifest, chain link and (if newest) the files on disk.", AUDIT),
+    Command("audit", (
+        opt("strict", "--strict", kind="flag", help="hand edits (drift) and a missing or older chain head also fail"),
+        GLOBAL_OPT, JSON_OPT),
+        "checks:audit",
+        "Walk the receipt chain and check it against the chain head in the mirror and in git; breaks exit 7.", AUDIT),
+)}
+
+# Every other command's group; typed.py checks that each registered command has one.
+PANELS: dict[str, str] = {
+    **{name: c.panel for name, c in COMMANDS.items()},
+    **dict.fromkeys(("init", "show", "edit", "rename", "clear", "path", "status", "import", "export"), EVERYDAY),
+    **dict.fromkeys(("schedule", "undo"), CONSOLIDATION),
+    **dict.fromkeys(("attest", "report"), AUDIT),
+    **dict.fromkeys(("hooks", "mcp", "trust", "untrust", "mirror", "inject"), HOSTS),
+    **dict.fromkeys(("recover", "config", "bench", "demo"), MAINTENANCE),
+}
+PANEL_ORDER = (EVERYDAY, CONSOLIDATION, AUDIT, HOSTS, MAINTENANCE)

@@ -1,0 +1,115 @@
+"""apply.commit: the gate before anything is written, one commit for files and receipt, re-verify after."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from pathlib import Path
+
+import pytest
+from conftest import Env, tree_hashes
+
+from pipeline.apply.commit import RunRecord, Services, commit_run, gate, reverify_on_disk
+from pipeline.apply.runs import create_run_dir, list_runs
+from pipeline.errors import InputRejected, VerifyFailed
+from pipeline.fsutil import sha256_bytes
+from pipeline.paths import global_layout, make_layout
+from pipeline.receipts.receipt import normalize_maps
+from pipeline.state import Operation, compute_post, read_pre
+from pipeline.store.memory import Memory, render_memory
+from pipeline.store.state import Limits
+
+NOW = dt.datetime(2026, 11, 30, 12, 0, tzinfo=dt.UTC)
+
+
+def _content(name: str, description: str, visibility: str = "safe") -> bytes:
+    return render_memory(Memory(name=name, description=description, type="project", visibility=visibility,
+                                created="2026-11-30", modified="2026-11-30T12:00:00Z", expires=None,
+                                body="body", extra={}))
+
+
+def _services(env: Env, keep: int = 50) -> Services:
+    return Services(make_layout(env.home, env.project), Limits(), lambda: NOW, None, keep_runs=keep)
+
+
+def _commit(svc: Services, run_id: str, ops: list[Operation]) -> tuple[dict[str, object], Path]:
+    pre = read_pre(svc.layout, svc.limits)
+    post = compute_post(pre, ops)
+    gate(svc, pre, post)
+    run_dir = create_run_dir(svc.layout.runs, svc.layout.home, run_id)
+    record = RunRecord(run_id, "a" * 64, "b" * 64, [], "add", {"name": "parent"}, {"kind": "none"})
+    return commit_run(svc, run_dir, record, pre, post, b"{}", {"plan.json": b"{}"})
+
+
+def test_one_commit_lands_the_memory_both_indexes_the_receipt_and_the_chain_head(env: Env) -> None:
+    assert env.run("init").code == 0
+    svc = _services(env)
+    receipt, log = _commit(svc, "20261130T120000Z-00000001", [Operation("project_a.md", "create", "safe",
+                                                                         _content("project_a", "a fact"))])
+    harness, mirror = tree_hashes(env.harness), tree_hashes(env.mirror)
+    final = normalize_maps(receipt["finalHashes"])
+    assert final["harness"] == harness
+    assert final["public"] == {k: v for k, v in mirror.items() if not k.startswith("chain-head-")}
+    assert any(k.startswith("chain-head-") for k in mirror)
+    run = env.project_home / "runs" / "20261130T120000Z-00000001"
+    assert log.read_bytes() == (run / "post-receipt.json").read_bytes()
+    assert json.loads((run / "pre-receipt.json").read_bytes())["phase"] == "pre"
+    assert (run / "plan.json").read_bytes() == b"{}"
+    assert receipt["planDigest"] == sha256_bytes(b"{}")
+    assert json.loads((run / "journal.json").read_bytes())["state"] == "done"
+
+
+def test_the_next_receipt_starts_where_the_last_one_ended(env: Env) -> None:
+    assert env.run("init").code == 0
+    svc = _services(env)
+    first, _ = _commit(svc, "20261130T120000Z-00000001",
+                       [Operation("project_a.md", "create", "safe", _content("project_a", "a fact"))])
+    second, _ = _commit(svc, "20261130T120000Z-00000002",
+                        [Operation("project_a.md", "delete", "safe")])
+    assert second["sourceHashes"] == first["finalHashes"]
+    assert not (env.harness / "project_a.md").exists() and not (env.mirror / "project_a.md").exists()
+
+
+def test_a_hand_edit_of_the_mirror_stops_the_gate_before_anything_is_written(env: Env) -> None:
+    assert env.run("add", "project_a", "-d", "a fact", "--visibility", "safe").code == 0
+    (env.mirror / "project_a.md").write_bytes(b"edited by hand\n")
+    before = (tree_hashes(env.harness), tree_hashes(env.mirror))
+    with pytest.raises(VerifyFailed) as exc:
+        _commit(_services(env), "20261130T120000Z-00000003",
+                [Operation("project_b.md", "create", "safe", _content("project_b", "another fact"))])
+    assert exc.value.code == "mirror.drift"
+    assert (tree_hashes(env.harness), tree_hashes(env.mirror)) == before
+    assert "20261130T120000Z-00000003" not in list_runs(env.project_home / "runs")
+
+
+def test_the_global_store_refuses_a_safe_memory_at_the_gate(env: Env) -> None:
+    svc = Services(global_layout(env.home), Limits(), lambda: NOW, None)
+    from pipeline.paths import ensure_layout
+
+    ensure_layout(svc.layout)
+    pre = read_pre(svc.layout, svc.limits)
+    post = compute_post(pre, [Operation("project_a.md", "create", "safe", _content("project_a", "a fact"))])
+    with pytest.raises(InputRejected) as exc:
+        gate(svc, pre, post)
+    assert exc.value.code == "global.safe"
+
+
+def test_re_verification_on_disk_names_a_file_changed_after_the_commit(env: Env) -> None:
+    assert env.run("add", "project_a", "-d", "a fact", "--visibility", "safe").code == 0
+    svc = _services(env)
+    final = read_pre(svc.layout, svc.limits).hash_maps()
+    reverify_on_disk(svc, final)
+    (env.harness / "project_a.md").write_bytes(b"changed\n")
+    with pytest.raises(VerifyFailed) as exc:
+        reverify_on_disk(svc, final)
+    assert exc.value.code == "verify.post-commit" and "project_a.md" in exc.value.message
+
+
+def test_old_run_dirs_are_pruned_to_the_newest_n_and_receipts_never(env: Env) -> None:
+    assert env.run("init").code == 0
+    svc = _services(env, keep=2)
+    for i in range(1, 5):
+        _commit(svc, f"20261130T12000{i}Z-0000000{i}",
+                [Operation(f"project_{i}.md", "create", "private", _content(f"project_{i}", f"fact {i}", "private"))])
+    assert len(list_runs(env.project_home / "runs")) == 2
+    assert len(list((env.project_home / "receipts").iterdir())) == 4

@@ -1,0 +1,78 @@
+"""One consolidate request: the CLI, cron, /consolidate from a host and the MCP server share its builder."""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+import pytest
+from conftest import Env
+
+from pipeline.config import load_config
+from pipeline.transaction import ConsolidateRequest, consolidate_request
+
+PLAN_BOUND = 4096  # the smallest plan bound the config allows
+
+
+def _store(env: Env, count: int = 12) -> None:
+    for i in range(count):
+        assert env.run("add", f"project_note-{i}", "-d", f"note {i} about release step {i} and its checklist",
+                       "-b", f"Step {i}: run the release checklist item {i} before tagging.").code == 0
+
+
+def _bound_the_plan(env: Env) -> None:
+    (env.home / "config.yaml").write_text(f"limits:\n  plan_bytes: {PLAN_BOUND}\n", encoding="utf-8")
+
+
+def test_the_builder_takes_workers_bounds_and_environment_from_the_config(env: Env) -> None:
+    env.home.mkdir(parents=True)
+    (env.home / "config.yaml").write_text(
+        "limits:\n  plan_bytes: 5000\n  worker_output_bytes: 70000\n  worker_output_lines: 100\n"
+        "workers:\n  mine:\n    argv: [my-agent, --json]\n", encoding="utf-8")
+    cfg = load_config(env.home / "config.yaml")
+    request = consolidate_request(cfg, {"PATH": "/bin", "MEMFOLD_SANDBOX_DISABLE": "landlock"}, dry_run=True)
+    assert isinstance(request, ConsolidateRequest) and request.dry_run is True
+    limits = request.extract_limits
+    assert (limits.max_plan_bytes, limits.max_stdout_bytes, limits.max_lines) == (5000, 70000, 100)
+    assert request.workers["mine"].argv == ["my-agent", "--json"]
+    assert request.parent_env == {"PATH": "/bin", "MEMFOLD_SANDBOX_DISABLE": "landlock"}
+    with pytest.raises(TypeError):
+        consolidate_request(cfg, {}, extract_limits=None)
+
+
+@pytest.mark.parametrize("entry", [["hooks", "consolidate", "claude", "no-context"],
+                                   ["consolidate", "--no-context"]])
+def test_every_entry_point_honours_the_configured_plan_bound(env: Env, entry: list[str]) -> None:
+    _store(env)
+    _bound_the_plan(env)
+    before = sorted(p.name for p in env.harness.iterdir())
+    result = env.run("--json", *entry)
+    assert result.code == 4, (result.out, result.err)
+    assert json.loads(result.out)["code"] == "worker.plan-too-large"
+    assert f"over the {PLAN_BOUND}-byte bound" in json.loads(result.out)["message"]
+    assert sorted(p.name for p in env.harness.iterdir()) == before
+
+
+def test_without_the_bound_the_host_entry_point_consolidates(env: Env) -> None:
+    _store(env)
+    result = env.run("--json", "hooks", "consolidate", "claude", "no-context")
+    assert result.code == 0, result.err
+    assert json.loads(result.out)["verified"] is True
+
+
+def test_the_mcp_server_honours_the_configured_plan_bound(env: Env) -> None:
+    from pipeline.commands import _app
+    from pipeline.errors import WorkerFailed
+    from pipeline.hosts.cron import DuePolicy
+    from pipeline.hosts.mcp_server import Backend
+
+    _store(env)
+    _bound_the_plan(env)
+    _app.STATE.home, _app.STATE.project, _app.STATE.global_scope, _app.STATE.loaded = env.home, env.project, False, None
+    cfg: Any = _app.config()
+    backend = Backend(svc=_app.services(), lock_timeout=0, workers=cfg.workers, due_policy=DuePolicy(24, 10),
+                      request=consolidate_request(cfg, dict(os.environ)))
+    with pytest.raises(WorkerFailed) as exc:
+        backend.consolidate(None, None, "builtin", False)
+    assert exc.value.code == "worker.plan-too-large"

@@ -1,0 +1,136 @@
+"""fsutil: the one hash, JSON, bounded-read, atomic-write and safe-join helpers."""
+
+from __future__ import annotations
+
+import errno
+import hashlib
+import json
+import os
+import stat
+from pathlib import Path
+
+import pytest
+import rfc8785
+
+from pipeline import fsutil
+from pipeline.errors import InputRejected, UnsafePath
+from pipeline.fsutil import (
+    TEMP_PREFIX,
+    atomic_write,
+    canonical_json,
+    digest_json,
+    dump_json,
+    ensure_dir,
+    read_bounded,
+    refuse_symlinks,
+    safe_join,
+    sha256_bytes,
+    sha256_file,
+    write_new,
+)
+
+
+@pytest.mark.parametrize("data", [b"", b"abc", bytes(range(256)) * 1000])
+def test_the_one_sha256_helper_agrees_with_hashlib(data: bytes, tmp_path: Path) -> None:
+    assert sha256_bytes(data) == hashlib.sha256(data).hexdigest()
+    (tmp_path / "f").write_bytes(data)
+    assert sha256_file(tmp_path / "f") == hashlib.sha256(data).hexdigest()
+
+
+@pytest.mark.parametrize("value", [
+    {"b": 1, "a": [True, None, "x"]},
+    {"é": "ü", "a": "\u2028 and \x01"},
+    {"big": 2**53 - 1, "float": 1.5, "nested": {"z": [1e21, -0.0]}},
+    {"\U0001f600": 1, "\uffff": 2},  # keys JCS orders by UTF-16 code units
+])
+def test_canonical_json_is_rfc8785(value: object) -> None:
+    assert canonical_json(value) == rfc8785.dumps(value)
+    assert digest_json(value) == hashlib.sha256(rfc8785.dumps(value)).hexdigest()
+
+
+@pytest.mark.parametrize("value", [{"b": [1, {"c": None}], "a": "x\ny"}, {"f": 0.5, "g": [1.25, "\u00e9"]}, [], {}])
+def test_dump_json_is_the_indented_sorted_form_json_reads_back(value: object) -> None:
+    out = dump_json(value)
+    assert out.endswith(b"\n")
+    reference = json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+    assert out.decode("utf-8") == reference
+    assert json.loads(out) == json.loads(reference)
+
+
+def test_read_bounded_refuses_more_than_the_limit_and_a_symlink(tmp_path: Path) -> None:
+    target = tmp_path / "big"
+    target.write_bytes(b"x" * 101)
+    assert read_bounded(target, 101) == b"x" * 101
+    with pytest.raises(InputRejected) as over:
+        read_bounded(target, 100)
+    assert over.value.exit_code == 1
+    (tmp_path / "link").symlink_to(target)
+    with pytest.raises(UnsafePath) as link:
+        read_bounded(tmp_path / "link")
+    assert link.value.code == "path.symlink"
+
+
+def test_atomic_write_replaces_whole_with_the_mode_and_leaves_no_temp_file(tmp_path: Path) -> None:
+    path = tmp_path / "file.json"
+    path.write_bytes(b"old")
+    digest = atomic_write(path, b"new bytes", 0o644)
+    assert path.read_bytes() == b"new bytes"
+    assert digest == hashlib.sha256(b"new bytes").hexdigest()
+    assert stat.S_IMODE(path.stat().st_mode) == 0o644
+    assert [p.name for p in tmp_path.iterdir()] == ["file.json"]
+
+
+def test_a_failed_atomic_write_keeps_the_old_bytes_and_removes_its_temp_file(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "file.json"
+    path.write_bytes(b"old")
+
+    def full(fd: int) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(fsutil.ops, "fsync", full)
+    with pytest.raises(OSError):
+        atomic_write(path, b"new")
+    assert path.read_bytes() == b"old"
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(TEMP_PREFIX)] == []
+
+
+def test_write_new_never_replaces_an_existing_file(tmp_path: Path) -> None:
+    path = tmp_path / "once"
+    write_new(path, b"first")
+    with pytest.raises(FileExistsError):
+        write_new(path, b"second")
+    assert path.read_bytes() == b"first"
+
+
+@pytest.mark.parametrize("name", ["", ".", "..", "a/b", "a\\b", "nul\x00"])
+def test_safe_join_refuses_anything_but_a_plain_name(name: str, tmp_path: Path) -> None:
+    with pytest.raises(UnsafePath) as exc:
+        safe_join(tmp_path, name)
+    assert exc.value.code == "path.escape"
+
+
+def test_safe_join_joins_a_plain_name(tmp_path: Path) -> None:
+    assert safe_join(tmp_path, "x.md") == tmp_path / "x.md"
+
+
+def test_refuse_symlinks_checks_every_component_below_the_root(tmp_path: Path) -> None:
+    (tmp_path / "real" / "deep").mkdir(parents=True)
+    (tmp_path / "link").symlink_to(tmp_path / "real")
+    refuse_symlinks(tmp_path / "real" / "deep" / "missing", tmp_path)
+    with pytest.raises(UnsafePath):
+        refuse_symlinks(tmp_path / "link" / "deep", tmp_path)
+    with pytest.raises(UnsafePath) as outside:
+        refuse_symlinks("/etc/passwd", tmp_path)
+    assert outside.value.code == "path.escape"
+
+
+def test_ensure_dir_creates_with_the_mode_and_refuses_a_symlinked_parent(tmp_path: Path) -> None:
+    ensure_dir(tmp_path / "a" / "b", tmp_path, mode=0o700)
+    assert stat.S_IMODE(os.stat(tmp_path / "a" / "b").st_mode) == 0o700
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (tmp_path / "c").symlink_to(outside)
+    with pytest.raises(UnsafePath):
+        ensure_dir(tmp_path / "c" / "d", tmp_path)
+    assert list(outside.iterdir()) == []
