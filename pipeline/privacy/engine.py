@@ -65,8 +65,12 @@ class _Positions:
 class RuleSet:
     """An immutable, compiled set of rules with one global allowlist."""
 
-    def __init__(self, rules: tuple[Rule, ...], allowlist: Any, keyword_set: Any = None) -> None:
+    def __init__(self, rules: tuple[Rule, ...], allowlist: Any, keyword_set: Any = None,
+                 digest: str | None = None) -> None:
         self.rules = rules
+        # What the rules and the code applying them are, when known: scan verdicts kept under it stay
+        # true until either changes.
+        self.digest = digest
         self.allowlist = allowlist
         # One RE2 set over every keyword answers "which keywords occur" in a single pass;
         # the set's answer is indices into the sorted ``_keywords`` list.
