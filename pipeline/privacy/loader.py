@@ -185,7 +185,7 @@ def _build(rules: list[dict[str, Any]], sources: list[str], allowlist: list[str]
         tuple(compiled),
         _compile_alternation(allowlist, "privacy allowlist", lazy=shipped_allowlist),
         _keyword_set(keywords),
-        _digest(rules, allowlist),
+        lambda: _digest(rules, allowlist),
     )
 
 
