@@ -182,6 +182,7 @@ def read_root(root: Path, limits: Limits, *, with_bytes: bool = True, cache: Sta
     """
     state = RootState(path=root)
     key = str(root)
+    entered = cache.roots.get(key, {}) if cache is not None else {}
     try:
         entries = sorted(os.scandir(root), key=lambda e: e.name)
     except FileNotFoundError:
@@ -194,7 +195,8 @@ def read_root(root: Path, limits: Limits, *, with_bytes: bool = True, cache: Sta
             state.temps.append(name)
             continue
         st = entry.stat(follow_symlinks=False)
-        wanted = name == INDEX_NAME or is_memory_name(name)
+        # A name the cache holds was a memory's name when it was entered (names are not data).
+        wanted = name == INDEX_NAME or name in entered or is_memory_name(name)
         if stat.S_ISLNK(st.st_mode) and (wanted or name.lower().endswith(".md")):
             raise UnsafePath(
                 f"{root / name} is a symlink; memfold refuses symlinks in its stores",
