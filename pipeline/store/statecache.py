@@ -29,8 +29,10 @@ FOLDER = "cache"
 NAME = "state.json"
 SETTLED_NS = 2_000_000_000
 # Derived values by kind, each keyed by "<name> <hash>" ("clean": "<ruleset digest> <name> <hash>");
-# "receipt" holds a receipt file's digest by the sha256 of its bytes.
+# "receipt" holds a receipt file's digest by the sha256 of its bytes: in a small file of its own,
+# written whenever it changes (the chain head is read back by every commit).
 KINDS = ("memory", "fold", "clean", "receipt")
+RECEIPTS_NAME = "receipts.json"
 
 Identity = tuple[int, int, int, int, int]
 
@@ -42,7 +44,7 @@ def identity_of(st: os.stat_result) -> Identity:
 class StateCache:
     """One project's cache as loaded, with what this process learned since; ``flush`` writes it."""
 
-    __slots__ = ("path", "roots", "derived", "dirty", "seen", "loaded")
+    __slots__ = ("path", "roots", "derived", "dirty", "seen", "loaded", "changes", "receipts_dirty")
 
     def __init__(self, path: str | None) -> None:
         self.path = path
@@ -50,6 +52,8 @@ class StateCache:
         self.roots: dict[str, dict[str, list[Any]]] = {}
         self.derived: dict[str, dict[str, Any]] = {kind: {} for kind in KINDS}
         self.dirty = False
+        self.changes = 0  # entries and values added, changed or dropped since loaded
+        self.receipts_dirty = False
         self.seen: set[str] = set()  # content hashes read or written by this process
         self.loaded: tuple[int, ...] | None = None
 
@@ -72,11 +76,11 @@ class StateCache:
         entry = [*ident, sha]
         if entries.get(name) != entry:
             entries[name] = entry
-            self.dirty = True
+            self._changed()
 
     def drop(self, root: str, name: str) -> None:
         if self.roots.get(root, {}).pop(name, None) is not None:
-            self.dirty = True
+            self._changed()
 
     def keep_only(self, root: str, names: set[str]) -> None:
         """Forget the entries of files that are gone from the root (forgotten, renamed)."""
@@ -85,7 +89,7 @@ class StateCache:
             return
         for name in [n for n in entries if n not in names]:
             del entries[name]
-            self.dirty = True
+            self._changed()
 
     def get(self, kind: str, key: str) -> Any:
         return self.derived[kind].get(key)
@@ -94,20 +98,46 @@ class StateCache:
         table = self.derived[kind]
         if table.get(key) != value:
             table[key] = value
-            self.dirty = True
+            if kind == "receipt":
+                self.receipts_dirty = True
+            else:
+                self._changed()
+
+    def _changed(self) -> None:
+        self.dirty = True
+        self.changes += 1
+
+    def worth_writing(self) -> bool:
+        """Whether enough changed to rewrite the file. Rewriting it costs O(store); an entry not written
+        only means that file is read again next time, so a few changes wait for more (at most 64,
+        or an eighth of the entries in a small store)."""
+        size = sum(len(entries) for entries in self.roots.values())
+        return self.dirty and (self.changes >= 64 or self.changes * 8 >= size)
+
+    def flush_receipts(self) -> None:
+        """Write the receipt digests this process used or made (the head and the chain's first)."""
+        if not self.receipts_dirty or self.path is None:
+            return
+        table = {k: v for k, v in self.derived["receipt"].items() if k.rsplit(" ", 1)[-1] in self.seen}
+        _write(os.path.join(os.path.dirname(self.path), RECEIPTS_NAME),
+               json.dumps({"version": VERSION, "receipt": table}, sort_keys=True).encode("utf-8"))
+        self.receipts_dirty = False
 
     def flush(self) -> None:
         """Write the cache if this process learned something; values of hashes no file holds go."""
+        self.flush_receipts()
         if not self.dirty or self.path is None:
             return
         live = self.seen | {entry[5] for entries in self.roots.values() for entry in entries.values()}
-        for table in self.derived.values():
-            for key in [k for k in table if k.rsplit(" ", 1)[-1] not in live]:
+        for kind, table in self.derived.items():
+            for key in [k for k in table if k.rsplit(" ", 1)[-1] not in live and kind != "receipt"]:
                 del table[key]
-        payload = json.dumps({"version": VERSION, "roots": self.roots, "derived": self.derived},
+        kept = {kind: table for kind, table in self.derived.items() if kind != "receipt"}
+        payload = json.dumps({"version": VERSION, "roots": self.roots, "derived": kept},
                              separators=(",", ":"), ensure_ascii=False, check_circular=False)
         _write(self.path, payload.encode("utf-8"))
         self.dirty = False
+        self.changes = 0
         try:
             self.loaded = identity_of(os.stat(self.path, follow_symlinks=False))
         except OSError:
@@ -142,7 +172,7 @@ def cache_for(project_home: Path | str) -> StateCache:
     except OSError:
         stamp = None
     cache = _OPEN.get(path)
-    if cache is not None and (cache.dirty or cache.loaded == stamp):
+    if cache is not None and (cache.dirty or cache.receipts_dirty or cache.loaded == stamp):
         return cache
     if not _OPEN:
         import atexit
@@ -153,21 +183,21 @@ def cache_for(project_home: Path | str) -> StateCache:
 
 
 def flush_all() -> None:
-    """Write every cache this process changed: once per command, at exit, whatever it read."""
+    """Write every cache this process changed enough: once per command, at exit, whatever it read."""
     for cache in list(_OPEN.values()):
-        cache.flush()
+        if cache.worth_writing():
+            cache.flush()
+        else:
+            cache.flush_receipts()
 
 
 def _load(path: str, stamp: tuple[int, ...] | None) -> StateCache:
     cache = StateCache(path)
     cache.loaded = stamp
-    if stamp is None:
-        return cache
-    try:
-        with open(path, "rb") as fh:
-            data = json.loads(fh.read())
-    except (OSError, ValueError):
-        return cache
+    receipts = _read_json(os.path.join(os.path.dirname(path), RECEIPTS_NAME))
+    if isinstance(receipts, dict) and receipts.get("version") == VERSION and isinstance(receipts.get("receipt"), dict):
+        cache.derived["receipt"] = receipts["receipt"]
+    data = _read_json(path) if stamp is not None else None
     if not isinstance(data, dict) or data.get("version") != VERSION:
         return cache
     roots, derived = data.get("roots"), data.get("derived")
@@ -177,6 +207,14 @@ def _load(path: str, stamp: tuple[int, ...] | None) -> StateCache:
         cache.roots = roots
     for kind in KINDS:
         table = derived.get(kind)
-        if isinstance(table, dict):
+        if isinstance(table, dict) and kind != "receipt":
             cache.derived[kind] = table
     return cache
+
+
+def _read_json(path: str) -> Any:
+    try:
+        with open(path, "rb") as fh:
+            return json.loads(fh.read())
+    except (OSError, ValueError):
+        return None
