@@ -162,15 +162,31 @@ _KEYS_MAX = 20_000
 
 
 def _fold_keys(name: str, memory: Memory) -> Keys:
-    return {"name": frozenset({fold(name.removesuffix(".md")), fold(memory.name)}),
-            "description": frozenset({fold(memory.description)}), "body": frozenset({fold(memory.body)} - {""})}
+    """Digests of the folded name, description and body: equal digests, equal folded texts."""
+    return {"name": frozenset({_key(name.removesuffix(".md")), _key(memory.name)}),
+            "description": frozenset({_key(memory.description)}),
+            "body": frozenset({_key(memory.body)} - {_key("")})}
 
 
-def _keys(name: str, memory: Memory) -> Keys:
+def _key(text: str) -> str:
+    return sha256_bytes(fold(text).encode("utf-8"))[:32]
+
+
+def _keys(name: str, memory: Memory, pre: PreState) -> Keys:
     hit = _KEYS.get(id(memory))
     if hit is not None and hit[0] is memory and hit[1] == name:
         return hit[2]
-    keys = _fold_keys(name, memory)
+    # The state cache keeps them by content hash, so a later process need not fold every body again.
+    digest = pre.harness.hashes.get(name)
+    slot = f"{name} {digest}"
+    stored = pre.cache.get("fold", slot) if pre.cache is not None and digest else None
+    if isinstance(stored, list) and len(stored) == 3 and all(isinstance(part, list) for part in stored):
+        keys = dict(zip(("name", "description", "body"), (frozenset(map(str, part)) for part in stored),
+                        strict=True))
+    else:
+        keys = _fold_keys(name, memory)
+        if pre.cache is not None and digest:
+            pre.cache.put("fold", slot, [sorted(keys[what]) for what in ("name", "description", "body")])
     if len(_KEYS) >= _KEYS_MAX:
         _KEYS.clear()
     _KEYS[id(memory)] = (memory, name, keys)
@@ -179,14 +195,15 @@ def _keys(name: str, memory: Memory) -> Keys:
 
 def _near_duplicate(pre: PreState, name: str, memory: Memory) -> str | None:
     keys = _fold_keys(name, memory)
+    found = None
     for other, existing in sorted(pre.memories.items()):
         if other == name:
             continue
-        theirs = _keys(other, existing)
-        for what, mine in keys.items():
-            if mine & theirs[what]:
-                return f"{other} (same {what})"
-    return None
+        theirs = _keys(other, existing, pre)
+        found = next((f"{other} (same {what})" for what, mine in keys.items() if mine & theirs[what]), None)
+        if found:
+            break
+    return found
 
 
 def add_ops(name: str, data: MemoryInput, now: Any) -> Callable[[PreState], list[Operation]]:

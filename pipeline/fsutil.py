@@ -56,6 +56,7 @@ def sha256_file(path: Path, limit: int | None = None) -> str:
 
 
 _SAFE_INT = 2**53 - 1
+_STR = {str}
 
 
 def _plain_json(value: Any) -> bool:
@@ -76,10 +77,14 @@ def _plain_json(value: Any) -> bool:
                 continue
             return False
         if kind is dict:
-            for key in item:
-                if type(key) is not str or not key.isascii():
+            try:
+                if not "".join(item).isascii():
                     return False
-            stack.extend(item.values())
+            except TypeError:
+                return False  # a key that is not a string
+            values = item.values()
+            if not set(map(type, values)) <= _STR:  # hash maps hold strings only: checked in C
+                stack.extend(values)
         elif kind is list:
             stack.extend(item)
         else:
@@ -134,6 +139,12 @@ def _indented(value: Any, newline: str, out: list[str]) -> None:
             out.append("{}")
             return
         inner = newline + "  "
+        if set(map(type, value)) == _STR and set(map(type, value.values())) == _STR:
+            # A hash map: one join instead of a call per entry.
+            sep = "," + inner
+            out.append("{" + inner + sep.join(_encode_str(k) + ": " + _encode_str(value[k]) for k in sorted(value))
+                       + newline + "}")
+            return
         first = True
         for key in sorted(value):
             if type(key) is not str:

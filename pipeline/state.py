@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, MutableMapping
 from typing import Any
 
 from .errors import InputRejected
@@ -11,8 +11,9 @@ from .fsutil import sha256_bytes
 from .paths import Layout
 from .receipts.receipt import HashMaps
 from .store.index import render_index
-from .store.memory import INDEX_NAME, Memory, parse_memory
-from .store.state import Limits, RootState, read_root
+from .store.memory import INDEX_NAME, TYPES, VISIBILITIES, Memory, parse_memory
+from .store.state import Files, Limits, RootState, StoredMemory, known_digest, read_root, size_of
+from .store.statecache import StateCache, cache_for
 
 KINDS = ("create", "rewrite", "delete")
 
@@ -42,18 +43,20 @@ class Operation(FrozenValue):
 class PreState:
     """Both roots as read under the lock, and the parsed private memories."""
 
-    __slots__ = ("harness", "public", "memories", "mirrored")
+    __slots__ = ("harness", "public", "memories", "mirrored", "cache")
     harness: RootState
     public: RootState
     memories: dict[str, Memory]
     mirrored: bool
+    cache: StateCache | None  # where values derived from these files may be kept
 
     def __init__(self, harness: RootState, public: RootState, memories: dict[str, Memory],
-                 mirrored: bool = True) -> None:
+                 mirrored: bool = True, cache: StateCache | None = None) -> None:
         self.harness = harness
         self.public = public
         self.memories = memories
         self.mirrored = mirrored
+        self.cache = cache
 
     def __repr__(self) -> str:
         return (f"PreState(harness={self.harness!r}, public={self.public!r}, memories={self.memories!r}, "
@@ -67,8 +70,8 @@ class PostState:
     """Both roots' files after the operations, and the resulting private memories."""
 
     __slots__ = ("harness", "public", "memories", "operations", "mirrored", "known")
-    harness: dict[str, bytes]
-    public: dict[str, bytes]
+    harness: MutableMapping[str, bytes]
+    public: MutableMapping[str, bytes]
     memories: dict[str, Memory]
     operations: list[Operation]
     mirrored: bool
@@ -77,7 +80,8 @@ class PostState:
     # id cannot be reused by other bytes meanwhile.
     known: dict[int, tuple[bytes, str]]
 
-    def __init__(self, harness: dict[str, bytes], public: dict[str, bytes], memories: dict[str, Memory],
+    def __init__(self, harness: MutableMapping[str, bytes], public: MutableMapping[str, bytes],
+                 memories: dict[str, Memory],
                  operations: list[Operation] | None = None, mirrored: bool = True,
                  known: dict[int, tuple[bytes, str]] | None = None) -> None:
         self.harness = harness
@@ -92,10 +96,12 @@ class PostState:
                 f"operations={self.operations!r}, mirrored={self.mirrored!r})")
 
     def hash_maps(self) -> HashMaps:
-        return {
-            "harness": {n: self.digest(b) for n, b in sorted(self.harness.items())},
-            "public": {n: self.digest(b) for n, b in sorted(self.public.items())},
-        }
+        return {"harness": {n: self.digest_of(self.harness, n) for n in sorted(self.harness)},
+                "public": {n: self.digest_of(self.public, n) for n in sorted(self.public)}}
+
+    def digest_of(self, files: Mapping[str, bytes], name: str) -> str:
+        """A file's hash, without reading or hashing it when the state it came from knows it."""
+        return known_digest(files, name) or self.digest(files[name])
 
     def digest(self, data: bytes) -> str:
         hit = self.known.get(id(data))
@@ -107,37 +113,76 @@ class PostState:
 
 
 def read_pre(layout: Layout, limits: Limits) -> PreState:
-    harness = read_root(layout.harness, limits)
-    public = read_root(layout.mirror, limits) if layout.mirror is not None else RootState(layout.project_home)
-    memories = parsed_memories(harness)
-    return PreState(harness=harness, public=public, memories=memories, mirrored=layout.mirror is not None)
+    cache = cache_for(layout.project_home)
+    harness = read_root(layout.harness, limits, cache=cache)
+    public = read_root(layout.mirror, limits, cache=cache) if layout.mirror is not None \
+        else RootState(layout.project_home)
+    memories = parsed_memories(harness, cache)
+    return PreState(harness=harness, public=public, memories=memories, mirrored=layout.mirror is not None,
+                    cache=cache)
 
 
-def parsed_memories(state: RootState) -> dict[str, Memory]:
-    """The memory files of a root read with its bytes, parsed (each distinct file once per process)."""
-    return {name: _parsed(name, data, state.hashes[name]) for name, data in state.memories().items()}
+def parsed_memories(state: RootState, cache: StateCache | None = None) -> dict[str, Memory]:
+    """The memory files of a root, parsed (each distinct file once per process, and, with ``cache``,
+    once until it changes: its fields come from the cache and its body is read when asked for)."""
+    return {name: _parsed(name, state, cache) for name in state.files if name != INDEX_NAME}
 
 
 _PARSED: dict[tuple[str, str], Memory] = {}
 _PARSED_MAX = 20_000
 
 
-def _parsed(name: str, data: bytes, digest: str) -> Memory:
+def _parsed(name: str, state: RootState, cache: StateCache | None) -> Memory:
     """Parse once per (name, content hash): a long-lived process (the MCP server) re-reads the store
     on every write, and unchanged files need not be parsed again. Memory values are immutable."""
-    key = (name, digest)
+    key = (name, state.hashes[name])
     memory = _PARSED.get(key)
     if memory is None:
         if len(_PARSED) >= _PARSED_MAX:
             _PARSED.clear()
-        memory = _PARSED[key] = parse_memory(data, name)
+        memory = _PARSED[key] = _from_cache(name, state, cache) if cache is not None \
+            else parse_memory(state.files[name], name)
     return memory
 
 
+def _from_cache(name: str, state: RootState, cache: StateCache) -> Memory:
+    """The fields parsed from these very bytes before (keyed by their hash), with the body to be read
+    at the offset recorded. Files the canonical shape does not describe exactly are parsed."""
+    digest = state.hashes[name]
+    key = f"{name} {digest}"
+    fields = cache.get("memory", key)
+    files = state.files
+    if _well_formed(fields, size_of(files, name)):
+        offset = fields[7]
+
+        def body() -> str:
+            return files[name][offset:].decode("utf-8")
+
+        title, description, mtype, visibility, created, modified, expires = fields[:7]
+        return StoredMemory(title, description, mtype, visibility, created, modified, expires, body)
+    data = files[name]
+    memory = parse_memory(data, name)
+    encoded = memory.body.encode("utf-8")
+    if not memory.extra and b"\r" not in data and data.endswith(encoded):
+        cache.put("memory", key, [memory.name, memory.description, memory.type, memory.visibility, memory.created,
+                                  memory.modified, memory.expires, len(data) - len(encoded)])
+    return memory
+
+
+def _well_formed(fields: Any, size: int) -> bool:
+    return (isinstance(fields, list) and len(fields) == 8 and type(fields[7]) is int and 0 <= fields[7] <= size
+            and all(type(f) is str for f in fields[:4]) and all(f is None or type(f) is str for f in fields[4:7])
+            and fields[2] in TYPES and fields[3] in VISIBILITIES)
+
+
 def current_hashes(layout: Layout, limits: Limits) -> HashMaps:
-    """Both roots re-hashed from disk now (the stale check, post-commit check and verify use it)."""
-    return {"harness": read_root(layout.harness, limits, with_bytes=False).hashes,
-            "public": read_root(layout.mirror, limits, with_bytes=False).hashes if layout.mirror else {}}
+    """Both roots' hashes as on disk now (the stale check, post-commit check and verify use it): a file
+    whose identity matches the state cache is not read again."""
+    cache = cache_for(layout.project_home)
+    maps: HashMaps = {"harness": read_root(layout.harness, limits, with_bytes=False, cache=cache).hashes,
+                      "public": read_root(layout.mirror, limits, with_bytes=False, cache=cache).hashes
+                      if layout.mirror else {}}
+    return maps
 
 
 def compute_post(pre: PreState, operations: list[Operation]) -> PostState:
@@ -146,7 +191,8 @@ def compute_post(pre: PreState, operations: list[Operation]) -> PostState:
     memories = dict(pre.memories)
     for op in operations:
         if op.kind == "delete":
-            files.pop(op.name, None)
+            if op.name in files:
+                del files[op.name]  # not pop(): that would read the bytes it returns
             memories.pop(op.name, None)
             continue
         if op.content is None:
@@ -160,27 +206,32 @@ def compute_post(pre: PreState, operations: list[Operation]) -> PostState:
             )
         files[op.name] = op.content
         memories[op.name] = memory
-    harness = dict(files)
+    harness = files.copy()
     harness[INDEX_NAME] = render_index(memories, mirror=False)
-    public: dict[str, bytes] = {}
+    public: Files = Files()
     if pre.mirrored:
-        public = {name: data for name, data in files.items() if memories[name].is_safe}
+        public = files.subset(name for name in files if memories[name].is_safe)
         public[INDEX_NAME] = render_index(memories, mirror=True)
     known = {id(data): (data, root.hashes[name]) for root in (pre.harness, pre.public)
-             for name, data in root.files.items() if name in root.hashes}
+             for name, data in root.files.loaded() if name in root.hashes}
     return PostState(harness=harness, public=public, memories=memories, operations=list(operations),
                      mirrored=pre.mirrored, known=known)
 
 
-def changed_files(pre: RootState, post: dict[str, bytes],
+def changed_files(pre: RootState, post: Mapping[str, bytes],
                   digest: Callable[[bytes], str] = sha256_bytes) -> list[tuple[str, bytes | None, str | None]]:
-    """(name, new bytes or None for delete, pre-hash or None) for every file that differs."""
+    """(name, new bytes or None for delete, pre-hash or None) for every file that differs. A file
+    whose hash is known unchanged is not read."""
     out: list[tuple[str, bytes | None, str | None]] = []
     for name in sorted(set(pre.hashes) | set(post)):
         before = pre.hashes.get(name)
-        data = post.get(name)
-        if data is None:
+        if name not in post:
             out.append((name, None, before))
-        elif before != digest(data):
+            continue
+        known = known_digest(post, name)
+        if known is not None and known == before:
+            continue
+        data = post[name]
+        if before != (known or digest(data)):
             out.append((name, data, before))
     return out

@@ -57,5 +57,15 @@ def test_bench_quick_completes_and_prints_the_table(tmp_path: Path) -> None:
     for expected in ("inject", "claude hook", "add", "list", "search", "consolidate", "consolidate (CLI)",
                      "worker", "validation", "commit", "apply (in-process)", "verify", "audit"):
         assert expected in paths, (expected, proc.stdout)
+    # The write and audit rows each carry the floor they are held to and a numeric ratio to it.
+    for expected, floor in (("add (CLI)", "add floor"), ("memory_add (warm)", "memory_add fsync"),
+                            ("validate (process)", "python+jsonschema"), ("verify (process)", "python+jsonschema"),
+                            ("audit (process)", "python+jsonschema")):
+        line = next((line for line in lines if line[:22].strip() == expected), None)
+        assert line is not None, (expected, proc.stdout)
+        rest = line[22:].split()
+        at = rest.index(floor.split()[0])
+        assert float(rest[at + len(floor.split())]) > 0  # the floor's own milliseconds
+        assert float(rest[at + len(floor.split()) + 1]) > 0, line  # the ratio
     assert lines[-1].startswith("machine: ")
     assert list(tmp_path.iterdir()) == [], "the bench removes its synthetic stores"

@@ -4,15 +4,17 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shutil
 import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 import rfc8785
-from conftest import Env
+from conftest import REPO, Env
 
 
 def _receipts(env: Env) -> list[Path]:
@@ -236,3 +238,15 @@ def test_the_global_store_has_no_witness_and_audit_says_so(env: Env) -> None:
     assert result.json()["witness"] == {
         "available": False, "reason": "the global store has no mirror; `memfold attest` signatures are its witness"}
     assert "no chain witness" in env.run("audit", "--global").out
+
+
+@pytest.mark.parametrize("module", ["pipeline.receipts.verify", "pipeline.validation.plan", "pipeline.state",
+                                    "pipeline.apply.commit"])
+def test_the_audit_and_write_cores_import_no_cli_or_schema_library(module: str) -> None:
+    """In a fresh interpreter: what verify, audit, validate and every write run before any work starts."""
+    heavy = ("typer", "click", "pydantic", "yaml", "jsonschema", "rfc8785", "portalocker", "rich")
+    code = f"import sys, {module}; print(' '.join(m for m in {heavy!r} if m in sys.modules))"
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == [], proc.stdout

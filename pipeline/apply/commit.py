@@ -18,6 +18,7 @@ from ..receipts.witness import Head, head_name, read_head_file
 from ..state import PostState, PreState, changed_files, current_hashes
 from ..store.memory import stamp
 from ..store.state import Limits
+from ..store.statecache import cache_for
 from .journal import Change, RootResolver, recover
 from .journal import apply_changes as apply_changes  # re-exported: the bench times it here
 from .runs import prune_runs
@@ -87,7 +88,7 @@ def gate(svc: Services, pre: PreState, post: PostState) -> None:
         return
     refuse_drift(pre, {op.name for op in post.operations})
     if svc.ruleset is not None:
-        privacy_gate(post, svc.ruleset)
+        privacy_gate(post, svc.ruleset, cache_for(svc.layout.project_home))
     verify_post(post, svc.limits, None)
 
 
@@ -101,7 +102,7 @@ def commit_run(svc: Services, run_dir: Path, rec: RunRecord, pre: PreState, post
     layout = svc.layout
     source, final = pre.hash_maps(), post.hash_maps()
     ops = [op.summary() for op in post.operations]
-    seq, previous = chain_head(layout.receipts)
+    seq, previous = chain_head(layout.receipts, cache_for(layout.project_home))
     common: dict[str, Any] = dict(
         run_id=rec.run_id, scope_key=layout.scope_key, scope_digest=rec.scope_digest,
         artifact_hash=rec.artifact_hash, plan_digest=sha256_bytes(plan_bytes), selected=rec.selected,
@@ -112,6 +113,11 @@ def commit_run(svc: Services, run_dir: Path, rec: RunRecord, pre: PreState, post
     receipt = build_receipt(phase="post", created_at=svc.now(), **common)
     receipt_bytes = dump_json(receipt)
     digest = remember_written(receipt, receipt_bytes)
+    # The next commit reads this receipt back as the chain head: its digest is kept by the file's hash.
+    written = sha256_bytes(receipt_bytes)
+    cache = cache_for(layout.project_home)
+    cache.seen.add(written)
+    cache.put("receipt", f"{log_name(seq, rec.run_id)} {written}", digest)
     changes = [Change("harness", n, d, p) for n, d, p in changed_files(pre.harness, post.harness, post.digest)]
     changes += [Change("public", n, d, p) for n, d, p in changed_files(pre.public, post.public, post.digest)]
     head = _head_change(layout, seq, rec.run_id, digest, any(c.root == "public" for c in changes))
@@ -144,7 +150,7 @@ def _head_change(layout: Layout, seq: int, run_id: str, digest: str, touches_mir
 
 def _genesis(layout: Layout) -> str:
     try:
-        chain = genesis_digest(layout.receipts)
+        chain = genesis_digest(layout.receipts, cache_for(layout.project_home))
     except (OSError, ValueError):
         chain = None
     if chain is None:

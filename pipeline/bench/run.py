@@ -17,6 +17,7 @@ from typing import Any
 
 from . import floors
 from .synth import Synthetic, write_store
+from .writes import bench_writes
 
 STAGES = ("recover", "read", "snapshot", "manifest", "worker", "extraction", "validation", "stale-check",
           "index", "post-verify", "commit")
@@ -118,8 +119,11 @@ def _settle(path: Path) -> None:
 
 
 def _restore(pristine: Path, live: Path) -> None:
-    shutil.rmtree(live)
-    subprocess.run(("cp", "-a", str(pristine), str(live)), check=True)
+    """Put back the project and its project home; the home's config.yaml (and its cache) stay as they
+    are, so no measured run pays for re-reading a config whose ctime a copy changed."""
+    for part in ("project", "home/projects"):
+        shutil.rmtree(live / part)
+        subprocess.run(("cp", "-a", str(pristine / part), str(live / part)), check=True)
 
 
 def _changed_files(receipt_path: Path, layout: Any) -> dict[str, tuple[list[int], int]]:
@@ -233,6 +237,7 @@ def bench_size(plan: Plan, n: int, env: dict[str, str], python_ms: float) -> Non
     plan.progress(f"n={n}: verify, audit")
     add("verify", cli.timed(reps, "verify"), "python+read+hash")
     add("audit", cli.timed(reps, "audit"), "python+read+hash")
+    bench_writes(plan, n, cli, add)
     shutil.rmtree(base, ignore_errors=True)
 
 

@@ -53,7 +53,7 @@ def export(fmt: str = typer.Argument(..., metavar="FORMAT", help="claude"),
         raise UsageError(f"unknown export format {fmt!r} (only claude)", code="usage.format")
     svc = services(privacy=False)
     pre = read_pre(svc.layout, svc.limits)
-    written = export_dir(pre.harness.memories(), render_index(pre.memories, mirror=False), dest)
+    written = export_dir(dict(pre.harness.memories()), render_index(pre.memories, mirror=False), dest)
     emit({"ok": True, "format": fmt, "written": [str(p) for p in written]},
          f"exported {len(written) - 1} memories to {dest}", as_json=want_json(json_out))
     return 0

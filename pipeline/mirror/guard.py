@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING
 
 from ..errors import InputRejected, Issue, IssueList, PrivacyRejected, VerifyFailed
@@ -12,10 +12,11 @@ from ..receipts.witness import is_head_name, parse_head
 from ..state import PostState, PreState
 from ..store.index import PRIVATE_MARK, render_index
 from ..store.memory import INDEX_NAME, is_memory_name, parse_memory
-from ..store.state import Limits
+from ..store.state import Limits, same_file, size_of
 
 if TYPE_CHECKING:
     from ..privacy import RuleSet
+    from ..store.statecache import StateCache
 
 
 def mirror_drift(pre: PreState) -> list[str]:
@@ -54,9 +55,40 @@ def refuse_safe_without_mirror(post: PostState) -> None:
                             code="global.safe", hint="leave out --visibility safe for global memories")
 
 
-def privacy_issues(post: PostState, ruleset: RuleSet) -> Iterator[Issue]:
+def privacy_issues(post: PostState, ruleset: RuleSet, cache: StateCache | None = None) -> Iterator[Issue]:
+    """Findings in every file the mirror will hold. With ``cache``, a (name, content) that this very
+    rule set and scanner found clean before is not scanned again: a write scans what it changes, and
+    a change of rules (or of the code applying them) scans everything once."""
+    scope = _scan_scope(ruleset) if cache is not None else None
     for name in sorted(post.public):
-        yield from _file_issues(name, post.public[name], ruleset)
+        if scope is None:
+            yield from _file_issues(name, post.public[name], ruleset)
+            continue
+        key = f"{scope} {name} {post.digest_of(post.public, name)}"
+        if cache is not None and cache.get("clean", key) == 1:
+            continue
+        issues = _file_issues(name, post.public[name], ruleset)
+        if not issues and cache is not None:
+            cache.put("clean", key, 1)
+        yield from issues
+
+
+_SCOPES: list[tuple[RuleSet, str | None]] = []
+
+
+def _scan_scope(ruleset: RuleSet) -> str | None:
+    """The rule set's digest joined with this scanner's source, or None when either is unknown."""
+    if _SCOPES and _SCOPES[0][0] is ruleset:
+        return _SCOPES[0][1]
+    scope = None
+    if ruleset.digest is not None:
+        try:
+            with open(__file__, "rb") as fh:
+                scope = sha256_bytes(ruleset.digest.encode("ascii") + fh.read())
+        except OSError:
+            scope = None
+    _SCOPES[:] = [(ruleset, scope)]
+    return scope
 
 
 # The scan of one file is a pure function of its name, its bytes and the (immutable) rule set, and a
@@ -95,10 +127,10 @@ def _scan(name: str, data: bytes, ruleset: RuleSet) -> Iterator[Issue]:
         )
 
 
-def privacy_gate(post: PostState, ruleset: RuleSet) -> None:
+def privacy_gate(post: PostState, ruleset: RuleSet, cache: StateCache | None = None) -> None:
     """Any finding in what will be public rejects the whole transaction."""
     found = IssueList()
-    found.extend(privacy_issues(post, ruleset))
+    found.extend(privacy_issues(post, ruleset, cache))
     found.raise_if_any(
         PrivacyRejected,
         "refused: a memory that would be public (.memory/) looks like it holds a secret or personal data",
@@ -122,7 +154,7 @@ def post_issues(post: PostState, limits: Limits) -> Iterator[Issue]:
     for name in sorted(safe - mirror_memories):
         yield Issue("mirror.missing", f"public/{name}", f"safe memory {name} is missing from the mirror")
     for name in sorted(safe & mirror_memories):
-        if post.public[name] != post.harness.get(name):
+        if not same_file(post.public, post.harness, name):
             yield Issue("mirror.differs", f"public/{name}", f"{name} in the mirror differs from the private copy")
     for name in post.public:
         if name != INDEX_NAME and not is_memory_name(name):
@@ -140,10 +172,11 @@ def _bound_issues(post: PostState, limits: Limits) -> Iterator[Issue]:
     if len(post.memories) > limits.max_files:
         yield Issue("bounds.file-count", "harness", f"{len(post.memories)} memories exceed {limits.max_files}")
     for root, files in (("harness", post.harness), ("public", post.public)):
-        for name, data in files.items():
-            if name != INDEX_NAME and len(data) > limits.max_file_bytes:
+        for name in files:
+            size = size_of(files, name)
+            if name != INDEX_NAME and size > limits.max_file_bytes:
                 yield Issue("bounds.file-size", f"{root}/{name}",
-                            f"{name} is {len(data)} bytes, over {limits.max_file_bytes}")
+                            f"{name} is {size} bytes, over {limits.max_file_bytes}")
 
 
 def verify_post(post: PostState, limits: Limits, ruleset: RuleSet | None) -> None:
@@ -155,7 +188,7 @@ def verify_post(post: PostState, limits: Limits, ruleset: RuleSet | None) -> Non
     found.raise_if_any(VerifyFailed, "post-state verification failed; nothing was committed")
 
 
-def check_disk_mirror(files: dict[str, bytes], harness: dict[str, bytes] | None,
+def check_disk_mirror(files: dict[str, bytes], harness: Mapping[str, bytes] | None,
                       ruleset: RuleSet, limits: Limits) -> list[Issue]:
     """`memfold mirror check`: the mirror as it is on disk, hand edits included."""
     issues: list[Issue] = []

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from bisect import bisect_right
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from typing import Any
 
 from ..frozen import Frozen
@@ -65,8 +65,11 @@ class _Positions:
 class RuleSet:
     """An immutable, compiled set of rules with one global allowlist."""
 
-    def __init__(self, rules: tuple[Rule, ...], allowlist: Any, keyword_set: Any = None) -> None:
+    def __init__(self, rules: tuple[Rule, ...], allowlist: Any, keyword_set: Any = None,
+                 digest: Callable[[], str | None] | None = None) -> None:
         self.rules = rules
+        self._digest = digest
+        self._digested: list[str | None] = []
         self.allowlist = allowlist
         # One RE2 set over every keyword answers "which keywords occur" in a single pass;
         # the set's answer is indices into the sorted ``_keywords`` list.
@@ -75,6 +78,14 @@ class RuleSet:
 
     def __repr__(self) -> str:
         return f"RuleSet({len(self.rules)} rules)"
+
+    @property
+    def digest(self) -> str | None:
+        """What the rules and the code applying them are, when known (computed on first use): scan
+        verdicts kept under it stay true until either changes."""
+        if not self._digested:
+            self._digested.append(self._digest() if self._digest is not None else None)
+        return self._digested[0]
 
     def _allowed(self, rule: Rule, secret: bytes, whole: bytes) -> bool:
         for allow in (rule.allowlist, self.allowlist):

@@ -185,7 +185,24 @@ def _build(rules: list[dict[str, Any]], sources: list[str], allowlist: list[str]
         tuple(compiled),
         _compile_alternation(allowlist, "privacy allowlist", lazy=shipped_allowlist),
         _keyword_set(keywords),
+        lambda: _digest(rules, allowlist),
     )
+
+
+def _digest(rules: list[dict[str, Any]], allowlist: list[str]) -> str | None:
+    """The rules, the allowlist and the source of the code that applies them, hashed together."""
+    import hashlib
+    import json
+
+    digest = hashlib.sha256(json.dumps([rules, allowlist], sort_keys=True, default=repr).encode("utf-8"))
+    here = os.path.dirname(os.path.abspath(__file__))
+    for name in ("engine.py", "checks.py", "model.py", "loader.py"):
+        try:
+            with open(os.path.join(here, name), "rb") as fh:
+                digest.update(fh.read())
+        except OSError:
+            return None  # the code cannot be named, so no verdict is kept
+    return digest.hexdigest()
 
 
 def _keyword_set(keywords: list[str]) -> Any:

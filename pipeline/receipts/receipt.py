@@ -6,7 +6,7 @@ import json
 import os
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .. import __version__
 from ..errors import Issue
@@ -17,6 +17,9 @@ from ..resources import load_schema
 RECEIPT_SCHEMA = "receipt.schema.json"
 RECEIPT_KIND = "memory-consolidation-receipt"
 HashMaps = dict[str, dict[str, str]]
+
+if TYPE_CHECKING:
+    from ..store.statecache import StateCache
 
 
 def strip_prefix(value: str) -> str:
@@ -122,29 +125,39 @@ def parse_receipt(raw: bytes) -> dict[str, Any]:
     return data
 
 
-def chain_head(receipts: Path) -> tuple[int, str | None]:
+def chain_head(receipts: Path, cache: StateCache | None = None) -> tuple[int, str | None]:
     """The next sequence number and the digest of the newest receipt (None for an empty log)."""
     entries = log_entries(receipts)
     if not entries:
         return 1, None
     last = entries[-1]
-    return last.seq + 1, file_digest(last.path)
+    return last.seq + 1, file_digest(last.path, cache)
 
 
-def genesis_digest(receipts: Path) -> str | None:
+def genesis_digest(receipts: Path, cache: StateCache | None = None) -> str | None:
     """The digest of the first receipt of the log: it names the chain (None for an empty log)."""
     entries = log_entries(receipts)
-    return file_digest(entries[0].path) if entries else None
+    return file_digest(entries[0].path, cache) if entries else None
 
 
-def file_digest(path: Path) -> str:
-    """The digest of the receipt stored at ``path``; raises ValueError for an unreadable receipt."""
+def file_digest(path: Path, cache: StateCache | None = None) -> str:
+    """The digest of the receipt stored at ``path``; raises ValueError for an unreadable receipt.
+
+    With ``cache``, a digest computed from the same bytes (by their sha256) in an earlier process is used.
+    """
     data = read_bounded(path, 256 << 20)
     key = sha256_bytes(data)
     digest = _DIGESTS.get(key)
+    slot = f"{path.name} {key}"
+    if digest is None and cache is not None:
+        cache.seen.add(key)
+        stored = cache.get("receipt", slot)
+        digest = stored if isinstance(stored, str) and len(stored) == 64 else None
     if digest is None:
         digest = receipt_digest(parse_receipt(data))
         _remember(key, digest)
+    if cache is not None:
+        cache.put("receipt", slot, digest)
     return digest
 
 

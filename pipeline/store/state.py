@@ -5,13 +5,19 @@ from __future__ import annotations
 import os
 import stat
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator, Mapping, MutableMapping
 from pathlib import Path
 
-from ..errors import InputRejected, UnsafePath
+from ..errors import InputRejected, StaleState, UnsafePath
 from ..frozen import FrozenValue
 from ..fsutil import TEMP_PREFIX, read_bounded, sha256_bytes
 from .memory import INDEX_NAME, Memory, is_memory_name, parse_memory
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    from .statecache import StateCache
 
 
 class Limits(FrozenValue):
@@ -29,20 +35,133 @@ class Limits(FrozenValue):
                   index_bytes=index_bytes)
 
 
+class Stored:
+    """A file not read yet: where it is, its size and the sha256 its bytes must have."""
+
+    __slots__ = ("path", "size", "digest", "limit")
+
+    def __init__(self, path: str, size: int, digest: str, limit: int) -> None:
+        self.path, self.size, self.digest, self.limit = path, size, digest, limit
+
+    def __repr__(self) -> str:
+        return f"Stored({self.path!r}, {self.size}, {self.digest[:12]})"
+
+    def load(self) -> bytes:
+        """The bytes, refused (exit 5) unless they hash to the digest the state was read with."""
+        try:
+            st = os.stat(self.path, follow_symlinks=False)
+        except FileNotFoundError:
+            st = None
+        if st is not None and stat.S_ISREG(st.st_mode):
+            data, digest = _read(self.path, st, self.limit)
+            if digest == self.digest:
+                return data
+        raise StaleState(f"{self.path} changed while memfold was reading the store (nothing was written)",
+                         code="state.stale", hint="retry the command")
+
+
+class Files(MutableMapping[str, bytes]):
+    """A root's files by name. A file the state cache vouches for is read only when its bytes are asked
+    for (its hash and size are known without reading), so a write need not read the whole store."""
+
+    __slots__ = ("_entries", "_digests")
+
+    def __init__(self, entries: Mapping[str, bytes | Stored] | None = None,
+                 digests: dict[str, tuple[bytes, str]] | None = None) -> None:
+        self._entries: dict[str, bytes | Stored] = dict(entries or {})
+        # Digests of entries loaded from a Stored, while they still hold those very bytes.
+        self._digests: dict[str, tuple[bytes, str]] = dict(digests or {})
+
+    def __repr__(self) -> str:
+        return f"Files({self._entries!r})"
+
+    def __getitem__(self, name: str) -> bytes:
+        value = self._entries[name]
+        if isinstance(value, Stored):
+            data = value.load()
+            self._entries[name] = data
+            self._digests[name] = (data, value.digest)
+            return data
+        return value
+
+    def __setitem__(self, name: str, data: bytes) -> None:
+        self._entries[name] = data
+        self._digests.pop(name, None)
+
+    def __delitem__(self, name: str) -> None:
+        del self._entries[name]
+        self._digests.pop(name, None)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._entries)
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._entries
+
+    def copy(self) -> Files:
+        return Files(self._entries, self._digests)
+
+    def subset(self, names: Iterable[str]) -> Files:
+        """The named files only (still unread where they were)."""
+        return Files({n: self._entries[n] for n in names},
+                     {n: self._digests[n] for n in names if n in self._digests})
+
+    def stored(self, name: str, data: bytes | Stored) -> None:
+        """Enter a file as read from disk, bytes or not yet read."""
+        self._entries[name] = data
+
+    def loaded(self) -> Iterator[tuple[str, bytes]]:
+        """The files whose bytes are in memory."""
+        return ((n, v) for n, v in self._entries.items() if not isinstance(v, Stored))
+
+    def digest_of(self, name: str) -> str | None:
+        """The sha256 of the file when known without hashing (it is unchanged since it was read)."""
+        value = self._entries.get(name)
+        if isinstance(value, Stored):
+            return value.digest
+        hit = self._digests.get(name)
+        return hit[1] if hit is not None and hit[0] is value else None
+
+    def size_of(self, name: str) -> int:
+        value = self._entries[name]
+        return value.size if isinstance(value, Stored) else len(value)
+
+
+def known_digest(files: Mapping[str, bytes], name: str) -> str | None:
+    return files.digest_of(name) if isinstance(files, Files) else None
+
+
+def size_of(files: Mapping[str, bytes], name: str) -> int:
+    return files.size_of(name) if isinstance(files, Files) else len(files[name])
+
+
+def same_file(a: Mapping[str, bytes], b: Mapping[str, bytes], name: str) -> bool:
+    """Whether both hold ``name`` with equal bytes; known hashes answer without reading."""
+    if name not in a or name not in b:
+        return (name in a) == (name in b)
+    da, db = known_digest(a, name), known_digest(b, name)
+    if da is not None and db is not None:
+        return da == db
+    return a[name] == b[name]
+
+
 class RootState:
     """The files of one root as read now. ``files`` holds memory files and the index."""
 
     __slots__ = ("path", "files", "hashes", "ignored", "temps")
     path: Path
-    files: dict[str, bytes]
+    files: Files
     hashes: dict[str, str]
     ignored: list[str]
     temps: list[str]
 
-    def __init__(self, path: Path, files: dict[str, bytes] | None = None, hashes: dict[str, str] | None = None,
+    def __init__(self, path: Path, files: Mapping[str, bytes] | None = None, hashes: dict[str, str] | None = None,
                  ignored: list[str] | None = None, temps: list[str] | None = None) -> None:
         self.path = path
-        self.files = {} if files is None else files
+        self.files = files.copy() if isinstance(files, Files) else Files(files)
         self.hashes = {} if hashes is None else hashes
         self.ignored = [] if ignored is None else ignored
         self.temps = [] if temps is None else temps
@@ -51,13 +170,19 @@ class RootState:
         return (f"RootState(path={self.path!r}, files={self.files!r}, hashes={self.hashes!r}, "
                 f"ignored={self.ignored!r}, temps={self.temps!r})")
 
-    def memories(self) -> dict[str, bytes]:
-        return {n: b for n, b in self.files.items() if n != INDEX_NAME}
+    def memories(self) -> Files:
+        return self.files.subset(n for n in self.files if n != INDEX_NAME)
 
 
-def read_root(root: Path, limits: Limits, *, with_bytes: bool = True) -> RootState:
-    """Scan one root. Symlinks and special files with a memory's name are refused."""
+def read_root(root: Path, limits: Limits, *, with_bytes: bool = True, cache: StateCache | None = None) -> RootState:
+    """Scan one root. Symlinks and special files with a memory's name are refused.
+
+    With ``cache``, a file whose identity matches its entry is not hashed again, nor read at all when
+    only hashes are asked for; files read are entered, files gone are forgotten.
+    """
     state = RootState(path=root)
+    key = str(root)
+    entered = cache.roots.get(key, {}) if cache is not None else {}
     try:
         entries = sorted(os.scandir(root), key=lambda e: e.name)
     except FileNotFoundError:
@@ -70,7 +195,8 @@ def read_root(root: Path, limits: Limits, *, with_bytes: bool = True) -> RootSta
             state.temps.append(name)
             continue
         st = entry.stat(follow_symlinks=False)
-        wanted = name == INDEX_NAME or is_memory_name(name)
+        # A name the cache holds was a memory's name when it was entered (names are not data).
+        wanted = name == INDEX_NAME or name in entered or is_memory_name(name)
         if stat.S_ISLNK(st.st_mode) and (wanted or name.lower().endswith(".md")):
             raise UnsafePath(
                 f"{root / name} is a symlink; memfold refuses symlinks in its stores",
@@ -100,11 +226,64 @@ def read_root(root: Path, limits: Limits, *, with_bytes: bool = True) -> RootSta
                     hint="consolidate, or raise limits.max_files in the config",
                 )
         limit = limits.max_file_bytes if name != INDEX_NAME else max(limits.index_bytes * 4, 1 << 20)
+        known = None
+        if cache is not None and st.st_size <= limit:
+            known = cache.digest(key, name, (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns))
+        if known is not None:
+            state.hashes[name] = known
+            if with_bytes:
+                state.files.stored(name, Stored(entry.path, st.st_size, known, limit))
+            continue
+        started = time.time_ns()
+        # Bytes read are hashed again: the hash then describes exactly the bytes handed on.
         data, digest = _read(entry.path, st, limit)
         state.hashes[name] = digest
+        if cache is not None and len(data) == st.st_size:
+            cache.enter(key, name, (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns), digest,
+                        started)
         if with_bytes:
-            state.files[name] = data
+            state.files.stored(name, data)
+    if cache is not None:
+        cache.keep_only(key, set(state.hashes))
     return state
+
+
+class StoredMemory(Memory):
+    """A memory whose fields the state cache gave; its body is read from the file when first asked for."""
+
+    __slots__ = ("_body",)
+    _body: Callable[[], str] | None
+
+    def __init__(self, name: str, description: str, type: str, visibility: str, created: str | None,
+                 modified: str | None, expires: str | None, body: Callable[[], str]) -> None:
+        for field, value in (("name", name), ("description", description), ("type", type),
+                             ("visibility", visibility), ("created", created), ("modified", modified),
+                             ("expires", expires), ("extra", {})):
+            object.__setattr__(self, field, value)
+        object.__setattr__(self, "_body", body)
+
+    @property
+    def body(self) -> str:  # type: ignore[override]  # the slot, filled on first read
+        if self._body is not None:
+            _BODY_SLOT.__set__(self, self._body())
+            object.__setattr__(self, "_body", None)
+        value: str = _BODY_SLOT.__get__(self, Memory)
+        return value
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Memory) and self._values() == other._values()
+
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        return (Memory, self._values())
+
+    def with_changes(self, **changes: Any) -> Memory:  # type: ignore[override]  # a plain Memory
+        return Memory(*(changes.get(name, getattr(self, name)) for name in Memory.__slots__))
+
+    def _names(self) -> tuple[str, ...]:
+        return Memory.__slots__
+
+
+_BODY_SLOT: Any = Memory.__dict__["body"]
 
 
 # A file changed this recently may change again within one timestamp tick unseen (git's "racy" case):
@@ -127,7 +306,7 @@ def _read(path: str, st: os.stat_result, limit: int) -> tuple[bytes, str]:
     if hit is not None and hit[0] == key and st.st_size <= limit:
         return hit[1], hit[2]
     started = time.time_ns()
-    data = read_bounded(Path(path), limit)
+    data = read_bounded(path, limit)
     digest = sha256_bytes(data)
     if started - max(st.st_mtime_ns, st.st_ctime_ns) > _SETTLED_NS and len(data) == st.st_size:
         if hit is not None:

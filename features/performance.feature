@@ -1,0 +1,15 @@
+Feature: Writes near the floor: a write reads what changed, and never trusts a stale state cache
+  The private home keeps each store file's identity and hash. A write after it opens only the files
+  that changed since, whatever the size of the store, and any change to a file makes it read again.
+
+  Scenario: A second write opens as many store files at ten times the store size
+    Given settled synthetic stores of 40 and 400 memories
+    When I add two memories to each store, each add in its own process
+    Then the second add opened the same number of store files in both stores, at most 12
+
+  Scenario: A hand edit that keeps the size and the mtime is read again
+    Given three settled memories written by separate processes
+    When I rewrite "project_alpha.md" in place to say "ALPHA DEPLOYS USE", keeping its size and mtime
+    And I add "project_delta" in a new process
+    Then the newest receipt's source hash of "project_alpha.md" is the hash of the edited bytes
+    And the private index shows "ALPHA DEPLOYS USE the blue green script"

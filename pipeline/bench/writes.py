@@ -1,0 +1,177 @@
+"""The write-path and audit-path rows: CLI ``add``, a warm server's ``memory_add``, and the
+``validate``/``verify``/``audit`` processes, each against a floor measured in the same run.
+
+Floors: an add must at least start Python, read both roots and wait for the fsyncs of what it writes
+(the same files, sizes and directories, issued together as apply issues them); a warm server pays
+only those fsyncs. The audit paths are held to a minimal JSON Schema validation of the same run's
+plan, manifest and post receipt in a fresh interpreter (python + jsonschema), the least any
+reference validator of these files does.
+
+``python -m pipeline.bench.writes mcp HOME PROJECT REPS`` is the warm-server driver: one process,
+one warm-up add, then REPS adds through the server's own backend; it prints the samples as JSON.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from . import floors
+
+if TYPE_CHECKING:
+    from .run import Cli, Plan
+
+ADD_TARGETS = {2000: ("<= 2x floor at 2000", 2.0), 20_000: ("<= 150 ms at 20000", None)}
+SCHEMA_FLOOR = "python+jsonschema"
+
+
+def _settle(root: Path) -> None:
+    """Wait until every file of the store is past the racy window, as in a store not written just now."""
+    newest = max((e.stat().st_ctime for e in os.scandir(root) if e.is_file(follow_symlinks=False)), default=0.0)
+    wait = newest + 2.1 - time.time()
+    if wait > 0:
+        time.sleep(wait)
+
+
+def _newest_receipt(layout: Any) -> Path:
+    folder: Path = layout.receipts
+    return max(folder.iterdir(), key=lambda p: p.name)
+
+
+def bench_writes(plan: Plan, n: int, cli: Cli, add: Any) -> None:
+    """Append the add, memory_add and audit-path rows for a store of ``n`` memories (``add`` is
+    run.py's row helper; ``cli`` runs memfold on the store)."""
+    from .run import _changed_files
+
+    store = cli.store
+    layout = store.layout
+    roots = [layout.harness, layout.mirror]
+    fl = plan.floors.setdefault(str(n), {})
+    reps = plan.reps if n <= 2000 else max(2, plan.reps // 3)
+    _settle(layout.harness)
+    plan.progress(f"n={n}: add (CLI) against python + read + fsync")
+    samples = []
+    for i in range(reps + 1):
+        ms, _ = cli.run("add", f"project_write-probe-{i}", "-d", f"write probe {i} for the release checklist",
+                        "-b", f"Probe {i}: tag after the smoke tests.")
+        samples.append(ms)
+    changed = _changed_files(_newest_receipt(layout), layout)
+    fl["add fsync"] = statistics.median(floors.staged_writes(changed, 3, where=plan.workdir))
+    fl["add read"] = statistics.median(floors.read_hash([r for r in roots if r is not None], 3))
+    fl["add floor"] = fl["python"] + fl["add read"] + fl["add fsync"]
+    target, factor = ADD_TARGETS.get(n, ("", None))
+    add("add (CLI)", samples[1:], "add floor", target,
+        (lambda r: (r.ratio or 0) <= factor) if factor else (lambda r: r.median <= 150) if target else None)
+
+    if n <= 2000:
+        plan.progress(f"n={n}: memory_add (warm server) against its fsync waits")
+        proc = subprocess.run([sys.executable, "-m", "pipeline.bench.writes", "mcp", str(store.home),
+                               str(store.project), str(reps)], capture_output=True, env=cli.env, check=False)
+        if proc.returncode != 0:
+            raise RuntimeError(f"memory_add driver exited {proc.returncode}: {proc.stderr.decode()[-2000:]}")
+        mcp_samples = json.loads(proc.stdout)
+        changed = _changed_files(_newest_receipt(layout), layout)
+        fl["memory_add fsync"] = statistics.median(floors.staged_writes(changed, 3, where=plan.workdir))
+        add("memory_add (warm)", mcp_samples, "memory_add fsync", "<= 2x floor",
+            lambda r: (r.ratio or 0) <= 2.0)
+
+    run_dir = _consolidation_run(layout)
+    if run_dir is None:
+        return
+    plan.progress(f"n={n}: validate, verify, audit against {SCHEMA_FLOOR}")
+    fl[SCHEMA_FLOOR] = statistics.median(schema_floor(run_dir, cli.env, max(reps, 3)))
+    for name, args in (("validate (process)", ("validate", "--run", run_dir.name)),
+                       ("verify (process)", ("verify",)), ("audit (process)", ("audit",))):
+        add(name, cli.timed(reps, *args), SCHEMA_FLOOR, "<= 1x floor", lambda r: (r.ratio or 0) <= 1.0)
+
+
+def _consolidation_run(layout: Any) -> Path | None:
+    """The newest run whose plan is a consolidation plan (direct edits write their own plan kind)."""
+    folder: Path = layout.runs
+    try:
+        runs = sorted(folder.iterdir(), key=lambda p: p.name, reverse=True)
+    except OSError:
+        return None
+    for run in runs:
+        try:
+            plan = json.loads((run / "plan.json").read_bytes())
+        except (OSError, ValueError):
+            continue
+        if isinstance(plan, dict) and plan.get("kind") == "memory-consolidation-plan" \
+                and (run / "post-receipt.json").exists():
+            return run
+    return None
+
+
+_SCHEMA_CHECK = """
+import json, sys
+from jsonschema import Draft202012Validator
+schemas, run = sys.argv[1], sys.argv[2]
+for doc, schema in (("plan.json", "plan.schema.json"), ("manifest.json", "manifest.schema.json"),
+                    ("post-receipt.json", "receipt.schema.json")):
+    with open(f"{schemas}/{schema}", "rb") as fh:
+        validator = Draft202012Validator(json.load(fh))
+    with open(f"{run}/{doc}", "rb") as fh:
+        errors = list(validator.iter_errors(json.load(fh)))
+    if errors:
+        raise SystemExit(f"{doc}: {errors[0].message}")
+"""
+
+
+def schema_floor(run_dir: Path, env: dict[str, str], reps: int) -> list[float]:
+    """A fresh interpreter validating the run's plan, manifest and post receipt with jsonschema."""
+    from ..resources import data_dir
+
+    argv = (sys.executable, "-c", _SCHEMA_CHECK, str(data_dir("schemas")), str(run_dir))
+
+    def run() -> None:
+        subprocess.run(argv, env=env, check=True, capture_output=True)
+
+    run()
+    return floors.repeat(run, reps)
+
+
+def _warm_adds(home: Path, project: Path, reps: int) -> list[float]:
+    """A server's backend, built once as `memfold mcp` builds it, then timed add by add."""
+    import datetime as dt
+
+    from ..apply.commit import Services
+    from ..config import load_config
+    from ..hosts.cron import DuePolicy
+    from ..hosts.mcp_server import Backend
+    from ..paths import make_layout
+    from ..privacy import load_ruleset
+
+    cfg = load_config(home / "config.yaml")
+    svc = Services(layout=make_layout(home, project), limits=cfg.store_limits(),
+                   clock=lambda: dt.datetime.now(dt.UTC),
+                   ruleset=load_ruleset(cfg.privacy.rules or None, cfg.privacy.allowlist or None),
+                   keep_runs=cfg.runs.keep)
+    backend = Backend(svc=svc, lock_timeout=5.0, workers={}, due_policy=DuePolicy())
+    samples = []
+    for i in range(reps + 1):
+        start = time.perf_counter()
+        out = backend.add(f"project_server-probe-{i}", f"server probe {i} about the deploy window",
+                          f"Probe {i}: deploys wait for the window.", "project", "private", None)
+        samples.append(floors.ms_since(start))
+        if not out.get("ok"):
+            raise RuntimeError(f"memory_add failed: {out}")
+    return samples[1:]
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) != 4 or argv[0] != "mcp":
+        sys.stderr.write("usage: python -m pipeline.bench.writes mcp HOME PROJECT REPS\n")
+        return 2
+    sys.stdout.write(json.dumps(_warm_adds(Path(argv[1]), Path(argv[2]), int(argv[3]))) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
