@@ -13,12 +13,12 @@ def mcp() -> int:
     import anyio
 
     from ..hosts.cron import DuePolicy
-    from ..hosts.mcp_server import Backend, build_server
+    from ..hosts.mcp_server import Backend, build_server, serve_stdio
 
     cfg = config()
     section = cfg.consolidate
     backend = Backend(svc=services(), lock_timeout=float(cfg.lock.timeout), workers=cfg.workers,
                       due_policy=DuePolicy(section.due_hours, section.due_writes), parent_env=dict(os.environ),
                       extract_limits=cfg.extract_limits(), allow_publish=bool(cfg.mcp.allow_publish))
-    anyio.run(build_server(backend).run_stdio_async)
+    anyio.run(serve_stdio, build_server(backend))
     return 0
