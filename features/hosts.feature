@@ -91,3 +91,10 @@ Feature: Host integrations
     Then ".codex/hooks.json" runs the memfold hook at "SessionStart"
     When I run "hooks uninstall codex"
     Then ".codex" does not exist in the project
+
+  Scenario: A memory from a Claude transcript keeps the memory tool's name and description
+    Given a Claude Code transcript that says "remember: we deploy on Fridays after 14:00 UTC." and then writes memory "deploy-day" described as "production deploys happen on Fridays after 14:00 UTC"
+    When I run "consolidate --context transcript.jsonl"
+    Then the exit code is 0
+    And the private store holds only "project_deploy-day.md" with name "deploy-day" and description "production deploys happen on Fridays after 14:00 UTC"
+    And "show project_deploy-day" prints the memory

@@ -540,3 +540,39 @@ def import_export(env: Env, ctx: dict[str, Any], tmp_path: Path) -> None:
 @then("the fresh project's private store is byte-identical to the original's")
 def round_trip(env: Env, ctx: dict[str, Any]) -> None:
     assert ctx["fresh"].snapshot() == env.snapshot()
+
+
+# --- transcript candidates ---------------------------------------------------------------------------
+
+
+@given(parsers.parse('a Claude Code transcript that says "{said}" and then writes memory "{name}" described as '
+                     '"{description}"'))
+def mention_then_write(env: Env, monkeypatch: pytest.MonkeyPatch, said: str, name: str, description: str) -> None:
+    fact = said.split(":", 1)[1].strip()
+    content = f"---\nname: {name}\ndescription: {description}\nmetadata:\n  type: project\n---\n{fact}\n"
+    lines = [
+        {"type": "user", "uuid": "u1", "parentUuid": None, "sessionId": "s", "message": {"role": "user",
+                                                                                         "content": said}},
+        {"type": "assistant", "uuid": "a1", "parentUuid": "u1", "sessionId": "s", "message": {
+            "id": "m1", "type": "message", "role": "assistant", "content": [{
+                "type": "tool_use", "id": "t1", "name": "Write",
+                "input": {"file_path": f"/home/u/.claude/projects/-w/memory/{name}.md", "content": content}}]}},
+    ]
+    (env.project / "transcript.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
+    monkeypatch.chdir(env.project)
+
+
+@then(parsers.parse('the private store holds only "{file}" with name "{name}" and description "{description}"'))
+def only_memory(env: Env, file: str, name: str, description: str) -> None:
+    from pipeline.store.memory import parse_memory
+
+    assert sorted(p.name for p in env.harness.glob("*.md") if p.name != "MEMORY.md") == [file]
+    memory = parse_memory((env.harness / file).read_bytes(), file)
+    assert (memory.name, memory.description) == (name, description)
+    assert memory.body.strip() == "we deploy on Fridays after 14:00 UTC."
+
+
+@then(parsers.parse('"show {name}" prints the memory'))
+def show_prints(env: Env, name: str) -> None:
+    result = env.run("show", name)
+    assert result.code == 0 and "production deploys happen on Fridays" in result.out, result.err
