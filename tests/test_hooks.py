@@ -193,7 +193,8 @@ def test_the_machines_home_goes_to_claudes_local_settings_and_leaves_with_uninst
 
 
 def test_an_absolute_install_is_asked_for_and_says_its_files_are_for_this_machine(env: Env) -> None:
-    result = env.run("hooks", "install", "claude", "--absolute")
-    assert result.code == 0 and "absolute paths: this machine only" in result.out
+    result = env.run("--json", "hooks", "install", "claude", "--absolute")
+    assert result.code == 0 and result.json()["commit"] == []
+    assert sorted(result.json()["localOnly"]) == [".claude/commands/consolidate.md", ".claude/settings.json"]
     text = (env.project / ".claude" / "settings.json").read_text()
     assert str(env.home.absolute()) in text and not (env.project / ".claude" / "settings.local.json").exists()

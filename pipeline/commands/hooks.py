@@ -298,9 +298,11 @@ def install(host: str = typer.Argument(..., help="claude | pi | codex"), user: b
     if trusted is not None:
         lines += ["codex: project marked trusted"] if trusted.project_trusted else []
         lines += [f"codex: trusted {key}" for key in trusted.trusted]
-    if commit:
-        lines.append("commit: " + " ".join(commit) + ("  (they name `memfold` on PATH, no machine paths)"
-                                                        if not absolute else "  (absolute paths: this machine only)"))
+    if commit and absolute:
+        lines.append("this machine only, do not commit: " + " ".join(commit) + "  (absolute paths, as asked)")
+        commit, local_only = [], [*commit, *local_only]
+    elif commit:
+        lines.append("commit: " + " ".join(commit) + "  (they name `memfold` on PATH, no machine paths)")
     if local_only:
         lines.append("local only, do not commit: " + " ".join(local_only) + "  (this machine's MEMFOLD_HOME)")
     lines += [f"note: {n}" for n in notes]
