@@ -12,6 +12,17 @@ Feature: Host integrations
     And the duplicate add came back as a tool error with code "memory.near-duplicate"
     And the forgotten memory is gone from the private store
 
+  Scenario: MCP tool errors are text results with isError, in memfold's error shape
+    When an MCP client forgets "project_absent", adds a memory without a name and calls "memory_nope"
+    Then each call came back as a tool error with no structured content
+    And the errors are "memory.not-found", "mcp.arguments" and "mcp.unknown-tool", each with a hint
+    And the argument error says "memory_add: 'name' is required"
+
+  Scenario: The MCP server names its version and ends cleanly on SIGINT and SIGTERM
+    When an MCP client initializes a session
+    Then serverInfo names "memfold" with this package's version
+    And a server waiting for its next line exits 0 on "SIGINT" and on "SIGTERM" with no traceback
+
   Scenario: The installed SessionStart hook turns hook JSON into additionalContext
     Given the memory "project_build.md" with description "builds with pnpm workspaces"
     When I run "hooks install claude"

@@ -27,8 +27,10 @@ PACKAGES = {
     "codex": "@openai/codex",
     "inspector": "@modelcontextprotocol/inspector",
 }
-# What npm installs: the Inspector's 1.x and later need Node >= 22.19, so the last Node 20 line is pinned.
-SPECS = {**PACKAGES, "inspector": "@modelcontextprotocol/inspector@0.15.0"}
+# What npm installs: the versions the README's Hosts section reports (the same list as .ci/run). The
+# Inspector's 1.x and later need Node >= 22.19, so its last Node 20 line is the one pinned.
+VERSIONS = {"claude": "2.1.197", "pi": "0.73.1", "codex": "0.171.0", "inspector": "0.15.0"}
+SPECS = {name: f"{package}@{VERSIONS[name]}" for name, package in PACKAGES.items()}
 # The executable each package puts in node_modules/.bin.
 BINS = {"claude": "claude", "pi": "pi", "codex": "codex", "inspector": "mcp-inspector"}
 PREFIX_ENV = "MEMFOLD_TEST_NPM_PREFIX"
@@ -204,6 +206,12 @@ class Host:
 
     def memfold(self, *args: str) -> subprocess.CompletedProcess[str]:
         return self.run("memfold", "--home", str(self.env.home), *args)
+
+    def claude(self, *args: str) -> dict[str, Any]:
+        """``claude -p ARGS --output-format json``: its result object (the run must succeed)."""
+        done = self.run("claude", "-p", *args, "--output-format", "json")
+        assert done.returncode == 0, done.stderr[-2000:]
+        return json.loads(done.stdout)  # type: ignore[no-any-return]
 
     def receipts(self) -> list[Path]:
         return sorted((self.env.project_home / "receipts").iterdir())

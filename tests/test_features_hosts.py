@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 from conftest import REPO, Env, Result
-from mcp_client import with_session
+from mcp_client import server_params, tool_error, with_initialize, with_session
 from pytest_bdd import given, parsers, scenarios, then, when
 
 scenarios("hosts.feature", "operations.feature")
@@ -76,10 +76,71 @@ def mcp_tools(ctx: dict[str, Any]) -> None:
     assert ctx["mcp"]["verify"].structured_content["ok"] is True
 
 
+@when(parsers.parse('an MCP client forgets "{name}", adds a memory without a name and calls "{tool}"'))
+def mcp_errors(env: Env, ctx: dict[str, Any], name: str, tool: str) -> None:
+    async def body(session: Any) -> list[Any]:
+        return [await session.call_tool("memory_forget", {"name": name}),
+                await session.call_tool("memory_add", {"description": "nameless"}),
+                await session.call_tool(tool, {})]
+
+    ctx["before"] = env.snapshot()
+    ctx["errors"] = with_session(env.home, env.project, body)
+
+
+@then("each call came back as a tool error with no structured content")
+def mcp_error_shape(env: Env, ctx: dict[str, Any]) -> None:
+    ctx["parsed"] = [tool_error(r) for r in ctx["errors"]]  # asserts isError, no structuredContent, one text
+    assert env.snapshot() == ctx["before"]
+
+
+@then(parsers.parse('the errors are "{a}", "{b}" and "{c}", each with a hint'))
+def mcp_error_codes(ctx: dict[str, Any], a: str, b: str, c: str) -> None:
+    assert [e["code"] for e in ctx["parsed"]] == [a, b, c]
+    assert all(e["hint"] for e in ctx["parsed"])
+
+
+@then(parsers.parse('the argument error says "{text}"'))
+def mcp_argument_error(ctx: dict[str, Any], text: str) -> None:
+    assert ctx["parsed"][1]["message"] == text
+
+
+@when("an MCP client initializes a session")
+def mcp_initialize(env: Env, ctx: dict[str, Any]) -> None:
+    ctx["init"] = with_initialize(env.home, env.project)
+
+
+@then(parsers.parse('serverInfo names "{name}" with this package\'s version'))
+def mcp_server_info(ctx: dict[str, Any], name: str) -> None:
+    from pipeline import __version__
+
+    info = ctx["init"].server_info
+    assert (info.name, info.version) == (name, __version__) and __version__
+
+
+@then(parsers.parse('a server waiting for its next line exits 0 on "{a}" and on "{b}" with no traceback'))
+def mcp_signals(env: Env, a: str, b: str) -> None:
+    import signal
+
+    for signame in (a, b):
+        params = server_params(env.home, env.project)
+        proc = subprocess.Popen([params.command, *params.args], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, env=params.env, cwd=params.cwd)
+        assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+        proc.stdin.write(b'{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": '
+                         b'"2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}\n')
+        proc.stdin.flush()
+        assert json.loads(proc.stdout.readline())["id"] == 1
+        proc.send_signal(getattr(signal, signame))
+        try:
+            code = proc.wait(10)
+        finally:
+            proc.kill()
+        err = proc.stderr.read()
+        assert code == 0 and b"Traceback" not in err, (signame, err)
+
+
 @then(parsers.parse('the duplicate add came back as a tool error with code "{code}"'))
 def mcp_duplicate(ctx: dict[str, Any], code: str) -> None:
-    from mcp_client import tool_error
-
     assert tool_error(ctx["mcp"]["dup"])["code"] == code
 
 

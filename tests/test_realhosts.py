@@ -9,9 +9,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import Env
+from conftest import REPO, Env
 from fake_model_server import FakeModelServer
-from realclis import Host, RealClis, host, host_store
+from realclis import VERSIONS, Host, RealClis, host, host_store
 
 pytestmark = pytest.mark.integration
 
@@ -41,20 +41,15 @@ def claude(env: Env, real_clis: RealClis, fake_model: FakeModelServer, tmp_path:
     return host(env, real_clis, fake_model, tmp_path, "claude", memfold_home_in_env=False)
 
 
-def _claude(h: Host, *args: str) -> dict[str, Any]:
-    done = h.run("claude", "-p", *args, "--output-format", "json")
-    assert done.returncode == 0, done.stderr[-2000:]
-    return json.loads(done.stdout)  # type: ignore[no-any-return]
-
 
 def test_claude_code_shows_the_model_the_memory_and_consolidates_the_running_session(claude: Host) -> None:
     description = _installed(claude, "claude")
-    session = _claude(claude, "what do we know about deploys?")["session_id"]
+    session = claude.claude("what do we know about deploys?")["session_id"]
     assert claude.asked(description)
-    _claude(claude, "an unrelated later session about the cache")  # now the project's newest transcript
+    claude.claude("an unrelated later session about the cache")  # now the project's newest transcript
     before = claude.receipts()
 
-    _claude(claude, "--resume", session, "/consolidate")
+    claude.claude("--resume", session, "/consolidate")
 
     after = claude.receipts()
     assert len(after) == len(before) + 1
@@ -69,7 +64,7 @@ def test_claude_code_consolidate_as_the_first_command_of_a_new_session_writes_a_
     _installed(claude, "claude")
     before = claude.receipts()
 
-    _claude(claude, "/consolidate")
+    claude.claude("/consolidate")
 
     after = claude.receipts()
     assert len(after) == len(before) + 1
@@ -83,7 +78,7 @@ def test_claude_code_consolidate_that_fails_is_reported_in_the_printed_result(cl
     _break_config(claude)
     before = claude.receipts()
 
-    result = _claude(claude, "/consolidate")
+    result = claude.claude("/consolidate")
 
     assert result["result"] == "REPORT: FAILED"
     assert claude.asked("error [config.")
@@ -196,3 +191,11 @@ def test_the_mcp_inspector_receives_memfolds_tool_errors_as_tool_errors(
     # A success carries structured content that the client validated against the output schema.
     assert listed.get("isError") in (None, False)
     assert [m["file"] for m in listed["structuredContent"]["memories"]] == ["project_deploy-day.md"]
+
+
+def test_the_hosts_under_test_are_the_versions_the_readme_reports(real_clis: RealClis) -> None:
+    readme = (REPO / "README.md").read_text()
+    names = {"claude": "Claude Code", "pi": "Pi", "codex": "Codex CLI", "inspector": "MCP Inspector"}
+    for name, version in VERSIONS.items():
+        assert real_clis.version(name) == version, name
+        assert " ".join(f"{names[name]} {version}".split()) in " ".join(readme.split()), name
