@@ -12,7 +12,7 @@ if TYPE_CHECKING:
 
 _VALUE_OPTIONS = {"--home", "--project"}
 FAST_COMMANDS = {"inject"}
-QUICK_COMMANDS = {"add", "update", "forget", "list", "search", "consolidate"}
+QUICK_COMMANDS = {"add", "update", "forget", "list", "search", "consolidate", "mcp"}
 
 
 def _command_of(args: Sequence[str]) -> tuple[str | None, list[str]]:

@@ -31,6 +31,7 @@ _SPECS: dict[str, tuple[tuple[str, ...], dict[str, str], dict[str, str], dict[st
     "search": (("query",), {"--limit": "limit"}, _FLAGS, {"limit": 20}),
     # --select repeats, so it is left to typer.
     "consolidate": ((), _CONSOLIDATE, _CONSOLIDATE_FLAGS, {"worker": "builtin"}),
+    "mcp": ((), {}, {}, {}),
 }
 COMMANDS = frozenset(_SPECS)
 
@@ -120,6 +121,10 @@ def _command(command: str) -> Callable[..., int]:
         from .consolidation import consolidate
 
         return consolidate
+    if command == "mcp":
+        from .mcp_run import serve
+
+        return serve
     from . import memories
 
     commands: dict[str, Callable[..., int]] = {
