@@ -32,6 +32,16 @@ def with_session(home: Path, project: Path, body: Callable[[ClientSession], Awai
     return anyio.run(main)
 
 
+def with_initialize(home: Path, project: Path) -> Any:
+    """The server's answer to ``initialize`` (serverInfo, capabilities)."""
+    async def main() -> Any:
+        async with stdio_client(server_params(home, project)) as (read, write):
+            async with ClientSession(read, write) as session:
+                return await session.initialize()
+
+    return anyio.run(main)
+
+
 async def timed(session: ClientSession, name: str, args: dict[str, Any], n: int) -> list[float]:
     out = []
     for i in range(n):
@@ -41,3 +51,14 @@ async def timed(session: ClientSession, name: str, args: dict[str, Any], n: int)
         out.append((time.perf_counter() - started) * 1000)
         assert not result.is_error, result.content
     return out
+
+
+def tool_error(result: Any) -> dict[str, str]:
+    """A tool error as every client sees it: ``isError`` and one text block ``[code] message`` with an
+    optional ``hint:`` line, and no structured content (it would have to match the output schema)."""
+    assert result.is_error and result.structured_content is None, result
+    (block,) = result.content
+    head, _, hint = block.text.partition("\nhint: ")
+    assert head.startswith("["), head
+    code, _, message = head[1:].partition("] ")
+    return {"code": code, "message": message, "hint": hint}

@@ -1,4 +1,5 @@
-"""The real agent CLIs from npm (Claude Code, Pi, Codex), installed once outside HOME, and their test setup."""
+"""The real agent CLIs from npm (Claude Code, Pi, Codex, the MCP Inspector), installed once outside HOME,
+and their test setup: as memfold's workers, and as the hosts memfold is installed into."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,7 +25,14 @@ PACKAGES = {
     "claude": "@anthropic-ai/claude-code",
     "pi": "@mariozechner/pi-coding-agent",
     "codex": "@openai/codex",
+    "inspector": "@modelcontextprotocol/inspector",
 }
+# What npm installs: the versions the README's Hosts section reports (the same list as .ci/run). The
+# Inspector's 1.x and later need Node >= 22.19, so its last Node 20 line is the one pinned.
+VERSIONS = {"claude": "2.1.197", "pi": "0.73.1", "codex": "0.171.0", "inspector": "0.15.0"}
+SPECS = {name: f"{package}@{VERSIONS[name]}" for name, package in PACKAGES.items()}
+# The executable each package puts in node_modules/.bin.
+BINS = {"claude": "claude", "pi": "pi", "codex": "codex", "inspector": "mcp-inspector"}
 PREFIX_ENV = "MEMFOLD_TEST_NPM_PREFIX"
 CACHE = REPO / ".cache" / "npm-clis"
 EXAMPLE = data_dir("procedures") / "workers.example.yaml"
@@ -52,7 +61,7 @@ class RealClis:
 
 
 def _installed(prefix: Path) -> bool:
-    return all(os.access(prefix / "node_modules" / ".bin" / name, os.X_OK) for name in PACKAGES)
+    return all(os.access(prefix / "node_modules" / ".bin" / name, os.X_OK) for name in BINS.values())
 
 
 def _install(prefix: Path) -> None:
@@ -67,7 +76,7 @@ def _install(prefix: Path) -> None:
             return
         # npm's own cache and config go below the prefix: the tests' HOME is unusable by design.
         env = {**os.environ, "npm_config_cache": str(prefix / ".npm-cache"), "npm_config_update_notifier": "false"}
-        done = subprocess.run([npm, "install", "--no-audit", "--no-fund", "--prefix", str(prefix), *PACKAGES.values()],
+        done = subprocess.run([npm, "install", "--no-audit", "--no-fund", "--prefix", str(prefix), *SPECS.values()],
                               capture_output=True, text=True, env=env, timeout=600, stdin=subprocess.DEVNULL,
                               check=False)
         if done.returncode != 0 or not _installed(prefix):
@@ -174,3 +183,85 @@ def assert_plan_applied(env: Env, plan: dict[str, Any]) -> None:
         content = op["content"].encode()
         assert private.read_bytes() == content, op["name"]
         assert (public.read_bytes() == content) if op["classification"] == "safe" else not public.exists()
+
+
+@dataclass
+class Host:
+    """A user's machine for one real host: its own HOME, a git project, a memfold home, a fake model.
+
+    Every process gets the same environment a user's shell would: the npm CLIs and this memfold on
+    PATH (the committed host files run ``memfold`` from PATH), the provider pointed at the fake model.
+    """
+
+    env: Env
+    clis: RealClis
+    server: FakeModelServer
+    user_home: Path
+    vars: dict[str, str]
+
+    def run(self, *argv: str, timeout: float = 180, extra: dict[str, str] | None = None,
+            cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(argv, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL,
+                              cwd=str(cwd or self.env.project), env={**self.vars, **(extra or {})}, check=False)
+
+    def memfold(self, *args: str) -> subprocess.CompletedProcess[str]:
+        return self.run("memfold", "--home", str(self.env.home), *args)
+
+    def claude(self, *args: str) -> dict[str, Any]:
+        """``claude -p ARGS --output-format json``: its result object (the run must succeed)."""
+        done = self.run("claude", "-p", *args, "--output-format", "json")
+        assert done.returncode == 0, done.stderr[-2000:]
+        return json.loads(done.stdout)  # type: ignore[no-any-return]
+
+    def receipts(self) -> list[Path]:
+        return sorted((self.env.project_home / "receipts").iterdir())
+
+    def snapshot_of(self, receipt: Path) -> dict[str, Any]:
+        run_id = json.loads(receipt.read_text())["runId"]
+        return json.loads((self.env.project_home / "runs" / run_id / "snapshot.json").read_text())  # type: ignore[no-any-return]
+
+    def asked(self, text: str) -> bool:
+        """Whether any model request so far carried ``text``."""
+        return any(text in r.text for r in self.server.model_calls())
+
+
+def host(env: Env, clis: RealClis, server: FakeModelServer, tmp_path: Path, name: str,
+         memfold_home_in_env: bool) -> Host:
+    """Set up ``name`` (claude, pi, codex) as a user has it, its provider at the fake model.
+
+    ``memfold_home_in_env``: whether the user exports MEMFOLD_HOME (Claude Code gets it from the
+    local settings ``hooks install`` writes instead).
+    """
+    user_home = tmp_path / "user-home"
+    user_home.mkdir(exist_ok=True)
+    memfold_bin = Path(sys.executable).parent
+    vars_ = {"HOME": str(user_home), "LANG": "C.UTF-8", "TMPDIR": os.environ.get("TMPDIR", "/tmp"),
+             "PATH": os.pathsep.join([str(clis.bin), str(memfold_bin), "/usr/bin", "/bin"]),
+             "PYTHONPATH": str(REPO), "MEMFOLD_NOW": os.environ.get("MEMFOLD_NOW", ""),
+             **QUIET[name]}
+    for key in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "CODEX_API_KEY"):
+        vars_[key] = FAKE_KEY
+    if memfold_home_in_env:
+        vars_["MEMFOLD_HOME"] = str(env.home)
+    if name == "claude":
+        vars_["ANTHROPIC_BASE_URL"] = server.url
+    elif name == "pi":
+        agent = user_home / ".pi" / "agent"
+        agent.mkdir(parents=True, exist_ok=True)
+        (agent / "models.json").write_text(json.dumps({"providers": {"anthropic": {"baseUrl": server.url}}}))
+    elif name == "codex":
+        codex = user_home / ".codex"
+        codex.mkdir(exist_ok=True)
+        (codex / "config.toml").write_text(
+            'model_provider = "fake"\n\n[model_providers.fake]\nname = "fake"\n'
+            f'base_url = "{server.url}/v1"\nenv_key = "OPENAI_API_KEY"\nwire_api = "responses"\n')
+    return Host(env, clis, server, user_home, vars_)
+
+
+def host_store(h: Host) -> str:
+    """An initialised store with one memory; returns the description the model must be shown."""
+    description = "production deploys go out on Fridays after 14:00 UTC"
+    assert h.memfold("init").returncode == 0
+    added = h.memfold("add", "project_deploy-day", "-d", description, "-b", "Deploy on Fridays after 14:00 UTC.")
+    assert added.returncode == 0, added.stderr
+    return description

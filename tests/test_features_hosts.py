@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 from conftest import REPO, Env, Result
-from mcp_client import with_session
+from mcp_client import server_params, tool_error, with_initialize, with_session
 from pytest_bdd import given, parsers, scenarios, then, when
 
 scenarios("hosts.feature", "operations.feature")
@@ -25,7 +25,15 @@ READ_ONLY = {"memory_list", "memory_search", "memory_status", "memory_verify"}
 
 
 def _child_env(extra: dict[str, str] | None = None) -> dict[str, str]:
-    return {**os.environ, "PYTHONPATH": str(REPO), **(extra or {})}
+    """A host's environment: ``memfold`` on PATH (this installation's), the package importable."""
+    path = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "/usr/bin:/bin")])
+    return {**os.environ, "PYTHONPATH": str(REPO), "PATH": path, **(extra or {})}
+
+
+def _claude_local_env(env: Env) -> dict[str, str]:
+    """What Claude Code adds to every hook and command from ``.claude/settings.local.json``."""
+    local = env.project / ".claude" / "settings.local.json"
+    return dict(json.loads(local.read_text()).get("env", {})) if local.exists() else {}
 
 
 # --- MCP ---------------------------------------------------------------------------------------------
@@ -68,11 +76,72 @@ def mcp_tools(ctx: dict[str, Any]) -> None:
     assert ctx["mcp"]["verify"].structured_content["ok"] is True
 
 
+@when(parsers.parse('an MCP client forgets "{name}", adds a memory without a name and calls "{tool}"'))
+def mcp_errors(env: Env, ctx: dict[str, Any], name: str, tool: str) -> None:
+    async def body(session: Any) -> list[Any]:
+        return [await session.call_tool("memory_forget", {"name": name}),
+                await session.call_tool("memory_add", {"description": "nameless"}),
+                await session.call_tool(tool, {})]
+
+    ctx["before"] = env.snapshot()
+    ctx["errors"] = with_session(env.home, env.project, body)
+
+
+@then("each call came back as a tool error with no structured content")
+def mcp_error_shape(env: Env, ctx: dict[str, Any]) -> None:
+    ctx["parsed"] = [tool_error(r) for r in ctx["errors"]]  # asserts isError, no structuredContent, one text
+    assert env.snapshot() == ctx["before"]
+
+
+@then(parsers.parse('the errors are "{a}", "{b}" and "{c}", each with a hint'))
+def mcp_error_codes(ctx: dict[str, Any], a: str, b: str, c: str) -> None:
+    assert [e["code"] for e in ctx["parsed"]] == [a, b, c]
+    assert all(e["hint"] for e in ctx["parsed"])
+
+
+@then(parsers.parse('the argument error says "{text}"'))
+def mcp_argument_error(ctx: dict[str, Any], text: str) -> None:
+    assert ctx["parsed"][1]["message"] == text
+
+
+@when("an MCP client initializes a session")
+def mcp_initialize(env: Env, ctx: dict[str, Any]) -> None:
+    ctx["init"] = with_initialize(env.home, env.project)
+
+
+@then(parsers.parse('serverInfo names "{name}" with this package\'s version'))
+def mcp_server_info(ctx: dict[str, Any], name: str) -> None:
+    from pipeline import __version__
+
+    info = ctx["init"].server_info
+    assert (info.name, info.version) == (name, __version__) and __version__
+
+
+@then(parsers.parse('a server waiting for its next line exits 0 on "{a}" and on "{b}" with no traceback'))
+def mcp_signals(env: Env, a: str, b: str) -> None:
+    import signal
+
+    for signame in (a, b):
+        params = server_params(env.home, env.project)
+        proc = subprocess.Popen([params.command, *params.args], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, env=params.env, cwd=params.cwd)
+        assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+        proc.stdin.write(b'{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": '
+                         b'"2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}\n')
+        proc.stdin.flush()
+        assert json.loads(proc.stdout.readline())["id"] == 1
+        proc.send_signal(getattr(signal, signame))
+        try:
+            code = proc.wait(10)
+        finally:
+            proc.kill()
+        err = proc.stderr.read()
+        assert code == 0 and b"Traceback" not in err, (signame, err)
+
+
 @then(parsers.parse('the duplicate add came back as a tool error with code "{code}"'))
 def mcp_duplicate(ctx: dict[str, Any], code: str) -> None:
-    result = ctx["mcp"]["dup"]
-    assert result.is_error and result.structured_content["code"] == code
-    assert code in result.content[0].text
+    assert tool_error(ctx["mcp"]["dup"])["code"] == code
 
 
 @then("the forgotten memory is gone from the private store")
@@ -101,7 +170,7 @@ def run_hook(env: Env, ctx: dict[str, Any]) -> None:
             "hook_event_name": "SessionStart", "source": "startup"}
     # Claude Code runs hook commands through a shell, with the hook JSON on stdin.
     proc = subprocess.run(["/bin/sh", "-c", _hook_command(env)], input=json.dumps(hook), capture_output=True,
-                          text=True, timeout=60, cwd=str(env.project), env=_child_env())
+                          text=True, timeout=60, cwd=str(env.project), env=_child_env(_claude_local_env(env)))
     ctx["hook"] = proc
 
 
@@ -148,8 +217,7 @@ def settings_merged(env: Env, a: str, b: str) -> None:
     for event in (a, b):
         ours = [h for g in data["hooks"][event] for h in g["hooks"] if _ours(h)]
         assert len(ours) == 1, (event, data)
-        first = shlex.split(ours[0]["command"])[0]
-        assert Path(first).is_absolute() and Path(first).exists()
+        assert shlex.split(ours[0]["command"])[0] == "memfold"
 
 
 @then(parsers.parse('the consolidate command file runs "{tail}" before the model sees it'))
@@ -190,29 +258,93 @@ def claude_dir_empty(ctx: dict[str, Any]) -> None:
     assert list(ctx["claude_dir"].iterdir()) == []
 
 
-@given("a Claude Code transcript of this project")
-def transcript(env: Env, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def _claude_projects(env: Env, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     from pipeline.hosts.claude import project_dir_name
 
     claude = tmp_path / "claude-config"
     folder = claude / "projects" / project_dir_name(env.project.resolve())
-    folder.mkdir(parents=True)
-    line = {"type": "user", "uuid": "u1", "parentUuid": None, "sessionId": "s1", "cwd": str(env.project),
-            "message": {"role": "user", "content": "We build with pnpm workspaces."}}
-    (folder / "old.jsonl").write_text("{}\n")
-    os.utime(folder / "old.jsonl", (1, 1))
-    (folder / "s1.jsonl").write_text(json.dumps(line) + "\n")
+    folder.mkdir(parents=True, exist_ok=True)
     monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(claude))
+    monkeypatch.delenv("CLAUDE_CODE_SESSION_ID", raising=False)
     monkeypatch.chdir(env.project)
+    return folder
 
 
-@then("the newest receipt is a consolidation with a context snapshot")
-def consolidation_receipt(env: Env) -> None:
+@given(parsers.parse('a Claude Code transcript of this project for session "{session}"'))
+def transcript(env: Env, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, ctx: dict[str, Any], session: str) -> None:
+    folder = _claude_projects(env, tmp_path, monkeypatch)
+    line = {"type": "user", "uuid": "u1", "parentUuid": None, "sessionId": session, "cwd": str(env.project),
+            "message": {"role": "user", "content": "We build with pnpm workspaces."}}
+    (folder / f"{session}.jsonl").write_text(json.dumps(line) + "\n")
+    os.utime(folder / f"{session}.jsonl", (1, 1))
+    ctx["transcripts"] = folder
+
+
+@given("another session of this project wrote its transcript later")
+def other_session(env: Env, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, ctx: dict[str, Any]) -> None:
+    folder = _claude_projects(env, tmp_path, monkeypatch)
+    line = {"type": "user", "uuid": "o1", "parentUuid": None, "sessionId": "other", "cwd": str(env.project),
+            "message": {"role": "user", "content": "Another session talks about Kubernetes."}}
+    (folder / "other.jsonl").write_text(json.dumps(line) + "\n")
+    ctx["transcripts"] = folder
+    ctx["receipts"] = sorted((env.project_home / "receipts").iterdir()) if (env.home / "projects").exists() else []
+
+
+@then(parsers.parse('the output names the transcript of session "{session}"'))
+def names_transcript(ctx: dict[str, Any], session: str) -> None:
+    assert f"transcript: {ctx['transcripts'] / f'{session}.jsonl'}" in ctx["result"].out
+
+
+def _newest_consolidation(env: Env) -> tuple[dict[str, Any], Path]:
     newest = sorted((env.project_home / "receipts").iterdir())[-1]
     receipt = json.loads(newest.read_text())
     assert receipt["command"] == "consolidate"
-    snapshot = json.loads((env.project_home / "runs" / receipt["runId"] / "snapshot.json").read_text())
-    assert snapshot["contextMode"] != "disabled", snapshot.get("contextMode")
+    return receipt, env.project_home / "runs" / receipt["runId"]
+
+
+@then(parsers.parse('the newest receipt is a consolidation whose context is the transcript of session "{session}"'))
+def consolidation_receipt(env: Env, ctx: dict[str, Any], session: str) -> None:
+    _, run_dir = _newest_consolidation(env)
+    snapshot = json.loads((run_dir / "snapshot.json").read_text())
+    assert snapshot["contextMode"] == "transcript" and snapshot["source"] == f"{session}.jsonl", snapshot
+    assert [e["text"] for e in snapshot["entries"]] == ["We build with pnpm workspaces."]
+
+
+@then("the newest receipt is a consolidation without context")
+def consolidation_without(env: Env) -> None:
+    _, run_dir = _newest_consolidation(env)
+    snapshot = json.loads((run_dir / "snapshot.json").read_text())
+    assert snapshot["contextMode"] == "disabled", snapshot.get("contextMode")
+    assert "Kubernetes" not in (run_dir / "snapshot.json").read_text()
+
+
+@then("no receipt was written")
+def no_receipt_written(env: Env, ctx: dict[str, Any]) -> None:
+    now = sorted((env.project_home / "receipts").iterdir()) if (env.home / "projects").exists() else []
+    assert now == ctx["receipts"]
+
+
+@then(parsers.parse('no file under ".claude", ".pi" or ".codex" but ".claude/settings.local.json" holds a machine path'))
+def no_machine_path(env: Env) -> None:
+    files = [p for d in (".claude", ".pi", ".codex") for p in (env.project / d).rglob("*")
+             if p.is_file() and p.name != "settings.local.json"]
+    assert len(files) == 4, files  # settings.json, commands/consolidate.md, memfold.ts, hooks.json
+    machine = (str(env.home), str(env.project), str(Path(sys.executable).parent), str(Path.home()), "--home")
+    for path in files:
+        text = path.read_text()
+        assert not [m for m in machine if m in text], path
+
+
+@then('".claude/settings.local.json" sets MEMFOLD_HOME to this store\'s home')
+def local_home(env: Env) -> None:
+    assert _claude_local_env(env) == {"MEMFOLD_HOME": str(env.home.absolute())}
+
+
+@then("Claude Code's SessionStart hook, run with that local setting, reaches this store")
+def hook_reaches(env: Env, ctx: dict[str, Any]) -> None:
+    assert env.run("add", "project_local", "-d", "reached through the local home").code == 0
+    run_hook(env, ctx)
+    assert "reached through the local home" in json.loads(ctx["hook"].stdout)["hookSpecificOutput"]["additionalContext"]
 
 
 # --- Pi and Codex ------------------------------------------------------------------------------------
@@ -231,7 +363,7 @@ def pi_content(env: Env, command: str, sub: str, event: str) -> None:
     text = (env.project / ".pi" / "extensions" / "memfold.ts").read_text()
     assert f'pi.registerCommand("{command}"' in text and f'pi.on("{event}"' in text and f'["{sub}"]' in text
     argv = json.loads(text.split("const MEMFOLD: string[] = ", 1)[1].split(";", 1)[0])
-    assert Path(argv[0]).exists() and "--home" in argv
+    assert argv == ["memfold"]
 
 
 @then(parsers.parse('"{rel}" runs the memfold hook at "{event}"'))
@@ -469,3 +601,39 @@ def import_export(env: Env, ctx: dict[str, Any], tmp_path: Path) -> None:
 @then("the fresh project's private store is byte-identical to the original's")
 def round_trip(env: Env, ctx: dict[str, Any]) -> None:
     assert ctx["fresh"].snapshot() == env.snapshot()
+
+
+# --- transcript candidates ---------------------------------------------------------------------------
+
+
+@given(parsers.parse('a Claude Code transcript that says "{said}" and then writes memory "{name}" described as '
+                     '"{description}"'))
+def mention_then_write(env: Env, monkeypatch: pytest.MonkeyPatch, said: str, name: str, description: str) -> None:
+    fact = said.split(":", 1)[1].strip()
+    content = f"---\nname: {name}\ndescription: {description}\nmetadata:\n  type: project\n---\n{fact}\n"
+    lines = [
+        {"type": "user", "uuid": "u1", "parentUuid": None, "sessionId": "s", "message": {"role": "user",
+                                                                                         "content": said}},
+        {"type": "assistant", "uuid": "a1", "parentUuid": "u1", "sessionId": "s", "message": {
+            "id": "m1", "type": "message", "role": "assistant", "content": [{
+                "type": "tool_use", "id": "t1", "name": "Write",
+                "input": {"file_path": f"/home/u/.claude/projects/-w/memory/{name}.md", "content": content}}]}},
+    ]
+    (env.project / "transcript.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
+    monkeypatch.chdir(env.project)
+
+
+@then(parsers.parse('the private store holds only "{file}" with name "{name}" and description "{description}"'))
+def only_memory(env: Env, file: str, name: str, description: str) -> None:
+    from pipeline.store.memory import parse_memory
+
+    assert sorted(p.name for p in env.harness.glob("*.md") if p.name != "MEMORY.md") == [file]
+    memory = parse_memory((env.harness / file).read_bytes(), file)
+    assert (memory.name, memory.description) == (name, description)
+    assert memory.body.strip() == "we deploy on Fridays after 14:00 UTC."
+
+
+@then(parsers.parse('"show {name}" prints the memory'))
+def show_prints(env: Env, name: str) -> None:
+    result = env.run("show", name)
+    assert result.code == 0 and "production deploys happen on Fridays" in result.out, result.err

@@ -10,7 +10,15 @@ import pytest
 from conftest import Env
 from hostile_repo import tree_digest
 
-from pipeline.hosts.claude import find_transcript, is_ours, merge_hooks, project_dir_name, remove_hooks
+from pipeline.errors import InputRejected
+from pipeline.hosts.claude import (
+    find_transcript,
+    is_ours,
+    merge_hooks,
+    project_dir_name,
+    remove_hooks,
+    session_id,
+)
 from pipeline.hosts.pi import node_check, render_extension, strip_types
 
 CMD = "/usr/local/bin/memfold inject --format claude-hook"
@@ -116,14 +124,77 @@ def test_the_stripped_template_holds_no_type_syntax_and_a_broken_one_fails(tmp_p
     assert not node_check(copy.copy(source).replace(b"return undefined;", b"return undefined; )", 1), tmp_path)[0]
 
 
-def test_the_newest_transcript_of_the_project_is_found(tmp_path: Path) -> None:
+def test_the_running_sessions_transcript_is_found_by_its_id_never_by_age(tmp_path: Path) -> None:
     import os
 
     folder = tmp_path / "projects" / project_dir_name(Path("/w/my.app"))
     folder.mkdir(parents=True)
     assert folder.name == "-w-my-app"
-    (folder / "a.jsonl").write_text("{}\n")
-    (folder / "b.jsonl").write_text("{}\n")
-    os.utime(folder / "a.jsonl", (1, 1))
-    assert find_transcript(tmp_path, [Path("/elsewhere"), Path("/w/my.app")]) == folder / "b.jsonl"
-    assert find_transcript(tmp_path, [Path("/elsewhere")]) is None
+    (folder / "running.jsonl").write_text("{}\n")
+    (folder / "other.jsonl").write_text("{}\n")
+    os.utime(folder / "running.jsonl", (1, 1))  # the other session wrote last
+    assert find_transcript(tmp_path, "running", [Path("/elsewhere"), Path("/w/my.app")]) == folder / "running.jsonl"
+    # Started in a subdirectory: its folder is not the project's, the id still finds it.
+    sub = tmp_path / "projects" / project_dir_name(Path("/w/my.app/src"))
+    sub.mkdir()
+    (sub / "in-sub.jsonl").write_text("{}\n")
+    assert find_transcript(tmp_path, "in-sub", [Path("/w/my.app")]) == sub / "in-sub.jsonl"
+    # A new session whose first message is not saved yet has no transcript: none is borrowed.
+    assert find_transcript(tmp_path, "fresh", [Path("/w/my.app")]) is None
+
+
+def test_only_a_session_id_names_a_transcript() -> None:
+    assert session_id("5f0c-aa", {}) == "5f0c-aa"
+    assert session_id(None, {"CLAUDE_CODE_SESSION_ID": "from-env"}) == "from-env"
+    assert session_id("", {}) is None
+    for bad in ("../../etc/passwd", "a/b", "x" * 200, ".hidden"):
+        with pytest.raises(InputRejected) as caught:
+            session_id(bad, {})
+        assert caught.value.code == "hooks.session-id"
+
+
+HOST_DIRS = (".claude", ".pi", ".codex")
+
+
+def _committed(env: Env) -> dict[str, str]:
+    return {str(p.relative_to(env.project)): p.read_text() for d in HOST_DIRS for p in (env.project / d).rglob("*")
+            if p.is_file() and p.name != "settings.local.json"}
+
+
+@pytest.mark.parametrize("host", ["claude", "pi", "codex"])
+def test_committed_host_files_name_memfold_on_path_and_no_machine_path(env: Env, host: str) -> None:
+    import sys
+
+    result = env.run("--json", "hooks", "install", host)
+    assert result.code == 0, result.err
+    files = _committed(env)
+    assert files and sorted(files) == sorted(result.json()["commit"])
+    machine = [str(env.home), str(env.project), str(Path(sys.executable).parent), str(Path.home()), "--home"]
+    for rel, text in files.items():
+        assert not [m for m in machine if m in text], (rel, [m for m in machine if m in text])
+        assert "memfold inject" in text or "memfold hooks consolidate" in text or '["memfold"]' in text, rel
+
+
+def test_the_machines_home_goes_to_claudes_local_settings_and_leaves_with_uninstall(env: Env) -> None:
+    import json
+
+    local = env.project / ".claude" / "settings.local.json"
+    result = env.run("--json", "hooks", "install", "claude")
+    assert result.json()["localOnly"] == [".claude/settings.local.json"]
+    assert json.loads(local.read_text()) == {"env": {"MEMFOLD_HOME": str(env.home.absolute())}}
+    assert env.run("hooks", "uninstall", "claude").code == 0
+    assert not local.exists() and not (env.project / ".claude").exists()
+    # A local file the user keeps loses only memfold's variable.
+    local.parent.mkdir()
+    local.write_text('{"env": {"OTHER": "1"}, "model": "x"}')
+    env.run("hooks", "install", "claude")
+    env.run("hooks", "uninstall", "claude")
+    assert json.loads(local.read_text()) == {"env": {"OTHER": "1"}, "model": "x"}
+
+
+def test_an_absolute_install_is_asked_for_and_says_its_files_are_for_this_machine(env: Env) -> None:
+    result = env.run("--json", "hooks", "install", "claude", "--absolute")
+    assert result.code == 0 and result.json()["commit"] == []
+    assert sorted(result.json()["localOnly"]) == [".claude/commands/consolidate.md", ".claude/settings.json"]
+    text = (env.project / ".claude" / "settings.json").read_text()
+    assert str(env.home.absolute()) in text and not (env.project / ".claude" / "settings.local.json").exists()

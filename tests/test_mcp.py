@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+import signal
 import statistics
+import subprocess
 from typing import Any
 
 import pytest
 from conftest import Env
-from mcp_client import timed, with_session
+from mcp_client import server_params, timed, tool_error, with_initialize, with_session
 
 pytestmark = pytest.mark.integration
 
@@ -41,9 +43,9 @@ def test_tool_errors_carry_the_stable_code_and_change_nothing(env: Env) -> None:
                 await session.call_tool("memory_consolidate", {"worker": "nonexistent"})]
 
     missing, bad_name, worker = with_session(env.home, env.project, body)
-    assert missing.is_error and missing.structured_content["code"] == "memory.not-found"
-    assert bad_name.is_error and bad_name.structured_content["code"] == "memory.name"
-    assert worker.is_error and worker.structured_content["code"] == "mcp.worker"
+    assert tool_error(missing)["code"] == "memory.not-found"
+    assert tool_error(bad_name)["code"] == "memory.name"
+    assert tool_error(worker)["code"] == "mcp.worker"
     assert env.snapshot() == before
 
 
@@ -56,8 +58,8 @@ def test_a_safe_memory_with_a_secret_is_refused_over_mcp(env: Env) -> None:
                                                       "body": f"token {token}", "visibility": "safe"})
 
     result = with_session(env.home, env.project, body)
-    assert result.is_error and result.structured_content["code"].startswith("privacy")
-    assert token not in json.dumps(result.structured_content) and not (env.mirror / "reference_ci.md").exists()
+    assert tool_error(result)["code"].startswith("privacy")
+    assert token not in json.dumps(result.model_dump()) and not (env.mirror / "reference_ci.md").exists()
 
 
 def test_no_tool_takes_more_than_one_memory_to_forget(env: Env) -> None:
@@ -104,7 +106,7 @@ def test_a_plan_that_would_empty_the_store_is_refused_over_mcp_after_one_worker_
         return await session.call_tool("memory_consolidate", {})
 
     result = with_session(env.home, env.project, body)
-    assert result.is_error and result.structured_content["code"] == "mcp.would-clear"
+    assert tool_error(result)["code"] == "mcp.would-clear"
     assert env.snapshot() == before
     new_runs = set((env.project_home / "runs").iterdir()) - runs_before
     assert len(new_runs) == 1 and (next(iter(new_runs)) / "plan.json").is_file()  # one worker run, not two
@@ -132,10 +134,9 @@ def test_an_agent_cannot_publish_a_private_memory_over_mcp(env: Env) -> None:
     assert env.run("add", "user_vault", "-d", "where the staging deploy key is kept", "-b", VAULT_BODY).code == 0
     before, mirror = env.snapshot(), {p.name: p.read_bytes() for p in env.mirror.iterdir()}
     results = _publish_attempts(env)
-    assert [(r.is_error, r.structured_content["code"]) for r in results] == [(True, "mcp.publish-refused")] * 3
-    assert all(r.structured_content["exitCode"] == 1 and "allow_publish" in r.structured_content["hint"]
-               for r in results)
-    assert "vault path" not in json.dumps([r.structured_content for r in results])
+    assert [tool_error(r)["code"] for r in results] == ["mcp.publish-refused"] * 3
+    assert all("allow_publish" in tool_error(r)["hint"] for r in results)
+    assert "vault path" not in json.dumps([r.model_dump() for r in results])
     assert env.snapshot() == before and {p.name: p.read_bytes() for p in env.mirror.iterdir()} == mirror
     # A safe memory of the agent's own wording is still fine.
     async def body(session: Any) -> Any:
@@ -162,6 +163,55 @@ def test_the_config_may_let_an_agent_publish_what_it_names_but_never_a_copy(env:
 
     named, copy = with_session(env.home, env.project, body)
     assert not named.is_error and VAULT_BODY in (env.mirror / "user_vault.md").read_text()
-    assert copy.is_error and copy.structured_content["code"] == "privacy.publish-near-copy"
-    assert "user_payroll.md" in copy.structured_content["message"]
+    assert tool_error(copy)["code"] == "privacy.publish-near-copy"
+    assert "user_payroll.md" in tool_error(copy)["message"]
     assert not (env.mirror / "project_finance.md").exists() and not (env.harness / "project_finance.md").exists()
+
+
+def test_missing_and_mistyped_arguments_come_back_in_memfolds_error_shape(env: Env) -> None:
+    assert env.run("init").code == 0
+    before = env.snapshot()
+
+    async def body(session: Any) -> Any:
+        return [await session.call_tool("memory_add", {"description": "no name"}),
+                await session.call_tool("memory_search", {"query": "x", "limit": "many"}),
+                await session.call_tool("memory_nonexistent", {})]
+
+    missing, mistyped, unknown = with_session(env.home, env.project, body)
+    assert tool_error(missing) == {"code": "mcp.arguments", "message": "memory_add: 'name' is required",
+                                   "hint": "the tool's inputSchema in tools/list names every argument and its type"}
+    error = tool_error(mistyped)
+    assert error["code"] == "mcp.arguments" and error["message"].startswith("memory_search: 'limit': ")
+    assert "many" not in error["message"] and "pydantic" not in json.dumps(mistyped.model_dump())
+    assert tool_error(unknown)["code"] == "mcp.unknown-tool"
+    assert env.snapshot() == before
+
+
+def test_the_server_names_its_version_in_server_info(env: Env) -> None:
+    from pipeline import __version__
+
+    assert env.run("init").code == 0
+
+    info = with_initialize(env.home, env.project)
+    assert info.server_info.name == "memfold" and info.server_info.version == __version__ != ""
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_sigint_and_sigterm_end_the_server_cleanly_while_it_waits_for_input(env: Env, signum: int) -> None:
+    assert env.run("init").code == 0
+    params = server_params(env.home, env.project)
+    proc = subprocess.Popen([params.command, *params.args], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, env=params.env, cwd=params.cwd)
+    assert proc.stdin is not None and proc.stdout is not None
+    proc.stdin.write(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}).encode()
+        + b"\n")
+    proc.stdin.flush()
+    assert json.loads(proc.stdout.readline())["id"] == 1  # serving, and now blocked on the next line
+    proc.send_signal(signum)
+    try:
+        code = proc.wait(10)
+    finally:
+        proc.kill()
+    stderr = proc.stderr.read() if proc.stderr else b""
+    assert code == 0 and b"Traceback" not in stderr, stderr

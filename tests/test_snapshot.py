@@ -128,10 +128,8 @@ def test_pi_session_leaf_branch() -> None:
         {"role": "tool", "text": "Successfully wrote 19 bytes"},
         {"role": "assistant", "text": "Saved."},
     ]
-    assert obj["candidates"] == [
-        {"body": "CI runs on Fridays", "origin": "remember-line"},
-        {"name": "ci-schedule", "body": "CI runs on Fridays.", "origin": "tool-call"},
-    ]
+    # The note and the write are one fact: the write, which names it, is the candidate.
+    assert obj["candidates"] == [{"name": "ci-schedule", "body": "CI runs on Fridays.", "origin": "tool-call"}]
 
 
 def test_pi_json_stream() -> None:
@@ -176,10 +174,7 @@ def test_codex_rollout_early_flat_records() -> None:
         {"role": "tool", "text": "stored"},
         {"role": "assistant", "text": "Noted."},
     ]
-    assert obj["candidates"] == [
-        {"body": "run make lint before pushing", "origin": "remember-line"},
-        {"name": "lint-first", "body": "Run make lint before pushing.", "origin": "tool-call"},
-    ]
+    assert obj["candidates"] == [{"name": "lint-first", "body": "Run make lint before pushing.", "origin": "tool-call"}]
 
 
 def test_plain_json_with_candidates() -> None:
@@ -355,3 +350,19 @@ def test_arbitrary_json_shapes_only_input_rejected(value: Any) -> None:
             build_snapshot(raw_bytes, source="x", limits=ContextLimits(max_depth=8))
         except InputRejected:
             pass
+
+
+def test_a_fact_mentioned_then_written_by_a_memory_tool_is_one_candidate_with_the_tools_fields() -> None:
+    from pipeline.context.candidates import fold_duplicates
+
+    mention = {"body": "we deploy on Fridays after 14:00 UTC.", "origin": "remember-line"}
+    write = {"name": "deploy-day", "description": "production deploys happen on Fridays after 14:00 UTC",
+             "type": "project", "body": "We deploy on Fridays after 14:00 UTC.\n", "origin": "tool-call"}
+    other = {"body": "the cache lives in ops/cache.sh", "origin": "remember-line"}
+    assert fold_duplicates([mention, other, write]) == [write, other]
+    # A richer mention keeps what the bare write lacks; words inside other words are not a match.
+    named = {"name": "ci", "body": "CI runs nightly", "origin": "record"}
+    assert fold_duplicates([named, {"body": "CI runs nightly, on main", "visibility": "safe",
+                                    "origin": "tool-call"}]) == [
+        {"name": "ci", "body": "CI runs nightly, on main", "visibility": "safe", "origin": "tool-call"}]
+    assert len(fold_duplicates([{"body": "deploy", "origin": "x"}, {"body": "redeploy often", "origin": "x"}])) == 2

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from . import floors
+from . import mcp as mcp_bench
 from .synth import Synthetic, write_store
 from .writes import bench_writes
 
@@ -178,6 +179,10 @@ def bench_size(plan: Plan, n: int, env: dict[str, str], python_ms: float) -> Non
                        "cwd": str(store.project)}).encode()
     add("claude hook", cli.timed(reps, "inject", "--format", "claude-hook", stdin=hook), "python",
         "<= 3x floor at 200" if small else "", (lambda r: (r.ratio or 0) <= 3) if small else None)
+    if small:
+        sdk, init = mcp_bench.samples(store.home, store.project, env, reps)
+        fl["import mcp SDK"] = statistics.median(sdk)
+        add("mcp initialize", init, "import mcp SDK", "<= 1.2x floor", lambda r: (r.ratio or 0) <= 1.2)
     add("list", cli.timed(reps, "list"), "python")
     add("search", cli.timed(reps, "search", "deploy cache retry"), "python")
     plan.progress(f"n={n}: add")

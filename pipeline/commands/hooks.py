@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
 import sys
 from collections.abc import Sequence
@@ -12,7 +13,7 @@ from typing import Any
 
 import typer
 
-from ..errors import InputRejected, UsageError
+from ..errors import InputRejected, MemfoldError, UsageError
 from ..fsutil import atomic_write, dump_json, ensure_dir, read_bounded, refuse_symlinks, sha256_bytes
 from ._app import STATE, JsonOpt, app, emit, home_dir, layout, want_json
 
@@ -24,7 +25,7 @@ UserOpt = typer.Option(False, "--user/--project", help="the user's host config i
 
 
 def memfold_argv() -> list[str]:
-    """How a host should start memfold: this installation's executable, else this interpreter."""
+    """How this machine starts memfold: this installation's executable, else this interpreter."""
     argv0 = Path(sys.argv[0])
     if argv0.name == "memfold" and argv0.is_file():
         return [str(argv0.absolute())]
@@ -35,9 +36,36 @@ def memfold_argv() -> list[str]:
     return [found] if found else [sys.executable, "-m", "pipeline"]
 
 
-def _home_args() -> list[str]:
-    explicit = STATE.home or (Path(os.environ["MEMFOLD_HOME"]) if os.environ.get("MEMFOLD_HOME") else None)
-    return ["--home", str(Path(explicit).absolute())] if explicit else []
+def _explicit_home() -> Path | None:
+    """The home the user chose for this run (``--home`` or ``$MEMFOLD_HOME``); None for the default."""
+    if STATE.home:
+        return Path(STATE.home).absolute()
+    configured = os.environ.get("MEMFOLD_HOME")
+    return Path(configured).absolute() if configured else None
+
+
+def host_argv(user: bool, absolute: bool) -> list[str]:
+    """The memfold command written into host files.
+
+    A project's host files are committed and run on every teammate's machine, so they name
+    ``memfold`` on ``PATH`` and no home; this machine's paths go to local-only files. The user's
+    own config (``--user``) and an explicit ``--absolute`` install get this installation's path.
+    """
+    if not (user or absolute):
+        return ["memfold"]
+    home = _explicit_home()
+    return memfold_argv() + (["--home", str(home)] if home else [])
+
+
+def _path_note() -> str | None:
+    """Why a portable ``memfold`` command would not reach this installation, if it would not."""
+    found = shutil.which("memfold")
+    mine = memfold_argv()[0]
+    if found is None:
+        return f"memfold is not on PATH: the hosts run `memfold`; put {Path(mine).parent} on PATH"
+    if Path(mine).name == "memfold" and Path(found).resolve() != Path(mine).resolve():
+        return f"`memfold` on PATH is {found}, not this installation ({mine})"
+    return None
 
 
 class Installer:
@@ -131,6 +159,49 @@ class Installer:
             write_settings(path, data)
             self.note(path, "memfold hooks removed")
 
+    def merge_env(self, path: Path, env: dict[str, str]) -> None:
+        """Set variables in a host settings file's ``env`` object (Claude Code's settings.local.json)."""
+        from ..hosts.claude import read_settings, write_settings
+
+        existing = read_settings(path)
+        data = existing if existing is not None else {}
+        block = data.setdefault("env", {})
+        if not isinstance(block, dict):
+            raise InputRejected(f"{path}: 'env' is not an object", code="hooks.settings-shape")
+        entry = self.record["files"].get(str(path)) or {"host": self.host, "created": existing is None, "env": {}}
+        if all(block.get(k) == v for k, v in env.items()):
+            self.note(path, "unchanged")
+        else:
+            block.update(env)
+            self.mkdirs(path.parent)
+            write_settings(path, data)
+            self.note(path, "set " + ", ".join(sorted(env)))
+        entry["env"] = {**entry.get("env", {}), **env}
+        self.record["files"][str(path)] = entry
+
+    def remove_env(self, path: Path) -> None:
+        """Drop the variables memfold set (while they still hold its value); the file if it made it empty."""
+        from ..hosts.claude import read_settings, write_settings
+
+        entry = self.record["files"].pop(str(path), None)
+        data = read_settings(path)
+        if entry is None or data is None or not isinstance(data.get("env"), dict):
+            return
+        block = data["env"]
+        ours = [k for k, v in entry.get("env", {}).items() if block.get(k) == v]
+        if not ours:
+            return
+        for key in ours:
+            del block[key]
+        if not block:
+            del data["env"]
+        if not data and entry.get("created"):
+            path.unlink()
+            self.note(path, "deleted (memfold created it and it is now empty)")
+        else:
+            write_settings(path, data)
+            self.note(path, "removed " + ", ".join(sorted(ours)))
+
     def remove_owned(self, path: Path) -> None:
         entry = self.record["files"].pop(str(path), None)
         if not path.exists():
@@ -175,28 +246,99 @@ def _targets(host: str, user: bool) -> tuple[Path | None, Path | None]:
     raise UsageError(f"unknown host {host!r} (one of {', '.join(HOSTS)})", code="usage.host")
 
 
+def _local_settings(host: str, user: bool) -> Path | None:
+    """The host's project file that stays on this machine (Claude Code keeps it out of git)."""
+    return layout().project_root / ".claude" / "settings.local.json" if host == "claude" and not user else None
+
+
+def _home_notes(host: str, user: bool, absolute: bool, local: Path | None) -> list[str]:
+    """What this machine still needs for the portable command to find its memfold home."""
+    home = _explicit_home()
+    if home is None or user or absolute or local is not None:
+        return []
+    return [f"this store's home is {home}: start {host} with MEMFOLD_HOME={shlex.quote(str(home))} in its "
+            f"environment, or run `memfold hooks install {host} --user` for a machine-only setup"]
+
+
 @hooks_app.command("install")
 def install(host: str = typer.Argument(..., help="claude | pi | codex"), user: bool = UserOpt,
             prompt: bool = typer.Option(False, "--prompt", help="claude: also inject on every prompt"),
+            absolute: bool = typer.Option(False, "--absolute", help="write this installation's path (and "
+                                          "--home) into the project's files instead of `memfold` on PATH"),
+            trust: bool = typer.Option(False, "--trust", help="codex: record Codex's trust for memfold's hook"),
+            trust_project: bool = typer.Option(False, "--trust-project",
+                                               help="codex: also mark this project trusted in Codex (with --trust)"),
             json_out: bool = JsonOpt) -> int:
     """Install memfold's context injection (and /consolidate) into a host; idempotent."""
     from ..hosts import claude, codex, pi
 
     settings, owned = _targets(host, user)
-    memfold = memfold_argv() + _home_args()
+    local = _local_settings(host, user)
+    memfold = host_argv(user, absolute)
     installer = _installer(host, user)
-    installer.guard(settings, owned)
+    installer.guard(settings, owned, local)
     if settings is not None:
         events = ["SessionStart", "UserPromptSubmit"] if prompt and host == "claude" else list(codex.EVENTS)
         installer.merge_settings(settings, claude.command_line([*memfold, *claude.HOOK_TAIL]), events)
     if owned is not None:
         data = claude.consolidate_command_file(memfold) if host == "claude" else pi.render_extension(memfold)
         installer.write_owned(owned, data)
+    home = _explicit_home()
+    if local is not None and home is not None and not absolute:
+        installer.merge_env(local, {"MEMFOLD_HOME": str(home)})
     installer.save()
+    written = [Path(a["path"]) for a in installer.actions]
+    commit = [] if user else [str(p.relative_to(layout().project_root)) for p in written
+                              if p != local and p.is_file()]
+    local_only = [str(local.relative_to(layout().project_root))] if local is not None and local.is_file() else []
+    notes = [n for n in (_path_note(),) if n] + _home_notes(host, user, absolute, local)
+    trusted = _codex_trust(user, trust or trust_project, trust_project, notes) if host == "codex" else None
+    steps = codex.trust_steps(layout().project_root, user, trusted) if host == "codex" else []
     lines = [f"{a['action']}: {a['path']}" for a in installer.actions]
-    emit({"ok": True, "host": host, "scope": "user" if user else "project", "files": installer.actions},
+    if trusted is not None:
+        lines += ["codex: project marked trusted"] if trusted.project_trusted else []
+        lines += [f"codex: trusted {key}" for key in trusted.trusted]
+    if commit and absolute:
+        lines.append("this machine only, do not commit: " + " ".join(commit) + "  (absolute paths, as asked)")
+        commit, local_only = [], [*commit, *local_only]
+    elif commit:
+        lines.append("commit: " + " ".join(commit) + "  (they name `memfold` on PATH, no machine paths)")
+    if local_only:
+        lines.append("local only, do not commit: " + " ".join(local_only) + "  (this machine's MEMFOLD_HOME)")
+    lines += [f"note: {n}" for n in notes]
+    if steps:
+        lines.append("Codex runs the hook only after you trust the project and the hook; run:")
+        lines += [f"  {step}" for step in steps]
+    emit({"ok": True, "host": host, "scope": "user" if user else "project", "files": installer.actions,
+          "commit": commit, "localOnly": local_only, "notes": notes, "next": steps,
+          "codexTrust": trusted.__dict__ if trusted is not None else None},
          "\n".join(lines), as_json=want_json(json_out))
     return 0
+
+
+def _codex_trust(user: bool, trust: bool, trust_project: bool, notes: list[str]) -> Any:
+    """Ask Codex's app server to trust memfold's hook (and the project); None when not asked or impossible."""
+    from ..hosts import claude, codex
+
+    if not trust:
+        return None
+    exe = shutil.which("codex")
+    if exe is None:
+        notes.append("codex is not on PATH: memfold could not record Codex's trust")
+        return None
+    root = layout().project_root
+    env = {**os.environ}
+
+    def start() -> codex.AppServer:
+        return codex.AppServer((exe, "app-server"), env)
+
+    result = codex.trust_hooks(start, root, lambda c: claude.is_ours({"type": "command", "command": c}),
+                               trust_project=trust_project and not user)
+    notes.extend(f"codex: {w}" for w in result.warnings)
+    if not (result.trusted or result.already):
+        notes.append("Codex lists no memfold hook for this project" + ("" if user or trust_project else
+                     " (an untrusted project's .codex/ is ignored: add --trust-project)"))
+    return result
 
 
 @hooks_app.command("uninstall")
@@ -204,12 +346,15 @@ def uninstall(host: str = typer.Argument(..., help="claude | pi | codex"), user:
               json_out: bool = JsonOpt) -> int:
     """Remove exactly what `hooks install` added (other hooks and files stay)."""
     settings, owned = _targets(host, user)
+    local = _local_settings(host, user)
     installer = _installer(host, user)
-    installer.guard(settings, owned)
+    installer.guard(settings, owned, local)
     if settings is not None:
         installer.remove_settings(settings)
     if owned is not None:
         installer.remove_owned(owned)
+    if local is not None:
+        installer.remove_env(local)
     installer.remove_dirs()
     installer.save()
     lines = [f"{a['action']}: {a['path']}" for a in installer.actions]
@@ -221,33 +366,54 @@ def uninstall(host: str = typer.Argument(..., help="claude | pi | codex"), user:
 @hooks_app.command("consolidate", context_settings={"allow_extra_args": True})
 def consolidate_from_host(host: str = typer.Argument(..., help="claude"),
                           args: list[str] = typer.Argument(None, help="no-context"),
+                          session: str = typer.Option(None, "--session", help="the running session's id"),
                           json_out: bool = JsonOpt) -> int:
-    """What /consolidate runs: find this session's transcript, then consolidate with it."""
+    """What /consolidate runs: consolidate with the running session's transcript.
+
+    A failure is printed on stdout as a FAILED report and the exit code is 0: Claude Code drops the
+    output of a failing ``!`` command (in ``claude -p`` the result is empty and the exit code 0), so
+    only a report the model is shown reaches the user.
+    """
+    if host != "claude":
+        raise UsageError("only claude uses this entry point (pi's extension passes its session file)",
+                         code="usage.host")
+    try:
+        summary, note = _consolidate_session(session, [a.strip().lower() for a in args or [] if a.strip()])
+    except MemfoldError as exc:
+        emit({"ok": False, **exc.as_dict()}, f"memfold /consolidate FAILED, nothing was written.\n"
+             f"error [{exc.code}]: {exc.message}" + (f"\nhint: {exc.hint}" if exc.hint else ""),
+             as_json=want_json(json_out))
+        return 0
     from ..apply.summary import summary_text
+
+    emit({**summary, "transcript": note}, f"{summary_text(summary)}\ntranscript: {note}",
+         as_json=want_json(json_out))
+    return 0
+
+
+def _consolidate_session(given: str | None, words: list[str]) -> tuple[dict[str, Any], str]:
+    """Run the consolidation for /consolidate; return its summary and what was used as context."""
     from ..context.snapshot import ContextLimits
-    from ..hosts.claude import claude_dir, find_transcript
+    from ..hosts.claude import claude_dir, find_transcript, session_id
     from ..transaction import consolidate, consolidate_request
     from ._app import config, services
     from .consolidation import read_context
 
-    if host != "claude":
-        raise UsageError("only claude uses this entry point (pi's extension passes its session file)",
-                         code="usage.host")
-    words = [a.strip().lower() for a in args or [] if a.strip()]
-    transcript = None
+    transcript, note = None, "none (no-context)"
     if "no-context" not in words:
+        session = session_id(given, os.environ)
+        if session is None:
+            raise UsageError("cannot tell which Claude Code session is running (no session id)",
+                             code="hooks.no-session",
+                             hint="reinstall with `memfold hooks install claude` (its /consolidate passes the "
+                                  "session id), run `/consolidate no-context`, or `memfold consolidate --context FILE`")
         cwds = [Path(os.environ["CLAUDE_PROJECT_DIR"])] if os.environ.get("CLAUDE_PROJECT_DIR") else []
         cwds += [Path.cwd(), layout().project_root]
-        transcript = find_transcript(claude_dir(Path.home(), dict(os.environ)), cwds)
-        if transcript is None:
-            raise UsageError("no Claude Code transcript found for this project", code="hooks.no-transcript",
-                             hint="run `/consolidate no-context`, or `memfold consolidate --context FILE`")
+        transcript = find_transcript(claude_dir(Path.home(), dict(os.environ)), session, cwds)
+        note = (str(transcript) if transcript else
+                f"none: session {session} has no saved messages yet, consolidated without session context")
     limits = ContextLimits()
     data, source = read_context(str(transcript) if transcript else None, transcript is None, limits.max_input_bytes)
     cfg = config()
     request = consolidate_request(cfg, os.environ, context=data, context_source=source, context_limits=limits)
-    summary = consolidate(services(), request)
-    emit({**summary, "transcript": str(transcript) if transcript else None}, summary_text(summary)
-         + (f"\ntranscript: {transcript}" if transcript else "\ntranscript: none (no-context)"),
-         as_json=want_json(json_out))
-    return 0
+    return consolidate(services(), request), note

@@ -139,6 +139,8 @@ COMMANDS: dict[str, Command] = {c.name: c for c in (
         GLOBAL_OPT, JSON_OPT),
         "checks:audit",
         "Walk the receipt chain and check it against the chain head in the mirror and in git; breaks exit 7.", AUDIT),
+    Command("mcp", (), "mcp_run:serve",
+            "Run the MCP server on stdio (the project is --project or the working directory).", HOSTS),
 )}
 
 # Every other command's group; typed.py checks that each registered command has one.
@@ -147,7 +149,7 @@ PANELS: dict[str, str] = {
     **dict.fromkeys(("init", "show", "edit", "rename", "clear", "path", "status", "import", "export"), EVERYDAY),
     **dict.fromkeys(("schedule", "undo"), CONSOLIDATION),
     **dict.fromkeys(("attest", "report"), AUDIT),
-    **dict.fromkeys(("hooks", "mcp", "trust", "untrust", "mirror", "inject"), HOSTS),
+    **dict.fromkeys(("hooks", "trust", "untrust", "mirror", "inject"), HOSTS),
     **dict.fromkeys(("recover", "config", "bench", "demo"), MAINTENANCE),
 }
 PANEL_ORDER = (EVERYDAY, CONSOLIDATION, AUDIT, HOSTS, MAINTENANCE)

@@ -112,6 +112,43 @@ def given_candidate(item: Any, origin: str) -> Record | None:
     return cand
 
 
+_WORDS = re.compile(r"[^\w]+")
+
+
+def _fact(cand: Record) -> str:
+    """The words of a candidate's body, case and punctuation aside: what two mentions of one fact share."""
+    return " ".join(_WORDS.sub(" ", str(cand.get("body", "")).lower()).split())
+
+
+def _richness(cand: Record) -> int:
+    return sum(1 for k in _FIELDS if cand.get(k))
+
+
+def fold_duplicates(cands: list[Record]) -> list[Record]:
+    """One candidate per fact: a fact said in passing ("remember: …") and then written by a memory
+    tool arrives twice, and the bare mention must not win over the record that names and describes it.
+
+    Two candidates are one fact when the words of one body contain the other's. The one with more
+    fields (name, description, type, visibility) is kept, at the place of the first mention, and
+    takes the other's fields it lacks; on a tie the longer body is kept.
+    """
+    out: list[Record] = []
+    facts: list[str] = []
+    for cand in cands:
+        fact = _fact(cand)
+        same = next((i for i, known in enumerate(facts)
+                     if fact and known and (f" {fact} " in f" {known} " or f" {known} " in f" {fact} ")), None)
+        if same is None:
+            out.append(cand)
+            facts.append(fact)
+            continue
+        old = out[same]
+        keep, other = (cand, old) if (_richness(cand), len(fact)) > (_richness(old), len(facts[same])) else (old, cand)
+        out[same] = {**{k: other[k] for k in _FIELDS if other.get(k)}, **keep}
+        facts[same] = _fact(keep)
+    return out
+
+
 def entry_candidates(entries: list[Entry]) -> list[Record]:
     out: list[Record] = []
     for entry in entries:
@@ -122,4 +159,4 @@ def entry_candidates(entries: list[Entry]) -> list[Record]:
                 out.append(cand)
         elif entry["role"] == "user":
             out.extend(remember_candidates(entry["text"]))
-    return out
+    return fold_duplicates(out)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import re
 import shlex
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -118,8 +118,9 @@ def write_settings(path: Path, data: dict[str, Any]) -> None:
 
 
 def consolidate_command_file(memfold: Sequence[str]) -> bytes:
-    """``/consolidate``: Claude runs the ``!`` line before the model sees the prompt, so the transcript is
-    found by memfold itself (the newest transcript of this project), not guessed by the model."""
+    """``/consolidate``: Claude runs the ``!`` line before the model sees the prompt and replaces
+    ``${CLAUDE_SESSION_ID}`` with the running session's id first, so memfold reads that session's own
+    transcript: never a guess from file times, never another session of the same project."""
     line = command_line([*memfold, *CONSOLIDATE_TAIL])
     text = f"""---
 description: Consolidate memfold memory with this session's transcript (/consolidate no-context leaves it out)
@@ -128,10 +129,11 @@ allowed-tools: Bash({line}:*)
 ---
 ## memfold consolidation result
 
-!`{line} $ARGUMENTS`
+!`{line} --session ${{CLAUDE_SESSION_ID}} $ARGUMENTS`
 
 Report the result above to the user in two or three lines: what was created, rewritten or deleted, the
-receipt path, or the error code and its hint. Do not run any other command and do not edit memory files.
+receipt path, or, when it says FAILED, the error code and its hint. Do not run any other command and do
+not edit memory files.
 """
     return text.encode("utf-8")
 
@@ -141,20 +143,33 @@ def project_dir_name(path: Path) -> str:
     return re.sub(r"[^A-Za-z0-9]", "-", str(path))
 
 
-def find_transcript(claude: Path, cwds: Sequence[Path]) -> Path | None:
-    """The most recently written session transcript of the first of ``cwds`` that has any.
+SESSION_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$")
 
-    Claude Code appends to the active session's file on every message, so while ``/consolidate`` runs
-    the newest ``.jsonl`` in the project's directory is the current session. Long paths are truncated
-    with a hash suffix, so a directory that starts with the (first 100 characters of the) name also counts.
-    """
-    base = claude / "projects"
-    for cwd in cwds:
-        name = project_dir_name(cwd)
-        candidates = [base / name]
-        if base.is_dir() and len(name) > 100:
-            candidates += sorted(p for p in base.iterdir() if p.name.startswith(name[:100]))
-        files = [f for d in candidates if d.is_dir() for f in d.glob("*.jsonl") if f.is_file()]
-        if files:
-            return max(files, key=lambda f: (f.stat().st_mtime_ns, f.name))
+
+def session_id(given: str | None, env: Mapping[str, str]) -> str | None:
+    """The running session: what ``/consolidate`` was handed, else ``$CLAUDE_CODE_SESSION_ID``, which
+    Claude Code sets for every command it runs. Anything that is not an id is refused: it becomes a
+    file name."""
+    for value in (given, env.get("CLAUDE_CODE_SESSION_ID")):
+        value = (value or "").strip()
+        if not value:
+            continue
+        if not SESSION_ID.match(value):
+            raise InputRejected(f"{value[:80]!r} is not a Claude Code session id", code="hooks.session-id",
+                                hint="run /consolidate from Claude Code, or `memfold consolidate --context FILE`")
+        return value
     return None
+
+
+def find_transcript(claude: Path, session: str, cwds: Sequence[Path]) -> Path | None:
+    """``<claude dir>/projects/<dir>/<session>.jsonl`` for the running session, or None while Claude
+    Code has not written it yet (the first command of a new session runs before its first message
+    is saved). The directories of ``cwds`` are looked at first; a session started in a subdirectory
+    or under a truncated long path lives in another one, so every project directory counts."""
+    base = claude / "projects"
+    name = f"{session}.jsonl"
+    preferred = [base / project_dir_name(cwd) / name for cwd in cwds]
+    found = [p for p in preferred if p.is_file()]
+    if not found and base.is_dir():
+        found = sorted(p for p in base.glob(f"*/{name}") if p.is_file())
+    return found[0] if found else None

@@ -7,8 +7,9 @@ from dataclasses import dataclass, field, replace
 from typing import Annotated, Any
 
 from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..apply.commit import Services
 from ..errors import InputRejected, MemfoldError
@@ -197,6 +198,16 @@ class Backend:
         return {**verify_receipt(layout, limits, target).as_dict(), "target": target}
 
 
+def error_result(code: str, message: str, hint: str | None) -> CallToolResult:
+    """A tool error as the MCP spec has it: text only, ``isError: true``.
+
+    No structured content: it would have to match the tool's ``outputSchema``, and a client that
+    validates it (the TypeScript SDK does) drops the whole result when it does not, message and all.
+    """
+    text = f"[{code}] {message}" + (f"\nhint: {hint}" if hint else "")
+    return CallToolResult(content=[TextContent(type="text", text=text)], is_error=True)
+
+
 def _call(run: Callable[[], dict[str, Any]]) -> CallToolResult:
     """Success carries structured content; a MemfoldError becomes a tool error carrying its stable code."""
     import json
@@ -204,9 +215,7 @@ def _call(run: Callable[[], dict[str, Any]]) -> CallToolResult:
     try:
         data = run()
     except MemfoldError as exc:
-        text = f"[{exc.code}] {exc.message}" + (f"\nhint: {exc.hint}" if exc.hint else "")
-        return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=exc.as_dict(),
-                              is_error=True)
+        return error_result(exc.code, exc.message, exc.hint)
     text = json.dumps(data, sort_keys=True, ensure_ascii=False)
     return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=data,
                           is_error=not data.get("ok", True))
@@ -222,8 +231,34 @@ Kind = Annotated[str | None, Field(description="user | feedback | project | refe
 Vis = Annotated[str | None, Field(description="safe (mirrored to .memory/, privacy-checked) | private")]
 
 
+def argument_error(tool: str, exc: ValidationError) -> CallToolResult:
+    """Rejected arguments in memfold's error shape: which argument and why, never the value sent."""
+    problems = []
+    for error in exc.errors():
+        where = ".".join(str(part) for part in error.get("loc", ())) or "arguments"
+        problems.append(f"'{where}' is required" if error.get("type") == "missing"
+                        else f"'{where}': {error.get('msg', 'invalid')}")
+    return error_result("mcp.arguments", f"{tool}: " + "; ".join(problems),
+                        "the tool's inputSchema in tools/list names every argument and its type")
+
+
+class _Server(MCPServer):
+    async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as exc:
+            if isinstance(exc.__cause__, ValidationError):
+                return argument_error(name, exc.__cause__)
+            if self._tool_manager.get_tool(name) is None:
+                return error_result("mcp.unknown-tool", f"there is no tool {name[:80]!r}",
+                                    "tools/list names the tools this server has")
+            raise
+
+
 def build_server(backend: Backend) -> MCPServer:
-    server: MCPServer = MCPServer(SERVER_NAME, instructions=(
+    from .. import __version__
+
+    server: MCPServer = _Server(SERVER_NAME, version=__version__, instructions=(
         "Durable project memory. Every write is a receipted transaction; private memories never reach "
         "the shared .memory/ mirror. Search before adding: near-duplicates are refused."))
 
@@ -280,3 +315,68 @@ def build_server(backend: Backend) -> MCPServer:
         return _call(lambda: backend.verify(target, audit))
 
     return server
+
+
+class StdinLines:
+    """The client's lines from a private copy of fd 0, read only once it is readable, so a cancelled
+    server never waits for one more line; fd 0 itself points at the null device while serving (what
+    the SDK's own reader does), so nothing the tools start can read the protocol."""
+
+    def __init__(self) -> None:
+        import os
+
+        self.fd = os.dup(0)
+        devnull = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(devnull, 0)
+        os.close(devnull)
+        self.pending = b""
+        self.pollable = True
+
+    def __aiter__(self) -> StdinLines:
+        return self
+
+    async def _chunk(self) -> bytes:
+        import os
+
+        import anyio
+
+        if self.pollable:
+            try:
+                await anyio.wait_readable(self.fd)
+            except OSError:  # a regular file or /dev/null as stdin: always readable, never polled
+                self.pollable = False
+        return os.read(self.fd, 1 << 16)
+
+    async def __anext__(self) -> str:
+        while b"\n" not in self.pending:
+            chunk = await self._chunk()
+            if not chunk:
+                if not self.pending:
+                    raise StopAsyncIteration
+                line, self.pending = self.pending, b""
+                return line.decode("utf-8", "replace")
+            self.pending += chunk
+        line, _, self.pending = self.pending.partition(b"\n")
+        return line.decode("utf-8", "replace") + "\n"
+
+
+async def serve_stdio(server: MCPServer) -> None:
+    """Serve on stdio until the client closes stdin or SIGINT/SIGTERM arrives; both end it cleanly."""
+    import signal
+
+    import anyio
+    from mcp.server.stdio import stdio_server
+
+    lowlevel = server._lowlevel_server  # the SDK's run_stdio_async, with a stdin a cancel can interrupt
+    async with anyio.create_task_group() as group:
+
+        async def stop_on_signal() -> None:
+            with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+                async for _ in signals:
+                    group.cancel_scope.cancel()
+                    return
+
+        group.start_soon(stop_on_signal)
+        async with stdio_server(stdin=StdinLines()) as (read_stream, write_stream):  # type: ignore[arg-type]
+            await lowlevel.run(read_stream, write_stream, lowlevel.create_initialization_options())
+        group.cancel_scope.cancel()

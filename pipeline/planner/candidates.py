@@ -30,9 +30,9 @@ def to_memory(cand: dict[str, Any], today: str, now: str) -> Memory | None:
         return None
     if len(description) > MAX_DESCRIPTION:
         description = description[: MAX_DESCRIPTION - 1].rstrip() + "…"
+    # The name the session gave is kept as given; without one, ``apply`` names it after its file
+    # (a cut of the description would be prose that no command accepts as a name).
     title = sanitize_line(str(cand.get("name") or "")).removesuffix(".md")
-    if not title or (is_memory_name(title + ".md") and ("_" in title or "-" in title)):
-        title = description[:60].rstrip()
     return Memory(name=title, description=description, type=str(mtype),
                   visibility="safe" if cand.get("visibility") == "safe" else "private",
                   created=today, modified=now, body=body)
@@ -111,6 +111,7 @@ def apply(work: Work, candidates: list[dict[str, Any]], taken: set[str], now: st
                 work.notes.append(f"{label}: over the size bound; skipped")
                 continue
             name = file_name(cand, memory, taken)
+            memory = memory if memory.name else memory.with_changes(name=name.removesuffix(".md"))
             taken.add(name.lower())
             work.live[name] = memories[name] = memory
             work.created.add(name)

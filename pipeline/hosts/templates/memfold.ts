@@ -1,5 +1,6 @@
 // memfold for Pi: puts the memfold context block into the system prompt at session start and adds
 // /consolidate. Written by `memfold hooks install pi`; `memfold hooks uninstall pi` removes it.
+import { existsSync } from "node:fs";
 import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";
 
 const MEMFOLD: string[] = __MEMFOLD_ARGV__;
@@ -41,13 +42,25 @@ export default function (pi: ExtensionAPI) {
     description: "Consolidate memfold memory with this session (/consolidate no-context leaves it out)",
     handler: async (args, ctx) => {
       const noContext = (args || "").trim() === "no-context";
-      const session = ctx.sessionManager.getSessionFile();
-      const source = noContext || !session ? ["--no-context"] : ["--context", session];
+      // Pi writes the session file with the first answer: before that the session has nothing to read.
+      const session = ctx.sessionManager.getSessionFile() || "";
+      const saved = session !== "" && existsSync(session);
+      const source = noContext || !saved ? ["--no-context"] : ["--context", session];
       const result = await memfold(pi, ctx.cwd, ["consolidate", ...source], CONSOLIDATE_TIMEOUT_MS);
-      if (result.code === 0) {
-        ctx.ui.notify(result.stdout.trim() || "memfold: consolidated", "info");
+      let note = "";
+      if (!noContext && !saved) note = "\nmemfold: this session has no saved messages yet: consolidated without session context";
+      if (!noContext && saved) note = "\nmemfold: session context: " + session;
+      const ok = result.code === 0;
+      const text = ok
+        ? (result.stdout.trim() || "memfold: consolidated") + note
+        : "memfold /consolidate FAILED (exit " + result.code + "), nothing was written:\n" + result.stderr.trim();
+      if (ctx.hasUI) {
+        ctx.ui.notify(text, ok ? "info" : "error");
       } else {
-        ctx.ui.notify("memfold consolidate failed (exit " + result.code + "): " + result.stderr.trim(), "error");
+        // Print mode (`pi -p`) has no UI to notify: the report goes to the terminal and a failure
+        // becomes pi's exit code.
+        process.stderr.write(text + "\n");
+        if (!ok) process.exitCode = result.code || 1;
       }
       await loadContext(pi, ctx.cwd);
     },

@@ -1,25 +1,28 @@
-"""``memfold mcp``: serve the project's memory to an MCP client over stdio."""
+"""The body of ``memfold mcp`` without typer: a client waits for ``initialize`` while this starts, and
+typer (with the pydantic it imports) would add a fifth to the MCP SDK's own import time."""
 
 from __future__ import annotations
 
 import os
 
-from ._app import app, config, services
+from .context import config, services
 
 
-@app.command()
-def mcp() -> int:
-    """Run the MCP server on stdio (the project is --project or the working directory)."""
+def serve() -> int:
+    import gc
+
     import anyio
 
     from ..hosts.cron import DuePolicy
-    from ..hosts.mcp_server import Backend, build_server
+    from ..hosts.mcp_server import Backend, build_server, serve_stdio
     from ..transaction import consolidate_request
 
+    # The plain-command path turns the cyclic collector off for short processes; this one lives long.
+    gc.enable()
     cfg = config()
     section = cfg.consolidate
     backend = Backend(svc=services(), lock_timeout=float(cfg.lock.timeout), workers=cfg.workers,
                       due_policy=DuePolicy(section.due_hours, section.due_writes),
                       request=consolidate_request(cfg, os.environ), allow_publish=bool(cfg.mcp.allow_publish))
-    anyio.run(build_server(backend).run_stdio_async)
+    anyio.run(serve_stdio, build_server(backend))
     return 0
