@@ -66,7 +66,8 @@ def _sources(home: str, root: str, harness: str, project_home: str, include_glob
     if include_global:
         shared_home = locate.global_home(home)
         shared = os.path.join(shared_home, locate.MEMORY_DIR)
-        if _readable_root(shared, home, "global", warnings):
+        # No global store yet: nothing to index (and no index dir created for it).
+        if os.path.lexists(shared) and _readable_root(shared, home, "global", warnings):
             wanted.append(("global", shared, cache_file(shared_home, "memory")))
     return [Source(kind, path, Index.open(path, cache, int(limits.max_file_bytes), int(limits.max_files)))
             for kind, path, cache in wanted]

@@ -30,7 +30,11 @@ if TYPE_CHECKING:
 WEIGHTS = (8.0, 4.0, 1.0)
 # A trigram match is weaker evidence than a word match: a typo or fragment only resembles the word.
 GRAM_FACTOR = 0.35
-MAX_TERMS = 48
+MAX_TERMS = 24
+# Bounds on the work of one query, whatever the store size (see ``_scored``).
+CAP = 400
+POSTINGS = 1200
+WINDOW = 1000
 MIN_SQLITE = (3, 34, 0)  # the trigram tokenizer
 
 WORDS_TOKENIZER = "porter unicode61 remove_diacritics 2"
@@ -39,8 +43,34 @@ SCHEMA = (
     "CREATE VIRTUAL TABLE grams USING fts5(name, description, body, tokenize=\"trigram\")",
 )
 
-_CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\uff66-\uff9f"
-_CJK_RUN = re.compile(f"[{_CJK}]+")
+# Scripts written without spaces between words: Hiragana and Katakana, CJK ideographs (with
+# extension A and the compatibility block), Hangul syllables, half-width Katakana. Checked by code
+# point: a regular expression over these ranges takes milliseconds to compile on every prompt.
+_CJK_RANGES = ((0x3040, 0x30FF), (0x3400, 0x4DBF), (0x4E00, 0x9FFF), (0xAC00, 0xD7AF), (0xF900, 0xFAFF),
+               (0xFF66, 0xFF9F))
+
+
+def _is_cjk(ch: str) -> bool:
+    code = ord(ch)
+    return code >= 0x3040 and any(lo <= code <= hi for lo, hi in _CJK_RANGES)
+
+
+def _runs(text: str) -> list[tuple[bool, str]]:
+    """``text`` cut into maximal runs of CJK and of other characters, in order."""
+    out: list[tuple[bool, str]] = []
+    for ch in text:
+        cjk = _is_cjk(ch)
+        if out and out[-1][0] == cjk:
+            out[-1] = (cjk, out[-1][1] + ch)
+        else:
+            out.append((cjk, ch))
+    return out
+
+
+def has_cjk(text: str) -> bool:
+    return not text.isascii() and any(_is_cjk(ch) for ch in text)
+
+
 _TERM = re.compile(r"\w+")
 # Function words and the generic words of a request ("look", "change", "last time"): in a store of
 # project notes they are rare, so BM25 would rank them highly, yet they say nothing about the topic.
@@ -75,8 +105,7 @@ def check(conn: Connection) -> None:
                           f"tokenizer ({exc})") from None
 
 
-def _bigrams(match: re.Match[str]) -> str:
-    run = match.group(0)
+def _bigrams(run: str) -> str:
     if len(run) == 1:
         return f" {run} "
     return " " + " ".join(run[i:i + 2] for i in range(len(run) - 1)) + " "
@@ -84,7 +113,9 @@ def _bigrams(match: re.Match[str]) -> str:
 
 def words_text(text: str) -> str:
     """Text as the ``words`` index sees it: CJK runs split into bigrams, everything else unchanged."""
-    return _CJK_RUN.sub(_bigrams, text) if _CJK_RUN.search(text) else text
+    if not has_cjk(text):
+        return text
+    return "".join(_bigrams(run) if cjk else run for cjk, run in _runs(text))
 
 
 def title_text(file: str, name: str) -> str:
@@ -106,20 +137,25 @@ def delete(conn: Connection, rowid: int) -> None:
 
 
 def terms(query: str) -> list[str]:
-    """The distinct searchable words of a query, in order, without stop words, at most MAX_TERMS."""
+    """The distinct searchable words of a query without stop words; of a long prompt, the MAX_TERMS
+    longest (the most specific), in the prompt's order."""
     seen: dict[str, None] = {}
     for raw in _TERM.findall(query.lower()):
         for term in _split_cjk(raw):
-            if term not in _STOP and term not in seen and (len(term) > 1 or _CJK_RUN.match(term)):
+            if term not in _STOP and term not in seen and (len(term) > 1 or has_cjk(term)):
                 seen[term] = None
-    return list(seen)[:MAX_TERMS]
+    found = list(seen)
+    if len(found) <= MAX_TERMS:
+        return found
+    keep = set(sorted(found, key=lambda t: (-len(t), found.index(t)))[:MAX_TERMS])
+    return [t for t in found if t in keep]
 
 
 def _split_cjk(raw: str) -> Iterable[str]:
     """``部署script`` is two terms: the CJK run and the rest."""
-    if not _CJK_RUN.search(raw):
+    if not has_cjk(raw):
         return (raw,)
-    return [p for p in re.split(f"([{_CJK}]+)", raw) if p and p != "_"]
+    return [run for _, run in _runs(raw) if run.strip("_")]
 
 
 def _phrase(term: str) -> str:
@@ -128,36 +164,61 @@ def _phrase(term: str) -> str:
 
 def _prefix_query(term: str) -> str | None:
     # Longer forms the stemmer does not fold ("config" -> "configuration"), for a word with no exact hit.
-    if len(term) >= 4 and not _CJK_RUN.search(term) and "_" not in term:
+    if len(term) >= 4 and not has_cjk(term) and "_" not in term:
         return _phrase(term) + "*"
     return None
 
 
-def _gram_query(term: str) -> str | None:
-    if len(term) < 3:
-        return None
-    grams = {term[i:i + 3] for i in range(len(term) - 2)}
-    return " OR ".join('"' + g.replace('"', '""') + '"' for g in sorted(grams))
+def _count(conn: Connection, table: str, expression: str) -> int:
+    """How many memories match, counted only up to CAP + 1: the count costs O(CAP) at any store size."""
+    sql = f"SELECT count(*) FROM (SELECT 1 FROM {table} WHERE {table} MATCH ? LIMIT {CAP + 1})"
+    return int(conn.execute(sql, (expression,)).fetchone()[0])
 
 
-def _matches(conn: Connection, expression: str | None) -> bool:
-    if expression is None:
-        return False
-    return conn.execute("SELECT 1 FROM words WHERE words MATCH ? LIMIT 1", (expression,)).fetchone() is not None
-
-
-def _word_queries(conn: Connection, wanted: list[str]) -> tuple[list[str], list[str]]:
-    """Each term as the ``words`` index can answer it (exact, else as a prefix), and the terms it cannot."""
+def _word_expressions(conn: Connection, wanted: list[str]) -> tuple[list[tuple[int, str]], list[str]]:
+    """Each term as the ``words`` index answers it (exact, else as a prefix) with its capped count, and
+    the terms it does not know."""
     found, unknown = [], []
     for term in wanted:
         for expression in (_phrase(term), _prefix_query(term)):
-            if _matches(conn, expression):
+            count = _count(conn, "words", expression) if expression else 0
+            if count:
                 assert expression is not None
-                found.append(expression)
+                found.append((count, expression))
                 break
         else:
             unknown.append(term)
     return found, unknown
+
+
+def _gram_expressions(conn: Connection, missing: list[str]) -> list[tuple[int, str]]:
+    grams = {term[i:i + 3] for term in missing if len(term) >= 3 for i in range(len(term) - 2)}
+    counted = [(_count(conn, "grams", '"' + g.replace('"', '""') + '"'), '"' + g.replace('"', '""') + '"')
+               for g in sorted(grams)]
+    return [c for c in counted if c[0]]
+
+
+def _scored(conn: Connection, table: str, counted: list[tuple[int, str]], deep: int) -> list[tuple[int, float]]:
+    """BM25 over the rarest expressions whose matches fit in POSTINGS together.
+
+    When every expression is common (more than CAP matches), only the WINDOW most recently indexed
+    memories are ranked: a query of common words only says little, and the work stays bounded (FTS5
+    seeks to a row id range instead of reading whole lists).
+    """
+    weights = ", ".join(str(w) for w in WEIGHTS)
+    rank_sql = (f"SELECT rowid, -bm25({table}, {weights}) AS s FROM {table} WHERE {table} MATCH ? "
+                "AND rowid > ? ORDER BY s DESC LIMIT ?")
+    chosen, total = [], 0
+    for count, expression in sorted(c for c in counted if c[0] <= CAP):
+        if total + count > POSTINGS:
+            break
+        chosen.append(expression)
+        total += count
+    if chosen:
+        return conn.execute(rank_sql, (" OR ".join(chosen), 0, deep)).fetchall()
+    newest = conn.execute(f"SELECT rowid FROM {table} ORDER BY rowid DESC LIMIT 1").fetchone()
+    floor = newest[0] - WINDOW if newest else 0
+    return conn.execute(rank_sql, (" OR ".join(e for _, e in counted), floor, deep)).fetchall()
 
 
 def rank(conn: Connection, query: str, limit: int) -> list[tuple[int, float]]:
@@ -166,17 +227,15 @@ def rank(conn: Connection, query: str, limit: int) -> list[tuple[int, float]]:
     if not wanted:
         return []
     scores: dict[int, float] = {}
-    weights = ", ".join(str(w) for w in WEIGHTS)
-    found, missing = _word_queries(conn, wanted)
+    found, missing = _word_expressions(conn, wanted)
+    # Each index ranks in SQLite and returns its best few; a memory both rank gets both scores.
+    deep = max(limit, 1) * 4
     if found:
-        for rowid, score in conn.execute(
-                f"SELECT rowid, -bm25(words, {weights}) FROM words WHERE words MATCH ?", (" OR ".join(found),)):
+        for rowid, score in _scored(conn, "words", found, deep):
             scores[rowid] = scores.get(rowid, 0.0) + score
-    unknown = [q for q in (_gram_query(t) for t in missing) if q]
-    if unknown:
-        for rowid, score in conn.execute(
-                f"SELECT rowid, -bm25(grams, {weights}) FROM grams WHERE grams MATCH ?",
-                ("(" + ") OR (".join(unknown) + ")",)):
+    grams = _gram_expressions(conn, missing) if missing else []
+    if grams:
+        for rowid, score in _scored(conn, "grams", grams, deep):
             scores[rowid] = scores.get(rowid, 0.0) + GRAM_FACTOR * score
     hits = sorted(((r, s) for r, s in scores.items() if s > 0), key=lambda h: (-h[1], h[0]))
     return hits[:limit]

@@ -42,7 +42,6 @@ INDEX_SHARE = 0.5
 # A prompt's bodies: those scoring at least this share of the best hit (a word shared by chance
 # with a long prompt ranks far below the memory the prompt is about).
 RELEVANT_SHARE = 0.35
-TYPE_ORDER = {"feedback": 0, "user": 1, "project": 2, "reference": 3}
 
 
 def sanitize(text: str) -> str:
@@ -170,8 +169,7 @@ def ranked(sources: Sequence[Source], query: str, limit: int) -> list[tuple[Sour
 
 def _unranked(sources: Sequence[Source], limit: int) -> list[tuple[Source, Row]]:
     """Without a query: durable guidance first (feedback, user), then the newest."""
-    order = ("CASE type WHEN 'feedback' THEN 0 WHEN 'user' THEN 1 WHEN 'project' THEN 2 ELSE 3 END, "
-             "modified DESC, file")
+    order = "prio, modified DESC, file"
     out: list[tuple[Source, Row]] = []
     for i, source in enumerate(sources):
         for row in source.index.rows(order=order):
@@ -318,13 +316,23 @@ def build_injection(sources: Sequence[Source], *, query: str | None, max_bytes: 
 
 
 def _shadow_count(sources: Sequence[Source]) -> int:
-    """Memories of later stores hidden by an earlier store's memory of the same name."""
+    """Memories of later stores hidden by an earlier store's memory of the same name.
+
+    Counting compares every name, so the count is kept in the last index, under the generations of
+    all of them: a session start pays for it once per change, not once per session.
+    """
     if len(sources) < 2:
         return 0
+    key = "shadowed:" + "|".join(f"{s.kind}={s.index.generation()}" for s in sources)
+    known = sources[-1].index.memo(key) if sources[-1].index.verify else None
+    if known is not None and known.isdigit():
+        return int(known)
     seen: set[str] = set()
     count = 0
     for source in sources:
         files = {file for (file,) in source.index.conn.execute("SELECT file FROM docs")}
         count += len(files & seen)
         seen |= files
+    if sources[-1].index.verify:
+        sources[-1].index.remember(key, str(count))
     return count

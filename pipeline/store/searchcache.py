@@ -35,7 +35,8 @@ if TYPE_CHECKING:
 
     from .memory import Memory
 
-FORMAT = "memfold-search-1"
+FORMAT = "memfold-search-2"
+PRIORITY = {"feedback": 0, "user": 1, "project": 2, "reference": 3}
 INDEX_DIR = "index"
 SETTLED_NS = 2_000_000_000
 COLUMNS = ("id", "file", "sha", "st", "racy", "name", "description", "type", "visibility", "created",
@@ -95,7 +96,9 @@ def _create(conn: Connection) -> None:
     conn.execute("CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL)")
     conn.execute("CREATE TABLE docs(id INTEGER PRIMARY KEY, file TEXT NOT NULL UNIQUE, sha TEXT NOT NULL, "
                  "st TEXT, racy INTEGER NOT NULL, name TEXT, description TEXT, type TEXT, visibility TEXT, "
-                 "created TEXT, modified TEXT, expires TEXT, body TEXT, masks TEXT)")
+                 "created TEXT, modified TEXT, expires TEXT, body TEXT, masks TEXT, prio INTEGER NOT NULL)")
+    # Session start without a query takes durable guidance first, then the newest: read in index order.
+    conn.execute("CREATE INDEX docs_priority ON docs(prio, modified DESC, file)")
     for statement in fts.SCHEMA:
         conn.execute(statement)
 
@@ -104,9 +107,9 @@ def _add(conn: Connection, file: str, memory: Memory, sha: str, st: str | None, 
          rowid: int | None = None) -> None:
     cur = conn.execute(
         "INSERT INTO docs(id, file, sha, st, racy, name, description, type, visibility, created, modified, "
-        "expires, body) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        "expires, body, prio) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (rowid, file, sha, st, racy, memory.name, memory.description, memory.type, memory.visibility,
-         memory.created, memory.modified, memory.expires, memory.body))
+         memory.created, memory.modified, memory.expires, memory.body, PRIORITY.get(memory.type, len(PRIORITY))))
     assert cur.lastrowid is not None
     fts.insert(conn, cur.lastrowid, fts.title_text(file, memory.name), memory.description, memory.body)
 
@@ -237,6 +240,9 @@ def _connect(cache: str) -> Connection | None:
     if found is None or found[0] != FORMAT:
         conn.close()
         return None
+    # A derived cache: a commit need not wait for the disk. Power loss may lose the last settle or
+    # refresh, which the next reader detects from the files, as for any other stale index.
+    conn.execute("PRAGMA synchronous = OFF")
     return conn
 
 
@@ -250,6 +256,7 @@ class Index:
         self.verify = verify
         self.cache = cache
         self.bounds = bounds
+        self.pending: list[tuple[str, tuple[object, ...]]] = []
 
     def stale(self) -> None:
         """A served row no longer matches its file: replace the index before anyone asks again."""
@@ -280,10 +287,34 @@ class Index:
         return cls(conn, root, True, cache, (max_file_bytes, max_files))
 
     def close(self) -> None:
-        self.conn.close()
+        """Write what this reader settled, in one transaction (skipped when another holds the index)."""
+        try:
+            if self.pending:
+                with self.conn:
+                    for sql, params in self.pending:
+                        self.conn.execute(sql, params)
+        except sqlite3.Error:
+            pass
+        finally:
+            self.pending.clear()
+            self.conn.close()
 
     def count(self) -> int:
         return int(self.conn.execute("SELECT count(*) FROM docs").fetchone()[0])
+
+    def generation(self) -> str:
+        """What changes whenever the indexed files may have: the directory's recorded stat."""
+        found = self.conn.execute("SELECT value FROM meta WHERE key = 'dir'").fetchone()
+        return str(found[0]) if found else ""
+
+    def memo(self, key: str) -> str | None:
+        found = self.conn.execute("SELECT value FROM meta WHERE key = ?", (f"memo:{key}",)).fetchone()
+        return str(found[0]) if found else None
+
+    def remember(self, key: str, value: str) -> None:
+        """Keep one value derived from this index (and others), in place of any kept before."""
+        self.settle("DELETE FROM meta WHERE key LIKE 'memo:%'", ())
+        self.settle("INSERT INTO meta(key, value) VALUES (?, ?)", (f"memo:{key}", value))
 
     def has(self, file: str) -> bool:
         return self.conn.execute("SELECT 1 FROM docs WHERE file = ?", (file,)).fetchone() is not None
@@ -336,12 +367,8 @@ class Index:
         return True
 
     def settle(self, sql: str, params: tuple[object, ...]) -> None:
-        """Record a check that passed, so the next reader need not repeat it (skipped when busy)."""
-        try:
-            with self.conn:
-                self.conn.execute(sql, params)
-        except sqlite3.Error:
-            pass
+        """Record a check that passed, so the next reader need not repeat it: written on ``close``."""
+        self.pending.append((sql, params))
 
 
 def _current(conn: Connection, root: str) -> bool:
