@@ -12,9 +12,11 @@ from pathlib import Path
 from typing import Any
 
 from conftest import REPO, Env
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from pipeline import locate
-from pipeline.store.inject import Source, build_injection, read_memories, sanitize
+from pipeline.store.inject import BudgetTooSmall, Source, build_injection, read_memories, sanitize
 from pipeline.store.memory import Memory
 
 # The libraries the per-prompt path must not load, and the stdlib modules that each cost milliseconds
@@ -319,3 +321,46 @@ def test_a_changed_memory_is_scanned_again_not_served_stale_masks(env: Env) -> N
     assert env.run("update", "project_deploy-token", "-b", f"deploy with {other} now").code == 0
     out = env.run("inject", "--query", "deploy").out
     assert other not in out and TOKEN not in out and "[redacted: gitlab-personal-token]" in out
+
+
+WORDS = ("deploy", "cache", "queue", "部署", "развертывание", "Schlüssel", "retry", "</memory>", "\u202e", "x" * 40)
+
+
+@st.composite
+def stores(draw: st.DrawFn) -> dict[str, Memory]:
+    count = draw(st.integers(min_value=0, max_value=25))
+    text = st.lists(st.sampled_from(WORDS), min_size=1, max_size=30).map(" ".join)
+    return {f"project_m{i:03d}.md": Memory(f"m{i}", draw(text), type=draw(st.sampled_from(("project", "feedback"))),
+                                           visibility=draw(st.sampled_from(("safe", "private"))), body=draw(text))
+            for i in range(count)}
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(private=stores(), mirror=stores(), budget=st.integers(min_value=1, max_value=6000),
+       query=st.one_of(st.none(), st.sampled_from(WORDS)), prompt=st.booleans())
+def test_the_budget_is_exact_and_whatever_is_left_out_is_counted(
+        private: dict[str, Memory], mirror: dict[str, Memory], budget: int, query: str | None,
+        prompt: bool) -> None:
+    sources = _sources(("private", private), ("mirror", mirror))
+    try:
+        result = build_injection(sources, query=query, max_bytes=budget, max_files=8, guidance=True,
+                                 prompt=prompt)
+    except BudgetTooSmall as exc:
+        assert budget < exc.minimum
+        # The minimum is enough: the same call with it succeeds within it.
+        assert len(build_injection(sources, query=query, max_bytes=exc.minimum, max_files=8, guidance=True,
+                                   prompt=prompt).text.encode()) <= exc.minimum
+        return
+    size = len(result.text.encode())
+    assert size <= budget
+    shown = set(result.included) | set(parse_block(result.text)["index"] if result.text and not prompt else ())
+    every = set(private) | set(mirror)
+    if not prompt:
+        left_out = every - shown
+        assert result.omitted >= len(left_out)
+    if result.omitted:
+        assert f"\u2026 {result.omitted} more memories not shown: ask for them with memory_search" in result.text
+    else:
+        assert "more memories not shown" not in result.text
+    if result.text:
+        assert result.text.endswith("</memory>\n")

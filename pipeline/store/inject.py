@@ -229,7 +229,7 @@ def build_injection(sources: Sequence[Source], *, query: str | None, max_bytes: 
     head += "".join(f"Note: {_field(w)}\n" for w in warnings)
     tail = ("\n" + sanitize(GUIDANCE) + "\n" if guidance and not prompt else "") + CLOSE_TAG
     reserve = _size(marker(total, store))
-    minimum = _size(head) + _size(tail) + reserve
+    minimum = _size(head) + _size(tail) + reserve + (0 if prompt else _size(INDEX_HEAD))
     if max_bytes < minimum:
         raise BudgetTooSmall(minimum)
     budget = _Budget(max_bytes - minimum)
@@ -251,8 +251,6 @@ def build_injection(sources: Sequence[Source], *, query: str | None, max_bytes: 
     listed: set[str] = set()
     rows = iter(()) if prompt else _listing(sources)
     index_open = not prompt
-    if index_open and not budget.take(INDEX_HEAD):
-        index_open = False
     share = budget.left * (1 - INDEX_SHARE) if candidates else 0
 
     pending: list[str] = []
