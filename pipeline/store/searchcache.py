@@ -286,7 +286,7 @@ class Index:
             raise Stale(f"the search index of {root} cannot be kept")
         return cls(conn, root, True, cache, (max_file_bytes, max_files))
 
-    def close(self) -> None:
+    def flush(self) -> None:
         """Write what this reader settled, in one transaction (skipped when another holds the index)."""
         try:
             if self.pending:
@@ -297,7 +297,10 @@ class Index:
             pass
         finally:
             self.pending.clear()
-            self.conn.close()
+
+    def close(self) -> None:
+        self.flush()
+        self.conn.close()
 
     def count(self) -> int:
         return int(self.conn.execute("SELECT count(*) FROM docs").fetchone()[0])
@@ -399,17 +402,43 @@ def _current(conn: Connection, root: str) -> bool:
     return True
 
 
+# A long-lived process (the MCP server) keeps each index open between calls: SQLite's page cache then
+# holds its hot pages. Each call still checks it against the files, and against the index file itself
+# (a rebuild replaces it by a rename).
+_OPEN: dict[str, tuple[tuple[int, int], Index]] = {}
+
+
+def _identity(path: str) -> tuple[int, int]:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return (0, 0)
+    return (st.st_dev, st.st_ino)
+
+
+def _kept(root: str, cache: str, max_bytes: int, max_files: int) -> Index:
+    held = _OPEN.pop(cache, None)
+    if held is not None:
+        identity, index = held
+        if identity == _identity(cache) and index.root == root and _current(index.conn, root):
+            return index
+        index.close()
+    return Index.open(root, cache, max_bytes, max_files)
+
+
 def search_hits(root: str | os.PathLike[str], store_home: str | os.PathLike[str], query: str, limit: int,
                 limits: Any) -> list[tuple[Row, float]]:
     """The best ``limit`` memories of one root for ``query`` (scores rounded), from its checked index."""
     root, cache = os.fspath(root), cache_file(os.fspath(store_home), "memory")
     max_bytes, max_files = int(limits.max_file_bytes), int(limits.max_files)
     for _attempt in range(3):
-        index = Index.open(root, cache, max_bytes, max_files)
+        index = _kept(root, cache, max_bytes, max_files)
         try:
-            return [(row, float(f"{score:.4g}")) for row, score in index.ranked(query, max(limit, 0))]
+            hits = [(row, float(f"{score:.4g}")) for row, score in index.ranked(query, max(limit, 0))]
         except Stale:
-            continue  # a file changed after the index was read; it has been rebuilt
-        finally:
             index.close()
+            continue  # a file changed after the index was read; it has been rebuilt
+        index.flush()
+        _OPEN[cache] = (_identity(cache), index)
+        return hits
     raise Stale(f"the files of {root} keep changing")
