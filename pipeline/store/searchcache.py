@@ -230,7 +230,8 @@ def after_commit(layout: Any, source: Mapping[str, Mapping[str, str]], final: Ma
 def _connect(cache: str) -> Connection | None:
     """The index at ``cache`` if it exists in this format; None otherwise."""
     try:
-        conn = sqlite3.connect(f"file:{cache}?mode=rw", uri=True, timeout=0.2)
+        # A server answers calls from worker threads; an index in use is out of the pool (see _kept).
+        conn = sqlite3.connect(f"file:{cache}?mode=rw", uri=True, timeout=0.2, check_same_thread=False)
     except sqlite3.Error:
         return None
     try:
