@@ -279,7 +279,7 @@ def _fsync_concurrently(fds: list[int]) -> None:
         raise errors[0]
 
 
-def create_unsynced(path: Path, data: bytes, mode: int = 0o600) -> int:
+def create_unsynced(path: str | Path, data: bytes, mode: int = 0o600) -> int:
     """Create ``path`` (must not exist) and write ``data`` without an fsync; returns the open descriptor.
 
     For batches: the caller fsyncs it with the others (``fsync_all``) and closes it. On a failed write
@@ -329,24 +329,34 @@ def atomic_write(path: str | Path, data: bytes, mode: int = 0o600, *, durable: b
     """
     from pathlib import Path
 
+    if not durable:
+        replace_unsynced(os.fspath(path), data, mode)
+        return sha256_bytes(data)
     path = Path(path)
     tmp = path.parent / temp_name(path.name)
-    if durable:
-        digest = write_new(tmp, data, mode)
-    else:
-        os.close(create_unsynced(tmp, data, mode))
-        digest = sha256_bytes(data)
+    digest = write_new(tmp, data, mode)
     try:
         ops.rename(str(tmp), str(path))
     except BaseException:
         _silent_unlink(tmp)
         raise
-    if durable:
-        fsync_dir(path.parent)
+    fsync_dir(path.parent)
     return digest
 
 
-def _silent_unlink(path: Path) -> None:
+def replace_unsynced(path: str, data: bytes, mode: int = 0o600) -> None:
+    """``atomic_write(durable=False)`` without pathlib or a hash: for state the per-prompt path keeps."""
+    directory, name = os.path.split(path)
+    tmp = os.path.join(directory, temp_name(name))
+    os.close(create_unsynced(tmp, data, mode))
+    try:
+        ops.rename(tmp, path)
+    except BaseException:
+        _silent_unlink(tmp)
+        raise
+
+
+def _silent_unlink(path: str | Path) -> None:
     try:
         os.unlink(path)
     except OSError:

@@ -54,8 +54,9 @@ def test_bench_quick_completes_and_prints_the_table(tmp_path: Path) -> None:
     lines = proc.stdout.splitlines()
     assert lines[0].split()[:5] == ["path", "N", "median", "min", "max"]
     paths = {line[:22].strip() for line in lines[2:]}
-    for expected in ("inject", "claude hook", "mcp initialize", "add", "list", "search", "consolidate",
-                     "consolidate (CLI)",
+    for expected in ("inject", "inject --prompt", "claude hook (start)", "claude hook (prompt)",
+                     "session bytes (prompt)", "mcp memory_search", "mcp initialize",
+                     "add", "list", "search", "consolidate", "consolidate (CLI)",
                      "worker", "validation", "commit", "apply (in-process)", "verify", "audit"):
         assert expected in paths, (expected, proc.stdout)
     # The write and audit rows each carry the floor they are held to and a numeric ratio to it.

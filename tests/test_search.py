@@ -1,4 +1,4 @@
-"""Ranking: token sets are kept per parsed memory, so a memory changed on disk ranks by its new words."""
+"""Search in a long-lived process (the MCP server) and the token sets the planner compares."""
 
 from __future__ import annotations
 
@@ -11,17 +11,8 @@ from conftest import Env
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from pipeline.errors import UsageError
 from pipeline.store import state
-from pipeline.store.memory import Memory
-from pipeline.store.search import rank
-
-
-def test_rank_scores_name_description_and_body_of_each_memory_object() -> None:
-    old = Memory(name="deploy", description="how we deploy", body="blue green")
-    new = Memory(name="deploy", description="how we roll back", body="canary")
-    assert rank("deploy green", {"project_deploy.md": old}) == [("project_deploy.md", 3 + 2 + 1)]
-    assert rank("deploy green", {"project_deploy.md": new}) == [("project_deploy.md", 3)]
-    assert rank("canary", {"project_deploy.md": new, "project_other.md": old}) == [("project_deploy.md", 1)]
 
 
 def test_the_mcp_backend_searches_a_memory_edited_behind_its_back(env: Env, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -41,6 +32,24 @@ def test_the_mcp_backend_searches_a_memory_edited_behind_its_back(env: Env, monk
     assert backend.search("alpha", 10)["results"] == []
     assert [r["description"] for r in backend.search("gamma", 10)["results"]] == ["gamma topic"]
     assert [r["description"] for r in backend.list_memories()["memories"]] == ["gamma topic"]
+
+
+def test_the_mcp_backend_never_returns_a_memory_forgotten_while_it_runs(env: Env) -> None:
+    from pipeline.commands import _app
+    from pipeline.hosts.cron import DuePolicy
+    from pipeline.hosts.mcp_server import Backend
+
+    for name in ("project_deploy-a", "project_deploy-b"):
+        assert env.run("add", name, "-d", f"deploy notes {name}", "-b", f"deploy body of {name}").code == 0
+    _app.STATE.home, _app.STATE.project = env.home, env.project
+    backend = Backend(svc=_app.services(privacy=False), lock_timeout=5, workers={}, due_policy=DuePolicy(24, 10))
+    assert len(backend.search("deploy", 10)["results"]) == 2
+    backend.forget("project_deploy-a")
+    assert [r["file"] for r in backend.search("deploy", 10)["results"]] == ["project_deploy-b.md"]
+    assert env.run("forget", "project_deploy-b").code == 0  # by another process
+    assert backend.search("deploy", 10)["results"] == []
+    with pytest.raises(UsageError):
+        backend.search("  ", 10)
 
 
 @settings(max_examples=300, deadline=None)

@@ -17,6 +17,7 @@ from typing import Any
 
 from . import floors
 from . import mcp as mcp_bench
+from .prompt import bench_prompt
 from .synth import Synthetic, write_store
 from .writes import bench_writes
 
@@ -28,7 +29,6 @@ STAGE_FLOORS = {"read": "read+hash", "stale-check": "read+hash", "worker": "pyth
 # Past this the built-in plan outgrows the default stdout bounds (no config field raises them yet):
 # larger stores are consolidated through pipeline.bench.driver, which raises them.
 CLI_CONSOLIDATE_MAX = 2000
-HOOK_PROMPT = "how do we deploy the cache and retry the queue worker"
 
 
 @dataclass
@@ -172,19 +172,13 @@ def bench_size(plan: Plan, n: int, env: dict[str, str], python_ms: float) -> Non
         return row
 
     small = n <= 200
-    plan.progress(f"n={n}: inject, hook, list, search")
-    add("inject", cli.timed(reps, "inject"), "python", "<= 3x floor at 200" if small else "",
-        (lambda r: (r.ratio or 0) <= 3) if small else None)
-    hook = json.dumps({"hook_event_name": "UserPromptSubmit", "prompt": HOOK_PROMPT,
-                       "cwd": str(store.project)}).encode()
-    add("claude hook", cli.timed(reps, "inject", "--format", "claude-hook", stdin=hook), "python",
-        "<= 3x floor at 200" if small else "", (lambda r: (r.ratio or 0) <= 3) if small else None)
+    plan.progress(f"n={n}: inject, hook, search, memory_search, list")
+    bench_prompt(cli, add, store, n, reps)
     if small:
         sdk, init = mcp_bench.samples(store.home, store.project, env, reps)
         fl["import mcp SDK"] = statistics.median(sdk)
         add("mcp initialize", init, "import mcp SDK", "<= 1.2x floor", lambda r: (r.ratio or 0) <= 1.2)
     add("list", cli.timed(reps, "list"), "python")
-    add("search", cli.timed(reps, "search", "deploy cache retry"), "python")
     plan.progress(f"n={n}: add")
     adds = []
     for i in range(reps + 1):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 import tempfile
 from pathlib import Path
@@ -34,9 +35,17 @@ def bench(
     reps: int = typer.Option(None, "--reps", min=1, help="repetitions of each per-prompt path"),
     consolidate_reps: int = typer.Option(None, "--consolidate-reps", min=1, help="repetitions of consolidate"),
     workdir: Path = typer.Option(None, "--workdir", help="where the synthetic stores go (default: a temp dir)"),
+    retrieval: bool = typer.Option(False, "--retrieval", help="recall@5 and MRR on the labelled retrieval set"),
     json_out: bool = JsonOpt,
 ) -> int:
     """Benchmark inject, add, list, search, consolidate (and its stages), verify and audit."""
+    if retrieval:
+        from ..bench.retrieval import format_result, run
+
+        found = run()
+        sys.stdout.write(json.dumps(found, indent=2, ensure_ascii=False) + "\n" if want_json(json_out)
+                         else format_result(found))
+        return 0
     from ..bench.run import Plan, as_json, format_table, run_bench
 
     def progress(message: str) -> None:

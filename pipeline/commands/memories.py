@@ -113,11 +113,16 @@ def list_memories(global_: bool, json_out: bool) -> int:
 
 def search(query: str, limit: int, global_: bool, json_out: bool) -> int:
     use_global(global_)
-    from ..store.search import rank
+    from ..errors import UsageError
 
-    _, memories = read_memories()
-    hits = rank(query, memories)[:limit]
-    rows = [{**row(n, memories[n]), "score": s} for n, s in hits]
-    human = "\n".join(f"{r['file']:<40} {r['score']:>3}  {r['description']}" for r in rows)
+    if not query.strip():
+        raise UsageError("search needs words to look for", code="usage.query",
+                         hint="give a query, e.g. `memfold search deploy`; `memfold list` shows every memory")
+    from ..store.searchcache import search_hits
+
+    svc = services(privacy=False)
+    hits = search_hits(svc.layout.harness, svc.layout.project_home, query, limit, svc.limits)
+    rows = [{**row(r.file, r), "score": s} for r, s in hits]
+    human = "\n".join(f"{r['file']:<40} {r['score']:>8.4g}  {r['description']}" for r in rows)
     emit({"ok": True, "query": query, "results": rows}, human or "no match", as_json=want_json(json_out))
     return 0

@@ -13,14 +13,13 @@ import time
 
 from .. import paths
 from ..safetext import visible
-from ..store.inject import Injection, build_injection, read_memories
+from ..store import sessions
+from ..store.inject import BudgetTooSmall, Injection, Source, build_injection
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Mapping, Sequence
+    from collections.abc import Sequence
     from typing import Any
-
-    from ..store.memory import Memory
 
 FORMATS = ("text", "json", "claude-hook")
 
@@ -52,46 +51,79 @@ def _readable_root(root: str, below: str, label: str, warnings: list[str]) -> bo
     return True
 
 
-def gather(home: str, project_dir: str, *, query: str | None, max_bytes: int | None, max_files: int | None,
-           include_global: bool = True) -> Injection:
+def _sources(home: str, root: str, harness: str, project_home: str, include_global: bool, limits: Any,
+             warnings: list[str]) -> list[Source]:
     from ..mirror.trust import is_trusted
+    from ..store.searchcache import Index, cache_file
+
+    wanted = []
+    if _readable_root(harness, home, "private", warnings):
+        wanted.append(("private", harness, cache_file(project_home, "memory")))
+    if is_trusted(home, root):
+        mirror = os.path.join(root, paths.MIRROR_DIR)
+        if _readable_root(mirror, root, "mirror", warnings):
+            wanted.append(("mirror", mirror, cache_file(project_home, "mirror")))
+    if include_global:
+        shared_home = paths.global_home(home)
+        shared = os.path.join(shared_home, paths.MEMORY_DIR)
+        # No global store yet: nothing to index (and no index dir created for it).
+        if os.path.lexists(shared) and _readable_root(shared, home, "global", warnings):
+            wanted.append(("global", shared, cache_file(shared_home, "memory")))
+    return [Source(kind, path, Index.open(path, cache, int(limits.max_file_bytes), int(limits.max_files)))
+            for kind, path, cache in wanted]
+
+
+def gather(home: str, project_dir: str, *, query: str | None, max_bytes: int | None, max_files: int | None,
+           include_global: bool = True, prompt: bool = False, session: str | None = None) -> Injection:
+    """The block for this project; with ``prompt``, only what ``query`` adds to this ``session``."""
+    from ..store.searchcache import Stale
 
     home = os.path.abspath(home)
-    root = paths.project_root(project_dir)
-    harness = os.path.join(paths.project_home(home, paths.project_key(root)), paths.MEMORY_DIR)
+    root = paths.project_root(os.fspath(project_dir))
+    project_home = paths.project_home(home, paths.project_key(root))
+    harness = os.path.join(project_home, paths.MEMORY_DIR)
     config = _config(home)
     settings = config.inject
     limit_bytes = int(max_bytes or settings.max_bytes)
     limit_files = int(max_files or settings.max_files)
-    warnings: list[str] = []
-    private = read_memories(harness, 64 * 1024, 4096) if _readable_root(harness, home, "private", warnings) else {}
-    shared_root = os.path.join(paths.global_home(home), paths.MEMORY_DIR)
-    shared = (read_memories(shared_root, 64 * 1024, 4096)
-              if include_global and _readable_root(shared_root, home, "global", warnings) else {})
+    mask = None
     if settings.mask_credentials:
-        from ..store.mask import mask_credentials
+        from ..store.mask import RowMasker
 
-        private, shared = mask_credentials(home, [private, shared], config.privacy)
-    stores: list[tuple[str, Mapping[str, Memory]]] = [("private", private)]
-    if is_trusted(home, root):
-        mirror = os.path.join(root, paths.MIRROR_DIR)
-        if _readable_root(mirror, root, "mirror", warnings):
-            # Mirror copies of private memories are shadowed anyway: not parsed twice.
-            stores.append(("mirror", read_memories(mirror, 64 * 1024, 4096, shadowed=private.keys())))
-    if include_global:
-        stores.append(("global", shared))
-    return build_injection(stores, query=query, max_bytes=limit_bytes, max_files=limit_files,
-                           guidance=bool(settings.guidance), warnings=warnings)
+        mask = RowMasker(home, config.privacy)
+    sent = sessions.load(project_home, session) if session else {}
+    for attempt in range(3):
+        warnings: list[str] = []
+        sources = _sources(home, root, harness, project_home, include_global, config.limits, warnings)
+        try:
+            result = build_injection(sources, query=query, max_bytes=limit_bytes, max_files=limit_files,
+                                     guidance=bool(settings.guidance), warnings=warnings, prompt=prompt,
+                                     sent=sent, mask=mask)
+        except Stale:
+            # A file changed after its index was read: the index was rebuilt, build the block again.
+            if attempt == 2:
+                raise
+            continue
+        finally:
+            for source in sources:
+                source.index.close()
+        if session and result.sent:
+            sessions.save(project_home, session, {**sent, **result.sent})
+        return result
+    raise AssertionError("unreachable")
 
 
-USAGE = ("usage: memfold inject [--home DIR] [--project DIR] [--query TEXT] [--max-bytes N] [--max-files N]\n"
-         "                      [--format text|json|claude-hook] [--json]\n")
+USAGE = ("usage: memfold inject [--home DIR] [--project DIR] [--query TEXT | --prompt TEXT] [--session ID]\n"
+         "                      [--max-bytes N] [--max-files N] [--format text|json|claude-hook] [--json]\n")
 HELP = USAGE + """
 Print the bounded memory context block a host puts before the model.
 
   --home DIR          the memfold home (default $MEMFOLD_HOME, else the user data dir)
   --project DIR       the project (default: the working directory)
   --query TEXT        also include the bodies of the memories that best match TEXT
+  --prompt TEXT       the block for one prompt: only the bodies relevant to TEXT not yet sent in
+                      --session (no index, no guidance; empty when nothing new is relevant)
+  --session ID        the host's session: bodies it was sent are not sent again
   --max-bytes N       the block's byte budget (default: inject.max_bytes, else 16000)
   --max-files N       at most N memory bodies (default: inject.max_files, else 8)
   --format FORMAT     text (default), json, or claude-hook (reads the hook JSON on stdin)
@@ -106,6 +138,8 @@ class Args:
         self.home: str | None = None
         self.project: str | None = None
         self.query: str | None = None
+        self.prompt: str | None = None
+        self.session: str | None = None
         self.max_bytes: int | None = None
         self.max_files: int | None = None
         self.format = "text"
@@ -116,7 +150,8 @@ class _Usage(Exception):
     pass
 
 
-_VALUED = {"--home": "home", "--project": "project", "--query": "query", "--max-bytes": "max_bytes",
+_VALUED = {"--home": "home", "--project": "project", "--query": "query", "--prompt": "prompt",
+           "--session": "session", "--max-bytes": "max_bytes",
            "--max-files": "max_files", "--format": "format"}
 
 
@@ -142,6 +177,8 @@ def parse_args(argv: Sequence[str]) -> Args:
             value = items[i]
             i += 1
         setattr(args, _VALUED[option], _value(option, value))
+    if args.query is not None and args.prompt is not None:
+        raise _Usage("give --query or --prompt, not both")
     return args
 
 
@@ -180,12 +217,17 @@ def claude_hook(args: Args) -> int:
             raise ValueError("hook input is not a JSON object")
         cwd = args.project or hook.get("cwd") or os.getcwd()
         event = hook.get("hook_event_name") or "SessionStart"
-        query = args.query or (hook.get("prompt") if event == "UserPromptSubmit" else None)
-        result = gather(home, cwd, query=query, max_bytes=args.max_bytes, max_files=args.max_files)
+        per_prompt = event == "UserPromptSubmit"
+        query = args.query or args.prompt or (hook.get("prompt") if per_prompt else None)
+        session = args.session or hook.get("session_id")
+        result = gather(home, cwd, query=str(query) if query else None, max_bytes=args.max_bytes,
+                        max_files=args.max_files, prompt=per_prompt,
+                        session=session if isinstance(session, str) and session else None)
         for warning in result.warnings:
             _log(home, warning)
-        out = {"hookSpecificOutput": {"hookEventName": event, "additionalContext": result.text}}
-        sys.stdout.write(json.dumps(out, ensure_ascii=False) + "\n")
+        if result.text:  # a prompt with nothing new to add gets no block
+            out = {"hookSpecificOutput": {"hookEventName": event, "additionalContext": result.text}}
+            sys.stdout.write(json.dumps(out, ensure_ascii=False) + "\n")
     except Exception as exc:
         _log(home, f"{exc.__class__.__name__}: {exc}")
     return 0
@@ -211,16 +253,21 @@ def main(argv: Sequence[str]) -> int:
         return claude_hook(args)
     home = _home(args.home)
     try:
-        result = gather(home, args.project or os.getcwd(), query=args.query, max_bytes=args.max_bytes,
-                        max_files=args.max_files)
+        result = gather(home, args.project or os.getcwd(), query=args.prompt or args.query,
+                        max_bytes=args.max_bytes, max_files=args.max_files, prompt=args.prompt is not None,
+                        session=args.session)
+    except BudgetTooSmall as exc:
+        sys.stderr.write(f"{USAGE}memfold inject: error [usage.max-bytes]: {exc}\n")
+        return 2
     except Exception as exc:
         code = getattr(exc, "exit_code", 1)
         sys.stderr.write(visible(f"memfold: error [{getattr(exc, 'code', 'inject.failed')}]: {exc}\n"))
         return int(code)
     if args.format == "json" or args.json_out:
         sys.stdout.write(json.dumps({"ok": True, "text": result.text, "indexed": result.indexed,
-                                     "included": result.included, "truncated": result.truncated,
-                                     "warnings": result.warnings}, ensure_ascii=False) + "\n")
+                                     "included": result.included, "omitted": result.omitted,
+                                     "truncated": result.truncated, "warnings": result.warnings},
+                                    ensure_ascii=False) + "\n")
     else:
         for warning in result.warnings:
             sys.stderr.write(f"memfold: warning: {visible(warning)}\n")

@@ -12,7 +12,7 @@ from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..apply.commit import Services
-from ..errors import InputRejected, MemfoldError
+from ..errors import InputRejected, MemfoldError, UsageError
 from ..store.memory import Memory
 from ..store.state import read_root
 from ..transaction import ConsolidateRequest
@@ -58,7 +58,7 @@ class ListOut(BaseModel):
 
 
 class SearchRow(MemoryRow):
-    score: int
+    score: float = Field(description="BM25 relevance, higher is better")
     body: str
 
 
@@ -98,7 +98,7 @@ class VerifyOut(BaseModel):
     witness: dict[str, Any] | None = None
 
 
-def _row(file: str, m: Memory) -> dict[str, Any]:
+def _row(file: str, m: Any) -> dict[str, Any]:  # a Memory or a search index row
     return {"file": file, "name": m.name, "description": m.description, "type": m.type, "visibility": m.visibility,
             "created": m.created, "modified": m.modified, "expires": m.expires}
 
@@ -155,12 +155,15 @@ class Backend:
         return {"ok": True, "memories": [_row(n, memories[n]) for n in sorted(memories)]}
 
     def search(self, query: str, limit: int) -> dict[str, Any]:
-        from ..store.search import rank
+        from ..store.searchcache import search_hits
 
-        memories = self.memories()
-        hits = rank(query, memories)[: max(limit, 0)]
+        if not query.strip():
+            raise UsageError("memory_search needs words to look for", code="usage.query",
+                             hint="pass a query; memory_list shows every memory")
+        layout = self.svc.layout
+        hits = search_hits(layout.harness, layout.project_home, query, limit, self.svc.limits)
         return {"ok": True, "query": query,
-                "results": [{**_row(n, memories[n]), "score": s, "body": memories[n].body} for n, s in hits]}
+                "results": [{**_row(r.file, r), "score": s, "body": r.body} for r, s in hits]}
 
     def consolidate(self, context: str | None, scope: str | None, worker: str, dry_run: bool) -> dict[str, Any]:
         from ..transaction import consolidate

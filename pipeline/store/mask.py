@@ -2,26 +2,21 @@
 
 A private memory may hold a token by design, but the injected block goes to the model provider with
 every prompt. Finding the secrets needs the privacy rules (RE2), which cost more than the rest of the
-per-prompt path, so the spans found in a memory's text are cached under ``<home>/cache/``, keyed by
-the text's sha256: an unchanged store loads no rule at all. The cache holds digests, offsets and rule
-ids, never text.
+per-prompt path, so the spans found in a served memory are kept with its row in the store's search
+index (same private home as the memory itself), as offsets and rule ids: an unchanged store loads no
+rule at all.
 """
 
 from __future__ import annotations
 
 import os
-from hashlib import sha256
 
 from . import filecache
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Mapping
     from typing import Any
 
-    from .memory import Memory
-
-CACHE_NAME = "inject-masks.json"
 CATEGORIES = ("credential",)
 FIELDS = ("description", "body")
 _PIPELINE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -35,52 +30,70 @@ def _rules_identity(privacy: Any) -> list[Any]:
     files += [os.path.join(base, "privacy-rules.yaml")
               for base in (os.path.join(_PIPELINE, "_data", "schemas"), os.path.join(_PIPELINE, "..", "schemas"))]
     user = json.dumps([privacy.rules, privacy.allowlist], sort_keys=True)
-    return ["inject-masks-1", [filecache.identity(f) for f in files], sha256(user.encode("utf-8")).hexdigest()]
+    return ["inject-masks-2", [filecache.identity(f) for f in files], user]
 
 
-def _digest(memory: Memory) -> str:
-    return sha256(f"{memory.description}\x00{memory.body}".encode("utf-8", "replace")).hexdigest()
-
-
-def _scan(ruleset: Any, memory: Memory) -> list[list[Any]]:
+def _scan(ruleset: Any, memory: Any) -> list[list[Any]]:
     return [[field, *span] for field in FIELDS for span in ruleset.spans(getattr(memory, field), CATEGORIES)]
 
 
-def _masked(memory: Memory, spans: list[list[Any]]) -> Memory:
-    if not spans:
-        return memory
-    changes: dict[str, str] = {}
-    for field in FIELDS:
-        text = getattr(memory, field)
-        # Right to left, so earlier offsets stay valid as the text changes length.
-        for _, start, end, rule in sorted((s for s in spans if s[0] == field), key=lambda s: -s[1]):
-            text = f"{text[:start]}[redacted: {rule}]{text[end:]}"
-        changes[field] = text
-    return memory.with_changes(**changes)
+class _Text:
+    """The two scanned fields of an indexed memory, shaped like a Memory for ``_scan``."""
+
+    __slots__ = FIELDS
+
+    def __init__(self, description: str, body: str) -> None:
+        self.description = description
+        self.body = body
 
 
-def mask_credentials(home: str, stores: list[Mapping[str, Memory]], privacy: Any) -> list[dict[str, Memory]]:
-    """Each store with every credential-class finding replaced by ``[redacted: RULE-ID]``.
+def _apply(text: str, spans: list[list[Any]], field: str) -> str:
+    # Right to left, so earlier offsets stay valid as the text changes length.
+    for _, start, end, rule in sorted((s for s in spans if s[0] == field), key=lambda s: -s[1]):
+        text = f"{text[:start]}[redacted: {rule}]{text[end:]}"
+    return text
 
-    The rules are loaded only when some memory's text is not in the cache; the cache is then rewritten
-    with exactly the current memories, so forgotten ones drop out of it.
+
+class RowMasker:
+    """Masks for rows of a search index, kept in the index itself (``docs.masks``).
+
+    Only the rows that are served are scanned, once each: the spans are stored with the row and
+    dropped when the rules change (their identity is kept in the index's ``meta``).
     """
-    cache = filecache.cache_path(home, CACHE_NAME)
-    key = _rules_identity(privacy)
-    known = filecache.load(cache, key)
-    known = known if isinstance(known, dict) else {}
-    digests = [{name: _digest(memory) for name, memory in store.items()} for store in stores]
-    current = {d: known.get(d) for names in digests for d in names.values()}
-    missing = [d for d, spans in current.items() if not isinstance(spans, list)]
-    if missing:
-        from ..privacy import load_ruleset
 
-        ruleset = load_ruleset(privacy.rules or None, privacy.allowlist or None, cache_home=home)
-        by_digest = {
-            d: m for store, names in zip(stores, digests, strict=False) for n, m in store.items() for d in [names[n]]
-        }
-        for digest in missing:
-            current[digest] = _scan(ruleset, by_digest[digest])
-        filecache.save(cache, key, current, [])
-    return [{name: _masked(memory, current[names[name]] or []) for name, memory in store.items()}
-            for store, names in zip(stores, digests, strict=False)]
+    def __init__(self, home: str, privacy: Any, kinds: tuple[str, ...] = ("private", "global")) -> None:
+        import json
+
+        self.home = home
+        self.privacy = privacy
+        self.kinds = kinds
+        self.key = json.dumps(_rules_identity(privacy))
+        self.ruleset: Any = None
+        self.checked: set[int] = set()
+
+    def __call__(self, source: Any, row: Any) -> tuple[str, str]:
+        import json
+
+        description, body = row.description or "", row.body or ""
+        if source.kind not in self.kinds:
+            return description, body
+        index = source.index
+        if id(index) not in self.checked:
+            self.checked.add(id(index))
+            found = index.conn.execute("SELECT value FROM meta WHERE key = 'masks'").fetchone()
+            if found is None or found[0] != self.key:
+                with index.conn:
+                    index.conn.execute("UPDATE docs SET masks = NULL")
+                    index.conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('masks', ?)", (self.key,))
+                row.masks = None
+        spans = json.loads(row.masks) if row.masks else None
+        if spans is None:
+            if self.ruleset is None:
+                from ..privacy import load_ruleset
+
+                self.ruleset = load_ruleset(self.privacy.rules or None, self.privacy.allowlist or None,
+                                            cache_home=self.home)
+            spans = _scan(self.ruleset, _Text(description, body))
+            row.masks = json.dumps(spans)
+            index.settle("UPDATE docs SET masks = ? WHERE id = ? AND sha = ?", (row.masks, row.id, row.sha))
+        return _apply(description, spans, "description"), _apply(body, spans, "body")

@@ -1,4 +1,4 @@
-"""Deterministic lexical ranking of memories for a query (used by search and injection)."""
+"""Token overlap between texts: the consolidation scope and the built-in planner compare memories with it."""
 
 from __future__ import annotations
 
@@ -6,8 +6,6 @@ import re
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Mapping
-
     from .memory import Memory
 
 _TOKEN = re.compile(r"[a-z0-9]+")
@@ -64,14 +62,3 @@ def score(query: set[str], name: str, memory: Memory) -> int:
     if query.isdisjoint(title) and query.isdisjoint(desc) and query.isdisjoint(body):
         return 0
     return sum(3 * (t in title) + 2 * (t in desc) + (t in body) for t in query)
-
-
-def rank(query: str, memories: Mapping[str, Memory]) -> list[tuple[str, int]]:
-    """Names with a positive score, best first; newest ``modified`` first on ties, then by name."""
-    wanted = tokens(query)
-    scored = [(name, score(wanted, name, m), m.modified or m.created or "") for name, m in memories.items()]
-    hits = [s for s in scored if s[1] > 0]
-    hits.sort(key=lambda s: s[0])
-    hits.sort(key=lambda s: s[2], reverse=True)
-    hits.sort(key=lambda s: s[1], reverse=True)
-    return [(name, points) for name, points, _ in hits]

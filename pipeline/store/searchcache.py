@@ -1,0 +1,445 @@
+"""The search index of one store root, kept beside it in the same private home and never served stale.
+
+``<store home>/index/<kind>.sqlite`` holds each memory's fields, its sha256 and the stat it had when
+read, plus the FTS5 indexes of ``fts``. The transaction that changes a root refreshes its index
+after the commit; any other change (a hand edit, a forget by ``rm``, a crash between commit and
+refresh) is caught when the index is read, the way git's index catches it:
+
+- the root directory's stat must equal the recorded one: creating, deleting or renaming a file in
+  it (every memfold write is a rename) changes the directory;
+- every row is checked before its text is served: its file's stat must equal the recorded one, and a
+  file that was still "racy" (changed within two seconds of being read, when a second write could
+  keep its stat) is re-hashed instead.
+
+A failed check rebuilds the index from the files and the caller asks again, so reading costs
+O(what is served), whatever the size of the store.
+"""
+
+from __future__ import annotations
+
+# The C module itself: the ``sqlite3`` package imports datetime for its default adapters, which this
+# per-prompt path never uses.
+import _sqlite3 as sqlite3
+import os
+import stat
+import time
+
+from . import fts
+from .memory import INDEX_NAME, is_memory_name, parse_memory
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterator, Mapping, Sequence
+    from sqlite3 import Connection
+    from typing import Any
+
+    from .memory import Memory
+
+FORMAT = "memfold-search-2"
+PRIORITY = {"feedback": 0, "user": 1, "project": 2, "reference": 3}
+INDEX_DIR = "index"
+SETTLED_NS = 2_000_000_000
+COLUMNS = ("id", "file", "sha", "st", "racy", "name", "description", "type", "visibility", "created",
+           "modified", "expires", "body", "masks")
+_SELECT = "SELECT " + ", ".join(COLUMNS) + " FROM docs"
+
+
+class Stale(Exception):
+    """The index no longer describes the files; it has been rebuilt, ask again."""
+
+
+class Row:
+    """One memory as the index holds it."""
+
+    __slots__ = COLUMNS
+
+    def __init__(self, values: Sequence[object]) -> None:
+        for key, value in zip(COLUMNS, values, strict=True):
+            object.__setattr__(self, key, value)
+
+    id: int
+    file: str
+    sha: str
+    st: str
+    racy: int
+    name: str
+    description: str
+    type: str
+    visibility: str
+    created: str | None
+    modified: str | None
+    expires: str | None
+    body: str
+    masks: str | None
+
+
+def cache_file(store_home: str, kind: str) -> str:
+    return os.path.join(store_home, INDEX_DIR, f"{kind}.sqlite")
+
+
+def _stat_key(st: os.stat_result) -> str:
+    return f"{st.st_ino}:{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns}"
+
+
+def _racy(st: os.stat_result, read_at: int) -> int:
+    return int(read_at - max(st.st_mtime_ns, st.st_ctime_ns) <= SETTLED_NS)
+
+
+def _sha(data: bytes) -> str:
+    from hashlib import sha256
+
+    return sha256(data).hexdigest()
+
+
+def _create(conn: Connection) -> None:
+    fts.check(conn)
+    conn.execute("CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+    conn.execute("CREATE TABLE docs(id INTEGER PRIMARY KEY, file TEXT NOT NULL UNIQUE, sha TEXT NOT NULL, "
+                 "st TEXT, racy INTEGER NOT NULL, name TEXT, description TEXT, type TEXT, visibility TEXT, "
+                 "created TEXT, modified TEXT, expires TEXT, body TEXT, masks TEXT, prio INTEGER NOT NULL)")
+    # Session start without a query takes durable guidance first, then the newest: read in index order.
+    conn.execute("CREATE INDEX docs_priority ON docs(prio, modified DESC, file)")
+    for statement in fts.SCHEMA:
+        conn.execute(statement)
+
+
+def _add(conn: Connection, file: str, memory: Memory, sha: str, st: str | None, racy: int,
+         rowid: int | None = None) -> None:
+    cur = conn.execute(
+        "INSERT INTO docs(id, file, sha, st, racy, name, description, type, visibility, created, modified, "
+        "expires, body, prio) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (rowid, file, sha, st, racy, memory.name, memory.description, memory.type, memory.visibility,
+         memory.created, memory.modified, memory.expires, memory.body, PRIORITY.get(memory.type, len(PRIORITY))))
+    assert cur.lastrowid is not None
+    fts.insert(conn, cur.lastrowid, fts.title_text(file, memory.name), memory.description, memory.body)
+
+
+def _set_meta(conn: Connection, **values: str) -> None:
+    conn.executemany("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", values.items())
+
+
+def _scan(root: str, max_file_bytes: int, max_files: int, conn: Connection) -> None:
+    """Every memory file of ``root`` into ``conn``: stat first, then read, so a write during the read
+    leaves a stat that no longer matches."""
+    from ..fsutil import read_bounded
+
+    fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    try:
+        names = sorted(n for n in os.listdir(fd) if n != INDEX_NAME and is_memory_name(n))[:max_files]
+        for name in names:
+            try:
+                st = os.stat(name, dir_fd=fd, follow_symlinks=False)
+                if not stat.S_ISREG(st.st_mode):
+                    continue
+                read_at = time.time_ns()
+                data = read_bounded(name, max_file_bytes, dir_fd=fd)
+                memory = parse_memory(data, name)
+            except Exception:
+                continue  # unreadable or unparsable: left out, as every reader of the store does
+            _add(conn, name, memory, _sha(data), _stat_key(st), _racy(st, read_at))
+    finally:
+        os.close(fd)
+
+
+def rebuild(root: str, cache: str, max_file_bytes: int, max_files: int) -> None:
+    """A new index of ``root`` from its files, swapped in by one rename."""
+    os.makedirs(os.path.dirname(cache), mode=0o700, exist_ok=True)
+    tmp = f"{cache}.{os.getpid()}.{time.monotonic_ns()}.tmp"
+    conn = sqlite3.connect(tmp)
+    try:
+        _create(conn)
+        started = time.time_ns()
+        try:
+            dir_st = os.stat(root, follow_symlinks=False)
+        except FileNotFoundError:
+            dir_st = None
+        if dir_st is not None and stat.S_ISDIR(dir_st.st_mode):
+            _scan(root, max_file_bytes, max_files, conn)
+        _set_meta(conn, format=FORMAT, root=root, dir=_stat_key(dir_st) if dir_st else "absent",
+                  racy=str(_racy(dir_st, started) if dir_st else 0))
+        conn.commit()
+    except BaseException:
+        conn.close()
+        os.unlink(tmp)
+        raise
+    conn.close()
+    os.chmod(tmp, 0o600)
+    os.replace(tmp, cache)
+
+
+def refresh(root: str, cache: str, pre: Mapping[str, str], post: Mapping[str, str], files: Mapping[str, bytes],
+            max_file_bytes: int, max_files: int, *, create: bool = True) -> None:
+    """After a commit: change only the rows of the files the transaction changed.
+
+    ``pre`` and ``post`` map each file of the root to its sha256 before and after the transaction,
+    ``files`` to its bytes after. The index is updated in place only when it described exactly the
+    pre-state; otherwise (another format, a hand edit before the transaction) it is rebuilt from the
+    files, and a missing one is built only with ``create``.
+    """
+    conn = _connect(cache)
+    if conn is None:
+        if create or os.path.exists(cache):
+            rebuild(root, cache, max_file_bytes, max_files)
+        return
+    try:
+        known = dict(conn.execute("SELECT file, sha FROM docs"))
+        if known != {n: h for n, h in pre.items() if n != INDEX_NAME}:
+            conn.close()
+            return rebuild(root, cache, max_file_bytes, max_files)
+        with conn:
+            started = time.time_ns()
+            for name in sorted(set(known) | set(post)):
+                if name == INDEX_NAME or post.get(name) == known.get(name):
+                    continue
+                row = conn.execute("SELECT id FROM docs WHERE file = ?", (name,)).fetchone()
+                if row is not None:
+                    fts.delete(conn, row[0])
+                    conn.execute("DELETE FROM docs WHERE id = ?", row)
+                if name in post:
+                    # Just written, so racy: checked by hash until a reader finds it settled.
+                    _add(conn, name, parse_memory(files[name], name), post[name], None, 1)
+            dir_st = os.stat(root, follow_symlinks=False)
+            _set_meta(conn, dir=_stat_key(dir_st), racy=str(_racy(dir_st, started)))
+    finally:
+        conn.close()
+    return None
+
+
+def after_commit(layout: Any, source: Mapping[str, Mapping[str, str]], final: Mapping[str, Mapping[str, str]],
+                 post: Any, limits: Any) -> None:
+    """Leave each changed root's index describing the committed state (the per-prompt path reads it).
+
+    Best effort: the commit is already durable, and an index that missed it is caught as stale by its
+    next reader and rebuilt there.
+    """
+    home = os.fspath(layout.project_home)
+    bounds = (int(limits.max_file_bytes), int(limits.max_files))
+    roots = [("harness", layout.harness, "memory", post.harness, True)]
+    if layout.mirror is not None and post.mirrored:
+        roots.append(("public", layout.mirror, "mirror", post.public, False))
+    for key, root, kind, files, create in roots:
+        if dict(source.get(key, {})) == dict(final.get(key, {})):
+            continue
+        try:
+            refresh(os.fspath(root), cache_file(home, kind), source.get(key, {}), final.get(key, {}), files,
+                    *bounds, create=create)
+        except Exception:  # a reader repairs what this misses (see the docstring)
+            continue
+
+
+def _connect(cache: str) -> Connection | None:
+    """The index at ``cache`` if it exists in this format; None otherwise."""
+    try:
+        # A server answers calls from worker threads; an index in use is out of the pool (see _kept).
+        conn = sqlite3.connect(f"file:{cache}?mode=rw", uri=True, timeout=0.2, check_same_thread=False)
+    except sqlite3.Error:
+        return None
+    try:
+        found = conn.execute("SELECT value FROM meta WHERE key = 'format'").fetchone()
+    except sqlite3.Error:
+        found = None
+    if found is None or found[0] != FORMAT:
+        conn.close()
+        return None
+    # A derived cache: a commit need not wait for the disk. Power loss may lose the last settle or
+    # refresh, which the next reader detects from the files, as for any other stale index.
+    conn.execute("PRAGMA synchronous = OFF")
+    return conn
+
+
+class Index:
+    """An open, checked index of one root; ``verify`` is False only for an in-memory index of given memories."""
+
+    def __init__(self, conn: Connection, root: str, verify: bool, cache: str = "",
+                 bounds: tuple[int, int] = (0, 0)) -> None:
+        self.conn = conn
+        self.root = root
+        self.verify = verify
+        self.cache = cache
+        self.bounds = bounds
+        self.pending: list[tuple[str, tuple[object, ...]]] = []
+
+    def stale(self) -> None:
+        """A served row no longer matches its file: replace the index before anyone asks again."""
+        rebuild(self.root, self.cache, *self.bounds)
+
+    @classmethod
+    def of_memories(cls, memories: Mapping[str, Memory]) -> Index:
+        """An index built in memory, for memories that are not (or not yet) files of a root."""
+        conn = sqlite3.connect(":memory:")
+        _create(conn)
+        for name in sorted(memories):
+            _add(conn, name, memories[name], "", None, 0)
+        return cls(conn, "", False)
+
+    @classmethod
+    def open(cls, root: str, cache: str, max_file_bytes: int, max_files: int) -> Index:
+        """The index of ``root``, rebuilt first when it is missing or the directory changed."""
+        for _attempt in range(2):
+            conn = _connect(cache)
+            if conn is not None:
+                if _current(conn, root):
+                    return cls(conn, root, True, cache, (max_file_bytes, max_files))
+                conn.close()
+            rebuild(root, cache, max_file_bytes, max_files)
+        conn = _connect(cache)
+        if conn is None:
+            raise Stale(f"the search index of {root} cannot be kept")
+        return cls(conn, root, True, cache, (max_file_bytes, max_files))
+
+    def flush(self) -> None:
+        """Write what this reader settled, in one transaction (skipped when another holds the index)."""
+        try:
+            if self.pending:
+                with self.conn:
+                    for sql, params in self.pending:
+                        self.conn.execute(sql, params)
+        except sqlite3.Error:
+            pass
+        finally:
+            self.pending.clear()
+
+    def close(self) -> None:
+        self.flush()
+        self.conn.close()
+
+    def count(self) -> int:
+        return int(self.conn.execute("SELECT count(*) FROM docs").fetchone()[0])
+
+    def generation(self) -> str:
+        """What changes whenever the indexed files may have: the directory's recorded stat."""
+        found = self.conn.execute("SELECT value FROM meta WHERE key = 'dir'").fetchone()
+        return str(found[0]) if found else ""
+
+    def memo(self, key: str) -> str | None:
+        found = self.conn.execute("SELECT value FROM meta WHERE key = ?", (f"memo:{key}",)).fetchone()
+        return str(found[0]) if found else None
+
+    def remember(self, key: str, value: str) -> None:
+        """Keep one value derived from this index (and others), in place of any kept before."""
+        self.settle("DELETE FROM meta WHERE key LIKE 'memo:%'", ())
+        self.settle("INSERT INTO meta(key, value) VALUES (?, ?)", (f"memo:{key}", value))
+
+    def has(self, file: str) -> bool:
+        return self.conn.execute("SELECT 1 FROM docs WHERE file = ?", (file,)).fetchone() is not None
+
+    def rows(self, order: str = "file", where: str = "") -> Iterator[Row]:
+        """Every row, checked as it is taken, in ``order``."""
+        for values in self.conn.execute(f"{_SELECT} {where} ORDER BY {order}"):
+            yield self.checked(Row(values))
+
+    def ranked(self, query: str, limit: int) -> list[tuple[Row, float]]:
+        hits = fts.rank(self.conn, query, limit)
+        out = []
+        for rowid, score in hits:
+            values = self.conn.execute(f"{_SELECT} WHERE id = ?", (rowid,)).fetchone()
+            out.append((self.checked(Row(values)), score))
+        # Equal scores (equal text): the newest first, then by file name.
+        out.sort(key=lambda h: h[0].file)
+        out.sort(key=lambda h: h[0].modified or h[0].created or "", reverse=True)
+        out.sort(key=lambda h: -h[1])
+        return out
+
+    def checked(self, row: Row) -> Row:
+        """The row, if its file still holds exactly what was indexed; else rebuild and raise Stale."""
+        if not self.verify:
+            return row
+        path = os.path.join(self.root, row.file)
+        try:
+            st = os.stat(path, follow_symlinks=False)
+        except OSError:
+            st = None
+        if st is not None and stat.S_ISREG(st.st_mode) and not row.racy and row.st == _stat_key(st):
+            return row
+        if st is not None and stat.S_ISREG(st.st_mode) and self._same_bytes(path, row, st):
+            return row
+        self.stale()
+        raise Stale(row.file)
+
+    def _same_bytes(self, path: str, row: Row, st: os.stat_result) -> bool:
+        read_at = time.time_ns()
+        try:
+            with open(path, "rb") as fh:
+                data = fh.read(st.st_size + 1)
+        except OSError:
+            return False
+        if _sha(data) != row.sha:
+            return False
+        if not _racy(st, read_at):
+            self.settle("UPDATE docs SET st = ?, racy = 0 WHERE id = ? AND sha = ?",
+                         (_stat_key(st), row.id, row.sha))
+        return True
+
+    def settle(self, sql: str, params: tuple[object, ...]) -> None:
+        """Record a check that passed, so the next reader need not repeat it: written on ``close``."""
+        self.pending.append((sql, params))
+
+
+def _current(conn: Connection, root: str) -> bool:
+    """Whether the index still describes the directory: same root, same directory stat, and, while the
+    directory was racy when recorded, the same file names."""
+    meta = dict(conn.execute("SELECT key, value FROM meta"))
+    if meta.get("root") != root:
+        return False
+    now = time.time_ns()
+    try:
+        dir_st = os.stat(root, follow_symlinks=False)
+    except FileNotFoundError:
+        return meta.get("dir") == "absent"
+    if not stat.S_ISDIR(dir_st.st_mode) or meta.get("dir") != _stat_key(dir_st):
+        return False
+    if meta.get("racy") != "1":
+        return True
+    names = {n for n in os.listdir(root) if n != INDEX_NAME and is_memory_name(n)}
+    if names != {r[0] for r in conn.execute("SELECT file FROM docs")}:
+        return False
+    if not _racy(dir_st, now):
+        try:
+            with conn:
+                conn.execute("UPDATE meta SET value = '0' WHERE key = 'racy' AND "
+                             "(SELECT value FROM meta WHERE key = 'dir') = ?", (_stat_key(dir_st),))
+        except sqlite3.Error:
+            pass
+    return True
+
+
+# A long-lived process (the MCP server) keeps each index open between calls: SQLite's page cache then
+# holds its hot pages. Each call still checks it against the files, and against the index file itself
+# (a rebuild replaces it by a rename).
+_OPEN: dict[str, tuple[tuple[int, int], Index]] = {}
+
+
+def _identity(path: str) -> tuple[int, int]:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return (0, 0)
+    return (st.st_dev, st.st_ino)
+
+
+def _kept(root: str, cache: str, max_bytes: int, max_files: int) -> Index:
+    held = _OPEN.pop(cache, None)
+    if held is not None:
+        identity, index = held
+        if identity == _identity(cache) and index.root == root and _current(index.conn, root):
+            return index
+        index.close()
+    return Index.open(root, cache, max_bytes, max_files)
+
+
+def search_hits(root: str | os.PathLike[str], store_home: str | os.PathLike[str], query: str, limit: int,
+                limits: Any) -> list[tuple[Row, float]]:
+    """The best ``limit`` memories of one root for ``query`` (scores rounded), from its checked index."""
+    root, cache = os.fspath(root), cache_file(os.fspath(store_home), "memory")
+    max_bytes, max_files = int(limits.max_file_bytes), int(limits.max_files)
+    for _attempt in range(3):
+        index = _kept(root, cache, max_bytes, max_files)
+        try:
+            hits = [(row, float(f"{score:.4g}")) for row, score in index.ranked(query, max(limit, 0))]
+        except Stale:
+            index.close()
+            continue  # a file changed after the index was read; it has been rebuilt
+        index.flush()
+        _OPEN[cache] = (_identity(cache), index)
+        return hits
+    raise Stale(f"the files of {root} keep changing")

@@ -1,0 +1,63 @@
+"""Which memory bodies a host session has already been sent, so a prompt never repeats one.
+
+Kept in the private home (``<project home>/sessions/``), one small JSON file per session, named by a
+hash of the host's session id; a body counts as sent only with the content hash it was sent with, so
+a memory changed during the session is sent again.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+SESSIONS_DIR = "sessions"
+MAX_AGE_S = 7 * 24 * 3600
+MAX_BYTES = 1 << 20
+
+
+def path(project_home: str, session: str) -> str:
+    """Hosts' session ids are UUIDs; anything else is spelled in hex, so no id can name another path."""
+    name = session if session.replace("-", "").isalnum() and session.isascii() and len(session) <= 80 \
+        else session.encode("utf-8").hex()[:160]
+    return os.path.join(project_home, SESSIONS_DIR, f"session-{name}.json")
+
+
+def load(project_home: str, session: str) -> dict[str, str]:
+    """The bodies sent so far in ``session`` (file name -> sha256); empty when unknown or unreadable."""
+    try:
+        with open(path(project_home, session), "rb") as fh:
+            data = json.loads(fh.read(MAX_BYTES))
+    except (OSError, ValueError):
+        return {}
+    sent = data.get("sent") if isinstance(data, dict) else None
+    if not isinstance(sent, dict):
+        return {}
+    return {k: v for k, v in sent.items() if isinstance(k, str) and isinstance(v, str)}
+
+
+def save(project_home: str, session: str, sent: Mapping[str, str]) -> None:
+    """Record what was sent; sessions untouched for a week are dropped meanwhile."""
+    from ..fsutil import replace_unsynced
+
+    target = path(project_home, session)
+    directory = os.path.dirname(target)
+    os.makedirs(directory, mode=0o700, exist_ok=True)
+    # Losing this file only means a body may be sent twice: no fsync on the per-prompt path.
+    replace_unsynced(target, json.dumps({"sent": dict(sorted(sent.items()))}).encode("utf-8"))
+    _prune(directory, target)
+
+
+def _prune(directory: str, keep: str) -> None:
+    cutoff = time.time() - MAX_AGE_S
+    try:
+        with os.scandir(directory) as entries:
+            for entry in entries:
+                if entry.path != keep and entry.name.endswith(".json") and entry.stat().st_mtime < cutoff:
+                    os.unlink(entry.path)
+    except OSError:
+        pass
