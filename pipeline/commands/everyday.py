@@ -53,11 +53,10 @@ def rename(old: str = typer.Argument(...), new: str = typer.Argument(...), globa
            json_out: bool = JsonOpt) -> int:
     """Rename a memory: file name and title follow, body and dates are kept, receipted."""
     from ..edits import direct_transaction, rename_ops
-    from ..store.memory import normalize_name
 
     use_global(global_)
     svc = services()
-    build = rename_ops(normalize_name(old), normalize_name(new), svc.clock())
+    build = rename_ops(old, new, svc.clock())
     return print_tx(direct_transaction(svc, "rename", build, lock_timeout=lock_timeout()), want_json(json_out))
 
 
@@ -85,7 +84,6 @@ def edit(name: str = typer.Argument(...), global_: bool = GlobalOpt, json_out: b
     from ..edits import direct_transaction, replace_ops, require
     from ..fsutil import read_bounded, sha256_bytes, write_new
     from ..state import read_pre
-    from ..store.memory import normalize_name
 
     use_global(global_)
     if not sys.stdin.isatty():
@@ -96,7 +94,7 @@ def edit(name: str = typer.Argument(...), global_: bool = GlobalOpt, json_out: b
         raise UsageError("set $VISUAL or $EDITOR to your editor", code="usage.no-editor")
     svc = services()
     pre = read_pre(svc.layout, svc.limits)
-    actual = require(pre, normalize_name(name))
+    actual = require(pre, name)
     original = pre.harness.files[actual]
     scratch = svc.layout.project_home / f"edit-{os.getpid()}-{actual}"
     write_new(scratch, original)
@@ -108,7 +106,7 @@ def edit(name: str = typer.Argument(...), global_: bool = GlobalOpt, json_out: b
                 emit({"ok": True, "changed": False}, "no change", as_json=want_json(json_out))
                 return 0
             try:
-                build = replace_ops(actual, content, expected=sha256_bytes(original))
+                build = replace_ops(actual, content, expected=sha256_bytes(original), now=svc.clock())
                 result = direct_transaction(svc, "edit", build, lock_timeout=lock_timeout(), publish="named")
             except InputRejected as exc:
                 report_error(exc, False)
