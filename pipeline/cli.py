@@ -47,6 +47,12 @@ def run() -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
+    if any("\0" in arg for arg in args):
+        # No path, name or value can hold a NUL byte; the OS would refuse it deep inside a command.
+        from .errors import UsageError
+
+        return _guarded(lambda: _raise(UsageError("an argument holds a NUL byte", code="usage.nul",
+                                                  hint="remove the NUL character from the command line")), args)
     command, rest = _command_of(args)
     if command in FAST_COMMANDS:
         # The per-prompt path: no typer, pydantic, jsonschema or portalocker import.
@@ -66,6 +72,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     return _full(args)
 
 
+def _raise(error: MemfoldError) -> int:
+    raise error
+
+
 def _full(args: list[str]) -> int:
     import typer
 
@@ -74,6 +84,7 @@ def _full(args: list[str]) -> int:
     from .commands import bench as _bench  # noqa: F401
     from .commands import consolidate as _consolidate  # noqa: F401
     from .commands import demo as _demo  # noqa: F401
+    from .commands import doctor as _doctor  # noqa: F401
     from .commands import everyday as _everyday  # noqa: F401
     from .commands import hooks as _hooks  # noqa: F401
     from .commands import io as _io  # noqa: F401
@@ -117,6 +128,17 @@ def _guarded(call: Callable[[], int], args: list[str]) -> int:
         return 130
     except BrokenPipeError:
         return 1
+    except OSError as exc:
+        # A path the user gave (--home, --project, a file argument) that cannot be used: not a bug.
+        from .commands.context import STATE, report_error
+        from .errors import InputRejected
+
+        where = f"{exc.filename}: " if exc.filename else ""
+        error = InputRejected(f"{where}{exc.strerror or exc}", code="io.path",
+                              hint="check the paths given (--home, --project, $MEMFOLD_HOME, file arguments) "
+                              "and their permissions")
+        report_error(error, STATE.json or "--json" in args)
+        return error.exit_code
     except Exception as exc:
         import os
         import traceback

@@ -98,3 +98,12 @@ def json_text(dumped: str) -> str:
         else:
             out.append(ch)
     return "".join(out)
+
+
+def counted(n: int, singular: str, plural: str | None = None) -> str:
+    """``1 memory``, ``2 memories``, ``1,024 files``: a count with its noun in the right number."""
+    if n == 1:
+        return f"1 {singular}"
+    word = plural or (singular[:-1] + "ies" if singular.endswith("y") and singular[-2:-1] not in "aeiou"
+                      else singular + "s")
+    return f"{n:,} {word}"

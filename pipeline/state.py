@@ -12,7 +12,7 @@ from .paths import Layout
 from .receipts.receipt import HashMaps
 from .store.index import render_index
 from .store.memory import INDEX_NAME, Memory, parse_memory
-from .store.state import Limits, RootState, read_root
+from .store.state import Broken, Limits, RootState, broken_file, read_root
 
 KINDS = ("create", "rewrite", "delete")
 
@@ -42,18 +42,21 @@ class Operation(FrozenValue):
 class PreState:
     """Both roots as read under the lock, and the parsed private memories."""
 
-    __slots__ = ("harness", "public", "memories", "mirrored")
+    __slots__ = ("harness", "public", "memories", "mirrored", "broken")
     harness: RootState
     public: RootState
     memories: dict[str, Memory]
     mirrored: bool
+    # Private-store files that do not parse: no operation touches them and the mirror never holds them.
+    broken: dict[str, Broken]
 
     def __init__(self, harness: RootState, public: RootState, memories: dict[str, Memory],
-                 mirrored: bool = True) -> None:
+                 mirrored: bool = True, broken: dict[str, Broken] | None = None) -> None:
         self.harness = harness
         self.public = public
         self.memories = memories
         self.mirrored = mirrored
+        self.broken = {} if broken is None else broken
 
     def __repr__(self) -> str:
         return (f"PreState(harness={self.harness!r}, public={self.public!r}, memories={self.memories!r}, "
@@ -109,13 +112,26 @@ class PostState:
 def read_pre(layout: Layout, limits: Limits) -> PreState:
     harness = read_root(layout.harness, limits)
     public = read_root(layout.mirror, limits) if layout.mirror is not None else RootState(layout.project_home)
-    memories = parsed_memories(harness)
-    return PreState(harness=harness, public=public, memories=memories, mirrored=layout.mirror is not None)
+    memories, broken = parsed_root(harness)
+    return PreState(harness=harness, public=public, memories=memories, mirrored=layout.mirror is not None,
+                    broken=broken)
 
 
 def parsed_memories(state: RootState) -> dict[str, Memory]:
     """The memory files of a root read with its bytes, parsed (each distinct file once per process)."""
-    return {name: _parsed(name, data, state.hashes[name]) for name, data in state.memories().items()}
+    return parsed_root(state)[0]
+
+
+def parsed_root(state: RootState) -> tuple[dict[str, Memory], dict[str, Broken]]:
+    """``parsed_memories`` and the files that do not parse, each with its problem and fix."""
+    memories: dict[str, Memory] = {}
+    broken: dict[str, Broken] = {}
+    for name, data in state.memories().items():
+        try:
+            memories[name] = _parsed(name, data, state.hashes[name])
+        except InputRejected as exc:
+            broken[name] = broken_file(state.path, name, exc)
+    return memories, broken
 
 
 _PARSED: dict[tuple[str, str], Memory] = {}
@@ -164,7 +180,9 @@ def compute_post(pre: PreState, operations: list[Operation]) -> PostState:
     harness[INDEX_NAME] = render_index(memories, mirror=False)
     public: dict[str, bytes] = {}
     if pre.mirrored:
-        public = {name: data for name, data in files.items() if memories[name].is_safe}
+        # A file that does not parse has no visibility: it is never mirrored (fail closed).
+        safe = {name for name, parsed in memories.items() if parsed.is_safe}
+        public = {name: data for name, data in files.items() if name in safe}
         public[INDEX_NAME] = render_index(memories, mirror=True)
     known = {id(data): (data, root.hashes[name]) for root in (pre.harness, pre.public)
              for name, data in root.files.items() if name in root.hashes}

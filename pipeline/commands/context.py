@@ -65,7 +65,13 @@ def clock() -> dt.datetime:
 def home_dir() -> Path:
     from ..paths import default_home
 
-    return STATE.home if STATE.home is not None else default_home(os.environ)
+    home = STATE.home if STATE.home is not None else default_home(os.environ)
+    if home.exists() and not home.is_dir():
+        from ..errors import UsageError
+
+        raise UsageError(f"the memfold home {home} is not a directory", code="usage.home",
+                         hint="pass --home DIR (or set $MEMFOLD_HOME) to a directory; it is created if missing")
+    return home
 
 
 def layout() -> Any:

@@ -46,6 +46,7 @@ def export(fmt: str = typer.Argument(..., metavar="FORMAT", help="claude"),
            dest: Path = typer.Argument(..., help="the memory dir to write"), json_out: bool = JsonOpt) -> int:
     """Write the private store as a Claude Code memory dir (memory files + MEMORY.md)."""
     from ..importers.claude import export_dir
+    from ..safetext import counted
     from ..state import read_pre
     from ..store.index import render_index
 
@@ -55,5 +56,5 @@ def export(fmt: str = typer.Argument(..., metavar="FORMAT", help="claude"),
     pre = read_pre(svc.layout, svc.limits)
     written = export_dir(pre.harness.memories(), render_index(pre.memories, mirror=False), dest)
     emit({"ok": True, "format": fmt, "written": [str(p) for p in written]},
-         f"exported {len(written) - 1} memories to {dest}", as_json=want_json(json_out))
+         f"exported {counted(len(written) - 1, 'memory')} to {dest}", as_json=want_json(json_out))
     return 0

@@ -64,7 +64,13 @@ def gather(home: str, project_dir: str, *, query: str | None, max_bytes: int | N
     limit_bytes = int(max_bytes or settings.max_bytes)
     limit_files = int(max_files or settings.max_files)
     warnings: list[str] = []
-    private = read_memories(harness, 64 * 1024, 4096) if _readable_root(harness, home, "private", warnings) else {}
+    unreadable: list[str] = []
+    private = (read_memories(harness, 64 * 1024, 4096, unreadable=unreadable)
+               if _readable_root(harness, home, "private", warnings) else {})
+    if unreadable:
+        warnings.append(f"skipped {len(unreadable)} private memory file(s) that do not parse: "
+                        f"{', '.join(unreadable[:5])}{' ...' if len(unreadable) > 5 else ''} "
+                        "(`memfold doctor` shows the problem and the fix)")
     shared_root = os.path.join(locate.global_home(home), locate.MEMORY_DIR)
     shared = (read_memories(shared_root, 64 * 1024, 4096)
               if include_global and _readable_root(shared_root, home, "global", warnings) else {})
