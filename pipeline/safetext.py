@@ -89,15 +89,17 @@ def json_text(dumped: str) -> str:
     if dumped.isascii():
         return dumped
     import json
+    import re
     import unicodedata
 
-    out = []
-    for ch in dumped:
-        if not ch.isascii() and unicodedata.category(ch) in _STRIP | _BREAKS:
-            out.append(json.dumps(ch)[1:-1])
-        else:
-            out.append(ch)
-    return "".join(out)
+    hidden = _STRIP | _BREAKS
+
+    def escape(match: re.Match[str]) -> str:
+        ch = match.group()
+        return json.dumps(ch)[1:-1] if unicodedata.category(ch) in hidden else ch
+
+    # Only the non-ASCII characters are looked at: a large import report is mostly ASCII.
+    return re.sub(r"[^\x00-\x7f]", escape, dumped)
 
 
 def counted(n: int, singular: str, plural: str | None = None) -> str:

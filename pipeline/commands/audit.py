@@ -68,9 +68,11 @@ def audit(strict: bool = typer.Option(False, "--strict",
     """Walk the receipt chain and check it against the chain head in the mirror and in git; breaks exit 7."""
     use_global(global_)
     from ..receipts.verify import audit as run_audit
+    from .progress import progress
 
     svc = services(privacy=False)
-    report = run_audit(svc.layout, svc.limits)
+    with progress("auditing receipts", None, quiet=want_json(json_out)) as tick:
+        report = run_audit(svc.layout, svc.limits, tick)
     data = {**report.as_dict(), "handEdits": len(report.drift)}
     witnessed = [c for c in report.checks if c.startswith("witness:")]
     walked = (f"{report.receipts} receipts: schema, phase, chain links, plan digests, identities and "

@@ -53,7 +53,10 @@ def consolidate(context: str | None = None, no_context: bool = False, scope: str
     )
     if all_projects or if_due or skip_if_locked:
         return _unattended(request, all_projects, if_due, skip_if_locked, want_json(json_out))
-    summary = run(services(), request)
+    from .progress import progress
+
+    with progress("consolidating", None, quiet=want_json(json_out)):
+        summary = run(services(), request)
     emit(summary, summary_text(summary), as_json=want_json(json_out))
     return 0
 

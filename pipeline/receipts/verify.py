@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -251,8 +252,8 @@ def _check_link(entries: list[LogEntry], position: int, receipt: dict[str, Any],
         report.checks.append(f"{where}: chain link")
 
 
-def audit(layout: Layout, limits: Limits) -> Report:
-    """Walk the chain: each receipt's own checks, its link, and drift between receipts."""
+def audit(layout: Layout, limits: Limits, tick: Callable[[], None] = lambda: None) -> Report:
+    """Walk the chain: each receipt's own checks, its link, and drift between receipts (``tick`` per receipt)."""
     report = Report()
     entries = log_entries(layout.receipts)
     previous_digest: str | None = None
@@ -260,6 +261,7 @@ def audit(layout: Layout, limits: Limits) -> Report:
     previous_name = None
     digests: dict[int, str] = {}
     for entry in entries:
+        tick()
         where = entry.path.name
         report.receipts += 1
         try:
