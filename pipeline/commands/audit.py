@@ -46,6 +46,12 @@ def verify(
             raise UsageError("--pubkey goes with --attestation F, which takes no run id", code="usage.attest")
         checks, issues = check(svc.layout, attestation, pubkey)
         report = Report(ok=not issues, checks=checks, errors=issues, receipts=1)
+        if pubkey is None:
+            from ..errors import Issue
+
+            # Without a key the statement is checked against the log, but anyone could have signed it.
+            report.warnings.append(Issue("attest.unsigned-check", "$.signatures",
+                                         "the signature was NOT checked: pass --pubkey KEY.pem to check it"))
         emit(report.as_dict(), _report_text(report, f"verify attestation {attestation}"),
              as_json=want_json(json_out))
         return 0 if report.ok else VerifyFailed.exit_code

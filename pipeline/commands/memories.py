@@ -111,11 +111,17 @@ def row(name: str, m: Any) -> dict[str, Any]:
             "visibility": m.visibility, "created": m.created, "modified": m.modified, "expires": m.expires}
 
 
+def _file_width(rows: list[dict[str, Any]]) -> int:
+    """The file column as wide as its longest name (at least 24), so long names never run into the next."""
+    return max([24, *(len(r["file"]) for r in rows)])
+
+
 def list_memories(global_: bool, json_out: bool) -> int:
     use_global(global_)
     _, memories = read_memories()
     rows = [row(n, memories[n]) for n in sorted(memories)]
-    human = "\n".join(f"{r['file']:<40} {r['type']:<9} {r['visibility']:<7} {r['description']}" for r in rows)
+    width = _file_width(rows)
+    human = "\n".join(f"{r['file']:<{width}} {r['type']:<9} {r['visibility']:<7} {r['description']}" for r in rows)
     emit({"ok": True, "memories": rows}, human or "no memories yet", as_json=want_json(json_out))
     return 0
 
@@ -127,6 +133,7 @@ def search(query: str, limit: int, global_: bool, json_out: bool) -> int:
     _, memories = read_memories()
     hits = rank(query, memories)[:limit]
     rows = [{**row(n, memories[n]), "score": s} for n, s in hits]
-    human = "\n".join(f"{r['file']:<40} {r['score']:>3}  {r['description']}" for r in rows)
+    width = _file_width(rows)
+    human = "\n".join(f"{r['file']:<{width}} {r['score']:>3}  {r['description']}" for r in rows)
     emit({"ok": True, "query": query, "results": rows}, human or "no match", as_json=want_json(json_out))
     return 0

@@ -39,7 +39,13 @@ def _targets(layout: Layout, mirror: Path, files: list[Path]) -> list[str]:
 def differences(pre: PreState) -> list[Issue]:
     """Every way ``.memory/`` differs from what the private store says it holds: each safe memory,
     byte for byte, nothing else, and an index that lists exactly those."""
-    issues = [Issue(_drift_code(line), f".memory/{line.split(' ', 1)[0]}", line) for line in mirror_drift(pre)]
+    index = pre.public.files.get(INDEX_NAME)
+    listed = set(_LINK.findall(index.decode("utf-8", "replace"))) if index is not None else set()
+    issues = []
+    for line in mirror_drift(pre):
+        name = line.split(" ", 1)[0]
+        unlisted = "" if name in listed else "; MEMORY.md does not list it"
+        issues.append(Issue(_drift_code(line), f".memory/{name}", line + unlisted))
     safe = sorted(n for n, m in pre.memories.items() if m.is_safe)
     for name in safe:
         if name not in pre.public.hashes:
@@ -52,13 +58,11 @@ def differences(pre: PreState) -> list[Issue]:
     for name in sorted(pre.public.temps):
         issues.append(Issue("mirror.temp", f".memory/{name}", f"{name} is a leftover temporary file "
                             "(`memfold recover` removes it)"))
-    index = pre.public.files.get(INDEX_NAME)
     if index is None:
         if safe or pre.public.memories():
             issues.append(Issue("mirror.index-missing", ".memory/MEMORY.md", "the mirror has no MEMORY.md index"))
     elif index != render_index(pre.memories, mirror=True):
-        listed = sorted(set(_LINK.findall(index.decode("utf-8", "replace"))))
-        unindexed = sorted(set(pre.public.memories()) - set(listed))
+        unindexed = sorted(set(pre.public.memories()) - listed)
         detail = f": not listed {', '.join(unindexed[:5])}" if unindexed else ""
         issues.append(Issue("mirror.index-stale", ".memory/MEMORY.md",
                             f"the mirror index does not list exactly the safe memories{detail}"))
