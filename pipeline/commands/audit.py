@@ -127,10 +127,13 @@ def undo(run_id: str = typer.Argument(...), global_: bool = GlobalOpt, json_out:
 def status(global_: bool = GlobalOpt, json_out: bool = JsonOpt) -> int:
     """Roots, counts, capacity, lock holder, last run and pending recovery."""
     use_global(global_)
+    from ..hosts.cron import DuePolicy
     from ..safetext import counted
     from ..status import project_status
+    from .context import config
 
-    data = project_status(services(privacy=False))
+    section = config().consolidate
+    data = project_status(services(privacy=False), DuePolicy(hours=section.due_hours, writes=section.due_writes))
     lines = [
         f"project      {data['projectRoot']}",
         f"private      {data['harness']} ({counted(data['memories'], 'memory')}: {data['safe']} safe, "

@@ -65,7 +65,9 @@ def _cron_log(message: str) -> None:
     """Skips and failures of unattended runs are kept in ``<home>/logs/cron.log`` for the user."""
     import time
 
-    logs = home_dir() / "logs"
+    from .context import user_files
+
+    logs = user_files()[2]
     try:
         logs.mkdir(parents=True, exist_ok=True, mode=0o700)
         with open(logs / "cron.log", "a", encoding="utf-8") as fh:

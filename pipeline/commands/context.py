@@ -74,6 +74,14 @@ def home_dir() -> Path:
     return home
 
 
+def user_files() -> tuple[Path, Path, Path]:
+    """The config file, cache dir and log dir of this invocation's home (XDG for the default home)."""
+    from ..locate import user_files as located
+
+    config_file, cache, logs = located(str(home_dir()), os.environ)
+    return Path(config_file), Path(cache), Path(logs)
+
+
 def layout() -> Any:
     from ..paths import check_layout, global_layout, make_layout
 
@@ -88,7 +96,7 @@ def layout() -> Any:
 def config() -> Any:
     from ..config import load_config
 
-    path = home_dir() / "config.yaml"
+    path = user_files()[0]
     if STATE.loaded is None or STATE.loaded[0] != path:
         STATE.loaded = (path, load_config(path))
     return STATE.loaded[1]
@@ -105,7 +113,7 @@ def services(*, privacy: bool = True) -> Any:
         from ..privacy import load_ruleset
 
         ruleset = load_ruleset(cfg.privacy.rules or None, cfg.privacy.allowlist or None,
-                               cache_home=str(home_dir()))
+                               cache_home=str(user_files()[1]))
     return Services(layout=where, limits=cfg.store_limits(), clock=clock, ruleset=ruleset,
                     keep_runs=cfg.runs.keep)
 

@@ -35,6 +35,7 @@ app.add_typer(config_app, name="config")
 def path(global_: bool = GlobalOpt, json_out: bool = JsonOpt) -> int:
     """Print where everything lives: home, project home, stores, mirror, runs, receipts, config."""
     from ..paths import global_layout
+    from .context import user_files
 
     use_global(global_)
     lay = layout()
@@ -42,7 +43,8 @@ def path(global_: bool = GlobalOpt, json_out: bool = JsonOpt) -> int:
     data = {"home": str(lay.home), "projectRoot": None if lay.is_global else str(lay.project_root),
             "projectHome": str(lay.project_home), "privateStore": str(lay.harness),
             "mirror": str(lay.mirror) if lay.mirror else None, "globalStore": str(glob.harness),
-            "runs": str(lay.runs), "receipts": str(lay.receipts), "config": str(lay.config)}
+            "runs": str(lay.runs), "receipts": str(lay.receipts), "config": str(user_files()[0]),
+            "cache": str(user_files()[1]), "logs": str(user_files()[2])}
     human = "\n".join(f"{key:<13} {value if value is not None else '-'}" for key, value in data.items())
     emit({"ok": True, **data}, human, as_json=want_json(json_out))
     return 0
@@ -124,8 +126,9 @@ def config_check(json_out: bool = JsonOpt) -> int:
     """Validate config.yaml against schemas/config.schema.json and explain each problem."""
     from ..config import load_config
     from ..resources import load_schema
+    from .context import user_files
 
-    path_ = home_dir() / "config.yaml"
+    path_ = user_files()[0]
     cfg = load_config(path_)
     problems = list(cfg.problems)
     if not problems and path_.exists():
