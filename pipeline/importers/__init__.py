@@ -61,9 +61,13 @@ def require_dir(path: Path) -> None:
 def memory_files(path: Path, parsed: Parsed) -> Iterator[Path]:
     """The ``*.md`` files of a source dir but its ``MEMORY.md`` index."""
     require_dir(path)
-    for file in sorted(path.iterdir()):
-        if file.name.lower().endswith(".md") and file.name.lower() != "memory.md" and file.is_file():
-            yield file
+    import os
+
+    with os.scandir(path) as entries:
+        names = sorted(e.name for e in entries if e.is_file() and e.name.lower().endswith(".md"))
+    for name in names:
+        if name.lower() != "memory.md":
+            yield path / name
 
 
 def read_candidate(parsed: Parsed, file: Path, *, data: bytes | None = None, default_type: str = "project",

@@ -81,17 +81,24 @@ def _value(raw: str) -> Any:
     import yaml
 
     try:
-        value = yaml.safe_load(raw) if raw else None
+        value = yaml.load(raw, Loader=_loader()) if raw else None
     except (yaml.YAMLError, ValueError):
         return raw
     return raw if value is None and raw else value
+
+
+def _loader() -> Any:
+    """The C safe loader where libyaml is built in (about 10x faster), else the Python one."""
+    import yaml
+
+    return getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 def _yaml(head: str) -> dict[str, Any]:
     import yaml
 
     try:
-        meta = yaml.safe_load(head)
+        meta = yaml.load(head, Loader=_loader())
     except (yaml.YAMLError, ValueError):
         raise InputRejected("frontmatter is neither flat 'key: value' lines nor valid YAML",
                             code="import.frontmatter") from None
