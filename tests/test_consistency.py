@@ -63,3 +63,11 @@ def test_verify_of_an_attestation_without_a_key_says_the_signature_was_not_check
     assert result.code == 0, result.out
     assert [w["code"] for w in result.json()["warnings"]] == ["attest.unsigned-check"]
     assert "signature was NOT checked" in env.run("verify", "--attestation", str(envelope)).out
+
+
+def test_counted_puts_the_noun_in_the_right_number() -> None:
+    from pipeline.safetext import counted
+
+    assert [counted(n, "memory") for n in (0, 1, 2, 2859)] == ["0 memories", "1 memory", "2 memories",
+                                                               "2,859 memories"]
+    assert counted(1, "receipt") == "1 receipt" and counted(3, "key") == "3 keys"

@@ -8,6 +8,7 @@ from typing import Any
 import typer
 
 from ..errors import UsageError, VerifyFailed
+from ..safetext import counted
 from ._app import GlobalOpt, JsonOpt, app, emit, lock_timeout, services, use_global, want_json
 
 
@@ -81,10 +82,10 @@ def audit(strict: bool = typer.Option(False, "--strict",
         report = run_audit(svc.layout, svc.limits, tick)
     data = {**report.as_dict(), "handEdits": len(report.drift)}
     witnessed = [c for c in report.checks if c.startswith("witness:")]
-    walked = (f"{report.receipts} receipts: schema, phase, chain links, plan digests, identities and "
+    walked = (f"{counted(report.receipts, 'receipt')}: schema, phase, chain links, plan digests, identities and "
               "source hashes")
     report.checks = [walked, *witnessed] if report.ok else []
-    emit(data, _report_text(report, f"audit of {report.receipts} receipts")
+    emit(data, _report_text(report, f"audit of {counted(report.receipts, 'receipt')}")
          + (f"\n  {len(report.drift)} hand edit(s)" if report.drift else ""), as_json=want_json(json_out))
     if not report.ok or (strict and (report.drift or report.warnings)):
         return VerifyFailed.exit_code
@@ -128,7 +129,6 @@ def status(global_: bool = GlobalOpt, json_out: bool = JsonOpt) -> int:
     """Roots, counts, capacity, lock holder, last run and pending recovery."""
     use_global(global_)
     from ..hosts.cron import DuePolicy
-    from ..safetext import counted
     from ..status import project_status
     from .context import config
 

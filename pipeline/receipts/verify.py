@@ -13,6 +13,7 @@ from ..context.manifest import scope_digest
 from ..errors import Issue, UsageError
 from ..fsutil import read_bounded, sha256_bytes
 from ..paths import Layout
+from ..safetext import counted
 from ..state import current_hashes
 from ..store.state import Limits
 from .receipt import (
@@ -289,7 +290,7 @@ def audit(layout: Layout, limits: Limits, tick: Callable[[], None] = lambda: Non
     if previous_final is not None:
         for line in diff_maps(previous_final, current_hashes(layout, limits)):
             report.drift.append({"between": [previous_name, "now"], "file": line})
-    report.checks.append(f"{report.receipts} receipts walked")
+    report.checks.append(f"{counted(report.receipts, 'receipt')} walked")
     chain = digests.get(entries[0].seq) if entries else None
     check_witness(layout.mirror, layout.project_root, chain, entries[-1].seq if entries else 0, digests.get,
                   report, committed=True)
