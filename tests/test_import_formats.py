@@ -114,3 +114,16 @@ def test_the_human_report_says_per_file_what_was_done(env: Env, tmp_path: Path) 
     assert result.code == 0, result.err
     assert "imported a b.md as a-b.md (private): stored as a-b.md" in result.out
     assert "skipped odd.md: not imported: type 'fact' is not one of" in result.out
+
+
+def test_a_metadata_block_with_a_yaml_hostile_description_is_read_line_by_line(env: Env, tmp_path: Path) -> None:
+    source = tmp_path / "claude"
+    source.mkdir()
+    # Current Claude Code: the type under a metadata block, the description as the model typed it.
+    (source / "pnpm.md").write_text("---\nname: pnpm\ndescription: Note: use pnpm #always\nmetadata:\n"
+                                    "  type: feedback\n  tags:\n---\nbody\n")
+    report = _import(env, "claude", source)
+    assert report["skipped"] == []
+    memory = parse_memory((env.harness / "pnpm.md").read_bytes())
+    assert (memory.description, memory.type) == ("Note: use pnpm #always", "feedback")
+    assert memory.extra == {"metadata": {"tags": None}}

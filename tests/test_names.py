@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any
+
 import pytest
 from conftest import Env
 
@@ -91,3 +94,30 @@ def test_a_name_that_looks_like_a_path_is_refused(env: Env) -> None:
     result = env.run("--json", "add", "../escape", "-d", "a path, not a name")
     assert result.code == 1 and result.json()["code"] == "memory.name"
     assert not env.home.exists() or not list(env.home.rglob("*escape*"))
+
+
+@pytest.mark.integration
+def test_mcp_memory_add_takes_a_name_in_words_and_update_finds_it_by_its_words(env: Env) -> None:
+    from mcp_client import with_session
+
+    assert env.run("init").code == 0
+
+    async def body(session: Any) -> Any:
+        added = await session.call_tool("memory_add", {"name": "MCP note", "description": "added over MCP"})
+        updated = await session.call_tool("memory_update", {"name": "MCP note", "body": "the body"})
+        return added, updated
+
+    added, updated = with_session(env.home, env.project, body)
+    assert not added.is_error and not updated.is_error, (added, updated)
+    data = (env.harness / "project_mcp-note.md").read_text()
+    assert "name: MCP note" in data and data.endswith("the body\n")
+
+
+def test_the_bench_source_dir_is_what_the_importer_reads(tmp_path: Path) -> None:
+    from pipeline.bench.importing import write_claude_dir
+    from pipeline.importers.claude import parse_dir
+
+    write_claude_dir(tmp_path / "c", 60)
+    parsed = parse_dir(tmp_path / "c")
+    assert len(parsed.candidates) == 60 and parsed.skipped == []
+    assert any(c.source == "部署-0.md" and c.file == "bushu-0.md" for c in parsed.candidates)

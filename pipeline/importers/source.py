@@ -48,18 +48,35 @@ def read_source(text: str) -> SourceFile:
         return SourceFile({}, text, ["no frontmatter"])
     head, body = split_frontmatter(text, "source")
     lines = [line for line in head.split("\n") if line.strip()]
-    if all(_FLAT.match(line) for line in lines):
-        return SourceFile(_flat(lines), body, [])
-    return SourceFile(_yaml(head), body, [])
+    meta = _lines(lines)
+    return SourceFile(meta if meta is not None else _yaml(head), body, [])
 
 
-def _flat(lines: list[str]) -> dict[str, Any]:
+def _lines(lines: list[str]) -> dict[str, Any] | None:
+    """``key: value`` lines, and under a key without a value indented ``key: value`` lines (a mapping,
+    like Claude Code's ``metadata:`` block) or ``- item`` lines (a list); None for any other shape."""
     meta: dict[str, Any] = {}
+    parent: str | None = None
     for line in lines:
-        match = _FLAT.match(line)
-        assert match is not None
-        key, raw = match.group(1), (match.group(2) or "").strip()
-        meta[key] = _literal(raw) if key in _TEXT_KEYS else _value(raw)
+        if line[0] not in " \t":
+            match = _FLAT.match(line)
+            if match is None:
+                return None
+            key, raw = match.group(1), (match.group(2) or "").strip()
+            parent = key if not raw else None
+            meta[key] = None if not raw else _literal(raw) if key in _TEXT_KEYS else _value(raw)
+            continue
+        if parent is None:
+            return None
+        item = line.strip()
+        child = _FLAT.match(item)
+        if item.startswith("- ") and not isinstance(meta[parent], dict):
+            meta[parent] = [*(meta[parent] or []), _literal(item[2:].strip())]
+        elif child is not None and not isinstance(meta[parent], list):
+            key, raw = child.group(1), (child.group(2) or "").strip()
+            meta[parent] = {**(meta[parent] or {}), key: _literal(raw) if key in _TEXT_KEYS else _value(raw)}
+        else:
+            return None
     return meta
 
 
