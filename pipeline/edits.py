@@ -360,7 +360,9 @@ def rename_ops(old: str, new: str, now: Any) -> Callable[[PreState], list[Operat
 
 def clear_ops() -> Callable[[PreState], list[Operation]]:
     def build(pre: PreState) -> list[Operation]:
-        return [Operation(name, "delete", pre.memories[name].visibility) for name in sorted(pre.memories)]
+        # Files that do not parse go too: clearing means an empty store.
+        return [Operation(name, "delete", pre.memories[name].visibility if name in pre.memories else "private")
+                for name in sorted({*pre.memories, *pre.broken})]
 
     return build
 

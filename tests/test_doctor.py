@@ -121,3 +121,9 @@ def test_edit_opens_a_broken_file_and_commits_the_fix(store: Env, tmp_path: Path
     assert proc.returncode == 0, proc.stderr
     fixed = (store.harness / "project_nofront.md").read_text()
     assert "description: fixed by hand" in fixed and "modified: 2026-11-30T12:00:00Z" in fixed
+
+
+def test_clear_removes_broken_files_too(store: Env) -> None:
+    result = store.run("clear", "--yes")
+    assert result.code == 0, result.err
+    assert sorted(p.name for p in store.harness.iterdir()) == ["MEMORY.md"]
