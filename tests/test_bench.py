@@ -55,7 +55,9 @@ def test_bench_quick_completes_and_prints_the_table(tmp_path: Path) -> None:
     assert lines[0].split()[:5] == ["path", "N", "median", "min", "max"]
     paths = {line[:22].strip() for line in lines[2:]}
     for expected in ("inject", "claude hook", "add", "list", "search", "consolidate", "consolidate (CLI)",
-                     "worker", "validation", "commit", "apply (in-process)", "verify", "audit"):
+                     "worker", "validation", "commit", "apply (in-process)", "verify", "audit", "import claude"):
         assert expected in paths, (expected, proc.stdout)
+    assert {int(line[22:29]) for line in lines if line.startswith("import claude")} == {300, 3000}
+    assert any(line.startswith("import t(3000)/t(300) = ") and "growth exponent" in line for line in lines)
     assert lines[-1].startswith("machine: ")
     assert list(tmp_path.iterdir()) == [], "the bench removes its synthetic stores"
