@@ -36,9 +36,9 @@ Feature: Unattended consolidation, scheduling, imports and export
     Examples:
       | format    | source                          | count | skipped          | reason                      | visibility | safe           |
       | pi-notes  | pi-notes.md                     | 2     | pi-notes.md:6    | empty note                  | private    | -              |
-      | pi-memory | pi-memory                       | 3     | broken.md        | not valid YAML              | private    | -              |
+      | pi-memory | pi-memory                       | 3     | broken.md        | nor valid YAML              | private    | -              |
       | pi-memory | pi-memory                       | 3     | odd-type.md      | is not one of               | private    | -              |
-      | claude    | claude                          | 2     | no-frontmatter.md| no frontmatter              | private    | -              |
+      | claude    | claude                          | 3     | empty.md         | no text to take one from    | private    | -              |
       | harness   | harness/private harness/public  | 2     | project_mixed.md | marked (harness only)       | private    | project_api.md |
 
   Scenario: A safe memory that holds a secret is not imported

@@ -102,4 +102,4 @@ Feature: Private things never reach the repository
       | a FIFO "project_fifo.md"                       | 7    | mirror.not-regular |
       | a 10 MB file "project_big.md"                  | 7    | bounds.file-size   |
       | a memory with bidi characters                  | 7    | mirror.invisible   |
-      | a memory with a closing memory tag             | 0    | mirror clean       |
+      | a memory with a closing memory tag             | 7    | mirror.extra       |

@@ -49,6 +49,12 @@ def run() -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
+    if any("\0" in arg for arg in args):
+        # No path, name or value can hold a NUL byte; the OS would refuse it deep inside a command.
+        from .errors import UsageError
+
+        return _guarded(lambda: _raise(UsageError("an argument holds a NUL byte", code="usage.nul",
+                                                  hint="remove the NUL character from the command line")), args)
     if args[:1] and args[0] in VERSION_FLAGS and len(args) == 1:
         from . import __version__
 
@@ -73,6 +79,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     return _full(args)
 
 
+def _raise(error: MemfoldError) -> int:
+    raise error
+
+
 def _full(args: list[str]) -> int:
     import typer
 
@@ -80,6 +90,7 @@ def _full(args: list[str]) -> int:
     from .commands import audit as _audit  # noqa: F401 - registers commands
     from .commands import bench as _bench  # noqa: F401
     from .commands import demo as _demo  # noqa: F401
+    from .commands import doctor as _doctor  # noqa: F401
     from .commands import everyday as _everyday  # noqa: F401
     from .commands import hooks as _hooks  # noqa: F401
     from .commands import io as _io  # noqa: F401
@@ -122,6 +133,17 @@ def _guarded(call: Callable[[], int], args: list[str]) -> int:
         return 130
     except BrokenPipeError:
         return 1
+    except OSError as exc:
+        # A path the user gave (--home, --project, a file argument) that cannot be used: not a bug.
+        from .commands.context import STATE, report_error
+        from .errors import InputRejected
+
+        where = f"{exc.filename}: " if exc.filename else ""
+        error = InputRejected(f"{where}{exc.strerror or exc}", code="io.path",
+                              hint="check the paths given (--home, --project, $MEMFOLD_HOME, file arguments) "
+                              "and their permissions")
+        report_error(error, STATE.json or "--json" in args)
+        return error.exit_code
     except Exception as exc:
         import os
         import traceback

@@ -33,6 +33,32 @@ def _path(value: str) -> Path:
     return Path(value)
 
 
+def _xdg(env: Mapping[str, str], variable: str, fallback: tuple[str, ...]) -> str:
+    base = env.get(variable, "")
+    if not os.path.isabs(base):
+        base = os.path.join(_user_home(env), *fallback)
+    return os.path.join(base, APP_NAME)
+
+
+def user_files(home: str, env: Mapping[str, str]) -> tuple[str, str, str]:
+    """(config file, cache dir, log dir) for a home.
+
+    A home given explicitly (``--home``, ``$MEMFOLD_HOME``) keeps everything inside it, so one
+    directory is one self-contained installation. The default home follows the XDG base directories:
+    ``$XDG_CONFIG_HOME/memfold/config.yaml``, ``$XDG_CACHE_HOME/memfold``, ``$XDG_STATE_HOME/memfold/logs``;
+    a config still at the old place (``<home>/config.yaml``) is read there until one exists at the new.
+    """
+    inside = (os.path.join(home, "config.yaml"), home, os.path.join(home, "logs"))
+    explicit = bool(env.get("MEMFOLD_HOME")) or os.path.abspath(home) != os.path.abspath(default_home(env))
+    if explicit or not sys.platform.startswith(("linux", "freebsd", "openbsd", "netbsd")):
+        return inside
+    config = os.path.join(_xdg(env, "XDG_CONFIG_HOME", (".config",)), "config.yaml")
+    if not os.path.exists(config) and os.path.exists(inside[0]):
+        config = inside[0]
+    return (config, _xdg(env, "XDG_CACHE_HOME", (".cache",)),
+            os.path.join(_xdg(env, "XDG_STATE_HOME", (".local", "state")), "logs"))
+
+
 def default_home(env: Mapping[str, str]) -> str:
     """``$MEMFOLD_HOME``, else the user data directory of the platform.
 

@@ -89,12 +89,23 @@ def json_text(dumped: str) -> str:
     if dumped.isascii():
         return dumped
     import json
+    import re
     import unicodedata
 
-    out = []
-    for ch in dumped:
-        if not ch.isascii() and unicodedata.category(ch) in _STRIP | _BREAKS:
-            out.append(json.dumps(ch)[1:-1])
-        else:
-            out.append(ch)
-    return "".join(out)
+    hidden = _STRIP | _BREAKS
+
+    def escape(match: re.Match[str]) -> str:
+        ch = match.group()
+        return json.dumps(ch)[1:-1] if unicodedata.category(ch) in hidden else ch
+
+    # Only the non-ASCII characters are looked at: a large import report is mostly ASCII.
+    return re.sub(r"[^\x00-\x7f]", escape, dumped)
+
+
+def counted(n: int, singular: str, plural: str | None = None) -> str:
+    """``1 memory``, ``2 memories``, ``1,024 files``: a count with its noun in the right number."""
+    if n == 1:
+        return f"1 {singular}"
+    word = plural or (singular[:-1] + "ies" if singular.endswith("y") and singular[-2:-1] not in "aeiou"
+                      else singular + "s")
+    return f"{n:,} {word}"

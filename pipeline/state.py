@@ -12,7 +12,7 @@ from .paths import Layout
 from .receipts.receipt import HashMaps
 from .store.index import render_index
 from .store.memory import INDEX_NAME, TYPES, VISIBILITIES, Memory, parse_memory
-from .store.state import Files, Limits, RootState, StoredMemory, known_digest, read_root, size_of
+from .store.state import Broken, Files, Limits, RootState, StoredMemory, broken_file, known_digest, read_root, size_of
 from .store.statecache import StateCache, cache_for
 
 KINDS = ("create", "rewrite", "delete")
@@ -43,20 +43,24 @@ class Operation(FrozenValue):
 class PreState:
     """Both roots as read under the lock, and the parsed private memories."""
 
-    __slots__ = ("harness", "public", "memories", "mirrored", "cache")
+    __slots__ = ("harness", "public", "memories", "mirrored", "cache", "broken")
     harness: RootState
     public: RootState
     memories: dict[str, Memory]
     mirrored: bool
     cache: StateCache | None  # where values derived from these files may be kept
+    # Private-store files that do not parse: no operation touches them and the mirror never holds them.
+    broken: dict[str, Broken]
 
     def __init__(self, harness: RootState, public: RootState, memories: dict[str, Memory],
-                 mirrored: bool = True, cache: StateCache | None = None) -> None:
+                 mirrored: bool = True, cache: StateCache | None = None,
+                 broken: dict[str, Broken] | None = None) -> None:
         self.harness = harness
         self.public = public
         self.memories = memories
         self.mirrored = mirrored
         self.cache = cache
+        self.broken = {} if broken is None else broken
 
     def __repr__(self) -> str:
         return (f"PreState(harness={self.harness!r}, public={self.public!r}, memories={self.memories!r}, "
@@ -117,15 +121,29 @@ def read_pre(layout: Layout, limits: Limits) -> PreState:
     harness = read_root(layout.harness, limits, cache=cache)
     public = read_root(layout.mirror, limits, cache=cache) if layout.mirror is not None \
         else RootState(layout.project_home)
-    memories = parsed_memories(harness, cache)
+    memories, broken = parsed_root(harness, cache)
     return PreState(harness=harness, public=public, memories=memories, mirrored=layout.mirror is not None,
-                    cache=cache)
+                    cache=cache, broken=broken)
 
 
 def parsed_memories(state: RootState, cache: StateCache | None = None) -> dict[str, Memory]:
     """The memory files of a root, parsed (each distinct file once per process, and, with ``cache``,
     once until it changes: its fields come from the cache and its body is read when asked for)."""
-    return {name: _parsed(name, state, cache) for name in state.files if name != INDEX_NAME}
+    return parsed_root(state, cache)[0]
+
+
+def parsed_root(state: RootState, cache: StateCache | None = None) -> tuple[dict[str, Memory], dict[str, Broken]]:
+    """``parsed_memories`` and the files that do not parse, each with its problem and fix."""
+    memories: dict[str, Memory] = {}
+    broken: dict[str, Broken] = {}
+    for name in state.files:
+        if name == INDEX_NAME:
+            continue
+        try:
+            memories[name] = _parsed(name, state, cache)
+        except InputRejected as exc:
+            broken[name] = broken_file(state.path, name, exc)
+    return memories, broken
 
 
 _PARSED: dict[tuple[str, str], Memory] = {}
@@ -210,7 +228,8 @@ def compute_post(pre: PreState, operations: list[Operation]) -> PostState:
     harness[INDEX_NAME] = render_index(memories, mirror=False)
     public: Files = Files()
     if pre.mirrored:
-        public = files.subset(name for name in files if memories[name].is_safe)
+        # A file that does not parse has no visibility: it is never mirrored (fail closed).
+        public = files.subset(name for name in files if name in memories and memories[name].is_safe)
         public[INDEX_NAME] = render_index(memories, mirror=True)
     known = {id(data): (data, root.hashes[name]) for root in (pre.harness, pre.public)
              for name, data in root.files.loaded() if name in root.hashes}

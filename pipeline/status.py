@@ -12,7 +12,7 @@ from .apply.lock import describe_owner, read_owner
 from .apply.runs import list_runs
 from .hosts.cron import DuePolicy, due_state
 from .mirror import gitinfo
-from .mirror.guard import mirror_drift
+from .mirror.check import differences
 from .mirror.trust import is_trusted
 from .receipts.receipt import log_entries
 from .state import read_pre
@@ -79,7 +79,8 @@ def project_status(svc: Services, due_policy: DuePolicy | None = None) -> dict[s
         "lastRun": runs[-1] if runs else None,
         "receipts": len(log_entries(layout.receipts)),
         "pendingRecovery": pending,
-        "drift": mirror_drift(pre),
+        "drift": [i.message for i in differences(pre)] if layout.mirror else [],
+        "broken": [b.as_dict() for b in pre.broken.values()],
         "trusted": is_trusted(layout.home, layout.project_root),
         "due": due["due"],
         "dueReason": due["reason"],

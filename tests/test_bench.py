@@ -57,7 +57,7 @@ def test_bench_quick_completes_and_prints_the_table(tmp_path: Path) -> None:
     for expected in ("inject", "inject --prompt", "claude hook (start)", "claude hook (prompt)",
                      "session bytes (prompt)", "mcp memory_search", "mcp initialize",
                      "add", "list", "search", "consolidate", "consolidate (CLI)",
-                     "worker", "validation", "commit", "apply (in-process)", "verify", "audit"):
+                     "worker", "validation", "commit", "apply (in-process)", "verify", "audit", "import claude"):
         assert expected in paths, (expected, proc.stdout)
     # The write and audit rows each carry the floor they are held to and a numeric ratio to it.
     for expected, floor in (("add (CLI)", "add floor"), ("memory_add (warm)", "memory_add fsync"),
@@ -69,5 +69,7 @@ def test_bench_quick_completes_and_prints_the_table(tmp_path: Path) -> None:
         at = rest.index(floor.split()[0])
         assert float(rest[at + len(floor.split())]) > 0  # the floor's own milliseconds
         assert float(rest[at + len(floor.split()) + 1]) > 0, line  # the ratio
+    assert {int(line[22:29]) for line in lines if line.startswith("import claude")} == {300, 3000}
+    assert any(line.startswith("import t(3000)/t(300) = ") and "growth exponent" in line for line in lines)
     assert lines[-1].startswith("machine: ")
     assert list(tmp_path.iterdir()) == [], "the bench removes its synthetic stores"

@@ -163,7 +163,7 @@ def test_add_refuses_a_windows_device_name_and_writes_nothing(env: Env) -> None:
     assert not list((env.project_home / "receipts").iterdir())
 
 
-def test_an_import_skips_a_file_named_like_a_windows_device(env: Env, tmp_path: Path) -> None:
+def test_an_import_stores_a_file_named_like_a_windows_device_under_a_prefixed_name(env: Env, tmp_path: Path) -> None:
     source = tmp_path / "claude-memory"
     source.mkdir()
     (source / "aux.md").write_text("---\nname: aux\ndescription: the aux port\ntype: project\n---\nbody\n")
@@ -171,9 +171,10 @@ def test_an_import_skips_a_file_named_like_a_windows_device(env: Env, tmp_path: 
     result = env.run("--json", "import", "claude", str(source))
     assert result.code == 0, result.err
     body = result.json()
-    assert [s["source"] for s in body["skipped"]] == ["aux.md"]
-    assert "device name" in body["skipped"][0]["reason"]
-    assert (env.harness / "ports.md").is_file()
+    assert body["skipped"] == []
+    aux = next(i for i in body["imported"] if i["source"] == "aux.md")
+    assert aux["name"] == "project_aux.md" and "stored as project_aux.md" in aux["notes"]
+    assert (env.harness / "ports.md").is_file() and (env.harness / "project_aux.md").is_file()
     assert not (env.harness / "aux.md").exists() and not (env.mirror / "aux.md").exists()
 
 

@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import os
+import subprocess
 from pathlib import Path
+
+from conftest import REPO, Env
 
 from pipeline.hosts.cron import DuePolicy, crontab_line, due_state, systemd_units
 
@@ -41,7 +45,8 @@ def test_hours_count_from_the_first_write_when_never_consolidated(tmp_path: Path
 
 def test_the_crontab_line_quotes_paths_and_escapes_percent() -> None:
     line = crontab_line(["/opt/my tools/memfold"], Path("/home/u/100%/memfold"))
-    assert line.startswith("17 * * * * '/opt/my tools/memfold' --home /home/u/100\\%/memfold consolidate ")
+    assert line.startswith("17 * * * * umask 077 && mkdir -p /home/u/100\\%/memfold/logs && "
+                           "'/opt/my tools/memfold' --home /home/u/100\\%/memfold consolidate ")
     assert "--all-projects --if-due --skip-if-locked >> " in line
 
 
@@ -49,3 +54,17 @@ def test_systemd_exec_start_quotes_spaces_and_doubles_percent() -> None:
     units = systemd_units(["/opt/my tools/memfold"], Path("/h/50%"))
     service = units["memfold-consolidate.service"].decode()
     assert 'ExecStart="/opt/my tools/memfold" --home /h/50%% consolidate --all-projects' in service
+
+
+def test_the_printed_cron_line_works_on_a_fresh_home(env: Env) -> None:
+    assert env.run("add", "project_a", "-d", "the first memory").code == 0
+    fresh = env.home / "logs"
+    assert not fresh.exists()
+    line = env.run("--json", "schedule", "--cron").json()["crontab"]
+    command = line.split(" ", 5)[5].replace("\\%", "%")  # what cron hands to /bin/sh
+    proc = subprocess.run(["/bin/sh", "-c", command], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "PYTHONPATH": str(REPO)}, cwd="/")
+    assert proc.returncode == 0, proc.stderr
+    lines = (fresh / "consolidate.jsonl").read_text().splitlines()
+    assert lines and json.loads(lines[-1])["project"] == str(env.project)
+    assert (fresh.stat().st_mode & 0o777) == 0o700

@@ -26,7 +26,10 @@ def test_pi_topic_sections_become_one_memory_each_modified_at_updated() -> None:
 def test_claude_metadata_type_shape_is_read() -> None:
     parsed = claude.parse_dir(DATA / "claude")
     kinds = {c.file: c.memory.type for c in parsed.candidates}
-    assert kinds == {"deploy_target.md": "project", "use-pnpm.md": "feedback"}
+    assert kinds == {"deploy_target.md": "project", "use-pnpm.md": "feedback", "no-frontmatter.md": "project"}
+    plain = next(c for c in parsed.candidates if c.file == "no-frontmatter.md")
+    assert plain.memory.description == "Just text, no frontmatter."
+    assert plain.notes == ("no frontmatter", "description taken from the first line")
 
 
 def test_harness_visibility_comes_from_the_mirror_not_the_frontmatter(tmp_path: Path) -> None:

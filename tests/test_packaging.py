@@ -54,5 +54,5 @@ def test_the_demo_runs_the_main_job_and_passes(tmp_path: Path) -> None:
                           cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(REPO)})
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert proc.stdout.rstrip().endswith("demo passed")
-    assert "6 -> 4 memories" in proc.stdout and "verified no-op" in proc.stdout
+    assert "6 → 4 memories" in proc.stdout and "verified no-op" in proc.stdout
     assert "Zx81Zx81" not in proc.stdout + proc.stderr  # the token itself, never more than its public prefix

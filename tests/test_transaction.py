@@ -163,7 +163,7 @@ def test_the_summary_lists_merges_once_and_names_reclassifications(store: tuple[
     assert summary["noOp"] is False and summary["ok"] is True
     assert summary["reasons"] == {"project_ci.md": "merged into project_api.md", "user_editor.md": "obsolete"}
     text = summary_text(summary)
-    assert "3 -> 2 memories" in text and "merged     project_ci.md: merged into project_api.md" in text
+    assert "3 → 2 memories: 1 merged, 0 expired" in text and "merged     project_ci.md: merged into project_api.md" in text
     assert "reclassified project_api.md: private -> safe" in text
 
 

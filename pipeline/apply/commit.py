@@ -51,8 +51,13 @@ class Services(Frozen):
         return stamp(self.clock())
 
     def resolver(self, run_dir: Path) -> RootResolver:
+        roots: dict[str, Path] = {"run": run_dir}  # built once: a large import resolves roots per file
+
         def resolve(key: str) -> Path:
-            return run_dir if key == "run" else self.layout.root(key)
+            path = roots.get(key)
+            if path is None:
+                path = roots[key] = self.layout.root(key)
+            return path
 
         return resolve
 

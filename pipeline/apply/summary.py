@@ -26,6 +26,9 @@ def summarize(run_id: str, plan: dict[str, Any], pre: PreState, post: PostState)
     deleted = [n for n in deleted if n not in merged]
     # Indexes are derived: rebuilding one (first run, a memory added by hand) changes no memory.
     changed = _memory_hashes(post.hash_maps()) != _memory_hashes(pre.hash_maps())
+    day = f"{run_id[:4]}-{run_id[4:6]}-{run_id[6:8]}"
+    expired = sorted(n for n in deleted if (m := pre.memories.get(n)) is not None and m.expires is not None
+                     and m.expires[:10] < day)
     return {
         "ok": True,
         "runId": run_id,
@@ -39,6 +42,9 @@ def summarize(run_id: str, plan: dict[str, Any], pre: PreState, post: PostState)
         "reclassified": sorted(reclassified, key=lambda r: str(r["name"])),
         "memories": {"before": len(pre.memories), "after": len(post.memories)},
         "reasons": {n: r.get("summary", "") for n, r in sorted(report.items()) if r.get("status") != "kept"},
+        "expired": expired,
+        # Files that do not parse are no memory of the plan: left as they are, and said so.
+        "untouched": [b.as_dict() for _, b in sorted(pre.broken.items())],
     }
 
 
@@ -47,11 +53,12 @@ def _memory_hashes(maps: Any) -> dict[str, dict[str, str]]:
 
 
 def summary_text(summary: dict[str, Any]) -> str:
+    from ..safetext import counted
+
     if summary["noOp"]:
-        head = f"consolidation {summary['runId']}: verified no-op ({summary['selected']} memories checked)"
+        head = f"consolidation {summary['runId']}: verified no-op ({counted(summary['selected'], 'memory')} checked)"
     else:
-        head = (f"consolidation {summary['runId']}: {summary['memories']['before']} -> "
-                f"{summary['memories']['after']} memories")
+        head = f"consolidation {summary['runId']}: changed and verified"
     lines = [head + (" [dry run: nothing written]" if summary.get("dryRun") else "")]
     for key in ("merged", "rewritten", "created", "deleted"):
         for name in summary[key]:
@@ -59,6 +66,25 @@ def summary_text(summary: dict[str, Any]) -> str:
             lines.append(f"  {key:<10} {name}" + (f": {reason}" if reason else ""))
     for item in summary["reclassified"]:
         lines.append(f"  reclassified {item['name']}: {item['from']} -> {item['to']}")
+    for item in summary.get("untouched") or []:
+        lines.append(f"  untouched  {item['path']}: {item['problem']} (see `memfold doctor`)")
+    lines.append(totals_line(summary))
     if summary.get("receipt"):
         lines.append(f"receipt: {summary['receipt']}")
     return "\n".join(lines)
+
+
+def totals_line(summary: dict[str, Any]) -> str:
+    """``2,859 → 2,790 memories: 60 merged, 9 expired``: the whole run in one line."""
+    from ..safetext import counted
+
+    counts = summary["memories"]
+    expired = len(summary.get("expired") or [])
+    parts = [f"{len(summary['merged']):,} merged", f"{expired:,} expired"]
+    others = len(summary["deleted"]) - expired
+    parts += [f"{n:,} {word}" for n, word in ((others, "deleted"), (len(summary["created"]), "created"),
+                                               (len(summary["rewritten"]), "rewritten")) if n]
+    if summary.get("untouched"):
+        parts.append(f"{counted(len(summary['untouched']), 'broken file')} untouched")
+    return f"{counts['before']:,} \u2192 {counts['after']:,} {'memory' if counts['after'] == 1 else 'memories'}: " \
+        + ", ".join(parts)

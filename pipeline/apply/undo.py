@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from ..errors import StaleState, UsageError
+from ..errors import MemfoldError, StaleState, UsageError
 from ..fsutil import read_bounded, sha256_bytes
 from ..receipts.receipt import load_receipt, normalize_maps
 from ..state import Operation, PreState
@@ -27,6 +27,14 @@ def undo_ops(runs_dir: Path, run_id: str) -> Callable[[PreState], list[Operation
 
     def build(pre: PreState) -> list[Operation]:
         changed = [n for n in touched if pre.harness.hashes.get(n) != final.get(n)]
+        if changed and all(pre.harness.hashes.get(n) == source.get(n) for n in touched):
+            by = _undone_by(runs_dir, run_id)
+            raise StaleState(
+                f"run {run_id} is already undone{f' by run {by}' if by else ''}: its files are as they were "
+                "before it", code="undo.already-undone",
+                hint=f"nothing to undo; `memfold undo {by}` would redo it" if by else "nothing to undo",
+                data={"undoneBy": by} if by else None,
+            )
         if changed:
             raise StaleState(
                 f"cannot undo run {run_id}: {', '.join(changed[:5])} changed since that run",
@@ -51,3 +59,22 @@ def undo_ops(runs_dir: Path, run_id: str) -> Callable[[PreState], list[Operation
         return operations
 
     return build
+
+
+def _undone_by(runs_dir: Path, run_id: str) -> str | None:
+    """The newest committed undo run of ``run_id``: its snapshot names the run it undid."""
+    import json
+
+    try:
+        names = sorted((p.name for p in runs_dir.iterdir() if p.name != run_id), reverse=True)
+    except OSError:
+        return None
+    for name in names:
+        try:
+            snapshot = json.loads(read_bounded(runs_dir / name / "snapshot.json", 1 << 20))
+        except (OSError, ValueError, MemfoldError):
+            continue
+        if (isinstance(snapshot, dict) and snapshot.get("undoes") == run_id
+                and (runs_dir / name / "post-receipt.json").exists()):
+            return name
+    return None

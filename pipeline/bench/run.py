@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import floors
+from . import floors, importing
 from . import mcp as mcp_bench
 from .prompt import bench_prompt
 from .synth import Synthetic, write_store
@@ -299,9 +299,10 @@ def run_bench(plan: Plan) -> dict[str, Any]:
     for n in plan.sizes:
         bench_size(plan, n, env, python_ms)
     scaling = _scaling(plan)
+    import_scaling = importing.bench_import(plan, env, python_ms, Row)
     return {"machine": machine(), "sizes": list(plan.sizes), "reps": plan.reps,
             "consolidateReps": plan.consolidate_reps, "floors": plan.floors,
-            "rows": [r.as_dict() for r in plan.rows], "scaling": scaling}
+            "rows": [r.as_dict() for r in plan.rows], "scaling": scaling, "importScaling": import_scaling}
 
 
 def _scaling(plan: Plan) -> dict[str, Any] | None:
@@ -326,6 +327,8 @@ def format_table(result: dict[str, Any]) -> str:
         verdict = "ok" if scaling["met"] else "MISSED"
         lines.append(f"consolidate t(20000)/t(2000) = {scaling['consolidate t(20000)/t(2000)']} "
                      f"(target {scaling['target']}) {verdict}")
+    if result.get("importScaling"):
+        lines.append(importing.scaling_line(result["importScaling"]))
     m = result["machine"]
     lines.append(f"machine: {m['cpu']} x{m['cpus']}, {m['platform']}, Python {m['python']}, "
                  f"load {m['loadavg1']}; times in ms")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import typer
 
+from ..safetext import counted
 from ._app import GlobalOpt, JsonOpt, app, emit, lock_timeout, services, use_global, want_json
 
 
@@ -36,13 +37,18 @@ def undo(run_id: str = typer.Argument(...), global_: bool = GlobalOpt, json_out:
 def status(global_: bool = GlobalOpt, json_out: bool = JsonOpt) -> int:
     """Roots, counts, capacity, lock holder, last run and pending recovery."""
     use_global(global_)
+    from ..hosts.cron import DuePolicy
     from ..status import project_status
+    from .context import config
 
-    data = project_status(services(privacy=False))
+    section = config().consolidate
+    data = project_status(services(privacy=False), DuePolicy(hours=section.due_hours, writes=section.due_writes))
     lines = [
         f"project      {data['projectRoot']}",
-        f"private      {data['harness']} ({data['memories']} memories: {data['safe']} safe, {data['private']} private)",
-        f"mirror       {data['mirror'] or 'none (the global store is private only)'} ({data['mirrorFiles']} files)",
+        f"private      {data['harness']} ({counted(data['memories'], 'memory')}: {data['safe']} safe, "
+        f"{data['private']} private)",
+        f"mirror       {data['mirror'] or 'none (the global store is private only)'} "
+        f"({counted(data['mirrorFiles'], 'file')})",
         f"capacity     {data['capacity']['lines']}/{data['capacity']['maxLines']} lines, "
         f"{data['capacity']['bytes']}/{data['capacity']['maxBytes']} bytes",
         "trusted      "
@@ -60,6 +66,8 @@ def status(global_: bool = GlobalOpt, json_out: bool = JsonOpt) -> int:
                      f"{len(data['git']['untracked'])} untracked")
     for line in data["drift"]:
         lines.append(f"drift        {line}")
+    for item in data.get("broken") or []:
+        lines.append(f"broken       {item['path']}: {item['problem']}\n             fix: {item['fix']}")
     for warning in data["warnings"]:
         lines.append(f"warning      {warning}")
     emit({"ok": True, **data}, "\n".join(lines), as_json=want_json(json_out))

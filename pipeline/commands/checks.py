@@ -105,6 +105,12 @@ def verify(target: str | None, attestation: Path | None, pubkey: Path | None, gl
             raise UsageError("--pubkey goes with --attestation F, which takes no run id", code="usage.attest")
         checks, issues = check(svc.layout, attestation, pubkey)
         report = Report(ok=not issues, checks=checks, errors=issues, receipts=1)
+        if pubkey is None:
+            from ..errors import Issue
+
+            # Without a key the statement is checked against the log, but anyone could have signed it.
+            report.warnings.append(Issue("attest.unsigned-check", "$.signatures",
+                                         "the signature was NOT checked: pass --pubkey KEY.pem to check it"))
         emit(report.as_dict(), _report_text(report, f"verify attestation {attestation}"),
              as_json=want_json(json_out))
         return 0 if report.ok else VerifyFailed.exit_code
@@ -123,15 +129,18 @@ def verify(target: str | None, attestation: Path | None, pubkey: Path | None, gl
 def audit(strict: bool, global_: bool, json_out: bool) -> int:
     use_global(global_)
     from ..receipts.verify import audit as run_audit
+    from ..safetext import counted
+    from .progress import progress
 
     svc = services(privacy=False)
-    report = run_audit(svc.layout, svc.limits)
+    with progress("auditing receipts", None, quiet=want_json(json_out)) as tick:
+        report = run_audit(svc.layout, svc.limits, tick)
     data = {**report.as_dict(), "handEdits": len(report.drift)}
     witnessed = [c for c in report.checks if c.startswith("witness:")]
-    walked = (f"{report.receipts} receipts: schema, phase, chain links, plan digests, identities and "
+    walked = (f"{counted(report.receipts, 'receipt')}: schema, phase, chain links, plan digests, identities and "
               "source hashes")
     report.checks = [walked, *witnessed] if report.ok else []
-    emit(data, _report_text(report, f"audit of {report.receipts} receipts")
+    emit(data, _report_text(report, f"audit of {counted(report.receipts, 'receipt')}")
          + (f"\n  {len(report.drift)} hand edit(s)" if report.drift else ""), as_json=want_json(json_out))
     if not report.ok or (strict and (report.drift or report.warnings)):
         return VerifyFailed.exit_code

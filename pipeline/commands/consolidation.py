@@ -52,7 +52,10 @@ def consolidate(context: str | None = None, no_context: bool = False, scope: str
         lock_timeout=0.0, context_limits=limits)
     if all_projects or if_due or skip_if_locked:
         return _unattended(request, all_projects, if_due, skip_if_locked, want_json(json_out))
-    summary = run(services(), request)
+    from .progress import progress
+
+    with progress("consolidating", None, quiet=want_json(json_out)):
+        summary = run(services(), request)
     emit(summary, summary_text(summary), as_json=want_json(json_out))
     return 0
 
@@ -61,7 +64,9 @@ def _cron_log(message: str) -> None:
     """Skips and failures of unattended runs are kept in ``<home>/logs/cron.log`` for the user."""
     import time
 
-    logs = home_dir() / "logs"
+    from .context import user_files
+
+    logs = user_files()[2]
     try:
         logs.mkdir(parents=True, exist_ok=True, mode=0o700)
         with open(logs / "cron.log", "a", encoding="utf-8") as fh:

@@ -65,7 +65,21 @@ def clock() -> dt.datetime:
 def home_dir() -> Path:
     from ..paths import default_home
 
-    return STATE.home if STATE.home is not None else Path(default_home(os.environ))
+    home = STATE.home if STATE.home is not None else Path(default_home(os.environ))
+    if home.exists() and not home.is_dir():
+        from ..errors import UsageError
+
+        raise UsageError(f"the memfold home {home} is not a directory", code="usage.home",
+                         hint="pass --home DIR (or set $MEMFOLD_HOME) to a directory; it is created if missing")
+    return home
+
+
+def user_files() -> tuple[Path, Path, Path]:
+    """The config file, cache dir and log dir of this invocation's home (XDG for the default home)."""
+    from ..paths import user_files as located
+
+    config_file, cache, logs = located(str(home_dir()), os.environ)
+    return Path(config_file), Path(cache), Path(logs)
 
 
 def layout() -> Any:
@@ -87,7 +101,7 @@ def layout() -> Any:
 def config() -> Any:
     from ..config import load_config
 
-    path = home_dir() / "config.yaml"
+    path = user_files()[0]
     if STATE.loaded is None or STATE.loaded[0] != path:
         STATE.loaded = (path, load_config(path))
     return STATE.loaded[1]
@@ -104,7 +118,7 @@ def services(*, privacy: bool = True) -> Any:
         from ..privacy import load_ruleset
 
         ruleset = load_ruleset(cfg.privacy.rules or None, cfg.privacy.allowlist or None,
-                               cache_home=str(home_dir()))
+                               cache_home=str(user_files()[1]))
     return Services(layout=where, limits=cfg.store_limits(), clock=clock, ruleset=ruleset,
                     keep_runs=cfg.runs.keep)
 

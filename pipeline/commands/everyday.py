@@ -35,6 +35,7 @@ app.add_typer(config_app, name="config")
 def path(global_: bool = GlobalOpt, json_out: bool = JsonOpt) -> int:
     """Print where everything lives: home, project home, stores, mirror, runs, receipts, config."""
     from ..paths import global_layout
+    from .context import user_files
 
     use_global(global_)
     lay = layout()
@@ -42,7 +43,8 @@ def path(global_: bool = GlobalOpt, json_out: bool = JsonOpt) -> int:
     data = {"home": str(lay.home), "projectRoot": None if lay.is_global else str(lay.project_root),
             "projectHome": str(lay.project_home), "privateStore": str(lay.harness),
             "mirror": str(lay.mirror) if lay.mirror else None, "globalStore": str(glob.harness),
-            "runs": str(lay.runs), "receipts": str(lay.receipts), "config": str(lay.config)}
+            "runs": str(lay.runs), "receipts": str(lay.receipts), "config": str(user_files()[0]),
+            "cache": str(user_files()[1]), "logs": str(user_files()[2])}
     human = "\n".join(f"{key:<13} {value if value is not None else '-'}" for key, value in data.items())
     emit({"ok": True, **data}, human, as_json=want_json(json_out))
     return 0
@@ -53,11 +55,10 @@ def rename(old: str = typer.Argument(...), new: str = typer.Argument(...), globa
            json_out: bool = JsonOpt) -> int:
     """Rename a memory: file name and title follow, body and dates are kept, receipted."""
     from ..edits import direct_transaction, rename_ops
-    from ..store.memory import normalize_name
 
     use_global(global_)
     svc = services()
-    build = rename_ops(normalize_name(old), normalize_name(new), svc.clock())
+    build = rename_ops(old, new, svc.clock())
     return print_tx(direct_transaction(svc, "rename", build, lock_timeout=lock_timeout()), want_json(json_out))
 
 
@@ -85,7 +86,6 @@ def edit(name: str = typer.Argument(...), global_: bool = GlobalOpt, json_out: b
     from ..edits import direct_transaction, replace_ops, require
     from ..fsutil import read_bounded, sha256_bytes, write_new
     from ..state import read_pre
-    from ..store.memory import normalize_name
 
     use_global(global_)
     if not sys.stdin.isatty():
@@ -96,7 +96,7 @@ def edit(name: str = typer.Argument(...), global_: bool = GlobalOpt, json_out: b
         raise UsageError("set $VISUAL or $EDITOR to your editor", code="usage.no-editor")
     svc = services()
     pre = read_pre(svc.layout, svc.limits)
-    actual = require(pre, normalize_name(name))
+    actual = require(pre, name)
     original = pre.harness.files[actual]
     scratch = svc.layout.project_home / f"edit-{os.getpid()}-{actual}"
     write_new(scratch, original)
@@ -108,7 +108,7 @@ def edit(name: str = typer.Argument(...), global_: bool = GlobalOpt, json_out: b
                 emit({"ok": True, "changed": False}, "no change", as_json=want_json(json_out))
                 return 0
             try:
-                build = replace_ops(actual, content, expected=sha256_bytes(original))
+                build = replace_ops(actual, content, expected=sha256_bytes(original), now=svc.clock())
                 result = direct_transaction(svc, "edit", build, lock_timeout=lock_timeout(), publish="named")
             except InputRejected as exc:
                 report_error(exc, False)
@@ -126,8 +126,9 @@ def config_check(json_out: bool = JsonOpt) -> int:
     """Validate config.yaml against schemas/config.schema.json and explain each problem."""
     from ..config import load_config
     from ..resources import load_schema
+    from .context import user_files
 
-    path_ = home_dir() / "config.yaml"
+    path_ = user_files()[0]
     cfg = load_config(path_)
     problems = list(cfg.problems)
     if not problems and path_.exists():

@@ -21,24 +21,39 @@ def import_(fmt: str = typer.Argument(..., metavar="FORMAT", help="pi-notes | pi
 
     from ..edits import direct_transaction
     from ..importers import parsers, plan_import
+    from .progress import progress
 
     if fmt not in FORMATS:
         raise UsageError(f"unknown import format {fmt!r} (one of {', '.join(FORMATS)})", code="usage.format")
     if len(paths) != FORMATS[fmt]:
         raise UsageError(f"import {fmt} takes {FORMATS[fmt]} path(s)", code="usage.paths")
-    parsed = parsers()[fmt](*paths)
+    quiet = want_json(json_out)
+    with progress(f"reading {fmt}", _count(paths), quiet=quiet) as tick:
+        parsed = parsers()[fmt](*paths, tick=tick)
     svc = services()
     report: dict[str, Any] = {}
     extra = {"import": fmt, "sources": [str(p.absolute()) for p in paths]}
-    result = direct_transaction(svc, "import", plan_import(parsed, svc.ruleset, report),
-                                lock_timeout=lock_timeout(), extra=extra)
+    with progress(f"importing {len(parsed.candidates):,} candidates as one transaction", None, quiet=quiet):
+        result = direct_transaction(svc, "import", plan_import(parsed, svc.ruleset, report),
+                                    lock_timeout=lock_timeout(), extra=extra)
     data = {**result.as_dict(), "format": fmt, "imported": report.get("imported", []),
             "skipped": report.get("skipped", [])}
-    lines = [f"imported {i['name']} ({i['visibility']})" for i in data["imported"]]
+    lines = [f"imported {i['source']} as {i['name']} ({i['visibility']})"
+             + (f": {'; '.join(i['notes'])}" if i.get("notes") else "") for i in data["imported"]]
     lines += [f"skipped {s['source']}: {s['reason']}" for s in data["skipped"]]
     lines.append(f"receipt: {result.receipt}" if result.run_id else "nothing new to import")
     emit(data, "\n".join(lines), as_json=want_json(json_out))
     return 0
+
+
+def _count(paths: list[Path]) -> int | None:
+    """How many files the source holds, for the bar: a directory's entries; None for a notes file."""
+    import os
+
+    try:
+        return sum(len(os.listdir(p)) for p in paths) if all(p.is_dir() for p in paths) else None
+    except OSError:
+        return None
 
 
 @app.command("export")
@@ -46,6 +61,7 @@ def export(fmt: str = typer.Argument(..., metavar="FORMAT", help="claude"),
            dest: Path = typer.Argument(..., help="the memory dir to write"), json_out: bool = JsonOpt) -> int:
     """Write the private store as a Claude Code memory dir (memory files + MEMORY.md)."""
     from ..importers.claude import export_dir
+    from ..safetext import counted
     from ..state import read_pre
     from ..store.index import render_index
 
@@ -55,5 +71,5 @@ def export(fmt: str = typer.Argument(..., metavar="FORMAT", help="claude"),
     pre = read_pre(svc.layout, svc.limits)
     written = export_dir(dict(pre.harness.memories()), render_index(pre.memories, mirror=False), dest)
     emit({"ok": True, "format": fmt, "written": [str(p) for p in written]},
-         f"exported {len(written) - 1} memories to {dest}", as_json=want_json(json_out))
+         f"exported {counted(len(written) - 1, 'memory')} to {dest}", as_json=want_json(json_out))
     return 0

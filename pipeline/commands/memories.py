@@ -6,11 +6,14 @@ importing typer at all (typer imports pydantic for its own argument coercion: ~0
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import Any
 
 from .context import emit, lock_timeout, services, use_global, want_json, warn
+
+_MAX_BODY = 16 << 20
 
 
 def read_body(body: str | None, body_file: Path | None) -> str | None:
@@ -18,20 +21,30 @@ def read_body(body: str | None, body_file: Path | None) -> str | None:
         from ..errors import UsageError
 
         raise UsageError("give --body or --body-file, not both", code="usage.body")
-    if body_file is not None:
-        from ..errors import InputRejected
+    if body_file is None:
+        return body
+    from ..errors import InputRejected
 
+    where = "stdin" if str(body_file) == "-" else str(body_file)
+    try:
         if str(body_file) == "-":
-            data = sys.stdin.buffer.read(16 << 20)
+            data = sys.stdin.buffer.read(_MAX_BODY + 1)
         else:
-            from ..fsutil import read_bounded
-
-            data = read_bounded(body_file, 16 << 20)
-        try:
-            return data.decode("utf-8")
-        except UnicodeDecodeError:
-            raise InputRejected(f"{body_file} is not UTF-8 text", code="memory.encoding") from None
-    return body
+            # The user's own file: a symlink is followed, anything but a regular file is refused.
+            with open(body_file, "rb") as fh:
+                if not os.path.isfile(body_file):
+                    raise IsADirectoryError(21, "not a regular file")
+                data = fh.read(_MAX_BODY + 1)
+    except OSError as exc:
+        raise InputRejected(f"--body-file {where}: {exc.strerror or exc}", code="input.body-file",
+                            hint="give a readable text file, or '-' to read the body from stdin") from None
+    if len(data) > _MAX_BODY:
+        raise InputRejected(f"--body-file {where} is over {_MAX_BODY} bytes", code="input.body-file",
+                            hint="a memory is one short note; keep long documents in the repository")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise InputRejected(f"{where} is not UTF-8 text", code="memory.encoding") from None
 
 
 def print_tx(result: Any, as_json: bool) -> int:
@@ -51,12 +64,10 @@ def add(name: str, description: str | None, type_: str | None, visibility: str |
         body_file: Path | None, expires: str | None, global_: bool, json_out: bool, allow_publish: bool = False) -> int:
     use_global(global_)
     from ..edits import MemoryInput, add_ops, direct_transaction
-    from ..store.memory import normalize_name
 
-    svc = services()
-    file = normalize_name(name)
     data = MemoryInput(description, type_, visibility, read_body(body, body_file), expires)
-    result = direct_transaction(svc, "add", add_ops(file, data, svc.clock()), lock_timeout=lock_timeout(),
+    svc = services()
+    result = direct_transaction(svc, "add", add_ops(name, data, svc.clock()), lock_timeout=lock_timeout(),
                                 publish=_publish(allow_publish))
     return print_tx(result, want_json(json_out))
 
@@ -66,11 +77,10 @@ def update(name: str, description: str | None, type_: str | None, visibility: st
            allow_publish: bool = False) -> int:
     use_global(global_)
     from ..edits import MemoryInput, direct_transaction, update_ops
-    from ..store.memory import normalize_name
 
-    svc = services()
     data = MemoryInput(description, type_, visibility, read_body(body, body_file), expires)
-    build = update_ops(normalize_name(name), data, svc.clock())
+    svc = services()
+    build = update_ops(name, data, svc.clock())
     result = direct_transaction(svc, "update", build, lock_timeout=lock_timeout(), publish=_publish(allow_publish))
     return print_tx(result, want_json(json_out))
 
@@ -83,10 +93,9 @@ def _publish(allow_publish: bool) -> str:
 def forget(name: str, global_: bool, json_out: bool) -> int:
     use_global(global_)
     from ..edits import direct_transaction, forget_ops
-    from ..store.memory import normalize_name
 
     svc = services()
-    build = forget_ops(normalize_name(name))
+    build = forget_ops(name)
     return print_tx(direct_transaction(svc, "forget", build, lock_timeout=lock_timeout()), want_json(json_out))
 
 
@@ -102,11 +111,17 @@ def row(name: str, m: Any) -> dict[str, Any]:
             "visibility": m.visibility, "created": m.created, "modified": m.modified, "expires": m.expires}
 
 
+def _file_width(rows: list[dict[str, Any]]) -> int:
+    """The file column as wide as its longest name (at least 24), so long names never run into the next."""
+    return max([24, *(len(r["file"]) for r in rows)])
+
+
 def list_memories(global_: bool, json_out: bool) -> int:
     use_global(global_)
     _, memories = read_memories()
     rows = [row(n, memories[n]) for n in sorted(memories)]
-    human = "\n".join(f"{r['file']:<40} {r['type']:<9} {r['visibility']:<7} {r['description']}" for r in rows)
+    width = _file_width(rows)
+    human = "\n".join(f"{r['file']:<{width}} {r['type']:<9} {r['visibility']:<7} {r['description']}" for r in rows)
     emit({"ok": True, "memories": rows}, human or "no memories yet", as_json=want_json(json_out))
     return 0
 
@@ -123,6 +138,7 @@ def search(query: str, limit: int, global_: bool, json_out: bool) -> int:
     svc = services(privacy=False)
     hits = search_hits(svc.layout.harness, svc.layout.project_home, query, limit, svc.limits)
     rows = [{**row(r.file, r), "score": s} for r, s in hits]
-    human = "\n".join(f"{r['file']:<40} {r['score']:>8.4g}  {r['description']}" for r in rows)
+    width = _file_width(rows)
+    human = "\n".join(f"{r['file']:<{width}} {r['score']:>8.4g}  {r['description']}" for r in rows)
     emit({"ok": True, "query": query, "results": rows}, human or "no match", as_json=want_json(json_out))
     return 0

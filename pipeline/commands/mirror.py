@@ -30,6 +30,11 @@ def _trust(trusted: bool, json_out: bool) -> int:
     from ..mirror.trust import set_trust
 
     lay = layout()
+    if lay.is_global:
+        from ..errors import UsageError
+
+        raise UsageError(f"the global store has no mirror to {'trust' if trusted else 'untrust'}",
+                         code="trust.global", hint="run it in the project whose .memory/ you mean, without --global")
     changed = set_trust(home_dir(), lay.project_root, trusted)
     word = "trusted" if trusted else "untrusted"
     emit({"ok": True, "projectRoot": str(lay.project_root), "trusted": trusted, "changed": changed},

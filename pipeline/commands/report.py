@@ -8,6 +8,7 @@ from pathlib import Path
 
 import typer
 
+from ..safetext import counted
 from ._app import GlobalOpt, JsonOpt, app, clock, emit, services, use_global, want_json, warn
 
 
@@ -30,7 +31,7 @@ def report(out: Path = typer.Option(None, "--out", help="write here (default: <h
     emit({"ok": True, "report": str(written.path), "public": public, "mode": f"{written.mode:04o}",
           "receipts": written.receipts, "memories": written.memories, "handEdits": written.hand_edits,
           "auditOk": written.audit_ok},
-         f"report: {written.path} ({written.receipts} receipts, {written.memories} memories, "
+         f"report: {written.path} ({counted(written.receipts, 'receipt')}, {counted(written.memories, 'memory')}, "
          f"{written.hand_edits} hand edit(s), {'public' if public else 'PRIVATE: do not share'})",
          as_json=want_json(json_out))
     if open_ and _desktop():

@@ -31,7 +31,9 @@ def schedule(cron: bool = typer.Option(False, "--cron", help="print a crontab li
     home = home_dir().absolute()
     memfold = memfold_argv()
     if cron:
-        line = crontab_line(memfold, home)
+        from .context import user_files
+
+        line = crontab_line(memfold, home, logs=user_files()[2])
         emit({"ok": True, "crontab": line}, line, as_json=want_json(json_out))
         return 0
     units = systemd_units(memfold, home)

@@ -85,7 +85,7 @@ _MEMORY = (
 )
 
 COMMANDS: dict[str, Command] = {c.name: c for c in (
-    Command("add", (arg("name", "file name, e.g. project_deploy-target (.md is added)"),
+    Command("add", (arg("name", "a title in words (\"Deploy target\") or a file name (project_deploy-target)"),
                     opt("description", "--description", "-d", help="one self-contained line", required=True),
                     *_MEMORY),
             "memories:add", "Create a memory, or overwrite the one with exactly this name (keeping its created "
@@ -150,6 +150,6 @@ PANELS: dict[str, str] = {
     **dict.fromkeys(("schedule", "undo"), CONSOLIDATION),
     **dict.fromkeys(("attest", "report"), AUDIT),
     **dict.fromkeys(("hooks", "trust", "untrust", "mirror", "inject"), HOSTS),
-    **dict.fromkeys(("recover", "config", "bench", "demo"), MAINTENANCE),
+    **dict.fromkeys(("recover", "config", "bench", "demo", "doctor"), MAINTENANCE),
 }
 PANEL_ORDER = (EVERYDAY, CONSOLIDATION, AUDIT, HOSTS, MAINTENANCE)

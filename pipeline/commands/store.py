@@ -32,9 +32,7 @@ def show(name: str = typer.Argument(...), global_: bool = GlobalOpt, json_out: b
 
     svc = services(privacy=False)
     pre = read_pre(svc.layout, svc.limits)
-    from ..store.memory import normalize_name
-
-    actual = require(pre, normalize_name(name))
+    actual = require(pre, name, parsed=True)
     data = pre.harness.files[actual]
     emit({"ok": True, **memories.row(actual, pre.memories[actual]), "body": pre.memories[actual].body},
          data.decode("utf-8"), as_json=want_json(json_out))

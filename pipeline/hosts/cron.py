@@ -178,13 +178,15 @@ def _systemd_word(arg: str) -> str:
     return '"' + escaped.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
-def crontab_line(memfold: list[str], home: Path, minute: int = 17) -> str:
-    """Hourly: the run itself decides per project whether consolidation is due."""
+def crontab_line(memfold: list[str], home: Path, minute: int = 17, logs: Path | None = None) -> str:
+    """Hourly: the run itself decides per project whether consolidation is due (logs: ``<home>/logs``)."""
     command = " ".join(_shell_word(a) for a in [*memfold, "--home", str(home), *CRON_TAIL])
-    logs = home / "logs"
+    logs = home / "logs" if logs is None else logs
+    # The shell opens the log files before memfold runs: on a fresh home the directory must exist
+    # first, so the line creates it (private, like the home) before each run.
     # cron treats an unescaped % as a newline; memfold's own words never contain one, paths might.
-    line = (f"{minute} * * * * {command} >> {_shell_word(str(logs / 'consolidate.jsonl'))} "
-            f"2>> {_shell_word(str(logs / 'cron.log'))}")
+    line = (f"{minute} * * * * umask 077 && mkdir -p {_shell_word(str(logs))} && {command} "
+            f">> {_shell_word(str(logs / 'consolidate.jsonl'))} 2>> {_shell_word(str(logs / 'cron.log'))}")
     return line.replace("%", "\\%")
 
 

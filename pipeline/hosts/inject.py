@@ -28,7 +28,7 @@ def _config(home: str) -> Any:
     """The validated config; its sections are cached by ``load_config``, so no YAML or pydantic per prompt."""
     from ..config import load_config
 
-    return load_config(os.path.join(home, "config.yaml"))
+    return load_config(paths.user_files(home, os.environ)[0])
 
 
 def _readable_root(root: str, below: str, label: str, warnings: list[str]) -> bool:
@@ -199,7 +199,7 @@ def _home(value: str | None) -> str:
 def _log(home: str, message: str) -> None:
     """The hook fails open; the reason goes to a log the user can read, never to the host."""
     try:
-        logs = os.path.join(home, "logs")
+        logs = paths.user_files(home, os.environ)[2]
         os.makedirs(logs, exist_ok=True, mode=0o700)
         with open(os.path.join(logs, "hook.log"), "a", encoding="utf-8") as fh:
             fh.write(f"{time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())} inject: {message}\n")

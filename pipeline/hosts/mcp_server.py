@@ -126,22 +126,19 @@ class Backend:
     def add(self, name: str, description: str, body: str, type_: str, visibility: str,
             expires: str | None) -> dict[str, Any]:
         from ..edits import MemoryInput, add_ops
-        from ..store.memory import normalize_name
 
         data = MemoryInput(description, type_, visibility, body, expires)
-        return self.edit("add", add_ops(normalize_name(name), data, self.svc.clock()))
+        return self.edit("add", add_ops(name, data, self.svc.clock()))
 
     def update(self, name: str, **fields: Any) -> dict[str, Any]:
         from ..edits import MemoryInput, update_ops
-        from ..store.memory import normalize_name
 
-        return self.edit("update", update_ops(normalize_name(name), MemoryInput(**fields), self.svc.clock()))
+        return self.edit("update", update_ops(name, MemoryInput(**fields), self.svc.clock()))
 
     def forget(self, name: str) -> dict[str, Any]:
         from ..edits import forget_ops
-        from ..store.memory import normalize_name
 
-        return self.edit("forget", forget_ops(normalize_name(name)))
+        return self.edit("forget", forget_ops(name))
 
     def memories(self) -> dict[str, Memory]:
         """The store as it is now. Unchanged files are neither read nor parsed again: ``read_root`` and
@@ -229,7 +226,7 @@ def _hints(read_only: bool, destructive: bool = False, idempotent: bool = False)
                            open_world_hint=False)
 
 
-Name = Annotated[str, Field(description="memory file name, e.g. project_deploy-target (.md optional)")]
+Name = Annotated[str, Field(description="the memory's title in words (e.g. Deploy target), its slug or its file name")]
 Kind = Annotated[str | None, Field(description="user | feedback | project | reference")]
 Vis = Annotated[str | None, Field(description="safe (mirrored to .memory/, privacy-checked) | private")]
 

@@ -2,22 +2,20 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..edits import fold
-from ..errors import InputRejected
+from ..errors import InputRejected, MemfoldError
+from ..fsutil import read_bounded
 from ..state import Operation, PreState
 from ..store.memory import TYPES, Memory, check_name, render_memory, sanitize_line
-from ..store.state import find_name
 
 if TYPE_CHECKING:
     from ..privacy import RuleSet
 
-_SLUG = re.compile(r"[^a-z0-9]+")
 
 
 @dataclass(frozen=True)
@@ -27,6 +25,7 @@ class Candidate:
     file: str
     memory: Memory
     source: str
+    notes: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -42,30 +41,60 @@ class Skip:
 class Parsed:
     candidates: list[Candidate] = field(default_factory=list)
     skipped: list[Skip] = field(default_factory=list)
+    used: set[str] = field(default_factory=set)  # file names given out so far (lower-case)
 
     def skip(self, source: str, reason: str) -> None:
         self.skipped.append(Skip(source, reason))
 
 
-def memory_files(path: Path, parsed: Parsed) -> Iterator[Path]:
-    """The ``*.md`` files of a source dir but its ``MEMORY.md`` index; a missing dir is one skip."""
+MAX_SOURCE_BYTES = 4 << 20
+
+
+def require_dir(path: Path) -> None:
+    """A source that is not a directory is the user's mistake: exit 1 before anything is read."""
     if not path.is_dir():
-        parsed.skip(str(path), "not a directory")
+        what = "does not exist" if not path.exists() else "is not a directory"
+        raise InputRejected(f"import source {path} {what}", code="import.source",
+                            hint="give the directory the tool keeps its memory files in")
+
+
+def memory_files(path: Path, parsed: Parsed) -> Iterator[Path]:
+    """The ``*.md`` files of a source dir but its ``MEMORY.md`` index."""
+    require_dir(path)
+    import os
+
+    with os.scandir(path) as entries:
+        names = sorted(e.name for e in entries if e.is_file() and e.name.lower().endswith(".md"))
+    for name in names:
+        if name.lower() != "memory.md":
+            yield path / name
+
+
+def read_candidate(parsed: Parsed, file: Path, *, data: bytes | None = None, default_type: str = "project",
+                   visibility: str | None = None) -> None:
+    """One source file as its tool reads it: a candidate (with what reading it decided) or a skip."""
+    from .source import decode, file_name, read_source, to_memory
+
+    try:
+        source = read_source(decode(read_bounded(file, MAX_SOURCE_BYTES) if data is None else data))
+        memory = to_memory(source, file.name.removesuffix(".md"), default_type=default_type)
+    except (OSError, MemfoldError) as exc:
+        parsed.skip(file.name, f"not imported: {getattr(exc, 'message', None) or exc}")
         return
-    for file in sorted(path.glob("*.md")):
-        if file.name.lower() != "memory.md":
-            yield file
+    if visibility is not None:
+        memory = memory.with_changes(visibility=visibility)
+    name = file_name(file.name, memory, parsed.used)
+    notes = list(source.notes)
+    if name != file.name:
+        notes.append(f"stored as {name}")
+    parsed.candidates.append(Candidate(name, memory, file.name, tuple(notes)))
 
 
 def slug(text: str, words: int = 6) -> str:
-    return "-".join(_SLUG.sub(" ", text.lower()).split()[:words]) or "note"
+    """The first ``words`` words of ``text`` as a file-name slug (any script, transliterated)."""
+    from ..store.names import slugify
 
-
-def safe_file_name(raw: str) -> str:
-    """A source file name made into a memory name: other characters become '-'."""
-    stem = raw.removesuffix(".md")
-    stem = re.sub(r"[^A-Za-z0-9_-]+", "-", stem).strip("-_") or "memory"
-    return f"{stem[:120]}.md"
+    return "-".join(slugify(text).split("-")[:words]) or "note"
 
 
 def check_candidate(candidate: Candidate) -> str | None:
@@ -91,20 +120,26 @@ def _same(a: Memory, b: Memory) -> bool:
 def plan_import(
     parsed: Parsed, ruleset: RuleSet | None, report: dict[str, Any]
 ) -> Callable[[PreState], list[Operation]]:
-    """The build step of the import transaction; fills ``report`` with what was imported and skipped."""
+    """The build step of the import transaction; fills ``report`` with what was done to each source.
+
+    Every lookup is a dict keyed by the folded name, description or body, so the plan is linear in the
+    number of candidates plus the store (each candidate used to be compared with every memory).
+    """
 
     def build(pre: PreState) -> list[Operation]:
         skipped = list(parsed.skipped)
         ops: list[Operation] = []
-        taken: dict[str, Memory] = dict(pre.memories)
+        imported: list[dict[str, Any]] = []
+        taken = _Taken(pre.memories, [*pre.broken, *pre.public.memories()])
         for cand in parsed.candidates:
             why = check_candidate(cand)
-            existing_name = find_name(set(taken), cand.file)
-            if why is None and existing_name is not None:
-                why = ("already imported" if _same(taken[existing_name], cand.memory)
+            existing_name = taken.name(cand.file) if why is None else None
+            if existing_name is not None:
+                existing = taken.memories.get(existing_name)
+                why = ("already imported" if existing is not None and _same(existing, cand.memory)
                        else f"{existing_name} already exists with other content (not overwritten)")
             if why is None:
-                twin = _twin(taken, cand.memory)
+                twin = taken.twin(cand.memory)
                 if twin is not None:
                     why = f"near-duplicate of {twin}"
             content = render_memory(cand.memory) if why is None else b""
@@ -114,20 +149,42 @@ def plan_import(
                 skipped.append(Skip(cand.source, why))
                 continue
             ops.append(Operation(cand.file, "create", cand.memory.visibility, content))
-            taken[cand.file] = cand.memory
-        report["imported"] = [{"name": op.name, "visibility": op.classification} for op in ops]
+            imported.append({"name": cand.file, "source": cand.source, "visibility": cand.memory.visibility,
+                             "notes": list(cand.notes)})
+            taken.add(cand.file, cand.memory)
+        report["imported"] = imported
         report["skipped"] = [s.as_dict() for s in skipped]
         return ops
 
     return build
 
 
-def _twin(taken: dict[str, Memory], memory: Memory) -> str | None:
-    description, body = fold(memory.description), fold(memory.body)
-    for name, other in sorted(taken.items()):
-        if fold(other.description) == description or (body and fold(other.body) == body):
-            return name
-    return None
+class _Taken:
+    """The names, descriptions and bodies already in the store or imported in this run, by folded key."""
+
+    def __init__(self, memories: dict[str, Memory], other_names: Iterable[str]) -> None:
+        self.memories: dict[str, Memory] = {}
+        self.names: dict[str, str] = {n.lower(): n for n in other_names}
+        self.descriptions: dict[str, str] = {}
+        self.bodies: dict[str, str] = {}
+        for name in sorted(memories):
+            self.add(name, memories[name])
+
+    def add(self, name: str, memory: Memory) -> None:
+        self.memories[name] = memory
+        self.names[name.lower()] = name
+        self.descriptions.setdefault(fold(memory.description), name)
+        body = fold(memory.body)
+        if body:
+            self.bodies.setdefault(body, name)
+
+    def name(self, file: str) -> str | None:
+        return self.names.get(file.lower())
+
+    def twin(self, memory: Memory) -> str | None:
+        hits = [n for n in (self.descriptions.get(fold(memory.description)),
+                            self.bodies.get(fold(memory.body)) if fold(memory.body) else None) if n]
+        return min(hits) if hits else None
 
 
 def _privacy(ruleset: RuleSet, content: bytes, name: str) -> str | None:

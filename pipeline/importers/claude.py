@@ -2,26 +2,18 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
-from ..errors import MemfoldError
-from ..fsutil import read_bounded
-from ..store.memory import parse_memory
-from . import Candidate, Parsed, memory_files, ordered, safe_file_name
-
-MAX_SOURCE_BYTES = 4 << 20
+from . import Parsed, memory_files, ordered, read_candidate
 
 
-def parse_dir(path: Path) -> Parsed:
-    """Every ``*.md`` but the ``MEMORY.md`` index; a file that does not parse is skipped whole."""
+def parse_dir(path: Path, tick: Callable[[], None] = lambda: None) -> Parsed:
+    """Every ``*.md`` but the ``MEMORY.md`` index, read as Claude Code reads it (see ``source``)."""
     parsed = Parsed()
     for file in memory_files(path, parsed):
-        try:
-            memory = parse_memory(read_bounded(file, MAX_SOURCE_BYTES), file.name)
-        except (OSError, MemfoldError) as exc:
-            parsed.skip(file.name, f"malformed: {getattr(exc, 'message', None) or exc}")
-            continue
-        parsed.candidates.append(Candidate(safe_file_name(file.name), memory, file.name))
+        read_candidate(parsed, file)
+        tick()
     parsed.candidates = ordered(parsed.candidates)
     return parsed
 

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 from ..errors import MemfoldError
 from ..fsutil import read_bounded
-from ..store.memory import parse_memory
-from . import Candidate, Parsed, ordered, safe_file_name
+from . import MAX_SOURCE_BYTES, Parsed, ordered, read_candidate, require_dir
 
-MAX_SOURCE_BYTES = 4 << 20
 _LINK = re.compile(r"\]\(([^)]+\.md)\)")
 
 
@@ -33,30 +32,28 @@ def _files(root: Path) -> dict[str, Path]:
     return {p.name: p for p in sorted(root.glob("*.md")) if p.name.lower() != "memory.md"}
 
 
-def parse_pair(private: Path, public: Path) -> Parsed:
+def parse_pair(private: Path, public: Path, tick: Callable[[], None] = lambda: None) -> Parsed:
     parsed = Parsed()
-    for root in (private, public):
-        if not root.is_dir():
-            parsed.skip(str(root), "not a directory")
-    if parsed.skipped:
-        return parsed
+    require_dir(private)
+    require_dir(public)
     private_files, public_files = _files(private), _files(public)
     marked = _harness_only(private / "MEMORY.md")
     for name in sorted(set(private_files) | set(public_files)):
+        tick()
         in_private, in_public = private_files.get(name), public_files.get(name)
+        path = in_private or in_public
+        assert path is not None
         try:
-            data = read_bounded(in_private or in_public, MAX_SOURCE_BYTES)  # type: ignore[arg-type]
+            data = read_bounded(path, MAX_SOURCE_BYTES)
             if in_private and in_public and read_bounded(in_public, MAX_SOURCE_BYTES) != data:
                 parsed.skip(name, "the private and public copies differ")
                 continue
-            memory = parse_memory(data, name)
         except (OSError, MemfoldError) as exc:
-            parsed.skip(name, f"malformed: {getattr(exc, 'message', None) or exc}")
+            parsed.skip(name, f"not imported: {getattr(exc, 'message', None) or exc}")
             continue
         if in_public and name.lower() in marked:
             parsed.skip(name, "marked (harness only) but present in the public mirror")
             continue
-        visibility = "safe" if in_public else "private"
-        parsed.candidates.append(Candidate(safe_file_name(name), memory.with_changes(visibility=visibility), name))
+        read_candidate(parsed, path, data=data, visibility="safe" if in_public else "private")
     parsed.candidates = ordered(parsed.candidates)
     return parsed

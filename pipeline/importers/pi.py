@@ -4,70 +4,53 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ..errors import MemfoldError
+from ..errors import InputRejected, MemfoldError
 from ..fsutil import read_bounded
-from ..store.memory import Memory, parse_memory, sanitize_line, split_frontmatter, stamp
-from . import Candidate, Parsed, memory_files, ordered, safe_file_name, slug
+from ..store.memory import Memory, sanitize_line, stamp
+from . import MAX_SOURCE_BYTES, Candidate, Parsed, memory_files, ordered, read_candidate, slug
+from .source import decode, file_name, read_source, unique_name
 
-MAX_SOURCE_BYTES = 4 << 20
 _BULLET = re.compile(r"^[-*+](?:\s+(.*))?$")
 _SECTION = re.compile(r"^## +(.+?)\s*#*\s*$", re.M)
 
 
-def _unique(base: str, used: set[str]) -> str:
-    name, n = base, 2
-    while name.lower() in used:
-        name = f"{base.removesuffix('.md')}-{n}.md"
-        n += 1
-    used.add(name.lower())
-    return name
-
-
-def parse_notes(path: Path) -> Parsed:
-    """``- note`` lines (indented lines continue the note above); headings and blank lines are ignored."""
+def parse_notes(path: Path, tick: Callable[[], None] = lambda: None) -> Parsed:
+    """``- note`` lines, one note each, indented or not (pi appends one bullet per fact, and a bullet a
+    person indented is still a fact of its own); other indented lines continue the note above;
+    headings and blank lines are ignored."""
     parsed = Parsed()
+    if not path.is_file():
+        what = "does not exist" if not path.exists() else "is not a file"
+        raise InputRejected(f"import source {path} {what}", code="import.source",
+                            hint="give the notes file (one '- note' bullet per line)")
     try:
-        text = read_bounded(path, MAX_SOURCE_BYTES).decode("utf-8").replace("\r\n", "\n")
+        text = read_bounded(path, MAX_SOURCE_BYTES).decode("utf-8").removeprefix("\ufeff").replace("\r\n", "\n")
     except (OSError, UnicodeDecodeError, MemfoldError) as exc:
-        parsed.skip(str(path), f"unreadable: {exc}")
-        return parsed
+        raise InputRejected(f"import source {path} cannot be read: {getattr(exc, 'message', None) or exc}",
+                            code="import.source", hint="the notes file must be UTF-8 text") from None
     notes: list[tuple[int, list[str]]] = []
     for number, line in enumerate(text.split("\n"), 1):
-        bullet = _BULLET.match(line)
+        bullet = _BULLET.match(line.lstrip(" \t"))
         if bullet:
             notes.append((number, [(bullet.group(1) or "").strip()]))
         elif line.startswith((" ", "\t")) and line.strip() and notes:
             notes[-1][1].append(line.strip())
         elif line.strip() and not line.lstrip().startswith("#"):
             parsed.skip(f"{path.name}:{number}", "not a bullet note")
-    used: set[str] = set()
     for number, lines in notes:
         body = "\n".join(lines).strip()
         if not body:
             parsed.skip(f"{path.name}:{number}", "empty note")
             continue
         description = sanitize_line(lines[0])[:200]
-        file = _unique(f"project_{slug(lines[0])}.md", used)
+        file = unique_name(f"project_{slug(lines[0])}.md", parsed.used)
         memory = Memory(name=file.removesuffix(".md"), description=description, type="project", body=body)
         parsed.candidates.append(Candidate(file, memory, f"{path.name}:{number}"))
     return parsed
-
-
-def _meta(data: bytes, file: str) -> tuple[dict[str, Any], str]:
-    import yaml
-
-    text = data.decode("utf-8").replace("\r\n", "\n")
-    head, body = split_frontmatter(text, file)
-    try:
-        meta = yaml.safe_load(head) if head.strip() else {}
-    except yaml.YAMLError:
-        raise ValueError("frontmatter is not valid YAML") from None
-    if not isinstance(meta, dict):
-        raise ValueError("frontmatter is not a mapping")
-    return meta, body
 
 
 def _when(value: Any) -> str | None:
@@ -79,9 +62,9 @@ def _when(value: Any) -> str | None:
 
 
 def _topic(parsed: Parsed, path: Path, meta: dict[str, Any], body: str) -> None:
-    """An older topic file: each ``## `` section is one memory, all modified at the file's ``updated``."""
+    """A topic file: each ``## `` section is one memory, all modified at the file's ``updated``."""
     titles = list(_SECTION.finditer(body))
-    stem = safe_file_name(path.name).removesuffix(".md")
+    stem = file_name(path.name, Memory(name=path.stem, description="-"), set()).removesuffix(".md")
     kind = str(meta.get("type") or "project")
     for i, match in enumerate(titles):
         title = sanitize_line(match.group(1))
@@ -94,23 +77,26 @@ def _topic(parsed: Parsed, path: Path, meta: dict[str, Any], body: str) -> None:
         first = sanitize_line(text.split("\n", 1)[0])
         memory = Memory(name=f"{stem}: {title}", description=f"{title}: {first}"[:200], type=kind,
                         modified=_when(meta.get("updated")), body=text)
-        parsed.candidates.append(Candidate(f"{stem}_{slug(title)}.md", memory, where))
+        file = unique_name(f"{stem}_{slug(title)}.md", parsed.used)
+        parsed.candidates.append(Candidate(file, memory, where, ("one memory per '## ' section",)))
 
 
-def parse_memory_dir(path: Path) -> Parsed:
-    """Entry files (name/description/type/created/modified) and topic files (``updated`` + sections)."""
+def parse_memory_dir(path: Path, tick: Callable[[], None] = lambda: None) -> Parsed:
+    """Entry files (name/description/type/created/modified) and topic files (``updated`` + sections;
+    1.x topic files carry no frontmatter at all)."""
     parsed = Parsed()
     for file in memory_files(path, parsed):
+        tick()
         try:
             data = read_bounded(file, MAX_SOURCE_BYTES)
-            meta, body = _meta(data, file.name)
-            if "updated" in meta and _SECTION.search(body):
-                _topic(parsed, file, meta, body)
-                continue
-            memory = parse_memory(data, file.name)
-        except (OSError, ValueError, MemfoldError) as exc:
-            parsed.skip(file.name, f"malformed: {getattr(exc, 'message', None) or exc}")
+            source = read_source(decode(data))
+        except (OSError, MemfoldError) as exc:
+            parsed.skip(file.name, f"not imported: {getattr(exc, 'message', None) or exc}")
             continue
-        parsed.candidates.append(Candidate(safe_file_name(file.name), memory, file.name))
+        topic = "updated" in source.meta or not source.meta
+        if topic and _SECTION.search(source.body):
+            _topic(parsed, file, source.meta, source.body)
+            continue
+        read_candidate(parsed, file, data=data)
     parsed.candidates = ordered(parsed.candidates)
     return parsed

@@ -3,17 +3,20 @@
 from __future__ import annotations
 
 import os
+import re
 import stat
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..errors import Issue, UsageError
+from ..errors import Issue, MemfoldError, UsageError
 from ..fsutil import read_bounded
 from ..paths import Layout
 from ..receipts.witness import MAX_HEAD_BYTES, is_head_name
+from ..state import PreState, read_pre
+from ..store.index import render_index
 from ..store.memory import INDEX_NAME, is_memory_name, windows_reserved
-from ..store.state import Limits, read_root
-from .guard import check_disk_mirror
+from ..store.state import Limits
+from .guard import check_disk_mirror, mirror_drift
 
 if TYPE_CHECKING:
     from ..privacy import RuleSet
@@ -33,6 +36,52 @@ def _targets(layout: Layout, mirror: Path, files: list[Path]) -> list[str]:
     return sorted(set(names))
 
 
+def differences(pre: PreState) -> list[Issue]:
+    """Every way ``.memory/`` differs from what the private store says it holds: each safe memory,
+    byte for byte, nothing else, and an index that lists exactly those."""
+    index = pre.public.files.get(INDEX_NAME)
+    listed = set(_LINK.findall(index.decode("utf-8", "replace"))) if index is not None else set()
+    issues = []
+    for line in mirror_drift(pre):
+        name = line.split(" ", 1)[0]
+        unlisted = "" if name in listed else "; MEMORY.md does not list it"
+        issues.append(Issue(_drift_code(line), f".memory/{name}", line + unlisted))
+    safe = sorted(n for n, m in pre.memories.items() if m.is_safe)
+    for name in safe:
+        if name not in pre.public.hashes:
+            issues.append(Issue("mirror.missing", f".memory/{name}",
+                                f"safe memory {name} is missing from the mirror (deleted by hand?)"))
+    for name in sorted(pre.public.ignored):
+        if not is_head_name(name):
+            issues.append(Issue("mirror.extra", f".memory/{name}",
+                                f"{name} is in the mirror but is not a memory file memfold writes"))
+    for name in sorted(pre.public.temps):
+        issues.append(Issue("mirror.temp", f".memory/{name}", f"{name} is a leftover temporary file "
+                            "(`memfold recover` removes it)"))
+    if index is None:
+        if safe or pre.public.memories():
+            issues.append(Issue("mirror.index-missing", ".memory/MEMORY.md", "the mirror has no MEMORY.md index"))
+    elif index != render_index(pre.memories, mirror=True):
+        unindexed = sorted(set(pre.public.memories()) - listed)
+        detail = f": not listed {', '.join(unindexed[:5])}" if unindexed else ""
+        issues.append(Issue("mirror.index-stale", ".memory/MEMORY.md",
+                            f"the mirror index does not list exactly the safe memories{detail}"))
+    return issues
+
+
+def _drift_code(line: str) -> str:
+    if "not in the private store" in line:
+        return "mirror.extra"
+    if "private in the store" in line:
+        return "mirror.not-safe"
+    if "broken" in line:
+        return "mirror.broken-source"
+    return "mirror.differs"
+
+
+_LINK = re.compile(r"\]\(([^)\s]+\.md)\)")
+
+
 def check_mirror(layout: Layout, ruleset: RuleSet, limits: Limits, files: list[Path]) -> list[Issue]:
     mirror = layout.mirror
     if mirror is None:
@@ -40,7 +89,16 @@ def check_mirror(layout: Layout, ruleset: RuleSet, limits: Limits, files: list[P
                          hint="run `memfold mirror check` without --global, in the project")
     issues: list[Issue] = []
     contents: dict[str, bytes] = {}
-    for name in _targets(layout, mirror, files):
+    targets = _targets(layout, mirror, files)
+    # A memory, the index and a chain head per receipt log: past that the mirror is over its bound,
+    # and only the first names are read (100,000 stray files cost no more than the bound).
+    bound = limits.max_files + 8
+    if len(targets) > bound:
+        issues.append(Issue("bounds.file-count", ".memory/",
+                            f"the mirror holds {len(targets)} entries, over the bound of {limits.max_files} "
+                            f"memories; only the first {bound} were checked"))
+        targets = targets[:bound]
+    for name in targets:
         path = mirror / name
         where = f".memory/{name}"
         try:
@@ -68,9 +126,13 @@ def check_mirror(layout: Layout, ruleset: RuleSet, limits: Limits, files: list[P
             )
             continue
         contents[name] = read_bounded(path, limit)
+    pre: PreState | None
     try:
-        harness = read_root(layout.harness, limits).files
-    except Exception:
-        harness = None
-    issues.extend(check_disk_mirror(contents, harness, ruleset, limits))
+        pre = read_pre(layout, limits)
+    except MemfoldError:
+        pre = None  # a symlink or the count bound: reported above, file by file
+    issues.extend(check_disk_mirror(contents, pre.harness.files if pre else None, ruleset, limits))
+    if pre is not None:
+        seen = {i.path.split(":", 1)[0] for i in issues}  # one finding per file is enough
+        issues.extend(i for i in differences(pre) if i.path not in seen)
     return issues

@@ -26,7 +26,9 @@ def mirror_drift(pre: PreState) -> list[str]:
         if name == INDEX_NAME:
             continue
         memory = pre.memories.get(name)
-        if memory is None:
+        if name in pre.broken:
+            drift.append(f"{name} is in the mirror but its private copy is broken (see `memfold doctor`)")
+        elif memory is None:
             drift.append(f"{name} is in the mirror but not in the private store")
         elif not memory.is_safe:
             drift.append(f"{name} is in the mirror but private in the store")
@@ -36,7 +38,8 @@ def mirror_drift(pre: PreState) -> list[str]:
 
 
 def refuse_drift(pre: PreState, touched: set[str]) -> None:
-    lines = [line for line in mirror_drift(pre) if line.split(" ", 1)[0] not in touched]
+    # A mirror copy of a broken private file is withdrawn by the transaction (fail closed), not refused.
+    lines = [line for line in mirror_drift(pre) if line.split(" ", 1)[0] not in touched | set(pre.broken)]
     if lines:
         raise VerifyFailed(
             "the mirror (.memory/) does not match the private store: " + "; ".join(lines[:5]),

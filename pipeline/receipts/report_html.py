@@ -12,7 +12,7 @@ from __future__ import annotations
 import difflib
 import html
 
-from ..safetext import visible
+from ..safetext import counted, visible
 from .report_model import Chain, Change, Entry
 
 CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
@@ -144,7 +144,7 @@ def _timeline(chain: Chain) -> str:
         out.append(
             f"<li class=\"{classes}\" id=\"r{e.seq}\" data-seq=\"{e.seq}\" data-run=\"{_e(e.run_id)}\">"
             f"<b>#{e.seq}</b> {_e(e.command)}" + (f" (undoes {_e(e.undoes)})" if e.undoes else "")
-            + f" · {status} · {_e(e.created_at)} · {e.memories} memories, {e.mirror} mirrored"
+            + f" · {status} · {_e(e.created_at)} · {counted(e.memories, 'memory')}, {e.mirror} mirrored"
             + (f" · {_e(counts)}" if counts else "")
             + f"<div class=\"meta\">run {_e(e.run_id)} · worker {_e(e.worker)} · sandbox {_e(e.sandbox)}</div>"
             + "".join(f"<div class=\"bad\">{_e(f)}</div>" for f in e.findings) + "</li>")
@@ -167,7 +167,7 @@ def _runs(entries: tuple[Entry, ...]) -> str:
         if not e.changes and e.run_dir:
             continue
         out.append(f"<details class=\"run\" id=\"run-{e.seq}\"><summary>#{e.seq} {_e(e.command)} · "
-                   f"{_e(e.run_id)} · {len(e.changes)} memories touched</summary>")
+                   f"{_e(e.run_id)} · {counted(len(e.changes), 'memory', 'memories')} touched</summary>")
         if not e.run_dir:
             out.append("<p class=\"bad\">The run dir is gone (pruned): verdicts, merges and plan reasons are not "
                        "available; changes come from the receipt's hash maps.</p>")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -12,6 +13,7 @@ from ..context.manifest import scope_digest
 from ..errors import Issue, UsageError
 from ..fsutil import read_bounded, sha256_bytes
 from ..paths import Layout
+from ..safetext import counted
 from ..state import current_hashes
 from ..store.state import Limits
 from .receipt import (
@@ -251,8 +253,8 @@ def _check_link(entries: list[LogEntry], position: int, receipt: dict[str, Any],
         report.checks.append(f"{where}: chain link")
 
 
-def audit(layout: Layout, limits: Limits) -> Report:
-    """Walk the chain: each receipt's own checks, its link, and drift between receipts."""
+def audit(layout: Layout, limits: Limits, tick: Callable[[], None] = lambda: None) -> Report:
+    """Walk the chain: each receipt's own checks, its link, and drift between receipts (``tick`` per receipt)."""
     report = Report()
     entries = log_entries(layout.receipts)
     previous_digest: str | None = None
@@ -260,6 +262,7 @@ def audit(layout: Layout, limits: Limits) -> Report:
     previous_name = None
     digests: dict[int, str] = {}
     for entry in entries:
+        tick()
         where = entry.path.name
         report.receipts += 1
         try:
@@ -287,7 +290,7 @@ def audit(layout: Layout, limits: Limits) -> Report:
     if previous_final is not None:
         for line in diff_maps(previous_final, current_hashes(layout, limits)):
             report.drift.append({"between": [previous_name, "now"], "file": line})
-    report.checks.append(f"{report.receipts} receipts walked")
+    report.checks.append(f"{counted(report.receipts, 'receipt')} walked")
     chain = digests.get(entries[0].seq) if entries else None
     check_witness(layout.mirror, layout.project_root, chain, entries[-1].seq if entries else 0, digests.get,
                   report, committed=True)

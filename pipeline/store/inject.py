@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 
+from ..errors import InputRejected, UnsafePath
 from ..safetext import for_block, one_line
 from .memory import INDEX_NAME, is_memory_name, parse_memory
 
@@ -109,8 +110,9 @@ class Injection:
 
 
 def read_memories(root: str, max_file_bytes: int, max_files: int,
-                  shadowed: Collection[str] = ()) -> dict[str, Memory]:
-    """Best effort and lock-free (writes are atomic renames): unreadable files are skipped.
+                  shadowed: Collection[str] = (), unreadable: list[str] | None = None) -> dict[str, Memory]:
+    """Best effort and lock-free (writes are atomic renames): unreadable files are skipped (and their
+    names appended to ``unreadable``, when given).
 
     Names in ``shadowed`` (already read from a store that shadows this one) count toward
     ``max_files`` but are not read.
@@ -135,7 +137,10 @@ def read_memories(root: str, max_file_bytes: int, max_files: int,
                 continue
             try:
                 found[name] = parse_memory(read_bounded(name, max_file_bytes, dir_fd=fd), name)
-            except Exception:
+            except Exception as exc:
+                # A file that does not parse is named; a link or special file is skipped silently.
+                if unreadable is not None and isinstance(exc, InputRejected) and not isinstance(exc, UnsafePath):
+                    unreadable.append(name)
                 continue
     except OSError:
         pass

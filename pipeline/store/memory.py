@@ -253,7 +253,12 @@ def _yaml_meta(head: str, file: str) -> Any:
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 2}" if mark is not None else ""
-        raise InputRejected(f"{file}: frontmatter is not valid YAML{where}", code="memory.yaml") from None
+        raise InputRejected(f"{file}: frontmatter is not valid YAML{where}", code="memory.yaml",
+                            hint="quote a value that holds ': ' or starts with a special character") from None
+    except ValueError:
+        # YAML reads 2026-13-45 as a timestamp and its constructor refuses the day.
+        raise InputRejected(f"{file}: frontmatter holds a date that does not exist", code="memory.date",
+                            hint="write dates as real days, YYYY-MM-DD") from None
     return meta
 
 

@@ -319,8 +319,46 @@ def _read(path: str, st: os.stat_result, limit: int) -> tuple[bytes, str]:
     return data, digest
 
 
+class Broken(FrozenValue):
+    """A file in a store root that does not parse as a memory: where it is, what is wrong, how to fix it."""
+
+    __slots__ = ("file", "path", "code", "problem", "fix")
+    file: str
+    path: str
+    code: str
+    problem: str
+    fix: str
+
+    def __init__(self, file: str, path: str, code: str, problem: str, fix: str) -> None:
+        self._set(file=file, path=path, code=code, problem=problem, fix=fix)
+
+    def as_dict(self) -> dict[str, str]:
+        return {"file": self.file, "path": self.path, "code": self.code, "problem": self.problem, "fix": self.fix}
+
+
+def broken_file(root: Path, name: str, exc: InputRejected) -> Broken:
+    """What a refused file gets as a report: the parser's message without the file name it repeats."""
+    problem = exc.message.removeprefix(f"{name}: ")
+    fix = (f"{exc.hint}; " if exc.hint else "") + (
+        f"`memfold edit {name}` opens it, `memfold forget {name}` removes it")
+    return Broken(name, str(root / name), exc.code, problem, fix)
+
+
+def parse_root(state: RootState) -> tuple[dict[str, Memory], dict[str, Broken]]:
+    """The memories of a root that parse, and every file that does not (one broken file stops nothing)."""
+    memories: dict[str, Memory] = {}
+    broken: dict[str, Broken] = {}
+    for name, data in state.memories().items():
+        try:
+            memories[name] = parse_memory(data, name)
+        except InputRejected as exc:
+            broken[name] = broken_file(state.path, name, exc)
+    return memories, broken
+
+
 def parse_all(state: RootState) -> dict[str, Memory]:
-    return {name: parse_memory(data, name) for name, data in state.memories().items()}
+    """The memories of a root that parse; ``parse_root`` also says which files do not."""
+    return parse_root(state)[0]
 
 
 def find_name(names: Iterable[str], name: str) -> str | None:

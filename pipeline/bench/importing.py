@@ -1,0 +1,77 @@
+"""The import row: `memfold import claude` of a Claude Code memory dir of 300 and 3,000 files, and its growth."""
+
+from __future__ import annotations
+
+import math
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+SIZES = (300, 3000)
+TARGET_MS = 3000.0
+MAX_EXPONENT = 1.1
+_KINDS = ("user", "feedback", "project", "reference")
+_TOPICS = ("deploy", "cache", "queue", "review", "tests", "build", "lint", "docs", "release", "schema")
+
+
+def write_claude_dir(dest: Path, n: int) -> None:
+    """``n`` topic files as Claude Code writes them (name/description/type frontmatter, a Markdown body),
+    with the shapes real dirs hold: a CJK file name, a YAML-hostile description, ``metadata.type``."""
+    dest.mkdir(parents=True, exist_ok=True)
+    lines = ["# Memory Index", ""]
+    for i in range(n):
+        topic = _TOPICS[i % len(_TOPICS)]
+        kind = _KINDS[i % len(_KINDS)]
+        stem = f"{topic}-note-{i}" if i % 50 else f"部署-{i}"
+        description = f"Note: {topic} rule {i} holds for module m{i}" if i % 7 == 0 else f"{topic} rule {i} for m{i}"
+        kind_line = f"metadata:\n  type: {kind}" if i % 11 == 0 else f"type: {kind}"
+        body = f"The {topic} step {i} runs before step {i + 1}; see src/m{i}.py.\n"
+        (dest / f"{stem}.md").write_text(f"---\nname: {topic} {i}\ndescription: {description}\n{kind_line}\n---\n"
+                                         f"{body}", encoding="utf-8")
+        lines.append(f"- [{topic} {i}]({stem}.md) — {description}")
+    (dest / "MEMORY.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def time_import(workdir: Path, source: Path, env: dict[str, str]) -> float:
+    """One whole `memfold import claude` process into a fresh home and project, in ms."""
+    home, project = workdir / "home", workdir / "project"
+    for path in (home, project):
+        shutil.rmtree(path, ignore_errors=True)
+    project.mkdir(parents=True)
+    argv = [sys.executable, "-m", "pipeline", "--home", str(home), "--project", str(project), "--json",
+            "import", "claude", str(source)]
+    start = time.perf_counter()
+    proc = subprocess.run(argv, capture_output=True, env=env, check=False)
+    elapsed = (time.perf_counter() - start) * 1000
+    if proc.returncode != 0:
+        raise RuntimeError(f"memfold import exited {proc.returncode}: {proc.stderr.decode(errors='replace')[-2000:]}")
+    return elapsed
+
+
+def bench_import(plan: Any, env: dict[str, str], python_ms: float, row: Any) -> dict[str, Any]:
+    """Adds one row per size to ``plan.rows``; returns the growth figures."""
+    medians: dict[int, float] = {}
+    for n in SIZES:
+        plan.progress(f"import claude: {n:,} files")
+        source = plan.workdir / f"claude-{n}"
+        shutil.rmtree(source, ignore_errors=True)
+        write_claude_dir(source, n)
+        samples = [time_import(plan.workdir / "import", source, env) for _ in range(max(plan.reps // 2, 2))]
+        medians[n] = statistics.median(samples)
+        target = f"<= {TARGET_MS:.0f} ms" if n == SIZES[-1] else ""
+        plan.rows.append(row("import claude", n, samples, "python", python_ms, target,
+                             medians[n] <= TARGET_MS if target else None))
+    ratio = medians[SIZES[-1]] / medians[SIZES[0]]
+    exponent = math.log(ratio) / math.log(SIZES[-1] / SIZES[0])
+    return {"import t(3000)/t(300)": round(ratio, 2), "exponent": round(exponent, 3),
+            "target": f"exponent <= {MAX_EXPONENT}", "met": exponent <= MAX_EXPONENT}
+
+
+def scaling_line(scaling: dict[str, Any]) -> str:
+    verdict = "ok" if scaling["met"] else "MISSED"
+    return (f"import t(3000)/t(300) = {scaling['import t(3000)/t(300)']}, growth exponent {scaling['exponent']} "
+            f"({scaling['target']}) {verdict}")

@@ -1,0 +1,27 @@
+"""``memfold doctor``: what in this scope's stores memfold cannot use, and the fix for each."""
+
+from __future__ import annotations
+
+from ._app import GlobalOpt, JsonOpt, app, emit, services, use_global, want_json
+
+
+@app.command()
+def doctor(global_: bool = GlobalOpt, json_out: bool = JsonOpt) -> int:
+    """List broken memory files (full path, problem, fix), stray files and mirror differences; exit 1 if any."""
+    from ..store.doctor import diagnose
+
+    use_global(global_)
+    svc = services(privacy=False)
+    report = diagnose(svc.layout, svc.limits)
+    lines = []
+    for entry in report["store"]:
+        lines.append(f"store: {entry['problem']} [{entry['code']}]\n  fix: {entry['fix']}")
+    for entry in report["broken"]:
+        lines.append(f"{entry['path']}: {entry['problem']} [{entry['code']}]\n  fix: {entry['fix']}")
+    for entry in report["stray"]:
+        lines.append(f"{entry['path']}: {entry['problem']}\n  fix: {entry['fix']}")
+    for entry in report["mirror"]:
+        lines.append(f"{svc.layout.project_root / entry['path']}: {entry['problem']} [{entry['code']}]\n"
+                     f"  fix: {entry['fix']}")
+    emit(report, "\n".join(lines) or f"healthy: {svc.layout.harness}", as_json=want_json(json_out))
+    return 0 if report["ok"] else 1
