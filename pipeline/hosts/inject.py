@@ -69,8 +69,14 @@ def _sources(home: str, root: str, harness: str, project_home: str, include_glob
         # No global store yet: nothing to index (and no index dir created for it).
         if os.path.lexists(shared) and _readable_root(shared, home, "global", warnings):
             wanted.append(("global", shared, cache_file(shared_home, "memory")))
-    return [Source(kind, path, Index.open(path, cache, int(limits.max_file_bytes), int(limits.max_files)))
-            for kind, path, cache in wanted]
+    sources = [Source(kind, path, Index.open(path, cache, int(limits.max_file_bytes), int(limits.max_files)))
+               for kind, path, cache in wanted]
+    unreadable = sources[0].index.unparsable() if sources and sources[0].kind == "private" else []
+    if unreadable:
+        warnings.append(f"skipped {len(unreadable)} private memory file(s) that do not parse: "
+                        f"{', '.join(unreadable[:5])}{' ...' if len(unreadable) > 5 else ''} "
+                        "(`memfold doctor` shows the problem and the fix)")
+    return sources
 
 
 def gather(home: str, project_dir: str, *, query: str | None, max_bytes: int | None, max_files: int | None,

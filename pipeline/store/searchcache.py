@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 
     from .memory import Memory
 
-FORMAT = "memfold-search-2"
+FORMAT = "memfold-search-3"
 PRIORITY = {"feedback": 0, "user": 1, "project": 2, "reference": 3}
 INDEX_DIR = "index"
 SETTLED_NS = 2_000_000_000
@@ -118,10 +118,13 @@ def _set_meta(conn: Connection, **values: str) -> None:
     conn.executemany("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", values.items())
 
 
-def _scan(root: str, max_file_bytes: int, max_files: int, conn: Connection) -> None:
+def _scan(root: str, max_file_bytes: int, max_files: int, conn: Connection) -> list[str]:
     """Every memory file of ``root`` into ``conn``: stat first, then read, so a write during the read
-    leaves a stat that no longer matches."""
+    leaves a stat that no longer matches. Returns the files that were read but do not parse."""
+    from ..errors import InputRejected
     from ..fsutil import read_bounded
+
+    unparsable: list[str] = []
 
     fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
     try:
@@ -134,11 +137,15 @@ def _scan(root: str, max_file_bytes: int, max_files: int, conn: Connection) -> N
                 read_at = time.time_ns()
                 data = read_bounded(name, max_file_bytes, dir_fd=fd)
                 memory = parse_memory(data, name)
+            except InputRejected:
+                unparsable.append(name)  # left out, and named, so the block can say so
+                continue
             except Exception:
-                continue  # unreadable or unparsable: left out, as every reader of the store does
+                continue  # unreadable: left out, as every reader of the store does
             _add(conn, name, memory, _sha(data), _stat_key(st), _racy(st, read_at))
     finally:
         os.close(fd)
+    return unparsable
 
 
 def rebuild(root: str, cache: str, max_file_bytes: int, max_files: int) -> None:
@@ -153,10 +160,11 @@ def rebuild(root: str, cache: str, max_file_bytes: int, max_files: int) -> None:
             dir_st = os.stat(root, follow_symlinks=False)
         except FileNotFoundError:
             dir_st = None
+        unparsable: list[str] = []
         if dir_st is not None and stat.S_ISDIR(dir_st.st_mode):
-            _scan(root, max_file_bytes, max_files, conn)
+            unparsable = _scan(root, max_file_bytes, max_files, conn)
         _set_meta(conn, format=FORMAT, root=root, dir=_stat_key(dir_st) if dir_st else "absent",
-                  racy=str(_racy(dir_st, started) if dir_st else 0))
+                  racy=str(_racy(dir_st, started) if dir_st else 0), unparsable="\n".join(unparsable))
         conn.commit()
     except BaseException:
         conn.close()
@@ -310,6 +318,11 @@ class Index:
         """What changes whenever the indexed files may have: the directory's recorded stat."""
         found = self.conn.execute("SELECT value FROM meta WHERE key = 'dir'").fetchone()
         return str(found[0]) if found else ""
+
+    def unparsable(self) -> list[str]:
+        """The files of the root that were left out because they do not parse (as of the last scan)."""
+        found = self.conn.execute("SELECT value FROM meta WHERE key = 'unparsable'").fetchone()
+        return [n for n in str(found[0]).split("\n") if n] if found else []
 
     def memo(self, key: str) -> str | None:
         found = self.conn.execute("SELECT value FROM meta WHERE key = ?", (f"memo:{key}",)).fetchone()
