@@ -27,7 +27,8 @@ if TYPE_CHECKING:
 # Every section's defaults; the models in config_models take theirs from here.
 DEFAULTS: dict[str, dict[str, Any]] = {
     "limits": {"max_file_bytes": 64 * 1024, "max_files": 4096, "index_lines": 200, "index_bytes": 25_600,
-               "worker_output_bytes": 16 << 20, "worker_output_lines": 65_536, "plan_bytes": 8 << 20},
+               "worker_output_bytes": 16 << 20, "worker_output_lines": 65_536, "worker_output_line_bytes": 1 << 20,
+               "plan_bytes": 8 << 20, "plan_depth": 128},
     "lock": {"timeout": 5.0},
     "runs": {"keep": 50},
     "workers": {},
@@ -136,7 +137,8 @@ class Config:
 
         limits = self.limits
         return ExtractLimits(max_stdout_bytes=limits.worker_output_bytes, max_lines=limits.worker_output_lines,
-                             max_plan_bytes=limits.plan_bytes)
+                             max_line_bytes=limits.worker_output_line_bytes, max_plan_bytes=limits.plan_bytes,
+                             max_depth=limits.plan_depth)
 
 
 def _parse(path: Path | str) -> tuple[Any, list[Issue]]:

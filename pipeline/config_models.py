@@ -29,7 +29,9 @@ class LimitsConfig(_Strict):
     index_bytes: int = Field(_LIMITS["index_bytes"], ge=256)
     worker_output_bytes: int = Field(_LIMITS["worker_output_bytes"], ge=1 << 16, le=1 << 32)
     worker_output_lines: int = Field(_LIMITS["worker_output_lines"], ge=16, le=1 << 26)
+    worker_output_line_bytes: int = Field(_LIMITS["worker_output_line_bytes"], ge=1 << 10, le=1 << 32)
     plan_bytes: int = Field(_LIMITS["plan_bytes"], ge=1 << 12, le=1 << 32)
+    plan_depth: int = Field(_LIMITS["plan_depth"], ge=8, le=1024)
 
 
 class LockConfig(_Strict):

@@ -11,7 +11,7 @@ from .apply.commit import RunRecord, Services, commit_run, gate, run_recovery
 from .apply.lock import project_lock
 from .apply.runs import create_run_dir, new_run_id, write_artifact
 from .apply.stale import refuse_if_stale
-from .apply.summary import summarize
+from .apply.summary import receipt_outcome, summarize
 from .context.manifest import build_manifest
 from .context.scope import default_scope, select
 from .context.snapshot import ContextLimits, build_snapshot
@@ -77,7 +77,7 @@ def _consolidate(svc: Services, req: ConsolidateRequest) -> dict[str, Any]:
         raise_for(validation)
         t.run("stale-check", refuse_if_stale, layout, svc.limits, pre)
         post = t.run("index", compute_post, pre, validation.operations)
-        summary = summarize(run_id, outcome.extracted.plan, pre, post)
+        summary = summarize(run_id, outcome.extracted.plan, pre, post, _redactor(svc))
         if req.refuse_emptying:
             _refuse_emptying(summary)
         if req.dry_run:
@@ -86,9 +86,23 @@ def _consolidate(svc: Services, req: ConsolidateRequest) -> dict[str, Any]:
         record = RunRecord(run_id, manifest["scopeDigest"], snapshot_digest, manifest["selected"], "consolidate",
                            {**choice.describe(), "durationSeconds": round(outcome.duration_s, 3),
                             "planSource": outcome.extracted.source}, outcome.protections)
-        receipt, log_path = t.run("commit", commit_run, svc, run_dir, record, pre, post, plan_bytes)
+        receipt, log_path = t.run("commit", commit_run, svc, run_dir, record, pre, post, plan_bytes,
+                                  outcome=receipt_outcome(summary))
     return {**summary, "dryRun": False, "runDir": str(run_dir), "receipt": str(log_path),
             "planDigest": sha256_bytes(plan_bytes), "previous": receipt["previous"], "timings": t.stages}
+
+
+def _redactor(svc: Services) -> Any:
+    """Lines shown from memories name a privacy rule instead of a value it flags."""
+    ruleset = svc.ruleset
+    if ruleset is None:
+        return None
+
+    def redact(line: str) -> str:
+        found = ruleset.scan(line, "<summary>")
+        return f"[withheld: matches privacy rule {found[0].rule_id}]" if found else line
+
+    return redact
 
 
 def _refuse_emptying(summary: dict[str, Any]) -> None:

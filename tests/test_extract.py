@@ -10,8 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pipeline.errors import WorkerFailed
-from pipeline.fsutil import dump_json
 from pipeline.worker.extract import Extracted, ExtractLimits, extract_plan
+from pipeline.worker.planjson import plan_json
 
 LIMITS = ExtractLimits()
 PLAN: dict[str, Any] = {"kind": "memory-consolidation-plan", "schemaVersion": 1, "runId": "r1", "operations": []}
@@ -32,7 +32,7 @@ def code_of(stdout: bytes, limits: ExtractLimits = LIMITS) -> str:
 def check(result: Extracted, source: str) -> None:
     assert result.source == source
     assert result.plan == PLAN
-    assert result.plan_bytes == dump_json(PLAN)
+    assert result.plan_bytes == plan_json(PLAN)
 
 
 def claude_result(text: str, **extra: Any) -> dict[str, Any]:
@@ -258,7 +258,7 @@ def test_arbitrary_bytes_only_worker_failed(data: bytes) -> None:
         result = extract_plan(data, ExtractLimits(max_lines=16, max_line_bytes=512, max_depth=8))
     except WorkerFailed:
         return
-    assert result.plan_bytes == dump_json(result.plan)
+    assert result.plan_bytes == plan_json(result.plan)
 
 
 _json_values = st.recursive(

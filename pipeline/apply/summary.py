@@ -1,14 +1,66 @@
-"""What a consolidation did, for people and machines: merged, rewritten, created, deleted, reclassified."""
+"""What a consolidation did, for people and machines: merged, rewritten, created, deleted, reclassified, dropped."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
+from ..planner.text import fact_key, fact_lines, known_keys
 from ..state import PostState, PreState
-from ..store.memory import INDEX_NAME
+from ..store.memory import INDEX_NAME, Memory
+
+# Per changed memory, and in all: the summary shows what was dropped, never an unbounded list.
+MAX_DROPPED_LINES = 20
+MAX_DROPPED_MEMORIES = 200
+MAX_LINE_CHARS = 200
 
 
-def summarize(run_id: str, plan: dict[str, Any], pre: PreState, post: PostState) -> dict[str, Any]:
+def dropped_lines(pre: PreState, post: PostState, redact: Callable[[str], str] | None = None) -> dict[str, list[str]]:
+    """Per memory the plan rewrote or deleted, its lines (description included) no post-state memory carries."""
+    changed = [op.name for op in post.operations if op.kind != "create" and op.name in pre.memories]
+    if not changed:
+        return {}
+    carried: set[str] = set()
+    for memory in post.memories.values():
+        carried |= known_keys(memory)
+    out: dict[str, list[str]] = {}
+    for name in sorted(changed):
+        lines = [raw.strip() for raw, key in _lines(pre.memories[name]) if key not in carried]
+        if lines:
+            shown = [(redact or _same)(_short(line)) for line in dict.fromkeys(lines)]
+            out[name] = shown[:MAX_DROPPED_LINES] + ([f"... and {len(shown) - MAX_DROPPED_LINES} more lines"]
+                                                     if len(shown) > MAX_DROPPED_LINES else [])
+        if len(out) >= MAX_DROPPED_MEMORIES:
+            break
+    return out
+
+
+def _lines(memory: Memory) -> list[tuple[str, str]]:
+    return [(memory.description, fact_key(memory.description)), *fact_lines(memory)]
+
+
+def _same(text: str) -> str:
+    return text
+
+
+def _short(line: str) -> str:
+    return line if len(line) <= MAX_LINE_CHARS else line[: MAX_LINE_CHARS - 1] + "…"
+
+
+def _hidden(plan: dict[str, Any], pre: PreState, post: PostState) -> list[dict[str, str]]:
+    """Safe memories deleted into a private one: their content left the mirror."""
+    out = []
+    for op in plan.get("operations") or []:
+        if not isinstance(op, dict) or op.get("kind") != "delete" or not isinstance(op.get("into"), str):
+            continue
+        before, after = pre.memories.get(op["name"]), post.memories.get(op["into"])
+        if before is not None and after is not None and before.visibility != after.visibility:
+            out.append({"name": op["name"], "into": op["into"], "from": before.visibility, "to": after.visibility})
+    return out
+
+
+def summarize(run_id: str, plan: dict[str, Any], pre: PreState, post: PostState,
+              redact: Callable[[str], str] | None = None) -> dict[str, Any]:
     created, rewritten, deleted, reclassified = [], [], [], []
     for op in post.operations:
         if op.kind == "create":
@@ -26,6 +78,8 @@ def summarize(run_id: str, plan: dict[str, Any], pre: PreState, post: PostState)
     deleted = [n for n in deleted if n not in merged]
     # Indexes are derived: rebuilding one (first run, a memory added by hand) changes no memory.
     changed = _memory_hashes(post.hash_maps()) != _memory_hashes(pre.hash_maps())
+    moved = _hidden(plan, pre, post)
+    notes = [n for n in plan.get("notes") or [] if isinstance(n, str)]
     return {
         "ok": True,
         "runId": run_id,
@@ -37,9 +91,18 @@ def summarize(run_id: str, plan: dict[str, Any], pre: PreState, post: PostState)
         "created": sorted(created),
         "deleted": sorted(deleted),
         "reclassified": sorted(reclassified, key=lambda r: str(r["name"])),
+        "visibilityChanges": len(reclassified) + len(moved),
+        "movedAcrossVisibility": moved,
+        "dropped": dropped_lines(pre, post, redact),
+        "capacity": next((n for n in notes if n.startswith("the index stays over capacity")), None),
         "memories": {"before": len(pre.memories), "after": len(post.memories)},
         "reasons": {n: r.get("summary", "") for n, r in sorted(report.items()) if r.get("status") != "kept"},
     }
+
+
+def receipt_outcome(summary: dict[str, Any]) -> dict[str, Any]:
+    """What the receipt records of a consolidation's effect beyond its hashes."""
+    return {"visibilityChanges": summary["visibilityChanges"], "dropped": summary["dropped"]}
 
 
 def _memory_hashes(maps: Any) -> dict[str, dict[str, str]]:
@@ -59,6 +122,15 @@ def summary_text(summary: dict[str, Any]) -> str:
             lines.append(f"  {key:<10} {name}" + (f": {reason}" if reason else ""))
     for item in summary["reclassified"]:
         lines.append(f"  reclassified {item['name']}: {item['from']} -> {item['to']}")
+    for item in summary.get("movedAcrossVisibility") or []:
+        lines.append(f"  moved      {item['name']} into the {item['to']} {item['into']}")
+    if summary.get("visibilityChanges"):
+        lines.append(f"visibility changes: {summary['visibilityChanges']}")
+    for name, dropped in (summary.get("dropped") or {}).items():
+        lines.append(f"  no memory carries any more, from {name}:")
+        lines.extend(f"    - {line}" for line in dropped)
+    if summary.get("capacity"):
+        lines.append(summary["capacity"])
     if summary.get("receipt"):
         lines.append(f"receipt: {summary['receipt']}")
     return "\n".join(lines)

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 from ..store.memory import Memory
-from .text import fact_keys, memory_tokens, newness, subject_tokens, tokens, value_lines
+from .text import distinct_subjects, fact_keys, known_keys, memory_tokens, newness, subject_tokens, tokens, value_lines
 
 # Calibrated on tests/data/planner: paraphrases of one note score >= 0.5 on the whole
 # text or >= 0.6 on descriptions; unrelated notes of one topic stay below 0.35.
@@ -65,7 +65,7 @@ def jaccard(a: frozenset[str], b: frozenset[str]) -> float:
 
 def similar(name_a: str, a: Memory, name_b: str, b: Memory) -> bool:
     """Same type and close enough in wording to be one note written twice."""
-    if a.type != b.type:
+    if a.type != b.type or distinct_subjects(a, b) or not mergeable(a, b):
         return False
     ta, tb = memory_tokens(name_a, a), memory_tokens(name_b, b)
     # Each names a subject (a word in its file name and description) the other never mentions:
@@ -83,6 +83,18 @@ def similar(name_a: str, a: Memory, name_b: str, b: Memory) -> bool:
         return True
     small, large = (ta, tb) if len(ta) <= len(tb) else (tb, ta)
     return len(small) >= 2 * MIN_TOKENS and len(small & large) / len(small) >= CONTAINMENT_THRESHOLD
+
+
+def mergeable(a: Memory, b: Memory) -> bool:
+    """One visibility, or a private note that only repeats facts a safe one already shows.
+
+    Merging across visibilities would either publish the private facts or hide the safe ones
+    in the private store (the team's mirror loses them); neither is a side effect to allow.
+    """
+    if a.visibility == b.visibility:
+        return True
+    private, safe = (a, b) if b.is_safe else (b, a)
+    return known_keys(private) <= known_keys(safe)
 
 
 def conflicting(a: Memory, b: Memory) -> bool:
@@ -107,7 +119,11 @@ class Index:
         if rare:
             sig = signature(rare)
             keys.extend(("band", memory.type, band, sig[band : band + ROWS]) for band in range(0, BINS, ROWS))
-        desc = tokens(memory.description) - self.common
+        words = tokens(memory.description)
+        if len(words) >= MIN_TOKENS:
+            # A description of everyday words only (each common in the store) still meets its copies.
+            keys.append(("words", memory.type, tuple(sorted(words))))
+        desc = words - self.common
         if len(desc) >= MIN_TOKENS:
             dsig = signature(desc)
             keys.extend(("desc", memory.type, b, dsig[b : b + 2 * ROWS]) for b in range(0, BINS, 2 * ROWS))

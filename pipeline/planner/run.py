@@ -9,9 +9,10 @@ import sys
 from pathlib import Path
 
 from ..errors import MemfoldError
-from ..fsutil import dump_json, read_bounded
+from ..fsutil import read_bounded
 from ..store.memory import Memory, is_memory_name, parse_memory
 from ..store.state import read_root
+from ..worker.planjson import PRINT_LINE_BUDGET, plan_json
 from .plan import PlanInputError, build_plan, limits_of
 
 # The planner starts once per consolidation: typing stays out of its imports.
@@ -56,7 +57,7 @@ def plan_run(run_dir: Path) -> bytes:
     public = roots.get("public")
     reserved = [*(_names(Path(public)) if public else []), *state.memories()]
     plan = build_plan(manifest, memories, snapshot, Path(roots["project"]), reserved=reserved)
-    return dump_json(plan)
+    return plan_json(plan, PRINT_LINE_BUDGET)
 
 
 def _run_dir(argv: list[str]) -> Path:

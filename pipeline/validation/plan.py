@@ -11,7 +11,7 @@ from ..errors import InputRejected, Issue, IssueList, PrivacyRejected
 from ..privacy import RuleSet
 from ..state import Operation, PreState
 from ..store.state import Limits
-from . import grounding, operations, rules
+from . import grounding, operations, outcome, rules
 from .context import ARTIFACTS, IDENTITY, Context, ManifestView, RuleSpec
 from .schema import check_schema, required_fields
 
@@ -27,8 +27,11 @@ RULES: dict[str, RuleSpec] = {
         RuleSpec("classification", rules.classification, needs=("inventory", "operations")),
         RuleSpec("verdict", rules.verdict, reads=("staleness",)),
         RuleSpec("grounding", grounding.grounding, needs=("grounding",)),
+        RuleSpec("project-grounding", grounding.project_observed, needs=("grounding",)),
         RuleSpec("operations", operations.operations, needs=("operations",)),
         RuleSpec("bounds", operations.bounds, needs=("operations",)),
+        RuleSpec("deletes", outcome.deletes, needs=("operations",), reads=("staleness",)),
+        RuleSpec("visibility", outcome.visibility, needs=("operations",)),
         RuleSpec("publish", operations.publish, needs=("operations",)),
         RuleSpec("privacy", operations.privacy, needs=("operations",), needs_rules=True),
     )
