@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from ..planner.text import fact_key, fact_lines, known_keys
@@ -134,3 +135,34 @@ def summary_text(summary: dict[str, Any]) -> str:
     if summary.get("receipt"):
         lines.append(f"receipt: {summary['receipt']}")
     return "\n".join(lines)
+
+
+def settled(receipts: Path, pre: PreState, today: str) -> bool:
+    """The built-in planner would change nothing: its last run left the store as it is now, and no
+    memory has gone stale by date since. ``status`` then stops calling a consolidation due."""
+    from ..planner.staleness import verdict
+    from ..receipts.receipt import load_receipt, log_entries
+
+    entries = log_entries(receipts)
+    if not entries:
+        return False
+    try:
+        last = load_receipt(entries[-1].path)
+    except (OSError, ValueError):
+        return False
+    worker = last.get("worker")
+    if last.get("command") != "consolidate" or not isinstance(worker, dict) or worker.get("name") != "builtin":
+        return False
+    final = last.get("finalHashes")
+    harness = final.get("harness") if isinstance(final, dict) else None
+    if not isinstance(harness, dict):
+        return False
+    recorded = {n: str(h).removeprefix("sha256:") for n, h in harness.items() if n != INDEX_NAME}
+    now = {n: h for n, h in pre.harness.hashes.items() if n != INDEX_NAME}
+    return recorded == now and not any(verdict(m, today) for m in pre.memories.values())
+
+
+def capacity_advice(memories: dict[str, Memory], cap: Any) -> str:
+    from ..planner.capacity import advice, oldest
+
+    return advice(max(0, cap.lines - cap.max_lines), max(0, cap.bytes - cap.max_bytes), oldest(memories))

@@ -5,15 +5,11 @@ from __future__ import annotations
 from collections import defaultdict
 
 from ..store.memory import Memory
-from .text import STOPWORDS, VALUE_MARK, distinct_subjects, fact_key, fact_lines, masked, newness, subject_stem
+from .dedupe import outdated_lines
+from .text import distinct_subjects, fact_key, fact_lines, masked, newness, subject_stem
 from .work import Fate, Work, canonical_body
 
 MAX_SUBJECT_GROUP = 32
-# Two value lines state the same thing when their words apart from the values mostly agree.
-SAME_STATEMENT = 0.5
-# ... or when one's words (two at least) nearly all appear in the other: "API port is 8080" and
-# "API port is 9090 since the proxy change".
-CONTAINED = 0.75
 
 
 def note_line(older: str) -> str:
@@ -39,34 +35,6 @@ def _subjects(work: Work) -> list[tuple[str, list[str]]]:
         if title:
             buckets[("title", memory.type, title)].append(name)
     return [(k[0], buckets[k][:MAX_SUBJECT_GROUP]) for k in sorted(buckets) if len(buckets[k]) > 1]
-
-
-def _statements(memory: Memory) -> list[tuple[str, frozenset[str], tuple[str, ...]]]:
-    """(raw, words apart from values, values) of the description and every body line that has values."""
-    out = []
-    for raw in [memory.description, *(r for r, _ in fact_lines(memory))]:
-        key, values = masked(raw)
-        if values:
-            out.append((raw, frozenset(key.split()) - STOPWORDS - {VALUE_MARK}, values))
-    return out
-
-
-def _restates(words: frozenset[str], values: tuple[str, ...],
-              newer: list[tuple[str, frozenset[str], tuple[str, ...]]]) -> bool:
-    """Some newer statement says the same thing as (words, values), with other values."""
-    for _, other, new_values in newer:
-        if set(values) == set(new_values):
-            continue
-        shared, union, smaller = len(words & other), len(words | other), min(len(words), len(other))
-        if union and (shared / union >= SAME_STATEMENT or (smaller >= 2 and shared / smaller >= CONTAINED)):
-            return True
-    return False
-
-
-def outdated_lines(older: Memory, newer: Memory) -> set[str]:
-    """Keys of the older memory's lines (description included) that the newer states with a new value."""
-    newer_statements = _statements(newer)
-    return {fact_key(raw) for raw, words, values in _statements(older) if _restates(words, values, newer_statements)}
 
 
 def resolve(work: Work) -> bool:

@@ -10,7 +10,21 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 from ..store.memory import Memory
-from .text import distinct_subjects, fact_keys, known_keys, memory_tokens, newness, subject_tokens, tokens, value_lines
+from .text import (
+    STOPWORDS,
+    VALUE_MARK,
+    distinct_subjects,
+    fact_key,
+    fact_keys,
+    fact_lines,
+    known_keys,
+    masked,
+    memory_tokens,
+    newness,
+    subject_tokens,
+    tokens,
+    value_lines,
+)
 
 # Calibrated on tests/data/planner: paraphrases of one note score >= 0.5 on the whole
 # text or >= 0.6 on descriptions; unrelated notes of one topic stay below 0.35.
@@ -98,11 +112,50 @@ def mergeable(a: Memory, b: Memory) -> bool:
 
 
 def conflicting(a: Memory, b: Memory) -> bool:
-    """The two state one thing (same line apart from its values) with different values."""
+    """The two state one thing with different values: never duplicates, a supersession or a conflict."""
     va, vb = value_lines(a), value_lines(b)
     if len(va) > len(vb):
         va, vb = vb, va
-    return any(key in vb and va[key] != vb[key] and not (va[key] & vb[key]) for key in va)
+    if any(key in vb and va[key] != vb[key] and not (va[key] & vb[key]) for key in va):
+        return True
+    return bool(va) and bool(vb) and bool(outdated_lines(a, b))
+
+
+# Two value lines state the same thing when their words apart from the values mostly agree...
+SAME_STATEMENT = 0.5
+# ... or when one's words (two at least) nearly all appear in the other: "API port is 8080" and
+# "API port is 9090 since the proxy change".
+CONTAINED = 0.75
+
+
+def _statements(memory: Memory) -> list[tuple[str, frozenset[str], tuple[str, ...]]]:
+    """(raw, words apart from values, values) of the description and every body line that has values."""
+    out = []
+    for raw in [memory.description, *(r for r, _ in fact_lines(memory))]:
+        key, values = masked(raw)
+        if values:
+            out.append((raw, frozenset(key.split()) - STOPWORDS - {VALUE_MARK}, values))
+    return out
+
+
+def _restates(words: frozenset[str], values: tuple[str, ...],
+              newer: list[tuple[str, frozenset[str], tuple[str, ...]]]) -> bool:
+    """Some newer statement says the same thing as (words, values), with other values."""
+    for _, other, new_values in newer:
+        if set(values) == set(new_values):
+            continue
+        shared, union, smaller = len(words & other), len(words | other), min(len(words), len(other))
+        if union and (shared / union >= SAME_STATEMENT or (smaller >= 2 and shared / smaller >= CONTAINED)):
+            return True
+    return False
+
+
+def outdated_lines(older: Memory, newer: Memory) -> set[str]:
+    """Keys of the older memory's lines (description included) that the newer states with a new value."""
+    newer_statements = _statements(newer)
+    return {fact_key(raw) for raw, words, values in _statements(older) if _restates(words, values, newer_statements)}
+
+
 
 
 @dataclass

@@ -245,8 +245,12 @@ def identifiers(text: str) -> frozenset[str]:
 
 
 def memory_identifiers(memory: Memory) -> frozenset[str]:
-    """What a memory's title, description and body name: host, app, environment, subject versions."""
-    return identifiers(memory.name) | identifiers(memory.description) | identifiers(memory.body)
+    """What a memory's title and description name: host, app, environment, versions in subject position.
+
+    The body holds the details (several hosts may appear in one note); the subject is what the
+    title and the one-line description say the memory is about.
+    """
+    return identifiers(memory.name) | identifiers(memory.description)
 
 
 def distinct_subjects(a: Memory, b: Memory) -> bool:

@@ -11,6 +11,7 @@ from ..errors import InputRejected, Issue, IssueList, PrivacyRejected
 from ..privacy import RuleSet
 from ..state import Operation, PreState
 from ..store.state import Limits
+from ..worker.planjson import expanded
 from . import grounding, operations, outcome, rules
 from .context import ARTIFACTS, IDENTITY, Context, ManifestView, RuleSpec
 from .schema import check_schema, required_fields
@@ -68,6 +69,8 @@ def validate_plan(
     Raises UsageError only for a manifest without its identity fields or selection.
     """
     view = ManifestView.from_manifest(manifest)
+    if isinstance(plan, dict):
+        plan = expanded(plan, view.selected)  # the compact shape: every rule sees every item
     schema = check_schema(plan, required_fields(), _flagger(ruleset))
     result = ValidationResult(ok=False, checks=["schema"] if schema.passed else [], errors=list(schema.issues))
     if not isinstance(plan, dict):

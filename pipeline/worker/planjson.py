@@ -8,6 +8,13 @@ so it stays readable and diffs item by item.
 from __future__ import annotations
 
 import json
+from collections import Counter
+
+# The built-in planner imports this module: typing stays out of its imports.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from typing import Any
 
 # What one stdout line of the built-in planner may reach before the next item starts a new line:
 # far below the per-line bound, far above one item, so a plan of any size takes few lines.
@@ -56,3 +63,68 @@ def plan_json(plan: dict[str, object], line_budget: int = 0) -> bytes:
     put("}")
     wrap()
     return ("\n".join(lines) + "\n").encode("utf-8")
+
+
+# The compact shape: artifact items equal to a default are left out and named by ``defaults``.
+# A store far past the default store bound (20,000 memories) only fits the default plan bound
+# this way; smaller plans keep the full seed shape, which seed validators read unchanged.
+DEFAULTABLE = ("staleness", "grounding", "report")
+SELF_CLUSTERS = "self"
+
+
+def compacted(plan: dict[str, Any]) -> dict[str, Any]:
+    """The plan with each artifact's most common item (apart from its name) moved to ``defaults``."""
+    out = dict(plan)
+    defaults: dict[str, Any] = {}
+    for artifact in DEFAULTABLE:
+        items = plan.get(artifact) or []
+        shapes = Counter(_compact({k: v for k, v in item.items() if k != "name"}) for item in items)
+        if not shapes:
+            continue
+        common, _ = shapes.most_common(1)[0]
+        defaults[artifact] = json.loads(common)
+        out[artifact] = [item for item in items if _compact({k: v for k, v in item.items() if k != "name"}) != common]
+    out["clusters"] = [c for c in plan.get("clusters") or []
+                       if not (len(c["files"]) == 1 and c["name"] == _self_name(c["files"][0]))]
+    defaults["clusters"] = SELF_CLUSTERS
+    out["defaults"] = defaults
+    return out
+
+
+def _self_name(name: str) -> str:
+    return name.removesuffix(".md")
+
+
+def expanded(plan: dict[str, Any], selected: Sequence[str]) -> dict[str, Any]:
+    """The full shape of a compact plan: every selected name not listed gets the default item.
+
+    A plan without ``defaults``, or with a malformed one (left for the schema to report), is
+    returned as it is.
+    """
+    defaults = plan.get("defaults")
+    if not isinstance(defaults, dict) or not _well_formed(plan, defaults):
+        return plan
+    out = {k: v for k, v in plan.items() if k != "defaults"}
+    for artifact in DEFAULTABLE:
+        if artifact not in defaults:
+            continue
+        listed = {item.get("name") for item in out[artifact] if isinstance(item, dict)}
+        out[artifact] = [*out[artifact], *({"name": n, **json.loads(_compact(defaults[artifact]))}
+                                           for n in selected if n not in listed)]
+    if defaults.get("clusters") == SELF_CLUSTERS:
+        listed = {n for c in out["clusters"] if isinstance(c, dict) and isinstance(c.get("files"), list)
+                  for n in c["files"]}
+        out["clusters"] = [*out["clusters"], *({"name": _self_name(n)[:200], "files": [n]}
+                                               for n in selected if n not in listed)]
+    return out
+
+
+def _well_formed(plan: dict[str, Any], defaults: dict[str, Any]) -> bool:
+    for key, value in defaults.items():
+        if key == "clusters":
+            if value != SELF_CLUSTERS or not isinstance(plan.get("clusters"), list):
+                return False
+        elif key not in DEFAULTABLE or not isinstance(value, dict) or "name" in value \
+                or not isinstance(plan.get(key), list):
+            return False
+    return True
