@@ -6,6 +6,7 @@ import copy
 import json
 import os
 import random
+import shutil
 import string
 from dataclasses import dataclass
 from pathlib import Path
@@ -673,3 +674,27 @@ def test_the_pre_check_accepts_a_large_valid_plan_so_jsonschema_is_not_run(store
                 report=[{"name": n, "status": "kept", "summary": "ok"} for n in names])
     fast = fast_check()
     assert fast is not None and fast(plan) and plan_validator().is_valid(plan)
+
+
+def test_inside_a_repository_a_project_memory_needs_a_grounding_observation(store: Store) -> None:
+    assert (store.env.project / ".git").exists()
+    plan = base_plan(store)
+    entry = next(g for g in plan["grounding"] if g["name"] == "project_deploy.md")
+    entry.update(status="not-applicable", observations=[])
+    refused = check(store, plan)
+    assert [i for i in issues(refused) if i[0] == "plan.grounding.unobserved"] == [
+        ("plan.grounding.unobserved", f"$.grounding[{plan['grounding'].index(entry)}].observations")]
+    # A user or feedback memory may say not-applicable anywhere; outside a repository a project one may too.
+    other = next(g for g in plan["grounding"] if not g["name"].startswith("project_"))
+    other.update(status="not-applicable", observations=[])
+    shutil.rmtree(store.env.project / ".git")
+    assert check(store, plan).ok
+
+
+def test_a_compact_plan_validates_as_its_expansion_and_a_malformed_default_is_refused(store: Store) -> None:
+    from pipeline.worker.planjson import compacted
+
+    plan = base_plan(store)
+    assert check(store, compacted(plan)).ok
+    broken = {**compacted(plan), "defaults": {"clusters": "all"}}
+    assert ("plan.schema", "$.defaults.clusters") in issues(check(store, broken))

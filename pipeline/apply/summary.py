@@ -49,13 +49,16 @@ def _short(line: str) -> str:
 
 
 def _hidden(plan: dict[str, Any], pre: PreState, post: PostState) -> list[dict[str, str]]:
-    """Safe memories deleted into a private one: their content left the mirror."""
+    """Memories deleted into one of the other visibility that moved content: a safe one's facts now only
+    private, or a private one's lines now in a safe one (a private copy of what the mirror shows moves nothing)."""
     out = []
     for op in plan.get("operations") or []:
         if not isinstance(op, dict) or op.get("kind") != "delete" or not isinstance(op.get("into"), str):
             continue
         before, after = pre.memories.get(op["name"]), post.memories.get(op["into"])
-        if before is not None and after is not None and before.visibility != after.visibility:
+        if before is None or after is None or before.visibility == after.visibility:
+            continue
+        if before.is_safe or not known_keys(before) <= known_keys(after):
             out.append({"name": op["name"], "into": op["into"], "from": before.visibility, "to": after.visibility})
     return out
 

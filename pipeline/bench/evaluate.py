@@ -146,7 +146,8 @@ def score(cases: list[Case], plan: dict[str, Any], after: dict[str, bytes]) -> d
         home, before = post.get(where), by_file.get(where)
         if home is None or home.visibility == case.visibility:
             continue
-        shown = set() if before is None else {key for _, key in fact_lines(parse_memory(before.data, where))}
+        shown = set() if before is None or before.visibility != "safe" else {
+            key for _, key in fact_lines(parse_memory(before.data, where))}
         memory = parse_memory(case.data, case.file)
         if case.visibility == "safe" or any(key not in shown for _, key in fact_lines(memory)):
             flips.append(f"{case.file} ({case.visibility} -> {home.visibility} in {where})")
