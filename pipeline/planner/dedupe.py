@@ -13,10 +13,10 @@ from ..store.memory import Memory
 from .text import (
     STOPWORDS,
     VALUE_MARK,
+    body_facts,
     distinct_subjects,
     fact_key,
     fact_keys,
-    fact_lines,
     known_keys,
     masked,
     memory_tokens,
@@ -128,18 +128,23 @@ SAME_STATEMENT = 0.5
 CONTAINED = 0.75
 
 
-def _statements(memory: Memory) -> list[tuple[str, frozenset[str], tuple[str, ...]]]:
+def _statements(memory: Memory) -> tuple[tuple[str, frozenset[str], tuple[str, ...]], ...]:
     """(raw, words apart from values, values) of the description and every body line that has values."""
+    return _statements_of(memory.description, memory.body)
+
+
+@lru_cache(maxsize=1 << 16)
+def _statements_of(description: str, body: str) -> tuple[tuple[str, frozenset[str], tuple[str, ...]], ...]:
     out = []
-    for raw in [memory.description, *(r for r, _ in fact_lines(memory))]:
+    for raw in [description, *(r for r, _ in body_facts(body) or ((description, ""),))]:
         key, values = masked(raw)
         if values:
             out.append((raw, frozenset(key.split()) - STOPWORDS - {VALUE_MARK}, values))
-    return out
+    return tuple(out)
 
 
 def _restates(words: frozenset[str], values: tuple[str, ...],
-              newer: list[tuple[str, frozenset[str], tuple[str, ...]]]) -> bool:
+              newer: tuple[tuple[str, frozenset[str], tuple[str, ...]], ...]) -> bool:
     """Some newer statement says the same thing as (words, values), with other values."""
     for _, other, new_values in newer:
         if set(values) == set(new_values):

@@ -21,8 +21,13 @@ if TYPE_CHECKING:
 PRINT_LINE_BUDGET = 256 * 1024
 
 
+# One encoder for every item: json.dumps with these options builds a new one per call, which cost
+# more than the encoding itself on a plan of 20,000 memories.
+_ENCODE = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), sort_keys=True).encode
+
+
 def _compact(value: object) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), sort_keys=True)
+    return _ENCODE(value)
 
 
 def plan_json(plan: dict[str, object], line_budget: int = 0) -> bytes:
