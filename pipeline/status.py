@@ -54,11 +54,12 @@ def project_status(svc: Services, due_policy: DuePolicy | None = None) -> dict[s
     except FileNotFoundError:
         pending = None
     # A store the built-in planner already settled: another run would be a no-op, so say what to do instead.
-    still = cap.over and settled(layout.receipts, pre, svc.clock().strftime("%Y-%m-%d"))
+    still = (cap.over or due["due"]) and settled(layout.receipts, pre, svc.clock().strftime("%Y-%m-%d"))
     if still:
         due = {**due, "due": False, "reason": "the last consolidation left nothing more to merge safely and "
                "nothing changed since"}
-    warnings = [w for w in [capacity_advice(pre.memories, cap) if still else cap.warning("private")] if w]
+    warnings = [w for w in [capacity_advice(pre.memories, cap) if still and cap.over else cap.warning("private")]
+                if w]
     warnings += [f"ignored in the private store: {n}" for n in pre.harness.ignored]
     tracked = gitinfo.tracked(layout.project_root) if layout.mirror else None
     mirror_names = sorted(pre.public.files)
