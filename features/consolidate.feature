@@ -34,7 +34,7 @@ Feature: Consolidation as one receipted transaction
     Given a store with a duplicate pair, a paraphrase, an expired, a private and a safe memory
     When I run "consolidate --no-context --json"
     Then the exit code is 0
-    And the summary has exactly the keys "created deleted dryRun expired memories merged noOp ok planDigest previous reasons receipt reclassified rewritten runDir runId selected timings untouched verified"
+    And the summary has exactly the keys "capacity created deleted dropped dryRun expired memories merged movedAcrossVisibility noOp ok planDigest previous reasons receipt reclassified rewritten runDir runId selected timings untouched verified visibilityChanges"
     And the summary's planDigest is the sha256 of the run's plan.json
 
   Scenario: A first run on empty roots creates only the roots and their indexes

@@ -36,3 +36,19 @@ Feature: The agent CLI presets run the real CLIs under the sandbox
       | cli    |
       | claude |
       | codex  |
+
+  Scenario Outline: A real agent CLI whose model drops a memory without a successor is refused
+    Given the real "<cli>" CLI from npm, configured from its preset to call the fake model
+    And the fake model answers a plan that deletes a memory without naming a successor
+    And I remember the state of both roots
+    When I run "consolidate --no-context --worker <cli>"
+    Then the exit code is 1
+    And the error names "plan.delete.unaccounted"
+    And both roots are as remembered
+    And no receipt was added
+
+    Examples:
+      | cli    |
+      | claude |
+      | pi     |
+      | codex  |

@@ -29,7 +29,8 @@ if TYPE_CHECKING:
 # Every section's defaults; the models in section_models take theirs from here.
 DEFAULTS: dict[str, dict[str, Any]] = {
     "limits": {"max_file_bytes": 64 * 1024, "max_files": 4096, "index_lines": 200, "index_bytes": 25_600,
-               "worker_output_bytes": 16 << 20, "worker_output_lines": 65_536, "plan_bytes": 8 << 20},
+               "worker_output_bytes": 16 << 20, "worker_output_lines": 65_536, "worker_output_line_bytes": 1 << 20,
+               "plan_bytes": 8 << 20, "plan_depth": 128},
     "lock": {"timeout": 5.0},
     "runs": {"keep": 50},
     "workers": {},
@@ -82,7 +83,9 @@ class LimitsSection(Section):
     index_bytes: int
     worker_output_bytes: int
     worker_output_lines: int
+    worker_output_line_bytes: int
     plan_bytes: int
+    plan_depth: int
 
 
 class LockSection(Section):
@@ -203,7 +206,8 @@ class Config:
 
         limits = self.limits
         return ExtractLimits(max_stdout_bytes=limits.worker_output_bytes, max_lines=limits.worker_output_lines,
-                             max_plan_bytes=limits.plan_bytes)
+                             max_line_bytes=limits.worker_output_line_bytes, max_plan_bytes=limits.plan_bytes,
+                             max_depth=limits.plan_depth)
 
 
 def _parse(path: Path | str) -> tuple[Any, list[Issue]]:
@@ -295,7 +299,9 @@ def _define_models() -> tuple[dict[str, Any], Any]:
         index_bytes: int = Field(limits["index_bytes"], ge=256)
         worker_output_bytes: int = Field(limits["worker_output_bytes"], ge=1 << 16, le=1 << 32)
         worker_output_lines: int = Field(limits["worker_output_lines"], ge=16, le=1 << 26)
+        worker_output_line_bytes: int = Field(limits["worker_output_line_bytes"], ge=1 << 10, le=1 << 32)
         plan_bytes: int = Field(limits["plan_bytes"], ge=1 << 12, le=1 << 32)
+        plan_depth: int = Field(limits["plan_depth"], ge=8, le=1024)
 
     class LockConfig(_Strict):
         timeout: float = Field(DEFAULTS["lock"]["timeout"], ge=0, le=3600)

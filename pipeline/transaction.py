@@ -11,7 +11,7 @@ from .apply.commit import RunRecord, Services, commit_run, gate
 from .apply.runs import create_run_dir
 from .apply.skeleton import transaction
 from .apply.stale import refuse_if_stale
-from .apply.summary import summarize
+from .apply.summary import receipt_outcome, summarize
 from .context.manifest import build_manifest, write_manifest
 from .context.scope import default_scope, select
 from .context.snapshot import ContextLimits, snapshot_run
@@ -90,7 +90,7 @@ def consolidate(svc: Services, req: ConsolidateRequest) -> dict[str, Any]:
             refuse_if_stale(layout, svc.limits, pre)
         with t.stage("index"):
             post = compute_post(pre, validation.operations)
-        summary = summarize(tx.run_id, outcome.extracted.plan, pre, post)
+        summary = summarize(tx.run_id, outcome.extracted.plan, pre, post, _redactor(svc))
         if req.refuse_emptying:
             _refuse_emptying(summary)
         if req.dry_run:
@@ -101,9 +101,23 @@ def consolidate(svc: Services, req: ConsolidateRequest) -> dict[str, Any]:
                            {**choice.describe(), "durationSeconds": round(outcome.duration_s, 3),
                             "planSource": outcome.extracted.source}, outcome.protections)
         with t.stage("commit"):
-            receipt, log_path = commit_run(svc, run_dir, record, pre, post, plan_bytes)
+            receipt, log_path = commit_run(svc, run_dir, record, pre, post, plan_bytes,
+                                         outcome=receipt_outcome(summary))
     return {**summary, "dryRun": False, "runDir": str(run_dir), "receipt": str(log_path),
             "planDigest": sha256_bytes(plan_bytes), "previous": receipt["previous"], "timings": t.stages}
+
+
+def _redactor(svc: Services) -> Any:
+    """Lines shown from memories name a privacy rule instead of a value it flags."""
+    ruleset = svc.ruleset
+    if ruleset is None:
+        return None
+
+    def redact(line: str) -> str:
+        found = ruleset.scan(line, "<summary>")
+        return f"[withheld: matches privacy rule {found[0].rule_id}]" if found else line
+
+    return redact
 
 
 def _refuse_emptying(summary: dict[str, Any]) -> None:

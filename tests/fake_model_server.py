@@ -68,6 +68,14 @@ def two_plans_reply(text: str) -> str:
     return json.dumps(plan, indent=2) + "\n" + json.dumps(other, indent=2)
 
 
+def drops_facts_reply(text: str) -> str:
+    """A model that deletes a memory and says nowhere where its content went."""
+    plan = json.loads(plan_reply(text))
+    for op in plan["operations"]:
+        op.pop("into", None)
+    return json.dumps(plan, indent=2)
+
+
 Reply = Callable[[str], str]
 
 

@@ -10,8 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pipeline.errors import WorkerFailed
-from pipeline.fsutil import dump_json
 from pipeline.worker.extract import Extracted, ExtractLimits, extract_plan
+from pipeline.worker.planjson import plan_json
 
 LIMITS = ExtractLimits()
 PLAN: dict[str, Any] = {"kind": "memory-consolidation-plan", "schemaVersion": 1, "runId": "r1", "operations": []}
@@ -32,7 +32,7 @@ def code_of(stdout: bytes, limits: ExtractLimits = LIMITS) -> str:
 def check(result: Extracted, source: str) -> None:
     assert result.source == source
     assert result.plan == PLAN
-    assert result.plan_bytes == dump_json(PLAN)
+    assert result.plan_bytes == plan_json(PLAN)
 
 
 def claude_result(text: str, **extra: Any) -> dict[str, Any]:
@@ -258,7 +258,7 @@ def test_arbitrary_bytes_only_worker_failed(data: bytes) -> None:
         result = extract_plan(data, ExtractLimits(max_lines=16, max_line_bytes=512, max_depth=8))
     except WorkerFailed:
         return
-    assert result.plan_bytes == dump_json(result.plan)
+    assert result.plan_bytes == plan_json(result.plan)
 
 
 _json_values = st.recursive(
@@ -281,3 +281,28 @@ def test_arbitrary_json_streams_only_worker_failed(records: list[Any]) -> None:
             extract_plan(data, LIMITS)
         except WorkerFailed:
             pass
+
+
+def test_a_bound_error_names_its_config_key_or_calls_a_built_in_overrun_a_bug() -> None:
+    stdout = b"x" * 2048 + b"\n"
+    limits = ExtractLimits(max_line_bytes=1024)
+    with pytest.raises(WorkerFailed) as third_party:
+        extract_plan(stdout, limits)
+    assert third_party.value.code == "worker.line-too-long"
+    assert "limits.worker_output_line_bytes" in (third_party.value.hint or "")
+    with pytest.raises(WorkerFailed) as builtin:
+        extract_plan(stdout, ExtractLimits(max_line_bytes=1024, builtin=True))
+    assert "bug in memfold" in (builtin.value.hint or "") and "limits.worker_output_line_bytes" in (
+        builtin.value.hint or "")
+    with pytest.raises(WorkerFailed) as lines:
+        extract_plan(b"{}\n" * 20, ExtractLimits(max_lines=16))
+    assert lines.value.code == "worker.too-many-lines" and "limits.worker_output_lines" in (lines.value.hint or "")
+
+
+def test_the_config_sets_every_extraction_bound(tmp_path: Any) -> None:
+    from pipeline.config import load_config
+
+    path = tmp_path / "config.yaml"
+    path.write_text("limits: {worker_output_line_bytes: 2048, plan_depth: 16, worker_output_lines: 99}\n")
+    limits = load_config(path).extract_limits()
+    assert (limits.max_line_bytes, limits.max_depth, limits.max_lines) == (2048, 16, 99)

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 from conftest import Env
-from fake_model_server import FakeModelServer, prose_reply, run_dir_of
+from fake_model_server import FakeModelServer, drops_facts_reply, prose_reply, run_dir_of
 from pytest_bdd import given, parsers, scenarios, then
 from realclis import (
     RealClis,
@@ -38,6 +38,11 @@ def real_cli(env: Env, real_clis: RealClis, fake_model: FakeModelServer, monkeyp
 @given("the fake model answers in prose only")
 def prose(fake_model: FakeModelServer) -> None:
     fake_model.reply = prose_reply
+
+
+@given("the fake model answers a plan that deletes a memory without naming a successor")
+def drops_facts(fake_model: FakeModelServer) -> None:
+    fake_model.reply = drops_facts_reply
 
 
 def _post_receipt(env: Env) -> dict[str, Any]:

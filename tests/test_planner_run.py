@@ -26,7 +26,8 @@ from test_planner_support import (
 from pipeline.fsutil import dump_json
 from pipeline.planner.grounding import Tree, extract, ground
 from pipeline.planner.plan import build_plan
-from pipeline.store.memory import Memory, parse_memory, render_memory
+from pipeline.store.memory import Memory, render_memory
+from pipeline.worker.planjson import PRINT_LINE_BUDGET, plan_json
 
 
 def _shop() -> dict[str, Any]:
@@ -81,7 +82,7 @@ def test_the_module_prints_one_plan_for_a_read_only_run_dir(tmp_path: Path) -> N
     assert proc.returncode == 0, proc.stderr.decode()
     plan = json.loads(proc.stdout)
     assert check_plan(plan, sorted(store), store, tmp_path / "project") == []
-    assert proc.stdout == dump_json(plan)
+    assert proc.stdout == plan_json(plan, PRINT_LINE_BUDGET)
     assert any(op["kind"] == "create" for op in plan["operations"])
 
 
@@ -189,18 +190,29 @@ def test_a_selected_name_missing_from_the_store_is_an_input_error(tmp_path: Path
         build_plan({**manifest_for(["project_x.md"])}, {}, {}, tmp_path)
 
 
-def test_a_mixed_visibility_group_becomes_private_and_the_report_says_so(tmp_path: Path) -> None:
+def test_duplicates_of_two_visibilities_stay_apart_when_the_private_one_says_more(tmp_path: Path) -> None:
     a = memory_bytes({"n": "project_cache.md", "d": "product pages are cached in redis for five minutes",
                       "b": "Cache keys start with shop product.\n", "v": "safe", "m": "2026-05-01T00:00:00Z"})
     b = memory_bytes({"n": "project_page-cache.md", "d": "Product pages are cached in redis for five minutes.",
                       "b": "Invalidate on price change.\n", "m": "2026-01-01T00:00:00Z", "c": "2025-12-01"})
     store = {"project_cache.md": a, "project_page-cache.md": b}
     plan = plan_store(store, tmp_path)
-    [rewrite] = [op for op in plan["operations"] if op["kind"] == "rewrite"]
-    merged = parse_memory(rewrite["content"].encode(), rewrite["name"])
-    assert rewrite["classification"] == "private" and merged.created == "2025-12-01"
-    assert "Invalidate on price change." in merged.body and "Cache keys" in merged.body
-    assert "private" in {r["name"]: r for r in plan["report"]}["project_page-cache.md"]["summary"]
+    # Merging would either publish the private line or hide the safe memory in the private store.
+    assert plan["operations"] == []
+    assert apply_plan(store, plan) == store
+
+
+def test_a_private_copy_of_a_safe_memory_merges_into_it_and_the_safe_one_stays_safe(tmp_path: Path) -> None:
+    a = memory_bytes({"n": "project_cache.md", "d": "product pages are cached in redis for five minutes",
+                      "b": "Cache keys start with shop product.\n", "v": "safe", "m": "2026-01-01T00:00:00Z"})
+    b = memory_bytes({"n": "project_page-cache.md", "d": "Product pages are cached in redis for five minutes.",
+                      "b": "- cache keys start with shop product\n", "m": "2026-05-01T00:00:00Z"})
+    store = {"project_cache.md": a, "project_page-cache.md": b}
+    plan = plan_store(store, tmp_path)
+    [delete] = [op for op in plan["operations"] if op["kind"] == "delete"]
+    assert delete["name"] == "project_page-cache.md" and delete["into"] == "project_cache.md"
+    after = apply_plan(store, plan)
+    assert after["project_cache.md"] == a and "project_page-cache.md" not in after
 
 
 def test_the_planner_as_a_library_leaves_the_callers_collector_on(tmp_path: Path) -> None:

@@ -25,12 +25,18 @@ def _fact_key(line: str) -> str:
 
 def _masked(line: str) -> tuple[str, tuple[str, ...]]:
     values: list[str] = []
+    folded = text._MARKER.sub("", line).casefold()
+    predicate = text._PREDICATE.search(folded)
+    subject_end = predicate.start() if predicate else 0
 
     def keep(match: re.Match[str]) -> str:
-        values.append(match.group(0).strip("`").strip().rstrip(".,;:"))
+        value = match.group(0).strip("`").strip().rstrip(".,;:")
+        if text._identifying(value, match.start(), subject_end):
+            return match.group(0)
+        values.append(value)
         return f" {text.VALUE_MARK} "
 
-    replaced = _VALUE.sub(keep, text._MARKER.sub("", line).casefold())
+    replaced = _VALUE.sub(keep, folded)
     return " ".join(text._PUNCT.sub(" ", replaced).split()), tuple(values)
 
 
@@ -45,6 +51,24 @@ def test_keys_masks_and_tokens_match_their_regular_expressions(line: str) -> Non
     assert text.fact_key(line) == _fact_key(line)
     assert text.masked.__wrapped__(line) == _masked(line)
     assert text.tokens.__wrapped__(line) == _tokens(line)
+
+
+def test_a_value_before_the_predicate_or_a_named_thing_stays_in_the_key() -> None:
+    assert text.masked.__wrapped__("Host web01 uses port 8080 behind nginx") == (
+        "host web01 uses port zvalz behind nginx", ("8080",))
+    assert text.masked.__wrapped__("app2 requires Node 20") == ("app2 requires node zvalz", ("20",))
+    assert text.masked.__wrapped__("Node 18 reaches end of life on 2025-04-30") == (
+        "node 18 reaches end of life on zvalz", ("2025-04-30",))
+    assert text.masked.__wrapped__("API port is 9090") == ("api port is zvalz", ("9090",))
+    assert text.identifiers("the staging db of app1 uses 5432") == {"staging", "app1"}
+
+
+def test_two_memories_about_two_hosts_are_distinct_subjects_and_one_host_twice_is_not() -> None:
+    web01 = Memory(name="Web01 port", description="Host web01 uses port 8080 behind nginx")
+    web02 = Memory(name="Web02 port", description="Host web02 uses port 9090 behind nginx")
+    again = Memory(name="web01", description="web01 listens on 8081 behind nginx, see ops/nginx.conf")
+    assert text.distinct_subjects(web01, web02)
+    assert not text.distinct_subjects(web01, again)
 
 
 def test_every_ascii_character_is_spaced_as_the_punctuation_pattern_spaces_it() -> None:

@@ -16,6 +16,7 @@ from conftest import REPO, Env
 from pipeline.config import load_config
 from pipeline.planner.run import plan_run
 from pipeline.resources import data_dir
+from pipeline.worker.planjson import plan_json
 
 FAKES = REPO / "tests" / "fake_agents"
 EXAMPLE = data_dir("procedures") / "workers.example.yaml"
@@ -84,7 +85,8 @@ def test_preset_consolidates_end_to_end(env: Env, monkeypatch: pytest.MonkeyPatc
     assert receipt["worker"]["planSource"] == SOURCES[name]
     assert receipt["worker"]["argv"][0] == name  # resolved through PATH inside the sandbox
     # The plan the agent put in its final message is exactly what was validated and bound.
-    assert (run_dir / "plan.json").read_bytes() == plan_run(run_dir)
+    # plan.json holds the validated plan one item a line; the planner printed the same plan packed.
+    assert (run_dir / "plan.json").read_bytes() == plan_json(json.loads(plan_run(run_dir)))
     assert receipt["sandbox"]["enforced"] is True and receipt["sandbox"]["network"]["requested"] == "allowed"
     assert receipt["sandbox"]["network"]["sockets"] == "allowed"
     assert env.snapshot() == before  # a verified no-op on two distinct memories

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 from conftest import Env
-from fake_model_server import FakeModelServer, Reply, prose_reply, run_dir_of, two_plans_reply
+from fake_model_server import FakeModelServer, Reply, drops_facts_reply, prose_reply, run_dir_of, two_plans_reply
 from realclis import (
     FAKE_KEY,
     SOURCES,
@@ -105,3 +105,24 @@ def test_the_sandbox_is_in_force_for_a_real_cli(
     unsandboxed = env.run("--json", "consolidate", "--no-context", "--worker", "pi", "--unsafe-no-sandbox")
     assert unsandboxed.code == 0, why(unsandboxed, last_run(env))
     assert auth.is_file()  # the same CLI, unconfined, does write there
+
+
+@pytest.mark.parametrize("name", ["claude", "pi", "codex"])
+def test_a_real_cli_whose_model_drops_a_memory_without_a_successor_is_refused(
+        env: Env, real_clis: RealClis, fake_model: FakeModelServer, monkeypatch: pytest.MonkeyPatch,
+        tmp_path: Path, name: str) -> None:
+    """The plan comes out of the real stream intact, and validation holds a third-party plan to the same rule."""
+    small_store(env)
+    configure(env, real_clis, fake_model, monkeypatch, tmp_path, name)
+    fake_model.reply = drops_facts_reply
+    before, chain = env.snapshot(), receipt_files(env)
+
+    result = env.run("--json", "consolidate", "--no-context", "--worker", name)
+
+    run_dir = last_run(env)
+    assert result.code == 1, why(result, run_dir)
+    error = result.json()
+    assert error["code"] == "plan.delete.unaccounted" and "user_tea" in error["message"], error
+    # What was validated is exactly what the model answered: extraction kept it whole.
+    assert json.loads((run_dir / "plan.json").read_bytes()) == json.loads(fake_model.replies[-1])
+    assert env.snapshot() == before and receipt_files(env) == chain

@@ -6,6 +6,7 @@ import copy
 import json
 import os
 import random
+import shutil
 import string
 from dataclasses import dataclass
 from pathlib import Path
@@ -161,7 +162,7 @@ def test_a_valid_plan_passes_every_check_and_returns_its_operations(store: Store
     create = new_memory("project_ports.md", body="The dev server listens on 8081.")
     ops = [op("project_deploy.md", "rewrite", "safe", rewrite, contentSha256="sha256:" + sha256_bytes(rewrite.encode())),
            op("project_ports.md", "create", "safe", create),
-           op("feedback_tests.md", "delete", "safe")]
+           op("feedback_tests.md", "delete", "safe", into="project_ports.md")]
     result = check(store, base_plan(store, ops))
     assert result.ok and result.errors == []
     assert result.checks == ALL_CHECKS
@@ -355,14 +356,15 @@ def test_a_plan_that_would_exceed_the_file_count_is_refused(store: Store) -> Non
            op("project_b.md", "create", "safe", new_memory("project_b.md", body="Another fact."))]
     assert issues(check(store, base_plan(store, ops), limits=Limits(max_files=4))) == [
         ("bounds.file-count", "$.operations")]
-    ops.append(op("feedback_tests.md", "delete", "safe"))
+    ops.append(op("feedback_tests.md", "delete", "safe", into="project_a.md"))
     assert check(store, base_plan(store, ops), limits=Limits(max_files=4)).ok
 
 
 def test_a_rewrite_may_reclassify_and_the_inventory_may_state_either_side(store: Store) -> None:
     content = store.memory("project_deploy.md", visibility="private")
     for stated in ("safe", "private"):
-        plan = base_plan(store, [op("project_deploy.md", "rewrite", "private", content)])
+        plan = base_plan(store, [op("project_deploy.md", "rewrite", "private", content),
+                                 op("user_editor.md", "delete", "private", into="project_deploy.md")])
         plan["inventory"][1]["classification"] = stated
         assert check(store, plan).ok, stated
 
@@ -383,7 +385,7 @@ def test_private_to_safe_needs_allow_publish(store: Store) -> None:
 
 def test_a_private_body_reappearing_in_a_new_safe_memory_needs_allow_publish(store: Store) -> None:
     body = store.pre.memories["user_editor.md"].body
-    plan = base_plan(store, [op("user_editor.md", "delete", "private"),
+    plan = base_plan(store, [op("user_editor.md", "delete", "private", into="project_editor.md"),
                              op("project_editor.md", "create", "safe", new_memory("project_editor.md", body=body))])
     assert issues(check(store, plan)) == [("privacy.publish-near-copy", "$.operations[1].content")]
     assert check(store, plan, allow_publish=True).ok
@@ -414,9 +416,45 @@ def test_a_near_copy_of_a_private_memory_in_a_new_or_rewritten_safe_memory_needs
     assert check(store, plan, allow_publish=True).ok
 
 
-def test_safe_to_private_is_always_allowed(store: Store) -> None:
+def test_safe_to_private_is_allowed_as_long_as_the_plan_merges_as_many(store: Store) -> None:
     content = store.memory("feedback_tests.md", visibility="private")
-    assert check(store, base_plan(store, [op("feedback_tests.md", "rewrite", "private", content)])).ok
+    alone = check(store, base_plan(store, [op("feedback_tests.md", "rewrite", "private", content)]))
+    assert issues(alone) == [("plan.visibility.privatised", "$.operations")]
+    assert "feedback_tests.md" in alone.errors[0].message
+    with pytest.raises(InputRejected) as info:
+        raise_for(alone)
+    assert info.value.code == "plan.visibility.privatised" and info.value.exit_code == 1
+    merging = [op("feedback_tests.md", "rewrite", "private", content),
+               op("user_editor.md", "delete", "private", into="feedback_tests.md")]
+    assert check(store, base_plan(store, merging)).ok
+
+
+def test_a_delete_into_a_private_memory_counts_as_making_the_safe_one_private(store: Store) -> None:
+    plan = base_plan(store, [op("feedback_tests.md", "delete", "safe", into="user_editor.md"),
+                             op("project_deploy.md", "delete", "safe", into="user_editor.md")])
+    # Two safe memories end up only in a private one; two merges: the mirror loses them, which the rule
+    # allows only as merges, never more hidden than merged.
+    assert check(store, plan).ok
+    plan = base_plan(store, [op("feedback_tests.md", "delete", "safe", into="user_editor.md"),
+                             op("project_deploy.md", "rewrite", "private",
+                                store.memory("project_deploy.md", visibility="private"))])
+    assert issues(check(store, plan)) == [("plan.visibility.privatised", "$.operations")]
+
+
+def test_a_delete_must_name_an_existing_successor_or_a_time_verdict(store: Store) -> None:
+    plan = base_plan(store, [op("feedback_tests.md", "delete", "safe")])
+    refused = check(store, plan)
+    assert issues(refused) == [("plan.delete.unaccounted", "$.operations[0]")]
+    assert "DORMANT" in refused.errors[0].message and "into" in refused.errors[0].message
+    for into in ("project_nowhere.md", "feedback_tests.md"):
+        plan = base_plan(store, [op("feedback_tests.md", "delete", "safe", into=into)])
+        assert issues(check(store, plan)) == [("plan.delete.into", "$.operations[0].into")]
+    gone = base_plan(store, [op("feedback_tests.md", "delete", "safe", into="project_deploy.md"),
+                             op("project_deploy.md", "delete", "safe", into="feedback_tests.md")])
+    assert [i[0] for i in issues(check(store, gone))] == ["plan.delete.into", "plan.delete.into"]
+    timed = base_plan(store, [op("feedback_tests.md", "delete", "safe")])
+    next(s for s in timed["staleness"] if s["name"] == "feedback_tests.md")["verdict"] = "DORMANT"
+    assert check(store, timed).ok
 
 
 def test_a_secret_in_a_safe_memory_is_reported_without_echoing_it(store: Store) -> None:
@@ -636,3 +674,27 @@ def test_the_pre_check_accepts_a_large_valid_plan_so_jsonschema_is_not_run(store
                 report=[{"name": n, "status": "kept", "summary": "ok"} for n in names])
     fast = fast_check()
     assert fast is not None and fast(plan) and plan_validator().is_valid(plan)
+
+
+def test_inside_a_repository_a_project_memory_needs_a_grounding_observation(store: Store) -> None:
+    assert (store.env.project / ".git").exists()
+    plan = base_plan(store)
+    entry = next(g for g in plan["grounding"] if g["name"] == "project_deploy.md")
+    entry.update(status="not-applicable", observations=[])
+    refused = check(store, plan)
+    assert [i for i in issues(refused) if i[0] == "plan.grounding.unobserved"] == [
+        ("plan.grounding.unobserved", f"$.grounding[{plan['grounding'].index(entry)}].observations")]
+    # A user or feedback memory may say not-applicable anywhere; outside a repository a project one may too.
+    other = next(g for g in plan["grounding"] if not g["name"].startswith("project_"))
+    other.update(status="not-applicable", observations=[])
+    shutil.rmtree(store.env.project / ".git")
+    assert check(store, plan).ok
+
+
+def test_a_compact_plan_validates_as_its_expansion_and_a_malformed_default_is_refused(store: Store) -> None:
+    from pipeline.worker.planjson import compacted
+
+    plan = base_plan(store)
+    assert check(store, compacted(plan)).ok
+    broken = {**compacted(plan), "defaults": {"clusters": "all"}}
+    assert ("plan.schema", "$.defaults.clusters") in issues(check(store, broken))

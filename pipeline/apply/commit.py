@@ -98,7 +98,8 @@ def gate(svc: Services, pre: PreState, post: PostState) -> None:
 
 
 def commit_run(svc: Services, run_dir: Path, rec: RunRecord, pre: PreState, post: PostState,
-               plan_bytes: bytes, artifacts: Mapping[str, bytes] | None = None) -> tuple[dict[str, Any], Path]:
+               plan_bytes: bytes, artifacts: Mapping[str, bytes] | None = None,
+               outcome: dict[str, Any] | None = None) -> tuple[dict[str, Any], Path]:
     """Pre receipt, stage, journal, commit, re-verify on disk. Returns the post receipt and its log path.
 
     ``artifacts`` are run-dir files not yet written (a direct edit's plan and manifest): they are made
@@ -112,7 +113,7 @@ def commit_run(svc: Services, run_dir: Path, rec: RunRecord, pre: PreState, post
         run_id=rec.run_id, scope_key=layout.scope_key, scope_digest=rec.scope_digest,
         artifact_hash=rec.artifact_hash, plan_digest=sha256_bytes(plan_bytes), selected=rec.selected,
         source_hashes=source, final_hashes=final, operations=ops, worker=rec.worker,
-        sandbox=rec.sandbox, previous=previous, command=rec.command,
+        sandbox=rec.sandbox, previous=previous, command=rec.command, outcome=outcome,
     )
     pre_receipt = dump_json(build_receipt(phase="pre", created_at=svc.now(), **common))
     receipt = build_receipt(phase="post", created_at=svc.now(), **common)

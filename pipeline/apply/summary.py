@@ -1,14 +1,70 @@
-"""What a consolidation did, for people and machines: merged, rewritten, created, deleted, reclassified."""
+"""What a consolidation did, for people and machines: merged, rewritten, created, deleted, reclassified, dropped."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
+from ..planner.text import fact_key, fact_lines, known_keys
 from ..state import PostState, PreState
-from ..store.memory import INDEX_NAME
+from ..store.memory import INDEX_NAME, Memory
+
+# Per changed memory, and in all: the summary shows what was dropped, never an unbounded list.
+MAX_DROPPED_LINES = 20
+MAX_DROPPED_MEMORIES = 200
+MAX_LINE_CHARS = 200
 
 
-def summarize(run_id: str, plan: dict[str, Any], pre: PreState, post: PostState) -> dict[str, Any]:
+def dropped_lines(pre: PreState, post: PostState, redact: Callable[[str], str] | None = None) -> dict[str, list[str]]:
+    """Per memory the plan rewrote or deleted, its lines (description included) no post-state memory carries."""
+    changed = [op.name for op in post.operations if op.kind != "create" and op.name in pre.memories]
+    if not changed:
+        return {}
+    carried: set[str] = set()
+    for memory in post.memories.values():
+        carried |= known_keys(memory)
+    out: dict[str, list[str]] = {}
+    for name in sorted(changed):
+        lines = [raw.strip() for raw, key in _lines(pre.memories[name]) if key not in carried]
+        if lines:
+            shown = [(redact or _same)(_short(line)) for line in dict.fromkeys(lines)]
+            out[name] = shown[:MAX_DROPPED_LINES] + ([f"... and {len(shown) - MAX_DROPPED_LINES} more lines"]
+                                                     if len(shown) > MAX_DROPPED_LINES else [])
+        if len(out) >= MAX_DROPPED_MEMORIES:
+            break
+    return out
+
+
+def _lines(memory: Memory) -> list[tuple[str, str]]:
+    return [(memory.description, fact_key(memory.description)), *fact_lines(memory)]
+
+
+def _same(text: str) -> str:
+    return text
+
+
+def _short(line: str) -> str:
+    return line if len(line) <= MAX_LINE_CHARS else line[: MAX_LINE_CHARS - 1] + "…"
+
+
+def _hidden(plan: dict[str, Any], pre: PreState, post: PostState) -> list[dict[str, str]]:
+    """Memories deleted into one of the other visibility that moved content: a safe one's facts now only
+    private, or a private one's lines now in a safe one (a private copy of what the mirror shows moves nothing)."""
+    out = []
+    for op in plan.get("operations") or []:
+        if not isinstance(op, dict) or op.get("kind") != "delete" or not isinstance(op.get("into"), str):
+            continue
+        before, after = pre.memories.get(op["name"]), post.memories.get(op["into"])
+        if before is None or after is None or before.visibility == after.visibility:
+            continue
+        if before.is_safe or not known_keys(before) <= known_keys(after):
+            out.append({"name": op["name"], "into": op["into"], "from": before.visibility, "to": after.visibility})
+    return out
+
+
+def summarize(run_id: str, plan: dict[str, Any], pre: PreState, post: PostState,
+              redact: Callable[[str], str] | None = None) -> dict[str, Any]:
     created, rewritten, deleted, reclassified = [], [], [], []
     for op in post.operations:
         if op.kind == "create":
@@ -29,6 +85,8 @@ def summarize(run_id: str, plan: dict[str, Any], pre: PreState, post: PostState)
     day = f"{run_id[:4]}-{run_id[4:6]}-{run_id[6:8]}"
     expired = sorted(n for n in deleted if (m := pre.memories.get(n)) is not None and m.expires is not None
                      and m.expires[:10] < day)
+    moved = _hidden(plan, pre, post)
+    notes = [n for n in plan.get("notes") or [] if isinstance(n, str)]
     return {
         "ok": True,
         "runId": run_id,
@@ -40,12 +98,21 @@ def summarize(run_id: str, plan: dict[str, Any], pre: PreState, post: PostState)
         "created": sorted(created),
         "deleted": sorted(deleted),
         "reclassified": sorted(reclassified, key=lambda r: str(r["name"])),
+        "visibilityChanges": len(reclassified) + len(moved),
+        "movedAcrossVisibility": moved,
+        "dropped": dropped_lines(pre, post, redact),
+        "capacity": next((n for n in notes if n.startswith("the index stays over capacity")), None),
         "memories": {"before": len(pre.memories), "after": len(post.memories)},
         "reasons": {n: r.get("summary", "") for n, r in sorted(report.items()) if r.get("status") != "kept"},
         "expired": expired,
         # Files that do not parse are no memory of the plan: left as they are, and said so.
         "untouched": [b.as_dict() for _, b in sorted(pre.broken.items())],
     }
+
+
+def receipt_outcome(summary: dict[str, Any]) -> dict[str, Any]:
+    """What the receipt records of a consolidation's effect beyond its hashes."""
+    return {"visibilityChanges": summary["visibilityChanges"], "dropped": summary["dropped"]}
 
 
 def _memory_hashes(maps: Any) -> dict[str, dict[str, str]]:
@@ -66,6 +133,15 @@ def summary_text(summary: dict[str, Any]) -> str:
             lines.append(f"  {key:<10} {name}" + (f": {reason}" if reason else ""))
     for item in summary["reclassified"]:
         lines.append(f"  reclassified {item['name']}: {item['from']} -> {item['to']}")
+    for item in summary.get("movedAcrossVisibility") or []:
+        lines.append(f"  moved      {item['name']} into the {item['to']} {item['into']}")
+    if summary.get("visibilityChanges"):
+        lines.append(f"visibility changes: {summary['visibilityChanges']}")
+    for name, dropped in (summary.get("dropped") or {}).items():
+        lines.append(f"  no memory carries any more, from {name}:")
+        lines.extend(f"    - {line}" for line in dropped)
+    if summary.get("capacity"):
+        lines.append(summary["capacity"])
     for item in summary.get("untouched") or []:
         lines.append(f"  untouched  {item['path']}: {item['problem']} (see `memfold doctor`)")
     lines.append(totals_line(summary))
@@ -88,3 +164,34 @@ def totals_line(summary: dict[str, Any]) -> str:
         parts.append(f"{counted(len(summary['untouched']), 'broken file')} untouched")
     return f"{counts['before']:,} \u2192 {counts['after']:,} {'memory' if counts['after'] == 1 else 'memories'}: " \
         + ", ".join(parts)
+
+
+def settled(receipts: Path, pre: PreState, today: str) -> bool:
+    """The built-in planner would change nothing: its last run left the store as it is now, and no
+    memory has gone stale by date since. ``status`` then stops calling a consolidation due."""
+    from ..planner.staleness import verdict
+    from ..receipts.receipt import load_receipt, log_entries
+
+    entries = log_entries(receipts)
+    if not entries:
+        return False
+    try:
+        last = load_receipt(entries[-1].path)
+    except (OSError, ValueError):
+        return False
+    worker = last.get("worker")
+    if last.get("command") != "consolidate" or not isinstance(worker, dict) or worker.get("name") != "builtin":
+        return False
+    final = last.get("finalHashes")
+    harness = final.get("harness") if isinstance(final, dict) else None
+    if not isinstance(harness, dict):
+        return False
+    recorded = {n: str(h).removeprefix("sha256:") for n, h in harness.items() if n != INDEX_NAME}
+    now = {n: h for n, h in pre.harness.hashes.items() if n != INDEX_NAME}
+    return recorded == now and not any(verdict(m, today) for m in pre.memories.values())
+
+
+def capacity_advice(memories: dict[str, Memory], cap: Any) -> str:
+    from ..planner.capacity import advice, oldest
+
+    return advice(max(0, cap.lines - cap.max_lines), max(0, cap.bytes - cap.max_bytes), oldest(memories))

@@ -36,6 +36,7 @@ def bench(
     consolidate_reps: int = typer.Option(None, "--consolidate-reps", min=1, help="repetitions of consolidate"),
     workdir: Path = typer.Option(None, "--workdir", help="where the synthetic stores go (default: a temp dir)"),
     retrieval: bool = typer.Option(False, "--retrieval", help="recall@5 and MRR on the labelled retrieval set"),
+    evaluate: bool = typer.Option(False, "--eval", help="score consolidation on the labelled data set instead"),
     json_out: bool = JsonOpt,
 ) -> int:
     """Benchmark inject, add, list, search, consolidate (and its stages), verify and audit."""
@@ -47,6 +48,11 @@ def bench(
                          else format_result(found))
         return 0
     from ..bench.run import Plan, as_json, format_table, run_bench
+
+    if evaluate:
+        from ..bench.evaluate import report
+
+        return report(workdir, want_json(json_out))
 
     def progress(message: str) -> None:
         sys.stderr.write(f"bench: {message}\n")

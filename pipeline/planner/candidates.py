@@ -96,15 +96,17 @@ def apply(work: Work, candidates: list[dict[str, Any]], taken: set[str], now: st
         if match is not None and match not in work.live:
             work.notes.append(f"{label}: would update {match}, which is outside the selected scope; skipped")
             continue
+        if match is not None and not dedupe.mergeable(memory, work.live[match]):
+            # The other visibility: merging would publish the candidate or hide the memory's safe facts.
+            work.notes.append(f"{label}: close to {match}, which has the other visibility; kept apart")
+            match = None
         if match is not None:
             target = merge(work.live[match], [memory]).with_changes(modified=now)
             if not work.fits(target):
                 work.notes.append(f"{label}: merging it into {match} would pass the size bound; skipped")
                 continue
-            was_safe = work.live[match].visibility == "safe"
             work.live[match] = memories[match] = target
-            private = " (now private: the candidate was not marked safe)" if was_safe and not target.is_safe else ""
-            work.event(match, f"updated with {label} from the session{private}")
+            work.event(match, f"updated with {label} from the session")
             name = match
         else:
             if not work.fits(memory):

@@ -1,22 +1,27 @@
-"""Conflicts: memories on one subject that state different values; the newest one stands."""
+"""Same subject, new value: the newer memory supersedes the older; an undecidable disagreement is flagged."""
 
 from __future__ import annotations
 
 from collections import defaultdict
 
-from .dedupe import conflicting
-from .text import fact_key, fact_lines, masked, newness, subject_stem
+from ..store.memory import Memory
+from .dedupe import outdated_lines
+from .text import distinct_subjects, fact_key, fact_lines, masked, newness, subject_stem
 from .work import Fate, Work, canonical_body
 
 MAX_SUBJECT_GROUP = 32
 
 
 def note_line(older: str) -> str:
-    return f"Verify: this disagrees with the older [[{older.removesuffix('.md')}]]; check which value is current."
+    return f"Verify: this disagrees with [[{older.removesuffix('.md')}]]; check which value is current."
 
 
-def _subjects(work: Work) -> list[list[str]]:
-    """Groups of live memories sharing type and subject (description apart from values, or name stem)."""
+def title_key(memory: Memory) -> str:
+    return " ".join(fact_key(memory.name).split())
+
+
+def _subjects(work: Work) -> list[tuple[str, list[str]]]:
+    """Groups of live memories of one type sharing a title, a description apart from values, or a name stem."""
     buckets: dict[tuple[str, str, str], list[str]] = defaultdict(list)
     for name in sorted(work.live):
         memory = work.live[name]
@@ -26,41 +31,62 @@ def _subjects(work: Work) -> list[list[str]]:
         stem = subject_stem(name)
         if stem:
             buckets[("stem", memory.type, stem)].append(name)
-    return [buckets[k][:MAX_SUBJECT_GROUP] for k in sorted(buckets) if len(buckets[k]) > 1]
-
-
-def restated(older: str, newer: str, work: Work) -> bool:
-    """Every fact of ``older`` appears in ``newer``, verbatim or as the same line with a new value."""
-    new_mem = work.live[newer]
-    new_keys = {key for _, key in fact_lines(new_mem)} | {fact_key(new_mem.description)}
-    new_masks = {masked(raw)[0] for raw, _ in fact_lines(new_mem)} | {masked(new_mem.description)[0]}
-    return all(key in new_keys or masked(raw)[0] in new_masks for raw, key in fact_lines(work.live[older]))
+        title = title_key(memory)
+        if title:
+            buckets[("title", memory.type, title)].append(name)
+    return [(k[0], buckets[k][:MAX_SUBJECT_GROUP]) for k in sorted(buckets) if len(buckets[k]) > 1]
 
 
 def resolve(work: Work) -> bool:
-    """Supersede or flag every conflicting older memory; True when the post-state changed."""
+    """Supersede, merge or flag older memories on the subject of a newer one; True when anything changed."""
     changed = False
-    for group in _subjects(work):
-        alive = [n for n in group if n in work.live]
-        if len(alive) < 2:
-            continue
-        alive.sort(key=lambda n: newness(work.live[n], n), reverse=True)
-        newest = alive[0]
+    for kind, group in _subjects(work):
+        alive = sorted((n for n in group if n in work.live), key=lambda n: newness(work.live[n], n), reverse=True)
         for older in alive[1:]:
-            if older not in work.live or not conflicting(work.live[older], work.live[newest]):
+            newest = next((n for n in alive if n in work.live and n != older), None)
+            if older not in work.live or newest is None or newness(work.live[newest], newest) < \
+                    newness(work.live[older], older):
                 continue
-            if restated(older, newest, work):
-                work.remove(older, Fate("SUPERSEDED", "deleted",
-                                        f"superseded by the newer {newest}, which restates every fact of it "
-                                        "(with the newer value)", newest))
-                work.event(newest, f"supersedes {older}")
-                changed = True
-                continue
-            reason = f"disagrees with {newest} on a value and holds facts {newest} does not restate"
-            work.verdicts[older] = ("CONTRADICTED", reason + "; kept until someone verifies")
-            work.verdicts[newest] = ("CONTRADICTED", f"newer than the conflicting {older}; kept, marked to verify")
-            changed |= _add_note(work, newest, older)
+            changed |= _settle(work, kind, older, newest)
     return changed
+
+
+def _settle(work: Work, kind: str, older: str, newest: str) -> bool:
+    old_mem, new_mem = work.live[older], work.live[newest]
+    if distinct_subjects(old_mem, new_mem):
+        return False  # web01 and web02, app1 and app2: two subjects that happen to read alike
+    outdated = outdated_lines(old_mem, new_mem)
+    if not outdated:
+        if kind == "title" and old_mem.visibility == new_mem.visibility:
+            return bool(work.absorb(newest, [older], "SUBSUMED", f"the same subject and title as {newest}"))
+        return False
+    if old_mem.visibility != new_mem.visibility or (old_mem.modified or "") == (new_mem.modified or ""):
+        # Which value is current cannot be told (same time), or carrying the older's other facts
+        # over would move them across visibilities: both stay, marked to verify.
+        work.verdicts[older] = ("CONTRADICTED", f"disagrees with {newest} on a value; kept until someone verifies")
+        work.verdicts[newest] = ("CONTRADICTED", f"disagrees with {older} on a value; kept, marked to verify")
+        return _add_note(work, newest, older) if old_mem.visibility == new_mem.visibility else False
+    kept = [raw for raw, key in fact_lines(old_mem) if key not in outdated]
+    carried = old_mem.with_changes(description=old_mem.description if fact_key(old_mem.description) not in outdated
+                                   else "", body=canonical_body("\n".join(kept)))
+    merged = _carry(new_mem, carried)
+    if not work.fits(merged):
+        work.event(newest, f"supersedes {older}, but carrying its other facts would pass the size bound")
+        return False
+    work.live[newest] = merged
+    work.touched.add(newest)
+    work.remove(older, Fate("SUPERSEDED", "deleted", f"superseded by the newer {newest}, which states the same "
+                            "subject with a new value", newest))
+    work.event(newest, f"supersedes {older}")
+    return True
+
+
+def _carry(newest: Memory, carried: Memory) -> Memory:
+    from .work import merge
+
+    if not carried.description:
+        carried = carried.with_changes(description=newest.description)
+    return merge(newest, [carried]).with_changes(modified=newest.modified, expires=newest.expires)
 
 
 def _add_note(work: Work, newest: str, older: str) -> bool:
@@ -76,3 +102,37 @@ def _add_note(work: Work, newest: str, older: str) -> bool:
     work.touched.add(newest)
     work.event(newest, f"gained a verification note about the conflicting {older}")
     return True
+
+
+def retitle(work: Work) -> bool:
+    """No two memories keep one title: every later holder of a title gets what tells it apart."""
+    holders: dict[str, list[str]] = defaultdict(list)
+    for name, memory in work.fixed.items():
+        holders[title_key(memory)].append(name)
+    for name in sorted(work.live, key=lambda n: newness(work.live[n], n), reverse=True):
+        holders[title_key(work.live[name])].append(name)
+    changed = False
+    used = set(holders)
+    for names in holders.values():
+        for name in names[1:]:
+            if name not in work.live:
+                continue
+            memory = work.live[name]
+            others = [work.fixed.get(n) or work.live[n] for n in names if n != name]
+            own = sorted(set().union(*(_idents(memory) - _idents(o) for o in others)))
+            hint = " ".join(own[:3]) or subject_stem(name) or name.removesuffix(".md")
+            title, n = f"{memory.name} ({hint})", 2
+            while title_key(memory.with_changes(name=title)) in used:
+                title, n = f"{memory.name} ({hint} {n})", n + 1
+            used.add(title_key(memory.with_changes(name=title)))
+            work.live[name] = memory.with_changes(name=title)
+            work.touched.add(name)
+            work.event(name, f"renamed to {title!r}: another memory has the title {memory.name!r}")
+            changed = True
+    return changed
+
+
+def _idents(memory: Memory) -> frozenset[str]:
+    from .text import memory_identifiers
+
+    return memory_identifiers(memory)

@@ -10,7 +10,21 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 from ..store.memory import Memory
-from .text import fact_keys, memory_tokens, newness, subject_tokens, tokens, value_lines
+from .text import (
+    STOPWORDS,
+    VALUE_MARK,
+    body_facts,
+    distinct_subjects,
+    fact_key,
+    fact_keys,
+    known_keys,
+    masked,
+    memory_tokens,
+    newness,
+    subject_tokens,
+    tokens,
+    value_lines,
+)
 
 # Calibrated on tests/data/planner: paraphrases of one note score >= 0.5 on the whole
 # text or >= 0.6 on descriptions; unrelated notes of one topic stay below 0.35.
@@ -65,7 +79,7 @@ def jaccard(a: frozenset[str], b: frozenset[str]) -> float:
 
 def similar(name_a: str, a: Memory, name_b: str, b: Memory) -> bool:
     """Same type and close enough in wording to be one note written twice."""
-    if a.type != b.type:
+    if a.type != b.type or distinct_subjects(a, b) or not mergeable(a, b):
         return False
     ta, tb = memory_tokens(name_a, a), memory_tokens(name_b, b)
     # Each names a subject (a word in its file name and description) the other never mentions:
@@ -85,12 +99,68 @@ def similar(name_a: str, a: Memory, name_b: str, b: Memory) -> bool:
     return len(small) >= 2 * MIN_TOKENS and len(small & large) / len(small) >= CONTAINMENT_THRESHOLD
 
 
+def mergeable(a: Memory, b: Memory) -> bool:
+    """One visibility, or a private note that only repeats facts a safe one already shows.
+
+    Merging across visibilities would either publish the private facts or hide the safe ones
+    in the private store (the team's mirror loses them); neither is a side effect to allow.
+    """
+    if a.visibility == b.visibility:
+        return True
+    private, safe = (a, b) if b.is_safe else (b, a)
+    return known_keys(private) <= known_keys(safe)
+
+
 def conflicting(a: Memory, b: Memory) -> bool:
-    """The two state one thing (same line apart from its values) with different values."""
+    """The two state one thing with different values: never duplicates, a supersession or a conflict."""
     va, vb = value_lines(a), value_lines(b)
     if len(va) > len(vb):
         va, vb = vb, va
-    return any(key in vb and va[key] != vb[key] and not (va[key] & vb[key]) for key in va)
+    if any(key in vb and va[key] != vb[key] and not (va[key] & vb[key]) for key in va):
+        return True
+    return bool(va) and bool(vb) and bool(outdated_lines(a, b))
+
+
+# Two value lines state the same thing when their words apart from the values mostly agree...
+SAME_STATEMENT = 0.5
+# ... or when one's words (two at least) nearly all appear in the other: "API port is 8080" and
+# "API port is 9090 since the proxy change".
+CONTAINED = 0.75
+
+
+def _statements(memory: Memory) -> tuple[tuple[str, frozenset[str], tuple[str, ...]], ...]:
+    """(raw, words apart from values, values) of the description and every body line that has values."""
+    return _statements_of(memory.description, memory.body)
+
+
+@lru_cache(maxsize=1 << 16)
+def _statements_of(description: str, body: str) -> tuple[tuple[str, frozenset[str], tuple[str, ...]], ...]:
+    out = []
+    for raw in [description, *(r for r, _ in body_facts(body) or ((description, ""),))]:
+        key, values = masked(raw)
+        if values:
+            out.append((raw, frozenset(key.split()) - STOPWORDS - {VALUE_MARK}, values))
+    return tuple(out)
+
+
+def _restates(words: frozenset[str], values: tuple[str, ...],
+              newer: tuple[tuple[str, frozenset[str], tuple[str, ...]], ...]) -> bool:
+    """Some newer statement says the same thing as (words, values), with other values."""
+    for _, other, new_values in newer:
+        if set(values) == set(new_values):
+            continue
+        shared, union, smaller = len(words & other), len(words | other), min(len(words), len(other))
+        if union and (shared / union >= SAME_STATEMENT or (smaller >= 2 and shared / smaller >= CONTAINED)):
+            return True
+    return False
+
+
+def outdated_lines(older: Memory, newer: Memory) -> set[str]:
+    """Keys of the older memory's lines (description included) that the newer states with a new value."""
+    newer_statements = _statements(newer)
+    return {fact_key(raw) for raw, words, values in _statements(older) if _restates(words, values, newer_statements)}
+
+
 
 
 @dataclass
@@ -107,7 +177,11 @@ class Index:
         if rare:
             sig = signature(rare)
             keys.extend(("band", memory.type, band, sig[band : band + ROWS]) for band in range(0, BINS, ROWS))
-        desc = tokens(memory.description) - self.common
+        words = tokens(memory.description)
+        if len(words) >= MIN_TOKENS:
+            # A description of everyday words only (each common in the store) still meets its copies.
+            keys.append(("words", memory.type, tuple(sorted(words))))
+        desc = words - self.common
         if len(desc) >= MIN_TOKENS:
             dsig = signature(desc)
             keys.extend(("desc", memory.type, b, dsig[b : b + 2 * ROWS]) for b in range(0, BINS, 2 * ROWS))

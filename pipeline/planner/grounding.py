@@ -140,8 +140,25 @@ class Tree:
         return self._text[rel]
 
 
-def ground(name: str, memory: Memory, tree: Tree | None) -> dict[str, Any]:
-    """The plan's grounding entry for one memory."""
+def in_repository(root: Path) -> bool:
+    """A git work tree (``.git`` as a directory, or a file for worktrees and submodules)."""
+    return os.path.lexists(os.path.join(root, ".git"))
+
+
+def _anchor(name: str, tree: Tree) -> dict[str, str]:
+    """What a project memory that names no file is checked against: its mirror copy, else the root."""
+    mirrored = f".memory/{name}"
+    if tree.status(mirrored) == "found":
+        return {"path": mirrored, "status": "found", "note": "names no repository file; its mirror copy is here"}
+    return {"path": ".", "status": "found", "note": "names no repository file; the repository root was checked"}
+
+
+def ground(name: str, memory: Memory, tree: Tree | None, repository: bool = False) -> dict[str, Any]:
+    """The plan's grounding entry for one memory.
+
+    Inside a repository a ``project_*`` memory always carries an observation (the rule of the
+    seed format this plan follows): a memory that names no file is anchored to the repository.
+    """
     claims = extract(memory)
     observations: list[dict[str, str]] = []
     found_files: list[str] = []
@@ -165,6 +182,9 @@ def ground(name: str, memory: Memory, tree: Tree | None) -> dict[str, Any]:
             else:
                 observations.append({"path": found_files[0], "status": "missing",
                                      "note": f"symbol {symbol} appears in none of the files this memory names"})
+    if not observations and repository and tree is not None and name.lower().startswith("project_"):
+        return {"name": name, "status": "grounded", "observations": [_anchor(name, tree)],
+                "reason": "makes no claim about a repository file; anchored to the repository it belongs to"}
     entry: dict[str, Any] = {"name": name, "observations": observations}
     found = sum(1 for o in observations if o["status"] == "found")
     if not observations:

@@ -10,7 +10,7 @@ from ..fsutil import sha256_bytes
 from ..store.memory import Memory, render_memory
 from ..store.state import Limits
 from . import candidates, capacity, conflicts, dedupe, staleness
-from .grounding import Tree, ground
+from .grounding import Tree, ground, in_repository
 from .text import clear_caches
 from .work import Fate, Work, canonical
 
@@ -53,15 +53,31 @@ def consolidate(work: Work) -> None:
         changed = False
         found, index = dedupe.groups(list(work.live), work.live, index, dirty)
         for group in found:
-            target = group[0]
-            if work.absorb(target, group[1:], "SUBSUMED", f"a duplicate of {target}"):
-                changed = True
+            changed |= _merge_group(work, group)
         changed |= conflicts.resolve(work)
-        changed |= capacity.fit(work)
         if not changed:
-            return
+            break
         dirty = set(work.touched)
-    work.notes.append(f"consolidation did not settle after {MAX_PASSES} passes; a later run may merge more")
+    else:
+        work.notes.append(f"consolidation did not settle after {MAX_PASSES} passes; a later run may merge more")
+    conflicts.retitle(work)
+    capacity.report(work)
+
+
+def _merge_group(work: Work, group: list[str]) -> bool:
+    """Duplicates merge into the newest of their visibility; a private copy of a safe note into the safe one."""
+    safe = [n for n in group if work.live[n].is_safe]
+    private = [n for n in group if not work.live[n].is_safe]
+    changed = False
+    if safe:
+        target = safe[0]
+        changed |= bool(work.absorb(target, safe[1:], "SUBSUMED", f"a duplicate of {target}"))
+        copies = [n for n in private if dedupe.mergeable(work.live[n], work.live[target])]
+        changed |= bool(work.absorb(target, copies, "SUBSUMED", f"a private copy of the safe {target}"))
+        private = [n for n in private if n in work.live]
+    if len(private) > 1:
+        changed |= bool(work.absorb(private[0], private[1:], "SUBSUMED", f"a duplicate of {private[0]}"))
+    return changed
 
 
 def build_plan(manifest: dict[str, Any], memories: dict[str, tuple[bytes, Memory]], snapshot: dict[str, Any],
@@ -88,7 +104,8 @@ def build_plan(manifest: dict[str, Any], memories: dict[str, tuple[bytes, Memory
     candidates.apply(work, cands if isinstance(cands, list) else [], taken, now)
     consolidate(work)
     tree = Tree(repo_root) if repo_root.is_dir() else None
-    grounding = [ground(n, original[n], tree) for n in selected]
+    repository = tree is not None and in_repository(repo_root)
+    grounding = [ground(n, original[n], tree, repository) for n in selected]
     plan: dict[str, Any] = {
         "kind": KIND,
         "schemaVersion": 1,
@@ -119,12 +136,12 @@ def _final(work: Work, name: str) -> str:
 
 
 def _clusters(work: Work, selected: list[str]) -> list[dict[str, Any]]:
+    """One cluster per memory of the post-state (named after it) with the selected ones that went into it."""
     groups: dict[str, list[str]] = defaultdict(list)
     for name in selected:
         final = _final(work, name)
-        memory = work.live.get(final) or work.original[name]
-        groups[capacity.cluster_key(final if final in work.live else name, memory)].append(name)
-    return [{"name": key, "files": sorted(files)} for key, files in sorted(groups.items())]
+        groups[(final if final in work.live else name).removesuffix(".md")].append(name)
+    return [{"name": key[:200], "files": sorted(files)} for key, files in sorted(groups.items())]
 
 
 def _staleness(work: Work, name: str) -> dict[str, str]:
@@ -171,8 +188,11 @@ def _operations(work: Work) -> list[dict[str, Any]]:
         memory = work.live.get(name)
         if memory is None:
             fate = work.fates[name]
-            ops.append({"name": name, "kind": "delete", "classification": work.original[name].visibility,
-                        "reason": _cut(f"{fate.verdict}: {fate.summary}")})
+            op = {"name": name, "kind": "delete", "classification": work.original[name].visibility,
+                  "reason": _cut(f"{fate.verdict}: {fate.summary}")}
+            if fate.target is not None:
+                op["into"] = _final(work, name)
+            ops.append(op)
             continue
         if name in work.created:
             kind = "create"

@@ -9,9 +9,10 @@ import sys
 from pathlib import Path
 
 from ..errors import MemfoldError
-from ..fsutil import dump_json, read_bounded
+from ..fsutil import read_bounded
 from ..store.memory import Memory, is_memory_name, parse_memory
 from ..store.state import read_root
+from ..worker.planjson import PRINT_LINE_BUDGET, compacted, plan_json
 from .plan import PlanInputError, build_plan, limits_of
 
 # The planner starts once per consolidation: typing stays out of its imports.
@@ -56,7 +57,12 @@ def plan_run(run_dir: Path) -> bytes:
     public = roots.get("public")
     reserved = [*(_names(Path(public)) if public else []), *state.memories()]
     plan = build_plan(manifest, memories, snapshot, Path(roots["project"]), reserved=reserved)
-    return dump_json(plan)
+    data = plan_json(plan, PRINT_LINE_BUDGET)
+    bound = (manifest.get("limits") or {}).get("maxPlanBytes")
+    if isinstance(bound, int) and len(data) > bound // 2:
+        # Far past the default store bound only the compact shape fits; smaller stores keep the seed shape.
+        data = plan_json(compacted(plan), PRINT_LINE_BUDGET)
+    return data
 
 
 def _run_dir(argv: list[str]) -> Path:

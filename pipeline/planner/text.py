@@ -187,19 +187,76 @@ def subject_tokens(name: str, memory: Memory) -> frozenset[str]:
     return tokens(name_stem(name)) & tokens(memory.description)
 
 
+# What a line says about its subject starts at its first predicate: a value before it (``web01``,
+# ``app2``, ``Node 18`` in "Node 18 reaches end of life") names the subject, a value after it
+# (``8080`` in "web01 uses port 8080") is what can change.
+_PREDICATE = re.compile(
+    r"[:=]|\b(?:is|are|was|were|uses?|used|requires?|required|needs?|runs?|listens?|lives?|points?|defaults?"
+    r"|has|have|should|must|moved|goes|takes|expires?|serves?|binds?|means|equals|stores?|keeps?|sends?"
+    r"|reaches|returns?|sits|calls?|deploys?|builds?|pins?|targets?|costs?|holds?|ships?)\b"
+)
+# A word of letters then digits (web01, app2, db3) names a thing wherever it stands; a bare number,
+# a date or a version (v2, 3.11) is a value unless it stands before the predicate.
+_NAMED = re.compile(r"^[a-z][a-z-]*[a-z]-?\d+[a-z0-9]*$|^[a-z]\d+[a-z]+[a-z0-9]*$")
+_VERSION = re.compile(r"^v\d")
+ENVIRONMENTS = frozenset({"staging", "production", "prod", "dev", "development", "qa", "test", "testing",
+                          "sandbox", "preview", "canary", "local", "uat", "demo", "integration"})
+
+
+def _identifying(value: str, start: int, subject_end: int) -> bool:
+    if start < subject_end:
+        return True
+    return bool(_NAMED.match(value)) and not _VERSION.match(value)
+
+
 @lru_cache(maxsize=1 << 20)
 def masked(line: str) -> tuple[str, tuple[str, ...]]:
-    """(the line's key with every value replaced by one marker, the values in order)."""
+    """(the line's key with every value replaced by one marker, the values in order).
+
+    Identifying values (see ``_identifying``) stay in the key: "web01 uses port 8080" and
+    "web02 uses port 9090" are two subjects, not one subject with two values.
+    """
     text = _unmarked(line).casefold()
     values: list[str] = []
+    predicate = _PREDICATE.search(text)
+    subject_end = predicate.start() if predicate is not None else 0
 
     def keep(match: re.Match[str]) -> str:
-        values.append(match.group(0).strip("`").strip().rstrip(".,;:"))
+        value = match.group(0).strip("`").strip().rstrip(".,;:")
+        if _identifying(value, match.start(), subject_end):
+            return match.group(0)
+        values.append(value)
         return f" {VALUE_MARK} "
 
     pattern = _value_pattern(text)
     replaced = pattern.sub(keep, text) if pattern is not None else text
     return _spaced(replaced), tuple(values)
+
+
+@lru_cache(maxsize=1 << 20)
+def identifiers(text: str) -> frozenset[str]:
+    """The tokens of ``text`` that name what it is about: named values, environments, subject values."""
+    out: set[str] = set()
+    for raw in text.split("\n"):
+        key, _ = masked(raw)
+        out.update(word for word in key.split() if word != VALUE_MARK and
+                   (word in ENVIRONMENTS or any(ch.isdigit() for ch in word)))
+    return frozenset(out)
+
+
+def memory_identifiers(memory: Memory) -> frozenset[str]:
+    """What a memory's title and description name: host, app, environment, versions in subject position.
+
+    The body holds the details (several hosts may appear in one note); the subject is what the
+    title and the one-line description say the memory is about.
+    """
+    return identifiers(memory.name) | identifiers(memory.description)
+
+
+def distinct_subjects(a: Memory, b: Memory) -> bool:
+    """Each names something the other does not: two facts about two things, never one to merge."""
+    ia, ib = memory_identifiers(a), memory_identifiers(b)
+    return bool(ia - ib) and bool(ib - ia)
 
 
 def value_lines(memory: Memory) -> dict[str, frozenset[tuple[str, ...]]]:
@@ -229,5 +286,6 @@ def short_list(names: list[str], limit: int = 8) -> str:
 
 def clear_caches() -> None:
     """Drop memoised results so one plan's inputs do not hold memory (or speed) into the next."""
-    for cached in (body_facts, _fact_keys, tokens, _stem, name_stem, _memory_tokens, masked, _value_lines):
+    for cached in (body_facts, _fact_keys, tokens, _stem, name_stem, _memory_tokens, masked, _value_lines,
+                   identifiers):
         cached.cache_clear()

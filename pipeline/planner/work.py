@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 from ..store.memory import Memory, render_memory
 from ..store.state import Limits
-from .text import fact_lines, newness, short_list
+from .text import fact_key, fact_lines, newness, short_list
 
 
 @dataclass(frozen=True)
@@ -47,7 +47,11 @@ class Work:
             self.fates[name] = fate
 
     def absorb(self, target: str, sources: list[str], verdict: str, why: str) -> list[str]:
-        """Merge ``sources`` into ``target`` (facts kept, oldest ``created``); returns the ones merged."""
+        """Merge ``sources`` into ``target`` (facts kept, oldest ``created``); returns the ones merged.
+
+        A source of the other visibility is merged only when the target already carries all it
+        says (see ``dedupe.mergeable``): a merge never publishes nor hides anything.
+        """
         merged = self.live[target]
         taken: list[str] = []
         for source in sources:
@@ -59,37 +63,41 @@ class Work:
             taken.append(source)
         if not taken:
             return []
-        mixed = merged.visibility == "private" and self.live[target].visibility == "safe"
         self.live[target] = merged
         self.touched.add(target)
-        private_note = " (the result is private because a merged memory was private)" if mixed else ""
         for source in taken:
-            self.remove(source, Fate(verdict, "merged", f"{why}; merged into {target}{private_note}", target))
-        self.event(target, f"absorbed {short_list(taken)} ({why}){private_note}")
+            self.remove(source, Fate(verdict, "merged", f"{why}; merged into {target}", target))
+        self.event(target, f"absorbed {short_list(taken)} ({why})")
         return taken
 
 
 def merge(target: Memory, others: list[Memory]) -> Memory:
-    """Target's lines first, then each distinct fact line of the others; oldest created; private wins."""
-    lines = [raw for raw, _ in fact_lines(target)] if not target.body.strip() else target.body.rstrip("\n").split("\n")
-    seen = {key for _, key in fact_lines(target)}
+    """Target's lines first, then each distinct fact line (and description) of the others; oldest created.
+
+    The result keeps the target's visibility: callers merge within one visibility, or a private
+    memory whose every line the safe target already carries.
+    """
+    base = [raw for raw, _ in fact_lines(target)] if not target.body.strip() else target.body.rstrip("\n").split("\n")
+    lines = list(base)
+    seen = {key for _, key in fact_lines(target)} | {fact_key(target.description)}
     for other in others:
-        for raw, key in fact_lines(other):
-            if key not in seen:
+        # An absorbed description stays readable (and searchable) in the merged memory.
+        for raw, key in [(f"- {other.description}", fact_key(other.description)), *fact_lines(other)]:
+            if key and key not in seen:
                 seen.add(key)
                 lines.append(raw)
+    if len(lines) == len(base):
+        return target  # every fact was already there: the target stays byte for byte as it was
     created = min((m.created for m in [target, *others] if m.created), default=None)
     expires: str | None = None
     if all(m.expires for m in [target, *others]):
         expires = max(m.expires for m in [target, *others] if m.expires)
     modified = max((m for m in [target, *others]), key=lambda m: newness(m, "")).modified
-    private = any(m.visibility == "private" for m in [target, *others])
     return target.with_changes(
         body=canonical_body("\n".join(lines)),
         created=created,
         expires=expires,
         modified=modified or target.modified,
-        visibility="private" if private else target.visibility,
     )
 
 

@@ -52,8 +52,9 @@ def build_receipt(
     created_at: str,
     previous: str | None,
     command: str,
+    outcome: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    return {
+    receipt = {
         "kind": RECEIPT_KIND,
         "schemaVersion": 1,
         "phase": phase,
@@ -73,6 +74,9 @@ def build_receipt(
         "createdAt": created_at,
         "previous": previous,
     }
+    if outcome is not None:
+        receipt["outcome"] = outcome
+    return receipt
 
 
 def receipt_digest(receipt: dict[str, Any]) -> str:

@@ -7,6 +7,7 @@ import re
 from collections.abc import Iterator
 
 from ..errors import Issue
+from ..planner.grounding import in_repository
 from .context import Context, Subject, json_path
 
 # Distinct paths resolved per plan. Each costs a few lstat calls; the schema caps observations
@@ -80,3 +81,19 @@ def _resolve(root: str, prefix: str, path: str) -> tuple[bool, bool]:
     except (OSError, ValueError):
         return True, False
     return True, True
+
+
+def project_observed(ctx: Context) -> Iterator[Issue]:
+    """Inside a repository, every selected ``project_*`` memory is grounded by at least one observation.
+
+    ``not-applicable`` without an observation is accepted only where there is no repository to look in.
+    """
+    if not in_repository(ctx.repo_root):
+        return
+    for index, item in ctx.items("grounding"):
+        name = item["name"]
+        if name in ctx.selected and name.lower().startswith("project_") and not item["observations"]:
+            yield Issue("plan.grounding.unobserved", json_path("grounding", index, "observations"),
+                        f"{Subject(ctx, 'grounding', index, name)}: a project memory needs at least one "
+                        "observation of a repository path; not-applicable alone is accepted only outside "
+                        "a repository")

@@ -7,6 +7,7 @@ from typing import Any
 
 from ..errors import InputRejected, Issue
 from ..fsutil import sha256_bytes
+from ..planner.text import fact_key, known_keys
 from ..privacy.nearcopy import NEAR_COPY, near_copies, near_copy_message
 from ..store.memory import Memory, parse_memory, windows_reserved
 from .context import Context, Subject, json_path, valid_name
@@ -130,6 +131,10 @@ def publish(ctx: Context) -> Iterator[Issue]:
         except InputRejected:
             continue
         where[name] = (index, subject)
+    shown = _shown_lines(ctx) if written else frozenset()
+    # A memory made only of lines the mirror already shows carries nothing new out of the private store
+    # (merging safe duplicates writes such memories by the hundred): the measure would only confirm it.
+    written = {n: m for n, m in written.items() if not _lines_of(m) <= shown}
     for name, found in sorted(near_copies(ctx.pre, written).items()):
         index, subject = where[name]
         yield Issue(NEAR_COPY, json_path("operations", index, "content"),
@@ -160,3 +165,21 @@ def privacy(ctx: Context) -> Iterator[Issue]:
             yield Issue(f"privacy.{finding.category}", json_path("operations", index, "content"),
                         f"{subject} line {finding.line}, column {finding.column}: {finding.rule_id} "
                         f"({finding.description}) [{finding.preview}]; {_MIRROR_NOTE}")
+
+
+def _lines_of(memory: Memory) -> frozenset[str]:
+    return known_keys(memory) | {fact_key(memory.name)}
+
+
+def _shown_lines(ctx: Context) -> frozenset[str]:
+    """Every line, description and title the mirror shows now of the safe memories the plan changes.
+
+    Those are where a merge takes its lines from; an unchanged safe memory is left out only to
+    keep the cost proportional to the plan (leaving one out can only measure more, never less).
+    """
+    out: set[str] = set()
+    for _, op in ctx.items("operations"):
+        memory = ctx.pre.memories.get(op["name"]) if isinstance(op.get("name"), str) else None
+        if memory is not None and memory.is_safe:
+            out |= _lines_of(memory)
+    return frozenset(out)

@@ -11,7 +11,8 @@ from ..errors import InputRejected, Issue, IssueList, PrivacyRejected
 from ..privacy import RuleSet
 from ..state import Operation, PreState
 from ..store.state import Limits
-from . import grounding, operations, rules
+from ..worker.planjson import expanded
+from . import grounding, operations, outcome, rules
 from .context import ARTIFACTS, IDENTITY, Context, ManifestView, RuleSpec
 from .schema import check_schema, required_fields
 
@@ -27,8 +28,11 @@ RULES: dict[str, RuleSpec] = {
         RuleSpec("classification", rules.classification, needs=("inventory", "operations")),
         RuleSpec("verdict", rules.verdict, reads=("staleness",)),
         RuleSpec("grounding", grounding.grounding, needs=("grounding",)),
+        RuleSpec("project-grounding", grounding.project_observed, needs=("grounding",)),
         RuleSpec("operations", operations.operations, needs=("operations",)),
         RuleSpec("bounds", operations.bounds, needs=("operations",)),
+        RuleSpec("deletes", outcome.deletes, needs=("operations",), reads=("staleness",)),
+        RuleSpec("visibility", outcome.visibility, needs=("operations",)),
         RuleSpec("publish", operations.publish, needs=("operations",)),
         RuleSpec("privacy", operations.privacy, needs=("operations",), needs_rules=True),
     )
@@ -65,6 +69,8 @@ def validate_plan(
     Raises UsageError only for a manifest without its identity fields or selection.
     """
     view = ManifestView.from_manifest(manifest)
+    if isinstance(plan, dict):
+        plan = expanded(plan, view.selected)  # the compact shape: every rule sees every item
     schema = check_schema(plan, required_fields(), _flagger(ruleset))
     result = ValidationResult(ok=False, checks=["schema"] if schema.passed else [], errors=list(schema.issues))
     if not isinstance(plan, dict):

@@ -25,9 +25,9 @@ from typing import Any
 
 from ..context.boundedjson import TooDeep, loads_bounded
 from ..errors import WorkerFailed
-from ..fsutil import dump_json
 from .agentstream import excerpt as _excerpt
 from .agentstream import final_message
+from .planjson import plan_json
 
 MiB = 1 << 20
 PLAN_KIND = "memory-consolidation-plan"
@@ -42,18 +42,34 @@ _FENCE = re.compile(r"```(?:json)?[ \t]*\r?\n(.*?)\r?\n?[ \t]*```", re.DOTALL | 
 
 @dataclass(frozen=True)
 class ExtractLimits:
-    """Bounds on worker stdout; defaults follow DESIGN.md."""
+    """Bounds on worker stdout; defaults follow DESIGN.md. ``builtin`` says whose output it is."""
 
     max_stdout_bytes: int = 16 * MiB
     max_lines: int = 65_536
     max_line_bytes: int = 1 * MiB
     max_plan_bytes: int = 8 * MiB
     max_depth: int = 128
+    builtin: bool = False
+
+
+# The config key (under ``limits:`` in config.yaml) of each bound, for the hint that names it.
+CONFIG_KEYS = {"max_stdout_bytes": "worker_output_bytes", "max_lines": "worker_output_lines",
+               "max_line_bytes": "worker_output_line_bytes", "max_plan_bytes": "plan_bytes",
+               "max_depth": "plan_depth"}
+
+
+def bound_hint(limits: ExtractLimits, bound: str) -> str:
+    """Who can act on a bound: the built-in planner is ours to fix; a third-party worker's user raises the key."""
+    key = f"limits.{CONFIG_KEYS[bound]}"
+    if limits.builtin:
+        return (f"the built-in planner should always fit the output bounds: this is a bug in memfold, please "
+                f"report it with the run directory; until then, raising {key} in config.yaml lets the run through")
+    return f"make the worker print only the plan, or raise {key} in config.yaml"
 
 
 @dataclass(frozen=True)
 class Extracted:
-    """The plan, the exact bytes stored as plan.json (``dump_json(plan)``) and where it came from."""
+    """The plan, the exact bytes stored as plan.json (``plan_json(plan)``) and where it came from."""
 
     plan: dict[str, Any]
     plan_bytes: bytes
@@ -106,7 +122,7 @@ def _bounded_lines(stdout: bytes, limits: ExtractLimits) -> list[bytes]:
         raise WorkerFailed(
             f"worker stdout is {len(stdout)} bytes, over the {limits.max_stdout_bytes}-byte bound",
             code="worker.output-too-large",
-            hint="make the worker print only the plan",
+            hint=bound_hint(limits, "max_stdout_bytes"),
         )
     lines = stdout.split(b"\n")
     if lines[-1] == b"":
@@ -115,7 +131,7 @@ def _bounded_lines(stdout: bytes, limits: ExtractLimits) -> list[bytes]:
         raise WorkerFailed(
             f"worker stdout has {len(lines)} lines, over the {limits.max_lines}-line bound",
             code="worker.too-many-lines",
-            hint="make the worker print only the plan",
+            hint=bound_hint(limits, "max_lines"),
         )
     longest = max(map(len, lines), default=0)
     if longest > limits.max_line_bytes:
@@ -123,7 +139,7 @@ def _bounded_lines(stdout: bytes, limits: ExtractLimits) -> list[bytes]:
         raise WorkerFailed(
             f"worker stdout line {number} is {longest} bytes, over the {limits.max_line_bytes}-byte bound",
             code="worker.line-too-long",
-            hint="make the worker print only the plan",
+            hint=bound_hint(limits, "max_line_bytes"),
         )
     return lines
 
@@ -165,7 +181,7 @@ def _line_records(lines: list[bytes], max_depth: int) -> list[dict[str, Any]]:
 
 def _finish(plan: dict[str, Any], source: str, limits: ExtractLimits) -> Extracted:
     try:
-        data = dump_json(plan)
+        data = plan_json(plan)
     except UnicodeEncodeError:
         raise WorkerFailed(
             f"the {source} plan contains a lone UTF-16 surrogate escape",
@@ -176,7 +192,7 @@ def _finish(plan: dict[str, Any], source: str, limits: ExtractLimits) -> Extract
         raise WorkerFailed(
             f"the {source} plan is {len(data)} bytes, over the {limits.max_plan_bytes}-byte bound",
             code="worker.plan-too-large",
-            hint="consolidate a smaller scope",
+            hint=bound_hint(limits, "max_plan_bytes") + "; or consolidate a smaller scope",
         )
     return Extracted(plan=plan, plan_bytes=data, source=source)
 

@@ -8,7 +8,7 @@ import pwd
 import sys
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -199,7 +199,7 @@ def run_plan_worker(
         raise WorkerFailed(f"worker {choice.name} exited with status {result.returncode}", code="worker.exit",
                            hint=where, data={"returncode": result.returncode})
     started = time.perf_counter()
-    extracted = extract_plan(result.stdout, limits)
+    extracted = extract_plan(result.stdout, replace(limits, builtin=choice.builtin))
     extract_ms = round((time.perf_counter() - started) * 1000, 3)
     from ..apply.runs import write_artifact
 

@@ -1,0 +1,135 @@
+"""The compact plan text: keys sorted, no padding, artifact items packed into lines of bounded length.
+
+The built-in planner prints a plan this way so that a 20,000-memory plan stays within the default
+output bounds (lines, bytes a line, bytes); ``plan.json`` holds the same text with one item a line,
+so it stays readable and diffs item by item.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+
+# The built-in planner imports this module: typing stays out of its imports.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from typing import Any
+
+# What one stdout line of the built-in planner may reach before the next item starts a new line:
+# far below the per-line bound, far above one item, so a plan of any size takes few lines.
+PRINT_LINE_BUDGET = 256 * 1024
+
+
+# One encoder for every item: json.dumps with these options builds a new one per call, which cost
+# more than the encoding itself on a plan of 20,000 memories.
+_ENCODE = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), sort_keys=True).encode
+
+
+def _compact(value: object) -> str:
+    return _ENCODE(value)
+
+
+def plan_json(plan: dict[str, object], line_budget: int = 0) -> bytes:
+    """The plan as compact JSON; a new line starts before an array item once a line passes ``line_budget``."""
+    lines: list[str] = []
+    current: list[str] = ["{"]
+    size = 1
+
+    def put(text: str) -> None:
+        nonlocal size
+        current.append(text)
+        size += len(text)
+
+    def wrap() -> None:
+        nonlocal size
+        lines.append("".join(current))
+        current.clear()
+        size = 0
+
+    for position, key in enumerate(sorted(plan)):
+        if position:
+            put(",")
+        if size > line_budget:
+            wrap()
+        value = plan[key]
+        put(_compact(key) + ":")
+        if not isinstance(value, list) or not value:
+            put(_compact(value))
+            continue
+        put("[")
+        for index, item in enumerate(value):
+            if index:
+                put(",")
+            if size > line_budget:
+                wrap()
+            put(_compact(item))
+        put("]")
+    put("}")
+    wrap()
+    return ("\n".join(lines) + "\n").encode("utf-8")
+
+
+# The compact shape: artifact items equal to a default are left out and named by ``defaults``.
+# A store far past the default store bound (20,000 memories) only fits the default plan bound
+# this way; smaller plans keep the full seed shape, which seed validators read unchanged.
+DEFAULTABLE = ("staleness", "grounding", "report")
+SELF_CLUSTERS = "self"
+
+
+def compacted(plan: dict[str, Any]) -> dict[str, Any]:
+    """The plan with each artifact's most common item (apart from its name) moved to ``defaults``."""
+    out = dict(plan)
+    defaults: dict[str, Any] = {}
+    for artifact in DEFAULTABLE:
+        items = plan.get(artifact) or []
+        shapes = Counter(_compact({k: v for k, v in item.items() if k != "name"}) for item in items)
+        if not shapes:
+            continue
+        common, _ = shapes.most_common(1)[0]
+        defaults[artifact] = json.loads(common)
+        out[artifact] = [item for item in items if _compact({k: v for k, v in item.items() if k != "name"}) != common]
+    out["clusters"] = [c for c in plan.get("clusters") or []
+                       if not (len(c["files"]) == 1 and c["name"] == _self_name(c["files"][0]))]
+    defaults["clusters"] = SELF_CLUSTERS
+    out["defaults"] = defaults
+    return out
+
+
+def _self_name(name: str) -> str:
+    return name.removesuffix(".md")
+
+
+def expanded(plan: dict[str, Any], selected: Sequence[str]) -> dict[str, Any]:
+    """The full shape of a compact plan: every selected name not listed gets the default item.
+
+    A plan without ``defaults``, or with a malformed one (left for the schema to report), is
+    returned as it is.
+    """
+    defaults = plan.get("defaults")
+    if not isinstance(defaults, dict) or not _well_formed(plan, defaults):
+        return plan
+    out = {k: v for k, v in plan.items() if k != "defaults"}
+    for artifact in DEFAULTABLE:
+        if artifact not in defaults:
+            continue
+        listed = {item.get("name") for item in out[artifact] if isinstance(item, dict)}
+        out[artifact] = [*out[artifact], *({"name": n, **json.loads(_compact(defaults[artifact]))}
+                                           for n in selected if n not in listed)]
+    if defaults.get("clusters") == SELF_CLUSTERS:
+        listed = {n for c in out["clusters"] if isinstance(c, dict) and isinstance(c.get("files"), list)
+                  for n in c["files"]}
+        out["clusters"] = [*out["clusters"], *({"name": _self_name(n)[:200], "files": [n]}
+                                               for n in selected if n not in listed)]
+    return out
+
+
+def _well_formed(plan: dict[str, Any], defaults: dict[str, Any]) -> bool:
+    for key, value in defaults.items():
+        if key == "clusters":
+            if value != SELF_CLUSTERS or not isinstance(plan.get("clusters"), list):
+                return False
+        elif key not in DEFAULTABLE or not isinstance(value, dict) or "name" in value \
+                or not isinstance(plan.get(key), list):
+            return False
+    return True

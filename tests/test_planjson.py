@@ -1,0 +1,61 @@
+"""The plan text the built-in planner prints and plan.json holds: compact, packed lines, the compact shape."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from pipeline.worker.planjson import PRINT_LINE_BUDGET, compacted, expanded, plan_json
+
+
+def _plan(n: int) -> dict[str, Any]:
+    names = [f"project_note-{i:05d}.md" for i in range(n)]
+    return {
+        "kind": "memory-consolidation-plan", "schemaVersion": 1, "selected": names,
+        "inventory": [{"name": x, "classification": "private"} for x in names],
+        "clusters": [{"name": x.removesuffix(".md"), "files": [x]} for x in names[1:]]
+        + [{"name": "merged", "files": [names[0]]}],
+        "staleness": [{"name": x, "verdict": "KEEP"} for x in names[:-1]] + [{"name": names[-1], "verdict": "DORMANT"}],
+        "grounding": [{"name": x, "status": "not-applicable", "observations": []} for x in names],
+        "report": [{"name": x, "status": "kept", "summary": "kept unchanged"} for x in names],
+        "operations": [],
+    }
+
+
+def test_the_printed_plan_parses_back_and_no_line_passes_the_budget_by_more_than_an_item() -> None:
+    plan = _plan(20_000)
+    data = plan_json(plan, PRINT_LINE_BUDGET)
+    assert json.loads(data) == plan
+    lines = data.split(b"\n")
+    assert lines[-1] == b"" and len(lines) < 40
+    assert max(map(len, lines)) <= PRINT_LINE_BUDGET + 200
+
+
+def test_plan_json_holds_one_item_a_line_with_sorted_keys_and_no_padding() -> None:
+    plan = _plan(3)
+    data = plan_json(plan)
+    assert json.loads(data) == plan
+    assert b'{"classification":"private","name":"project_note-00000.md"}' in data
+    assert data.count(b"\n") > 3 * 5 and b": " not in data
+
+
+def test_the_compact_shape_expands_to_exactly_the_full_plan_items() -> None:
+    plan = _plan(50)
+    small = compacted(plan)
+    assert small["defaults"]["staleness"] == {"verdict": "KEEP"}
+    assert small["staleness"] == [{"name": "project_note-00049.md", "verdict": "DORMANT"}]
+    assert small["grounding"] == [] and small["report"] == []
+    assert small["clusters"] == [{"name": "merged", "files": ["project_note-00000.md"]}]
+    assert len(plan_json(small)) * 3 < len(plan_json(plan))
+    full = expanded(small, plan["selected"])
+    for artifact in ("staleness", "grounding", "report", "clusters"):
+        key = (lambda item: item["name"]) if artifact != "clusters" else (lambda item: item["files"][0])
+        assert sorted(full[artifact], key=key) == sorted(plan[artifact], key=key), artifact
+    assert "defaults" not in full
+
+
+def test_a_malformed_defaults_entry_is_left_for_the_schema_to_refuse() -> None:
+    plan = _plan(3)
+    for bad in ({"staleness": "KEEP"}, {"inventory": {}}, {"clusters": "all"}, {"report": {"name": "x.md"}}):
+        broken = {**plan, "defaults": bad}
+        assert expanded(broken, plan["selected"]) is broken
