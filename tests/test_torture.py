@@ -128,13 +128,19 @@ def roots_state(env: Env) -> dict[str, dict[str, str]]:
 
 def inprocess_worker(choice: Any, *, run_dir: Path, layout: Any, parent_env: Any, unsafe_no_sandbox: bool,
                      limits: Any) -> Any:
-    """The built-in planner called in this process: the parent's I/O is what is under test, not the sandbox."""
+    """The built-in planner called in this process: the parent's I/O is what is under test, not the sandbox.
+
+    Like the worker stage it stands in for, it writes the plan's exact bytes as the run's plan.json.
+    """
+    from pipeline.apply.runs import write_artifact
     from pipeline.planner.run import plan_run
     from pipeline.worker.extract import extract_plan
     from pipeline.worker.spawn import WorkerOutcome
 
-    return WorkerOutcome(extract_plan(plan_run(run_dir), limits),
-                         {"enforced": False, "reason": "in-process planner (fault injection test)"}, 0.0, 0.0)
+    extracted = extract_plan(plan_run(run_dir), limits)
+    write_artifact(run_dir, "plan.json", extracted.plan_bytes)
+    return WorkerOutcome(extracted, {"enforced": False, "reason": "in-process planner (fault injection test)"},
+                         0.0, 0.0)
 
 
 def use_inprocess_worker(mp: pytest.MonkeyPatch) -> None:
