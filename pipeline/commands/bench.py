@@ -34,9 +34,17 @@ def bench(
     reps: int = typer.Option(None, "--reps", min=1, help="repetitions of each per-prompt path"),
     consolidate_reps: int = typer.Option(None, "--consolidate-reps", min=1, help="repetitions of consolidate"),
     workdir: Path = typer.Option(None, "--workdir", help="where the synthetic stores go (default: a temp dir)"),
+    privacy: bool = typer.Option(False, "--privacy", help="recall per family, false positives and throughput "
+                                 "of the privacy rules on a labelled corpus"),
+    corpus: Path = typer.Option(None, "--corpus", help="folder with positives.jsonl and benign.jsonl "
+                                "(default: the source tree's tests/data/privacy/corpus)"),
     json_out: bool = JsonOpt,
 ) -> int:
     """Benchmark inject, add, list, search, consolidate (and its stages), verify and audit."""
+    if privacy or corpus is not None:
+        from ..bench.privacy import run_command
+
+        return run_command(corpus, want_json(json_out))
     from ..bench.run import Plan, as_json, format_table, run_bench
 
     def progress(message: str) -> None:
