@@ -321,10 +321,17 @@ def id_eleven_digit(secret: str, context: str, params: dict[str, float]) -> bool
                             "id-br-cpf"))
 
 
+# Values that name a type or a constant where a declaration, not an assignment, was matched.
+_NOT_LITERALS = frozenset("""
+true false null none undefined nil string str int integer bool boolean number bytes object secretstr
+optional option text varchar char uuid any unknown redacted masked hidden required
+""".split())
+
+
 def secret_value(secret: str, _context: str, _params: dict[str, float]) -> bool:
     """An assigned value looks like a real secret, not a reference, a word, a number or a path."""
     value = secret.strip("\"'`")
-    if len(value) < 6 or value.lower() in ("true", "false", "null", "none", "undefined"):
+    if len(value) < 6 or value.lower().rstrip(",;)>]") in _NOT_LITERALS:
         return False
     if value[0] in "/~$%<{[(@." or value.startswith(("./", "http://", "https://", "file:")):
         return False

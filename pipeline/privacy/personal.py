@@ -29,6 +29,7 @@ ID_MODULES = {
 # NANP 555-0100 to 555-0199 are reserved for fiction (films, documentation).
 _FICTIONAL = re.compile(r"^(?:1)?[2-9]\d{2}55501\d{2}$")
 _DIGITS = re.compile(r"\d")
+_DATE_SHAPE = re.compile(r"\d{4}[-./]\d{1,2}.*|\d{1,2}[-./]\d{1,2}[-./]\d{4}")
 
 
 def _digits(value: str) -> str:
@@ -110,8 +111,8 @@ def _phone(secret: str, strict: bool) -> bool:
     digits = _digits(secret)
     if not 7 <= len(digits) <= 15 or len(set(digits)) < 3:
         return False
-    # Dotted digit groups with a 4-digit lead are dates or versions (2024.01.15), not numbers.
-    if secret[:4].isdigit() and secret[4:5] in ".-/":
+    # Dates (2024.01.15, 31-01-2024) are not numbers to call.
+    if _DATE_SHAPE.fullmatch(secret.strip()):
         return False
     groups = _groups(secret)
     if strict and not secret.startswith("+"):

@@ -38,6 +38,9 @@ _HEX_ONLY = re.compile(r"[0-9a-fA-F-]+")
 _SAME_8 = re.compile(r"(.)\1{7}")
 _DIGIT = re.compile(r"[0-9]")
 _LETTER = re.compile(r"[A-Za-z]")
+# Capitalised words, a lowercase head and short numbers: what a camelCase identifier is made of.
+_IDENTIFIER_PARTS = re.compile(r"[A-Z][a-z]{2,}|^[a-z]{2,}|[0-9]{1,2}")
+IDENTIFIER_COVER = 0.85
 
 
 def change_rate(segment: str) -> float:
@@ -58,6 +61,8 @@ def _random_segment(segment: str) -> bool:
     if _HEX_ONLY.fullmatch(segment):
         return False  # hex is a digest, a commit or an id far more often than a key
     mixed_case = not (segment.islower() or segment.isupper())
+    if mixed_case and sum(map(len, _IDENTIFIER_PARTS.findall(segment))) >= IDENTIFIER_COVER * len(segment):
+        return False  # IdTech2HudNumberFont, base64EncodeUtf8String: words run together, not a key
     # Random base62 changes class ~0.6 times per character, camelCase identifiers with a digit
     # (Lwjgl3GameLauncher) ~0.3; one-case random runs (base36) change ~0.4 times, part numbers less.
     return change_rate(segment) >= (MIXED_CASE_CHANGE_RATE if mixed_case else MIN_CHANGE_RATE)
