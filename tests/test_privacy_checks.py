@@ -134,3 +134,22 @@ def test_a_user_rule_naming_an_unknown_check_is_refused_with_its_name() -> None:
     rule = {"id": "acme", "category": "credential", "description": "d", "pattern": "acme_[a-z]{8}", "check": "nope"}
     with pytest.raises(ConfigError, match="unknown check 'nope'"):
         load_ruleset(extra_rules=[rule])
+
+
+@pytest.mark.parametrize("text", [
+    "wifi pw: Gr33nLeaf!",
+    "the router's admin password was changed to K9#mPx2q",
+    "pass is Trombone-42",
+    "the password to the nas is Blue-Fox-88",
+    "hasło to River_Comet16",
+    "Passwort für den Server: Sommer2024!",
+])
+def test_passwords_in_prose_are_caught_however_the_sentence_runs(text: str) -> None:
+    assert rules(text) == ["prose-password"]
+
+
+@pytest.mark.parametrize("text", [
+    "you need to pass is_admin=True", "the password was changed yesterday", "tests pass: 12 of 14",
+])
+def test_the_word_pass_in_code_or_prose_is_no_password(text: str) -> None:
+    assert rules(text) == []

@@ -251,6 +251,8 @@ def prose_password(secret: str, _context: str, _params: dict[str, float]) -> boo
     value = secret.rstrip(".!?)")
     if len(value) < 4 or _is_reference(value) or tokens.looks_fake(value):
         return False
+    if value.startswith("_") or "=" in value or "(" in value:
+        return False  # code after the verb "pass" (pass is_admin=True, pass_through(...)), not a password
     if value.lower() in _PROSE_STOPWORDS:
         return False
     if value.isalpha() and value.islower() and len(value) < 10:
