@@ -153,3 +153,21 @@ def test_passwords_in_prose_are_caught_however_the_sentence_runs(text: str) -> N
 ])
 def test_the_word_pass_in_code_or_prose_is_no_password(text: str) -> None:
     assert rules(text) == []
+
+
+@pytest.mark.parametrize("text", [
+    "Av. Paulista, 1578 - Bela Vista, São Paulo - SP, 01310-200", "Carrer de Mallorca 401, 08013 Barcelona",
+    "Piazza del Duomo, 1, 50122 Firenze", "Istiklal Caddesi No:45, 34433 Beyoğlu/İstanbul",
+    "2-11-3 Meguro, Meguro-ku, Tokyo 153-0063", "Rämistrasse 101, 8092 Zürich", "12, rue de la Paix, 75002 Paris",
+    "Flat 3, 22 Baker St, London W1U 3BW", "ul. Marszałkowska 10/12, 00-590 Warszawa",
+])
+def test_postal_addresses_are_caught_in_each_locales_order(text: str) -> None:
+    assert [r for r in rules(text) if "address" in r], text
+
+
+@pytest.mark.parametrize("text", [
+    "Run the tests on port 8080 at 10 Main Street 2024", "see the gate 3 on level 2, 2019 Release",
+    "see section 3 street names in 2019 release notes 12345 items",
+])
+def test_a_number_and_a_street_word_without_a_postal_code_is_no_address(text: str) -> None:
+    assert rules(text) == []
