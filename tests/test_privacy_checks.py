@@ -171,3 +171,10 @@ def test_postal_addresses_are_caught_in_each_locales_order(text: str) -> None:
 ])
 def test_a_number_and_a_street_word_without_a_postal_code_is_no_address(text: str) -> None:
     assert rules(text) == []
+
+
+def test_a_uuid_handed_to_a_token_setting_or_header_is_a_credential_but_a_request_id_is_not() -> None:
+    assert rules("curl --header 'Authorization: 5eb4223e-5008-46e5-be67-c7b8f2732305'") == ["authorization-raw"]
+    assert rules('GetEnvOrDefault("api_token", "dafa7817-e246-48f3-91a7-e87653d587b8")') != []
+    assert rules("the token request id 0d1f6c52-8a43-4b7e-9c1d-2e5f8a9b3c47 failed") == []
+    assert rules("Authorization: required for all endpoints") == []

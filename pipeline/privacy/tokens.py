@@ -118,8 +118,8 @@ def keyed_token(secret: str, context: str, params: dict[str, float]) -> bool:
     if any(word in lowered for word in _DIGEST_WORDS) or looks_fake(secret):
         return False
     core = secret.strip("=")
-    if len(core) >= 32 and all(c in _HEX for c in core):
-        return True
+    if len(core.replace("-", "")) >= 32 and _HEX_ONLY.fullmatch(core):
+        return True  # hex or a UUID handed to a token setting (Heroku, Snyk and others issue UUID keys)
     return is_random_token(core, 12)
 
 
