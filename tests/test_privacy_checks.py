@@ -91,7 +91,8 @@ def test_identity_numbers_pass_only_with_their_check_digits(check: str, valid: s
 
 
 @pytest.mark.parametrize(("number", "is_phone"), [
-    ("(11) 91234-5678", True), ("06-12345678", True), ("020 7946 0958", True), ("21 28 53 47", True),
+    ("(11) 91234-5678", True), ("06-12345678", True), ("98765 43210", True), ("415.555.2671", True),
+    ("(506) 237-2896", True), ("020 7946 0958", True), ("21 28 53 47", True),
     ("+49 30 12345678", True), ("2024 0314 77", False), ("1024 2048 4096", False), ("31-01-2024", False),
     ("3000 8080", False), ("+1 555-0100", False),
 ])

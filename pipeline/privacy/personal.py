@@ -102,7 +102,11 @@ def _valid_phone(candidate: str, strict: bool) -> bool:
         # Any 8 to 12 digits are valid somewhere; grouped the way that region prints its numbers
         # ("(11) 91234-5678", "06-12345678", "612 34 56 78") they are a phone number, not a count.
         canonical = phonenumbers.format_number(number, phonenumbers.PhoneNumberFormat.NATIONAL)
-        if not strict or _groups(canonical) == written:
+        groups = _groups(canonical)
+        if (prefix and not digits.startswith(prefix) and canonical.lstrip("(").startswith(prefix)
+                and groups and groups[0] > len(prefix)):
+            groups[0] -= len(prefix)  # written without the trunk prefix: 98765 43210 for 098765 43210
+        if not strict or groups == written:
             return True
     return False
 
