@@ -179,3 +179,11 @@ def test_a_uuid_handed_to_a_token_setting_or_header_is_a_credential_but_a_reques
     assert rules('GetEnvOrDefault("api_token", "dafa7817-e246-48f3-91a7-e87653d587b8")') != []
     assert rules("the token request id 0d1f6c52-8a43-4b7e-9c1d-2e5f8a9b3c47 failed") == []
     assert rules("Authorization: required for all endpoints") == []
+
+
+@pytest.mark.parametrize(("text", "found"), [
+    ("Jan Kowalski ur. 12.03.1985", True), ("Maria Lopez, 12.03.1985", True), ("born on March 12, 1985", True),
+    ("Peter Müller, geb. 03.07.1962", True), ("Release 2.3, 12.03.2024", False), ("Sprint Review (14/03/2019)", False),
+])
+def test_a_birth_date_needs_a_label_or_a_name_and_a_birth_year(text: str, found: bool) -> None:
+    assert bool([r for r in rules(text) if r.startswith("date-of-birth")]) is found
