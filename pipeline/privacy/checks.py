@@ -83,16 +83,21 @@ whitelist allowlist allow deny block blocked ping ssh curl route origin upstream
 """.split())
 
 
+_VERSION_WORDS = frozenset(("version", "ver", "build", "release", "rev", "firmware", "kernel", "driver", "v", "bump",
+                            "upgrade", "assembly", "sdk", "runtime", "api"))
+
+
 def _version_context(context: str, secret: str) -> bool:
     """A dotted quad right after a product or version word is a version (MonoGame 3.8.4.1, v1.2.3.4)."""
     head = context[: context.find(secret)].split()
     if not head:
         return False
     word = head[0].lower().strip(".:=")
+    if word in _VERSION_WORDS:
+        return True
     if word in _ADDRESS_WORDS or (len(head) > 1 and head[-1].lower() in _ADDRESS_WORDS):
         return False
-    return head[0][:1].isupper() or any(ch.isdigit() for ch in head[0]) or word in (
-        "version", "ver", "build", "release", "rev", "firmware", "kernel", "driver", "v", "bump", "upgrade")
+    return head[0][:1].isupper() or any(ch.isdigit() for ch in head[0])
 
 
 def ipv4_public(secret: str, context: str, _params: dict[str, float]) -> bool:

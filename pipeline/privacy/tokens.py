@@ -38,6 +38,7 @@ _HEX_ONLY = re.compile(r"[0-9a-fA-F-]+")
 _SAME_8 = re.compile(r"(.)\1{7}")
 _DIGIT = re.compile(r"[0-9]")
 _LETTER = re.compile(r"[A-Za-z]")
+_ULID = re.compile(r"[0-7][0-9A-HJKMNP-TV-Z]{25}")
 # Capitalised words, a lowercase head and short numbers: what a camelCase identifier is made of.
 _IDENTIFIER_PARTS = re.compile(r"[A-Z][a-z]{2,}|^[a-z]{2,}|[0-9]{1,2}")
 IDENTIFIER_COVER = 0.85
@@ -58,6 +59,8 @@ def looks_fake(value: str) -> bool:
 def _random_segment(segment: str) -> bool:
     if len(segment) < 6 or not _DIGIT.search(segment) or not _LETTER.search(segment):
         return False
+    if _ULID.fullmatch(segment):
+        return False  # a ULID: a timestamp-ordered id (job_01HZX3K7Q9…), not a key
     if _HEX_ONLY.fullmatch(segment):
         return False  # hex is a digest, a commit or an id far more often than a key
     mixed_case = not (segment.islower() or segment.isupper())
