@@ -112,3 +112,40 @@ def test_preview_never_shows_more_than_a_public_prefix(sample: dict[str, Any]) -
         shown = finding.preview.split("…", 1)[0]
         assert len(shown) <= 4
         assert finding.preview.endswith(" chars]")
+
+
+def test_bench_privacy_prints_recall_per_family_and_false_positives_for_any_corpus(tmp_path: Path) -> None:
+    import io
+    from contextlib import redirect_stdout
+
+    from pipeline.cli import main
+
+    rows = [{"family": "vendor-tokens", "kind": "databricks", "split": "train",
+             "text": "the deploy uses dapi9f3c1b7e2a5d4c8f0b6e1a3d9c7f2b4e for it"},
+            {"family": "phones", "kind": "nl", "split": "holdout", "text": "call me on 555 at noon"}]
+    (tmp_path / "positives.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    (tmp_path / "benign.jsonl").write_text(json.dumps({"text": "run make test before pushing"}) + "\n" +
+                                           json.dumps({"text": "ping me at jan@acme-corp.io"}) + "\n", encoding="utf-8")
+    out = io.StringIO()
+    with redirect_stdout(out):
+        code = main(["bench", "--privacy", "--corpus", str(tmp_path), "--json"])
+    report = json.loads(out.getvalue())
+    assert code == 0
+    assert report["splits"]["all"]["families"]["vendor-tokens"] == {"found": 1, "total": 1, "recall": 1.0}
+    assert report["splits"]["all"]["families"]["phones"]["found"] == 0
+    assert report["splits"]["train"]["recall"] == 1.0 and report["splits"]["holdout"]["recall"] == 0.0
+    assert (report["splits"]["all"]["falsePositives"], report["splits"]["all"]["benign"]) == (1, 2)
+    assert report["missed"] == [{"family": "phones", "kind": "nl", "variant": ""}]
+
+
+def test_bench_privacy_without_a_corpus_is_a_usage_error(tmp_path: Path) -> None:
+    import io
+    from contextlib import redirect_stderr
+
+    from pipeline.cli import main
+
+    err = io.StringIO()
+    with redirect_stderr(err):
+        code = main(["bench", "--privacy", "--corpus", str(tmp_path / "missing")])
+    assert code == 2
+    assert "positives.jsonl" in err.getvalue()
