@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -12,6 +13,9 @@ import yaml
 from pipeline.privacy import load_ruleset
 
 DATA = Path(__file__).parent / "data" / "privacy"
+CORPUS = DATA / "corpus"
+FAMILIES = ("vendor-tokens", "generic-secrets", "command-line-credentials", "prose-passwords", "connection-strings",
+            "private-keys", "cards", "ibans", "national-ids", "phones", "addresses", "dates-of-birth", "home-paths")
 MIN_RECALL = 0.95
 MAX_FP_RATE = 0.02
 
@@ -35,10 +39,44 @@ def test_corpora_are_large_and_cover_every_category() -> None:
 
 
 def test_every_labelled_rule_exists_and_every_rule_has_a_positive() -> None:
-    rule_ids = {rule.id for rule in load_ruleset().rules}
+    ruleset = load_ruleset()
+    rule_ids = {rule.id for rule in ruleset.rules}
     labelled = {s["rule"] for s in positives()}
     assert labelled <= rule_ids
-    assert rule_ids - labelled == set(), "rules without a positive sample"
+    # The generated corpus is labelled by family and kind, not by rule: a rule's sample is a text it fires on.
+    fired = {f.rule_id for row in corpus_rows("positives.jsonl") for f in ruleset.scan(row["text"])}
+    assert rule_ids - labelled - fired == set(), "rules without a positive sample"
+
+
+def corpus_rows(name: str) -> list[dict[str, Any]]:
+    with open(CORPUS / name, encoding="utf-8") as fh:
+        return [json.loads(line) for line in fh]
+
+
+def test_generated_corpus_is_large_varied_and_written_three_ways() -> None:
+    rows = corpus_rows("positives.jsonl")
+    benign = corpus_rows("benign.jsonl")
+    assert len(rows) >= 1000 and len(benign) >= 1000
+    assert len({(r["family"], r["kind"]) for r in rows}) >= 200
+    assert set(Counter(r["family"] for r in rows)) == set(FAMILIES)
+    # Every value is there raw, in a sentence without a credential word and in one with it.
+    assert Counter(r["variant"] for r in rows) == {v: len(rows) // 3 for v in ("raw", "sentence", "keyword")}
+    assert {r["split"] for r in rows} == {r["split"] for r in benign} == {"train", "holdout"}
+    assert all(r["source"] for r in rows + benign)
+    sources = (CORPUS / "SOURCES.md").read_text(encoding="utf-8")
+    assert all(r["source"] in sources for r in rows)
+
+
+def test_generated_corpus_meets_the_recall_and_false_positive_targets_on_both_halves() -> None:
+    from pipeline.bench.privacy import measure
+
+    report = measure(CORPUS)
+    for split in ("train", "holdout"):
+        figures = report["splits"][split]
+        assert figures["recall"] >= 0.97, (split, figures["recall"])
+        assert figures["fpRate"] <= 0.01, (split, report["falsePositiveRules"])
+        low = {f: v["recall"] for f, v in figures["families"].items() if v["recall"] < 0.90}
+        assert low == {}, (split, low)
 
 
 def test_recall_and_false_positive_rate() -> None:
@@ -74,3 +112,40 @@ def test_preview_never_shows_more_than_a_public_prefix(sample: dict[str, Any]) -
         shown = finding.preview.split("…", 1)[0]
         assert len(shown) <= 4
         assert finding.preview.endswith(" chars]")
+
+
+def test_bench_privacy_prints_recall_per_family_and_false_positives_for_any_corpus(tmp_path: Path) -> None:
+    import io
+    from contextlib import redirect_stdout
+
+    from pipeline.cli import main
+
+    rows = [{"family": "vendor-tokens", "kind": "databricks", "split": "train",
+             "text": "the deploy uses dapi9f3c1b7e2a5d4c8f0b6e1a3d9c7f2b4e for it"},
+            {"family": "phones", "kind": "nl", "split": "holdout", "text": "call me on 555 at noon"}]
+    (tmp_path / "positives.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    (tmp_path / "benign.jsonl").write_text(json.dumps({"text": "run make test before pushing"}) + "\n" +
+                                           json.dumps({"text": "ping me at jan@acme-corp.io"}) + "\n", encoding="utf-8")
+    out = io.StringIO()
+    with redirect_stdout(out):
+        code = main(["bench", "--privacy", "--corpus", str(tmp_path), "--json"])
+    report = json.loads(out.getvalue())
+    assert code == 0
+    assert report["splits"]["all"]["families"]["vendor-tokens"] == {"found": 1, "total": 1, "recall": 1.0}
+    assert report["splits"]["all"]["families"]["phones"]["found"] == 0
+    assert report["splits"]["train"]["recall"] == 1.0 and report["splits"]["holdout"]["recall"] == 0.0
+    assert (report["splits"]["all"]["falsePositives"], report["splits"]["all"]["benign"]) == (1, 2)
+    assert report["missed"] == [{"family": "phones", "kind": "nl", "variant": ""}]
+
+
+def test_bench_privacy_without_a_corpus_is_a_usage_error(tmp_path: Path) -> None:
+    import io
+    from contextlib import redirect_stderr
+
+    from pipeline.cli import main
+
+    err = io.StringIO()
+    with redirect_stderr(err):
+        code = main(["bench", "--privacy", "--corpus", str(tmp_path / "missing")])
+    assert code == 2
+    assert "positives.jsonl" in err.getvalue()

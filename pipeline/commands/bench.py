@@ -37,6 +37,10 @@ def bench(
     workdir: Path = typer.Option(None, "--workdir", help="where the synthetic stores go (default: a temp dir)"),
     retrieval: bool = typer.Option(False, "--retrieval", help="recall@5 and MRR on the labelled retrieval set"),
     evaluate: bool = typer.Option(False, "--eval", help="score consolidation on the labelled data set instead"),
+    privacy: bool = typer.Option(False, "--privacy", help="recall per family, false positives and throughput "
+                                 "of the privacy rules on a labelled corpus"),
+    corpus: Path = typer.Option(None, "--corpus", help="folder with positives.jsonl and benign.jsonl "
+                                "(default: the source tree's tests/data/privacy/corpus)"),
     json_out: bool = JsonOpt,
 ) -> int:
     """Benchmark inject, add, list, search, consolidate (and its stages), verify and audit."""
@@ -47,6 +51,10 @@ def bench(
         sys.stdout.write(json.dumps(found, indent=2, ensure_ascii=False) + "\n" if want_json(json_out)
                          else format_result(found))
         return 0
+    if privacy or corpus is not None:
+        from ..bench.privacy import run_command
+
+        return run_command(corpus, want_json(json_out))
     from ..bench.run import Plan, as_json, format_table, run_bench
 
     if evaluate:

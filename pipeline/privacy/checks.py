@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-import math
-from collections import Counter
 from collections.abc import Callable
+from typing import Any
+
+from . import personal, tokens
+from .tokens import shannon_entropy
 
 # A check receives the secret text, the whole match text and the rule's parameters.
 Check = Callable[[str, str, dict[str, float]], bool]
@@ -30,16 +32,9 @@ def _digits(value: str) -> str:
     return "".join(ch for ch in value if ch.isdigit())
 
 
-def shannon_entropy(value: str) -> float:
-    if not value:
-        return 0.0
-    total = len(value)
-    return -sum((n / total) * math.log2(n / total) for n in Counter(value).values())
-
-
 def luhn(secret: str, _context: str, _params: dict[str, float]) -> bool:
     digits = _digits(secret)
-    if not 13 <= len(digits) <= 19 or len(set(digits)) < 3:
+    if not 12 <= len(digits) <= 19 or len(set(digits)) < 3:
         return False
     total = 0
     for index, ch in enumerate(reversed(digits)):
@@ -48,6 +43,18 @@ def luhn(secret: str, _context: str, _params: dict[str, float]) -> bool:
             n = n * 2 - 9 if n > 4 else n * 2
         total += n
     return total % 10 == 0
+
+
+def card(secret: str, context: str, params: dict[str, float]) -> bool:
+    """A Luhn-valid card number that is not one of the repetitive numbers processors publish for tests."""
+    digits = _digits(secret)
+    if len(set(digits[-10:])) <= 3:
+        return False  # 4000 0000 0000 0077, 5555 5555 5555 4444: typed test numbers, not issued cards
+    groups = [len(g) for g in secret.replace("-", " ").split()]
+    # Cards are written in one run or in their network's groups (4-4-4-4, 4-6-5, 4-6-4), not 3-3-3-3.
+    if len(groups) > 1 and groups[0] != 4:
+        return False
+    return luhn(secret, context, params)
 
 
 def iban(secret: str, _context: str, _params: dict[str, float]) -> bool:
@@ -69,11 +76,28 @@ def entropy(secret: str, _context: str, params: dict[str, float]) -> bool:
     return has_digit and has_alpha and shannon_entropy(secret) >= params.get("min_entropy", 3.5)
 
 
+_ADDRESS_WORDS = frozenset("""
+ip ipv4 ips host hostname server address addr at to from via on is was connect connects connected reach peer
+gateway gw dns resolver nameserver proxy endpoint node box vm machine instance public egress ingress nat
+whitelist allowlist allow deny block blocked ping ssh curl route origin upstream backend frontend client
+""".split())
+
+
+_VERSION_WORDS = frozenset(("version", "ver", "build", "release", "rev", "firmware", "kernel", "driver", "v", "bump",
+                            "upgrade", "assembly", "sdk", "runtime", "api"))
+
+
 def _version_context(context: str, secret: str) -> bool:
-    # The rule's optional lead group only matches version words, so any letters before
-    # the address mean the dotted quad was introduced as a version.
-    head = context[: context.find(secret)]
-    return any(ch.isalpha() for ch in head)
+    """A dotted quad right after a product or version word is a version (MonoGame 3.8.4.1, v1.2.3.4)."""
+    head = context[: context.find(secret)].split()
+    if not head:
+        return False
+    word = head[0].lower().strip(".:=")
+    if word in _VERSION_WORDS:
+        return True
+    if word in _ADDRESS_WORDS or (len(head) > 1 and head[-1].lower() in _ADDRESS_WORDS):
+        return False
+    return head[0][:1].isupper() or any(ch.isdigit() for ch in head[0])
 
 
 def ipv4_public(secret: str, context: str, _params: dict[str, float]) -> bool:
@@ -148,14 +172,6 @@ def dni_es(secret: str, _context: str, _params: dict[str, float]) -> bool:
     return _DNI_LETTERS[int(number) % 23] == letter
 
 
-def phone(secret: str, _context: str, _params: dict[str, float]) -> bool:
-    digits = _digits(secret)
-    if not 8 <= len(digits) <= 15 or len(set(digits)) < 3:
-        return False
-    # Dotted digit groups with a 4-digit lead are dates or versions (2024.01.15), not numbers.
-    return not (secret[:4].isdigit() and secret[4:5] in ".-/")
-
-
 def basic_auth(secret: str, _context: str, _params: dict[str, float]) -> bool:
     import base64
     import binascii
@@ -169,10 +185,160 @@ def basic_auth(secret: str, _context: str, _params: dict[str, float]) -> bool:
     return bool(sep and user and password)
 
 
+_REFERENCE_LEADS = ("<", "{", "[", "(", "@", "/", "~", "./", "../", "env:", "vault:", "op://", "secret:",
+                    "arn:", "projects/", "keyvault:", "file:", "http://", "https://", "process.env", "os.environ",
+                    "config.", "settings.", "env.", "secrets.", "vars.", "ENV[")
+_PROSE_STOPWORDS = frozenset("""
+the a an is are was were be been being in on at to of for from by with and or not no yes it this that there here
+stored kept saved set required needed missing wrong correct invalid valid expired rotated changed reset updated
+same different empty blank optional mandatory protected encrypted hashed salted managed shared available unknown
+in-vault hidden secret private public strong weak long short new old default manual automatic generated random
+field prompt policy manager change reset rotation length strength hash also still only never always now then
+""".split())
+
+
+def _classes(value: str) -> int:
+    return sum((any(c.islower() for c in value), any(c.isupper() for c in value), any(c.isdigit() for c in value),
+                any(not c.isalnum() for c in value)))
+
+
+def _is_reference(value: str) -> bool:
+    """A variable, template, path or secret-manager reference rather than the literal it stands for."""
+    if value.startswith("%"):
+        return value.count("%") >= 2 and value[1:].split("%", 1)[0].replace("_", "").isalnum()  # %APPDATA%
+    if value.startswith("$"):
+        return value[1:2].isalpha() or value[1:2] in "_{("
+    return value.startswith(_REFERENCE_LEADS) or "${" in value or "{{" in value or "$(" in value
+
+
+def quoted_secret(secret: str, _context: str, _params: dict[str, float]) -> bool:
+    """A quoted literal that reads as a secret: no sentence, label, reference or placeholder."""
+    value = secret.strip()
+    if len(value) < 6 or _is_reference(value) or tokens.looks_fake(value):
+        return False
+    if " " in value:
+        return tokens.is_random_token(value.replace(" ", ""))  # a label or prompt is words
+    if value.isdigit() or value.lower() in ("true", "false", "null", "none", "undefined"):
+        return False
+    parts = value.split(".")
+    if len(parts) > 1 and all(p.isidentifier() and p.islower() for p in parts):
+        return False  # a module or settings path ('django.contrib.auth')
+    if value.replace("_", "").replace("-", "").isalpha() and (value.isupper() or value.islower()):
+        return False
+    return _classes(value) >= 2
+
+
+def cli_value(secret: str, _context: str, _params: dict[str, float]) -> bool:
+    """A flag value that is a literal password, not a variable, a prompt request or another flag."""
+    value = secret.strip("\"'`")
+    if len(value) < 3 or _is_reference(value) or value.startswith("-") or tokens.looks_fake(value):
+        return False
+    if value.lower() in ("stdin", "-", "prompt", "env", "file", "true", "false"):
+        return False
+    if value.isalpha() and (value.islower() or len(value) < 6):
+        return False  # -pthread, -print, -pedantic: compiler and find flags
+    if value.isdigit() and len(value) < 6:
+        return False  # a port, a count, a patch level (-p1)
+    return True
+
+
+def user_password(secret: str, context: str, params: dict[str, float]) -> bool:
+    """``user:password`` (curl -u) or ``user%password`` (smbclient -U) with a literal password."""
+    sep = ":" if ":" in secret else "%"
+    user, _, password = secret.partition(sep)
+    if not user or not password or (user.isdigit() and password.isdigit()):
+        return False  # uid:gid (docker run -u 1000:1000)
+    return cli_value(password, context, params)
+
+
+def prose_password(secret: str, _context: str, _params: dict[str, float]) -> bool:
+    """The word after "the password is": a password unless it is an ordinary word of the sentence."""
+    value = secret.rstrip(".!?)")
+    if len(value) < 4 or _is_reference(value) or tokens.looks_fake(value):
+        return False
+    if value.startswith("_") or "=" in value or "(" in value:
+        return False  # code after the verb "pass" (pass is_admin=True, pass_through(...)), not a password
+    if value.lower() in _PROSE_STOPWORDS:
+        return False
+    if value.isalpha() and value.islower() and len(value) < 10:
+        return False  # "the password is stored …", "le mot de passe est requis"
+    return True
+
+
+def passport(secret: str, _context: str, _params: dict[str, float]) -> bool:
+    """Passport numbers mix digits in (C01X00T47, 53AB46417); a word after the label is no number."""
+    digits = _digits(secret)
+    return len(digits) >= 1 and len(set(secret)) >= 4 and not tokens.looks_fake(secret)
+
+
+_POSTAL = None
+
+
+def _postal() -> Any:
+    global _POSTAL
+    if _POSTAL is None:
+        import re
+
+        city = r"[ ]+\(?[A-ZÀ-ÞŁŚŻ][\w\u00C0-\u024F'-]+"
+        _POSTAL = re.compile("|".join((
+            r"\b[A-Z]{2}[ ]+[0-9]{5}(?:-[0-9]{4})?\b",            # US state + ZIP
+            r"\b[A-Z]{2,3}[ ]+[0-9]{4}\b",                        # AU state + code
+            r"\b[A-Z]{1,2}[0-9][A-Z0-9]?[ ]?[0-9][A-Z]{2}\b",     # UK
+            r"\b[A-Z][0-9][A-Z][ ]?[0-9][A-Z][0-9]\b",            # CA
+            r"\b[0-9]{4}[ ]?[A-Z]{2}\b",                          # NL
+            r"\b[0-9]{5}-[0-9]{3}\b", r"\b[0-9]{4}-[0-9]{3}\b",  # BR, PT
+            r"\b[0-9]{2}-[0-9]{3}" + city, r"\b[0-9]{3}[ ][0-9]{2}" + city,  # PL, SE/CZ/SK/GR
+            r"\b[0-9]{3}-[0-9]{4}\b",                             # JP
+            r"\b[0-9]{4,6}" + city, r"\b(?:[A-Z]{1,2}-)?[0-9]{4,5}" + city,  # code then city (most of Europe)
+        )))
+    return _POSTAL
+
+
+def address(secret: str, _context: str, _params: dict[str, float]) -> bool:
+    """A street with a house number followed closely by a postal code that is not the house number."""
+    import re
+
+    first = re.search(r"[0-9]+", secret)
+    if first is None:
+        return False
+    window = secret[first.end(): first.end() + 70]
+    return _postal().search(window) is not None
+
+
+def named_birth_date(secret: str, context: str, params: dict[str, float]) -> bool:
+    """A name then a date: a birth date when the year is a living person's and the name is not a heading."""
+    first = secret.split()[0].rstrip(",(:")
+    if first.lower() in _HEADING_WORDS:
+        return False
+    return personal.birth_date(secret, context, params)
+
+
+_HEADING_WORDS = frozenset("""
+release version meeting notes changelog updated update created modified published sprint build deploy
+deployed migration backup snapshot report review retro standup planning january february march april may
+june july august september october november december monday tuesday wednesday thursday friday saturday
+sunday last next since until before after from due date on as of the a
+""".split())
+
+
+def id_eleven_digit(secret: str, context: str, params: dict[str, float]) -> bool:
+    value = secret.replace(" ", "")
+    return any(personal.CHECKS[name](value, context, params)
+               for name in ("id-pl-pesel", "id-no-fodselsnummer", "id-tr-tckimlik", "id-ee-ik", "id-lt-asmens",
+                            "id-br-cpf"))
+
+
+# Values that name a type or a constant where a declaration, not an assignment, was matched.
+_NOT_LITERALS = frozenset("""
+true false null none undefined nil string str int integer bool boolean number bytes object secretstr
+optional option text varchar char uuid any unknown redacted masked hidden required
+""".split())
+
+
 def secret_value(secret: str, _context: str, _params: dict[str, float]) -> bool:
     """An assigned value looks like a real secret, not a reference, a word, a number or a path."""
     value = secret.strip("\"'`")
-    if len(value) < 6 or value.lower() in ("true", "false", "null", "none", "undefined"):
+    if len(value) < 6 or value.lower().rstrip(",;)>]") in _NOT_LITERALS:
         return False
     if value[0] in "/~$%<{[(@." or value.startswith(("./", "http://", "https://", "file:")):
         return False
@@ -196,6 +362,20 @@ def secret_value(secret: str, _context: str, _params: dict[str, float]) -> bool:
 
 
 CHECKS: dict[str, Check] = {
+    **personal.CHECKS,
+    "card": card,
+    "quoted-secret": quoted_secret,
+    "cli-value": cli_value,
+    "user-password": user_password,
+    "prose-password": prose_password,
+    "passport": passport,
+    "address": address,
+    "named-birth-date": named_birth_date,
+    "id-eleven-digit": id_eleven_digit,
+    "random-token": tokens.random_token,
+    "vendor-token": tokens.vendor_token,
+    "keyed-token": tokens.keyed_token,
+    "crc32-tail": tokens.crc32_tail,
     "luhn": luhn,
     "iban": iban,
     "entropy": entropy,
@@ -206,7 +386,6 @@ CHECKS: dict[str, Check] = {
     "bsn-nl": bsn_nl,
     "hetu-fi": hetu_fi,
     "dni-es": dni_es,
-    "phone": phone,
     "basic-auth": basic_auth,
     "secret-value": secret_value,
 }

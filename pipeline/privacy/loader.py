@@ -116,9 +116,13 @@ def compile_rule(raw: dict[str, Any], source: str, *, lazy: bool = False) -> Rul
     if not lazy and group > pattern.groups:
         raise ConfigError(f"{where}: secret_group {group} but the pattern has {pattern.groups} groups")
     check_name = raw.get("check")
+    if check_name is not None and check_name not in CHECKS:
+        raise ConfigError(f"{where}: unknown check {check_name!r}; known checks: {', '.join(sorted(CHECKS))}",
+                          issues=[Issue("privacy.check", where, f"unknown check {check_name!r}")])
     params: dict[str, float] = {}
-    if "min_entropy" in raw:
-        params["min_entropy"] = float(raw["min_entropy"])
+    for name in ("min_entropy", "max_gap"):
+        if name in raw:
+            params[name] = float(raw[name])
     return Rule(
         id=rid,
         category=str(raw["category"]),
@@ -171,7 +175,7 @@ def _parse_rules_file(path: Any) -> dict[str, Any]:
 
 
 def _build(rules: list[dict[str, Any]], sources: list[str], allowlist: list[str], *,
-           shipped_allowlist: bool = False) -> RuleSet:
+           shipped_allowlist: bool = False, benign: list[str] | None = None) -> RuleSet:
     """Compile a rule set; the shipped rules (source RULES_FILE) lazily, everything else at once."""
     seen: set[str] = set()
     compiled: list[Rule] = []
@@ -185,18 +189,19 @@ def _build(rules: list[dict[str, Any]], sources: list[str], allowlist: list[str]
         tuple(compiled),
         _compile_alternation(allowlist, "privacy allowlist", lazy=shipped_allowlist),
         _keyword_set(keywords),
-        lambda: _digest(rules, allowlist),
+        lambda: _digest(rules, allowlist, benign or []),
+        _compile_alternation(list(benign or ()), "privacy benign spans", lazy=shipped_allowlist),
     )
 
 
-def _digest(rules: list[dict[str, Any]], allowlist: list[str]) -> str | None:
-    """The rules, the allowlist and the source of the code that applies them, hashed together."""
+def _digest(rules: list[dict[str, Any]], allowlist: list[str], benign: list[str]) -> str | None:
+    """The rules, the allowlist, the benign spans and the source of the code that applies them, hashed together."""
     import hashlib
     import json
 
-    digest = hashlib.sha256(json.dumps([rules, allowlist], sort_keys=True, default=repr).encode("utf-8"))
+    digest = hashlib.sha256(json.dumps([rules, allowlist, benign], sort_keys=True, default=repr).encode("utf-8"))
     here = os.path.dirname(os.path.abspath(__file__))
-    for name in ("engine.py", "checks.py", "model.py", "loader.py"):
+    for name in sorted(n for n in os.listdir(here) if n.endswith(".py")):
         try:
             with open(os.path.join(here, name), "rb") as fh:
                 digest.update(fh.read())
@@ -226,7 +231,7 @@ def _default_ruleset(cache_home: str | None = None) -> RuleSet:
     if "ruleset" not in _MEMO:
         rules = list(document["rules"])
         _MEMO["ruleset"] = _build(rules, [RULES_FILE] * len(rules), list(document.get("allowlist", [])),
-                                  shipped_allowlist=True)
+                                  shipped_allowlist=True, benign=list(document.get("benign", [])))
     return _MEMO["ruleset"]  # type: ignore[no-any-return]
 
 
@@ -251,4 +256,4 @@ def load_ruleset(
     rules = list(document["rules"]) + user_rules
     sources = [RULES_FILE] * len(document["rules"]) + ["user privacy rules"] * len(user_rules)
     allowlist = list(document.get("allowlist", [])) + user_allowlist
-    return _build(rules, sources, allowlist)
+    return _build(rules, sources, allowlist, benign=list(document.get("benign", [])))

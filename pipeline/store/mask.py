@@ -26,7 +26,8 @@ def _rules_identity(privacy: Any) -> list[Any]:
     """What decides the spans besides the text: the shipped rules, the engine, and the user's rules."""
     import json
 
-    files = [os.path.join(_PIPELINE, "privacy", name) for name in ("engine.py", "checks.py", "loader.py")]
+    files = [os.path.join(_PIPELINE, "privacy", name)
+             for name in ("engine.py", "checks.py", "loader.py", "tokens.py", "personal.py")]
     files += [os.path.join(base, "privacy-rules.yaml")
               for base in (os.path.join(_PIPELINE, "_data", "schemas"), os.path.join(_PIPELINE, "..", "schemas"))]
     user = json.dumps([privacy.rules, privacy.allowlist], sort_keys=True)

@@ -1,0 +1,63 @@
+Feature: The privacy rules hold on data nobody wrote for them
+  Memories are sentences. A key, a password or a person's data must be refused
+  where it stands, with or without a word like "key" next to it, while the
+  random-looking things notes are full of (commit ids, digests, ciphertext,
+  published examples) pass. Findings name the rule and the line, never the value.
+
+  Background:
+    Given an initialised project
+
+  Scenario Outline: A safe memory holding <what> is refused by name, not by value
+    Given I remember the state of both roots
+    When I add a safe memory "project_note" whose body says "<text>"
+    Then the exit code is 1
+    And the error names the rule "<rule>"
+    And the error does not show "<value>"
+    And both roots are as remembered
+
+    Examples:
+      | what                              | text                                                          | rule                 | value                                 |
+      | a Databricks token, no keyword    | the deploy uses dapi9f3c1b7e2a5d4c8f0b6e1a3d9c7f2b4e for it    | databricks-token     | dapi9f3c1b7e2a5d4c8f0b6e1a3d9c7f2b4e  |
+      | a random token, no keyword        | staging runs with Xk9fQ2mZ7pL4vR8sT1wN6yB3cD5gH0jK now          | random-token         | Xk9fQ2mZ7pL4vR8sT1wN6yB3cD5gH0jK      |
+      | a curl user and password          | ran curl -u deploy:Harbor1280Wq https://ci.acme-corp.io/jobs  | cli-user-password    | Harbor1280Wq                          |
+      | a password in French prose        | le mot de passe est Tr0ub4dor-Cheval                           | prose-password       | Tr0ub4dor-Cheval                      |
+      | a Brazilian CPF                   | Ana gave 529.982.247-25 at the desk                            | br-cpf               | 529.982.247-25                        |
+      | a Dutch mobile number             | reach Sven at 06-12345678 after six                            | phone-number-national | 06-12345678                          |
+      | a German postal address           | she moved to Lindenstraße 12, 10969 Berlin in May              | postal-address-compound | Lindenstraße 12                    |
+      | a date of birth after a name      | from the HR sheet: Giulia Rossi (14/03/1987)                   | date-of-birth-named  | 14/03/1987                            |
+      | a home path with an accented name | logs end up in /home/josé/projects/api                         | home-path-linux      | josé                                  |
+
+  Scenario Outline: A safe memory holding <what> is accepted
+    When I add a safe memory "project_note" whose body says "<text>"
+    Then the exit code is 0
+    And the mirror copy of "project_note.md" is byte-identical to the private copy
+
+    Examples:
+      | what                          | text                                                                                      |
+      | a commit id                   | bisected to 3f9c2a1b8d4e5f60718293a4b5c6d7e8f9012345                                       |
+      | a request UUID                | the request id was 0d1f6c52-8a43-4b7e-9c1d-2e5f8a9b3c47                                   |
+      | a lockfile integrity hash     | pinned with sha512-3/nbrEb6pkbj6cl9V7VW/FSeKLD/cXoXCHBfCDxmNH02c0HAw+RKrvNSo4DsVZkl/HJhtIe5TTdq8rpsjGaHQw== |
+      | a SOPS-encrypted value        | db_password: ENC[AES256_GCM,data:Mk1QMnOb58WVgAU=,iv:gjDkyaH+RDYVkVQImXCaxm09gcr4rLmqTDEB3Tq6yr4=,tag:jJgOxTvHermIj51srRhh5g==,type:str] |
+      | the jwt.io sample token       | decode eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIiwibmFtZSI6IkpvaG4gRG9lIiwiaWF0IjoxNTE2MjM5MDIyfQ.SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c to see the claims |
+      | a published test card         | Stripe test card 4242 4242 4242 4242 works in sandbox                                     |
+      | the ISO sample IBAN           | the docs use GB82 WEST 1234 5698 7654 32 as the example                                   |
+      | a fictional phone number      | call +1 555-0100 in the demo script                                                       |
+      | a camelCase identifier        | run `Lwjgl3GameLauncher.main` for the client                                              |
+      | a public key setting          | primaryKey: 7f3a9c2e4b1d8f6a0c5e3b7d9a1f4c8e                                              |
+      | a version after a product     | built on MonoGame 3.8.4.1 and .NET 8                                                      |
+
+  Scenario: The pre-commit hook refuses a hand-edited mirror file by the same rules
+    Given someone wrote the mirror file "project_deploy" by hand, saying "the deploy uses dapi9f3c1b7e2a5d4c8f0b6e1a3d9c7f2b4e for it"
+    When I run "mirror check"
+    Then the exit code is 7
+    And the output mentions "databricks-token"
+    And the output mentions "project_deploy.md"
+    And the output does not show "dapi9f3c1b7e2a5d4c8f0b6e1a3d9c7f2b4e"
+
+  Scenario: Masking tokens for the prompt loads no personal-data library
+    Given the private memory "user_deploy" whose body says "the deploy uses dapi9f3c1b7e2a5d4c8f0b6e1a3d9c7f2b4e for it"
+    When inject runs as its own process
+    Then the exit code is 0
+    And the output mentions "[redacted: databricks-token]"
+    And the output does not show "dapi9f3c1b7e2a5d4c8f0b6e1a3d9c7f2b4e"
+    And that process imported neither phonenumbers nor stdnum

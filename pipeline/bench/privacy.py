@@ -1,0 +1,143 @@
+"""``memfold bench --privacy``: recall per family, false positives and throughput of the privacy rules.
+
+The corpus is two JSON-lines files: ``positives.jsonl`` (``family``, ``kind``, ``text``, optional
+``split``) and ``benign.jsonl`` (``text``, optional ``kind`` and ``split``). A positive counts as found
+when the rules report any finding in its text; a benign line counts as a false positive when they
+report any. Figures are given for the whole corpus and for each split, so rules written against one
+half can be judged on the other.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import time
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+RECALL_TARGET = 0.97
+FAMILY_TARGET = 0.90
+FP_TARGET = 0.01
+THROUGHPUT_TARGET_MB_S = 3.0
+NOTE_BYTES = 2000  # a memory-sized text
+
+
+def default_corpus() -> Path | None:
+    """The corpus shipped with the source tree's tests, when this is a source checkout."""
+    here = Path(__file__).resolve().parents[2] / "tests" / "data" / "privacy" / "corpus"
+    return here if (here / "positives.jsonl").is_file() else None
+
+
+def _rows(path: Path) -> list[dict[str, Any]]:
+    with open(path, encoding="utf-8") as fh:
+        return [json.loads(line) for line in fh if line.strip()]
+
+
+def _rate(hits: float, total: float) -> float:
+    return hits / total if total else 0.0
+
+
+def measure(corpus: Path, ruleset: Any = None) -> dict[str, Any]:
+    if ruleset is None:
+        from ..privacy import load_ruleset
+
+        ruleset = load_ruleset()
+    positives = _rows(corpus / "positives.jsonl")
+    benign = _rows(corpus / "benign.jsonl")
+    found: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0])
+    missed: list[dict[str, Any]] = []
+    for row in positives:
+        hit = bool(ruleset.scan(row["text"]))
+        for split in ("all", row.get("split", "all")):
+            cell = found[(split, row["family"])]
+            cell[0] += hit
+            cell[1] += 1
+        if not hit:
+            missed.append({"family": row["family"], "kind": row.get("kind", ""), "variant": row.get("variant", "")})
+    flagged: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    false_positives: list[dict[str, Any]] = []
+    for row in benign:
+        rules = sorted({f.rule_id for f in ruleset.scan(row["text"])})
+        for split in {"all", row.get("split", "all")}:
+            flagged[split][0] += bool(rules)
+            flagged[split][1] += 1
+        if rules:
+            false_positives.append({"kind": row.get("kind", ""), "rules": rules})
+    splits = sorted({s for s, _ in found} | set(flagged), key=lambda s: (s != "all", s))
+    report: dict[str, Any] = {"corpus": str(corpus), "positives": len(positives), "benign": len(benign),
+                              "kinds": len({(r["family"], r.get("kind")) for r in positives}), "splits": {}}
+    for split in splits:
+        families = {fam: {"found": c[0], "total": c[1], "recall": round(_rate(c[0], c[1]), 4)}
+                    for (s, fam), c in sorted(found.items()) if s == split}
+        hits = sum(f["found"] for f in families.values())
+        total = sum(f["total"] for f in families.values())
+        fp = flagged.get(split, [0, 0])
+        report["splits"][split] = {"recall": round(_rate(hits, total), 4), "found": hits, "total": total,
+                                   "falsePositives": fp[0], "benign": fp[1], "fpRate": round(_rate(fp[0], fp[1]), 4),
+                                   "families": families}
+    report["missed"] = missed
+    report["falsePositiveRules"] = false_positives
+    report["throughput"] = throughput([r["text"] for r in benign], ruleset)
+    return report
+
+
+def throughput(lines: list[str], ruleset: Any, megabytes: float = 2.0) -> dict[str, float]:
+    """MB/s scanning benign lines packed into memory-sized notes (one core, this process)."""
+    rng = random.Random(7)
+    notes: list[str] = []
+    size = 0
+    while size < megabytes * 1_000_000 and lines:
+        picked: list[str] = []
+        while sum(len(n) + 1 for n in picked) < NOTE_BYTES:
+            picked.append(rng.choice(lines))
+        notes.append("\n".join(picked))
+        size += len(notes[-1].encode("utf-8"))
+    # The first pass compiles the patterns the notes need (once per process); the second is the steady
+    # state. CPU time of this process: the figure is per core, whatever else the machine runs.
+    passes = []
+    for _ in range(2):
+        start = time.process_time()
+        for note in notes:
+            ruleset.scan(note)
+        passes.append(time.process_time() - start)
+    cold, warm = passes
+    return {"megabytes": round(size / 1e6, 2), "seconds": round(warm, 3), "mbPerS": round(size / 1e6 / warm, 2),
+            "firstPassMbPerS": round(size / 1e6 / cold, 2)}
+
+
+def format_report(report: dict[str, Any]) -> str:
+    lines = [f"privacy corpus {report['corpus']}: {report['positives']} positives over {report['kinds']} kinds, "
+             f"{report['benign']} benign lines"]
+    for split, figures in report["splits"].items():
+        lines.append("")
+        lines.append(f"[{split}] recall {figures['recall']:.1%} ({figures['found']}/{figures['total']}), "
+                     f"false positives {figures['fpRate']:.2%} ({figures['falsePositives']}/{figures['benign']})")
+        for family, f in figures["families"].items():
+            mark = "" if f["recall"] >= FAMILY_TARGET else "  below target"
+            lines.append(f"  {family:<26} {f['recall']:>7.1%}  {f['found']:>5}/{f['total']:<5}{mark}")
+    t = report["throughput"]
+    lines.append("")
+    lines.append(f"throughput {t['mbPerS']:.1f} MB/s on {t['megabytes']} MB of {NOTE_BYTES}-byte notes, one core "
+                 f"(target >= {THROUGHPUT_TARGET_MB_S} MB/s); first pass, compiling patterns: "
+                 f"{t['firstPassMbPerS']:.1f} MB/s")
+    return "\n".join(lines) + "\n"
+
+
+def run_command(corpus: Path | None, as_json: bool) -> int:
+    """``memfold bench --privacy``: print the report; the figures are the result, so exit 0."""
+    import sys
+
+    from ..errors import UsageError
+
+    chosen = corpus or default_corpus()
+    if chosen is None or not (chosen / "positives.jsonl").is_file() or not (chosen / "benign.jsonl").is_file():
+        where = chosen or "the source tree"
+        raise UsageError(f"no privacy corpus at {where}: pass --corpus DIR holding positives.jsonl and benign.jsonl",
+                         code="usage.corpus")
+    report = measure(chosen)
+    if as_json:
+        sys.stdout.write(json.dumps(report, indent=2, sort_keys=True) + "\n")
+    else:
+        sys.stdout.write(format_report(report))
+    return 0

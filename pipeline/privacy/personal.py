@@ -1,0 +1,155 @@
+"""Checks for personal data: phone numbers, national identity numbers, birth dates.
+
+Phone numbers are judged by ``phonenumbers`` (Google's libphonenumber metadata for every region)
+and identity numbers by ``python-stdnum`` (each country's check digits and embedded birth date),
+so a number that only has the right length passes. Both are imported on the first candidate only:
+the per-prompt path (credential masking) never runs these rules.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+from typing import Any
+
+# The rule's check name -> the python-stdnum module that validates that identity number.
+ID_MODULES = {
+    "id-br-cpf": "br.cpf", "id-ca-sin": "ca.sin", "id-in-aadhaar": "in_.aadhaar", "id-fr-nir": "fr.nir",
+    "id-it-codicefiscale": "it.codicefiscale", "id-no-fodselsnummer": "no.fodselsnummer",
+    "id-pl-pesel": "pl.pesel", "id-ro-cnp": "ro.cnp", "id-se-personnummer": "se.personnummer",
+    "id-nl-bsn": "nl.bsn", "id-es-dni": "es.dni", "id-es-nie": "es.nie", "id-fi-hetu": "fi.hetu",
+    "id-dk-cpr": "dk.cpr", "id-be-nn": "be.nn", "id-ch-ssn": "ch.ssn", "id-de-idnr": "de.idnr",
+    "id-pt-cc": "pt.cc", "id-cn-ric": "cn.ric", "id-mx-curp": "mx.curp", "id-cl-rut": "cl.rut",
+    "id-kr-rrn": "kr.rrn", "id-za-idnr": "za.idnr", "id-il-idnr": "il.idnr", "id-ee-ik": "ee.ik",
+    "id-lt-asmens": "lt.asmens", "id-bg-egn": "bg.egn", "id-tr-tckimlik": "tr.tckimlik",
+    "id-us-ssn": "us.ssn", "id-gb-nhs": "gb.nhs", "id-ar-dni": "ar.dni", "id-co-nit": "co.nit",
+    "id-is-kennitala": "is_.kennitala", "id-cz-rc": "cz.rc", "id-at-vnr": "at.vnr", "id-br-cnpj": "br.cnpj",
+    "id-in-pan": "in_.pan",
+}
+# NANP 555-0100 to 555-0199 are reserved for fiction (films, documentation).
+_FICTIONAL = re.compile(r"^(?:1)?[2-9]\d{2}55501\d{2}$")
+_DIGITS = re.compile(r"\d")
+_DATE_SHAPE = re.compile(r"\d{4}[-./]\d{1,2}.*|\d{1,2}[-./]\d{1,2}[-./]\d{4}")
+
+
+def _digits(value: str) -> str:
+    return "".join(_DIGITS.findall(value))
+
+
+@lru_cache(maxsize=64)
+def _stdnum(module: str) -> Any:
+    import importlib
+
+    return importlib.import_module(f"stdnum.{module}")
+
+
+def national_id(name: str) -> Any:
+    module = ID_MODULES[name]
+
+    def check(secret: str, _context: str, _params: dict[str, float]) -> bool:
+        try:
+            return bool(_stdnum(module).is_valid(secret))
+        except Exception:  # stdnum raises its own errors on malformed input; malformed means no ID
+            return False
+
+    check.__name__ = name.replace("-", "_")
+    return check
+
+
+@lru_cache(maxsize=1)
+def _national_table() -> list[tuple[str, str, Any]]:
+    """(region, national prefix, general pattern) of every region libphonenumber knows."""
+    import phonenumbers
+    from phonenumbers import PhoneMetadata
+
+    table = []
+    for region in sorted(phonenumbers.SUPPORTED_REGIONS):
+        meta = PhoneMetadata.metadata_for_region(region)
+        general = meta.general_desc.national_number_pattern if meta and meta.general_desc else None
+        if meta is not None and general:
+            table.append((region, meta.national_prefix or "", re.compile(f"(?:{general})")))
+    return table
+
+
+def _groups(text: str) -> list[int]:
+    return [len(run) for run in re.findall(r"\d+", text)]
+
+
+@lru_cache(maxsize=4096)
+def _valid_phone(candidate: str, strict: bool) -> bool:
+    """Valid for some region; ``strict`` also wants the digits grouped as that region writes them."""
+    import phonenumbers
+
+    digits = _digits(candidate)
+    if _FICTIONAL.match(digits):
+        return False
+    if candidate.lstrip("(").startswith("+"):
+        try:
+            return phonenumbers.is_valid_number(phonenumbers.parse(candidate, None))
+        except phonenumbers.NumberParseException:
+            return False
+    written = _groups(candidate)
+    for region, prefix, general in _national_table():
+        national = digits[len(prefix):] if prefix and digits.startswith(prefix) else digits
+        if not general.fullmatch(national):
+            continue
+        try:
+            number = phonenumbers.parse(candidate, region)
+        except phonenumbers.NumberParseException:
+            continue
+        if not phonenumbers.is_valid_number(number):
+            continue
+        # Any 8 to 12 digits are valid somewhere; grouped the way that region prints its numbers
+        # ("(11) 91234-5678", "06-12345678", "612 34 56 78") they are a phone number, not a count.
+        canonical = phonenumbers.format_number(number, phonenumbers.PhoneNumberFormat.NATIONAL)
+        groups = _groups(canonical)
+        if (prefix and not digits.startswith(prefix) and canonical.lstrip("(").startswith(prefix)
+                and groups and groups[0] > len(prefix)):
+            groups[0] -= len(prefix)  # written without the trunk prefix: 98765 43210 for 098765 43210
+        if not strict or groups == written:
+            return True
+    return False
+
+
+def _phone(secret: str, strict: bool) -> bool:
+    digits = _digits(secret)
+    if not 7 <= len(digits) <= 15 or len(set(digits)) < 3:
+        return False
+    # Dates (2024.01.15, 31-01-2024) are not numbers to call.
+    if _DATE_SHAPE.fullmatch(secret.strip()):
+        return False
+    groups = _groups(secret)
+    if strict and not secret.startswith("+"):
+        # One unbroken run is a phone only next to a phone label; so are eight digits, unless written
+        # in pairs (21 28 53 47), behind an area code in parentheses or after a trunk 0 (08-12 97 41).
+        if len(groups) < 2:
+            return False
+        if len(digits) < 9 and not (len(groups) >= 3 or secret.startswith(("(", "0"))):
+            return False
+    return _valid_phone(secret.strip(), strict)
+
+
+def phone(secret: str, _context: str, _params: dict[str, float]) -> bool:
+    return _phone(secret, strict=True)
+
+
+def phone_labelled(secret: str, _context: str, _params: dict[str, float]) -> bool:
+    return _phone(secret, strict=False)
+
+
+_DATE = re.compile(r"(\d{1,4})[./\- ](\d{1,2}|[A-Za-zÀ-ÿ]{3,12})\.?[./\- ,]{1,2}(\d{2,4})")
+MIN_BIRTH_YEAR = 1900
+MAX_BIRTH_YEAR = 2015
+
+
+def birth_date(secret: str, _context: str, _params: dict[str, float]) -> bool:
+    """A calendar date whose year could be a living person's birth year."""
+    years = [int(y) for y in re.findall(r"\d{4}", secret)]
+    if not years:
+        # Two-digit years only next to a DOB label: the rule's pattern requires one.
+        return bool(_DATE.search(secret))
+    return any(MIN_BIRTH_YEAR <= y <= MAX_BIRTH_YEAR for y in years)
+
+
+CHECKS = {"phone": phone, "phone-labelled": phone_labelled, "birth-date": birth_date,
+          **{name: national_id(name) for name in ID_MODULES}}

@@ -1,0 +1,151 @@
+"""Checks that tell a random credential from text that only looks random.
+
+A token is judged by its shape, not by the words around it: memories are sentences ("the deploy
+uses dapi… for the workspace"), so a key must be caught without "key" next to it. What looks random
+but is not a secret is recognised explicitly: hex runs (commit ids, digests, UUIDs), integrity and
+digest prefixes, base64 images, SOPS and age ciphertext, versions, slugs and file names.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import zlib
+from collections import Counter
+
+_BASE62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+_HEX = frozenset("0123456789abcdefABCDEF")
+# Runs typed by hand in documentation: a value holding one is a placeholder, not a key.
+_FAKE_RUNS = ("abc123", "123abc", "xyz123", "abcxyz", "xyz789", "123456", "abcdef", "deadbeef", "fake", "sample")
+# Letter-digit-case changes per character: a random base62 run changes class ~0.6 times per
+# character, a lowercase base36 run ~0.4, an identifier or a word with a number well under 0.2.
+MIN_CHANGE_RATE = 0.25
+MIXED_CASE_CHANGE_RATE = 0.42
+MIN_RANDOM_CHARS = 16
+
+
+def shannon_entropy(value: str) -> float:
+    if not value:
+        return 0.0
+    total = len(value)
+    return -sum((n / total) * math.log2(n / total) for n in Counter(value).values())
+
+
+# Regular expressions do the per-character work in C: the scan calls these for every long token.
+_CLASS_RUNS = re.compile(r"[0-9]+|[a-z]+|[A-Z]+|[^0-9A-Za-z]+")
+_SPLIT = re.compile(r"[-_./+~=:]+")
+_HEX_ONLY = re.compile(r"[0-9a-fA-F-]+")
+_SAME_8 = re.compile(r"(.)\1{7}")
+_DIGIT = re.compile(r"[0-9]")
+_LETTER = re.compile(r"[A-Za-z]")
+_ULID = re.compile(r"[0-7][0-9A-HJKMNP-TV-Z]{25}")
+# Capitalised words, a lowercase head and short numbers: what a camelCase identifier is made of.
+_IDENTIFIER_PARTS = re.compile(r"[A-Z][a-z]{2,}|^[a-z]{2,}|[0-9]{1,2}")
+IDENTIFIER_COVER = 0.85
+
+
+def change_rate(segment: str) -> float:
+    if len(segment) < 2:
+        return 0.0
+    return (len(_CLASS_RUNS.findall(segment)) - 1) / (len(segment) - 1)
+
+
+def looks_fake(value: str) -> bool:
+    """Typed-in sample values: a long run of one character or a keyboard sequence."""
+    lowered = value.lower()
+    return any(run in lowered for run in _FAKE_RUNS) or _SAME_8.search(value) is not None
+
+
+def _random_segment(segment: str) -> bool:
+    if len(segment) < 6 or not _DIGIT.search(segment) or not _LETTER.search(segment):
+        return False
+    if _ULID.fullmatch(segment):
+        return False  # a ULID: a timestamp-ordered id (job_01HZX3K7Q9…), not a key
+    if _HEX_ONLY.fullmatch(segment):
+        return False  # hex is a digest, a commit or an id far more often than a key
+    mixed_case = not (segment.islower() or segment.isupper())
+    if mixed_case and sum(map(len, _IDENTIFIER_PARTS.findall(segment))) >= IDENTIFIER_COVER * len(segment):
+        return False  # IdTech2HudNumberFont, base64EncodeUtf8String: words run together, not a key
+    # Random base62 changes class ~0.6 times per character, camelCase identifiers with a digit
+    # (Lwjgl3GameLauncher) ~0.3; one-case random runs (base36) change ~0.4 times, part numbers less.
+    return change_rate(segment) >= (MIXED_CASE_CHANGE_RATE if mixed_case else MIN_CHANGE_RATE)
+
+
+def random_chars(value: str) -> int:
+    """How many characters of ``value`` sit in segments that look machine-made."""
+    return sum(len(s) for s in _SPLIT.split(value) if _random_segment(s))
+
+
+def is_random_token(value: str, min_chars: int = MIN_RANDOM_CHARS) -> bool:
+    core = value.strip("=")
+    if _HEX_ONLY.fullmatch(core):
+        return False
+    alnum = "".join(s for s in _SPLIT.split(core) if _random_segment(s))
+    if len(alnum) < min_chars or looks_fake(core):
+        return False
+    # A random run of n characters has close to log2(n) bits of entropy per character; codes made of
+    # repeated digits and a few letters (V010SP13RC181024R16900) fall well short of it.
+    return shannon_entropy(alnum) >= min(4.0, math.log2(max(len(alnum), 2)) - 0.6)
+
+
+# The first bytes of files that travel as base64 in text: PNG, JPEG, GIF, WebP, SVG/XML, PDF, gzip, zip.
+_FILE_MAGIC = ("iVBORw0KGgo", "/9j/", "R0lGOD", "UklGR", "PHN2Zy", "PD94bWwg", "JVBERi0", "H4sI", "UEsDB")
+
+
+def _path_or_link(value: str) -> bool:
+    """``//host/path`` after a scheme, ``github.com/org/repo/…``, or a file path of words."""
+    if value.startswith("//"):
+        return True
+    first = value.split("/", 1)[0]
+    return "/" in value and "." in first and first.rsplit(".", 1)[-1].isalpha()
+
+
+def random_token(secret: str, _context: str, params: dict[str, float]) -> bool:
+    """A machine-made token in prose. What is random by design (digests, integrity hashes, base64
+    files, links, SOPS ciphertext) is recognised here or by the rule set's benign spans.
+    """
+    if len(secret) < 20 or secret.startswith(_FILE_MAGIC) or _path_or_link(secret):
+        return False
+    return is_random_token(secret, int(params.get("min_chars", MIN_RANDOM_CHARS)))
+
+
+_DIGEST_WORDS = ("commit", "sha", "hash", "digest", "checksum", "fingerprint", "revision", "etag", "integrity",
+                 "object id", "oid", "build id", "trace", "request id", "uuid", "guid")
+
+
+def keyed_token(secret: str, context: str, params: dict[str, float]) -> bool:
+    """A value written next to a credential word: random-looking, or long hex that no digest word explains."""
+    if context.find(secret) > params.get("max_gap", 80):
+        return False
+    lowered = context.lower()
+    if any(word in lowered for word in _DIGEST_WORDS) or looks_fake(secret):
+        return False
+    core = secret.strip("=")
+    if len(core.replace("-", "")) >= 32 and _HEX_ONLY.fullmatch(core):
+        return True  # hex or a UUID handed to a token setting (Heroku, Snyk and others issue UUID keys)
+    return is_random_token(core, 12)
+
+
+def vendor_token(secret: str, _context: str, _params: dict[str, float]) -> bool:
+    """A prefixed vendor token whose random part is not a typed-in sample."""
+    body = secret.split("_", 1)[-1] if "_" in secret[:12] else secret
+    return not looks_fake(body)
+
+
+def _base62_crc32(data: str) -> str:
+    value = zlib.crc32(data.encode("ascii", "replace"))
+    digits = ""
+    while value:
+        value, rest = divmod(value, 62)
+        digits = _BASE62[rest] + digits
+    return digits.rjust(6, "0")
+
+
+def crc32_tail(secret: str, _context: str, _params: dict[str, float]) -> bool:
+    """GitHub and npm tokens end in a base62 CRC32 of their random part; a sample that fails it and
+    looks typed-in is a placeholder. A failing checksum alone still counts: a mangled copy leaks too.
+    """
+    body = secret.rsplit("_", 1)[-1]
+    if len(body) > 6 and _base62_crc32(body[:-6]) == body[-6:]:
+        return True
+    return vendor_token(secret, _context, _params)

@@ -1,0 +1,705 @@
+"""Build the privacy corpus in ``tests/data/privacy/corpus/`` (deterministic; see SOURCES.md there).
+
+Positives are generated: token values from the formats vendors document (prefix, alphabet, length,
+checksum), keys made with ``cryptography``, ``ssh-keygen`` and ``gpg``, personal data made valid with
+``python-stdnum`` and ``phonenumbers``. Each value is written three ways: raw, inside a sentence with
+no credential word, inside a sentence with one. Benign lines are read from public repositories'
+instruction files and lockfiles (``--mirrors`` points at their git directories) and from values real
+tools print (commit ids, digests, UUIDs, base64 images, SOPS ciphertext, memfold index lines).
+
+    python tests/privacy_corpus_build.py --mirrors /path/to/git-dirs
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import datetime as dt
+import hashlib
+import json
+import os
+import random
+import re
+import string
+import subprocess
+import tempfile
+import uuid
+import zlib
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+OUT = Path(__file__).parent / "data" / "privacy" / "corpus"
+SEED = 20261201
+
+B62 = string.digits + string.ascii_uppercase + string.ascii_lowercase
+ALPHABETS = {
+    "b62": B62, "hex": "0123456789abcdef", "HEX": "0123456789ABCDEF", "b36": string.ascii_lowercase + string.digits,
+    "B36": string.ascii_uppercase + string.digits, "b64": B62 + "+/", "url": B62 + "-_", "dig": string.digits,
+    "low": string.ascii_lowercase, "up": string.ascii_uppercase, "b32": string.ascii_uppercase + "234567",
+    "alpha": string.ascii_letters, "bech": "qpzry9x8gf2tvdw0s3jn54khce6mua7l".upper(),
+}
+
+
+def _fill(rng: random.Random, spec: str) -> str:
+    """``spec`` is text with ``{alphabet:n}`` holes: ``ghp_{b62:36}``."""
+    def hole(match: re.Match[str]) -> str:
+        name, n = match.group(1), int(match.group(2))
+        return "".join(rng.choice(ALPHABETS[name]) for _ in range(n))
+    return re.sub(r"\{(\w+):(\d+)\}", hole, spec)
+
+
+def _b62(value: int) -> str:
+    out = ""
+    while value:
+        value, rest = divmod(value, 62)
+        out = B62[rest] + out
+    return out.rjust(6, "0")
+
+
+def _crc_token(rng: random.Random, prefix: str) -> str:
+    body = _fill(rng, "{b62:30}")
+    return prefix + body + _b62(zlib.crc32(body.encode()))
+
+
+# (kind, format, source). Formats are the vendors' documented shapes; SOURCES.md names each page.
+VENDOR = [
+    ("aws-access-key-id", "AKIA{B32x:16}", "aws-iam"), ("aws-sts-key-id", "ASIA{B32x:16}", "aws-iam"),
+    ("google-api-key", "AIza{url:35}", "google-api-keys"), ("azure-client-secret", "{url3:3}8Q~{url:34}", "entra-secrets"),
+    ("github-pat", "crc:ghp_", "github-token-formats"), ("github-oauth", "crc:gho_", "github-token-formats"),
+    ("github-user-to-server", "crc:ghu_", "github-token-formats"), ("github-server-to-server", "crc:ghs_", "github-token-formats"),
+    ("github-refresh", "crc:ghr_", "github-token-formats"),
+    ("github-fine-grained", "github_pat_{b62:22}_{b62:59}", "github-token-formats"),
+    ("gitlab-pat", "glpat-{url:20}", "gitlab-tokens"), ("gitlab-deploy", "gldt-{url:20}", "gitlab-tokens"),
+    ("gitlab-runner", "glrt-{url:20}", "gitlab-tokens"), ("gitlab-ci-job", "glcbt-{b62:2}_{url:20}", "gitlab-tokens"),
+    ("gitlab-trigger", "glptt-{hex:40}", "gitlab-tokens"), ("gitlab-feed", "glft-{url:20}", "gitlab-tokens"),
+    ("gitlab-oauth-secret", "gloas-{url:64}", "gitlab-tokens"), ("gitlab-agent", "glagent-{url:50}", "gitlab-tokens"),
+    ("gitlab-scim", "glsoat-{url:20}", "gitlab-tokens"), ("gitlab-runner-registration", "GR1348941{url:20}", "gitlab-tokens"),
+    ("bitbucket-app-password", "ATBB{b62:32}", "atlassian-tokens"), ("atlassian-api-token", "ATATT3{url:180}", "atlassian-tokens"),
+    ("circleci-pat", "CCIPAT_{b62:22}_{hex:40}", "circleci-tokens"),
+    ("anthropic-api-key", "sk-ant-api03-{url:93}AA", "anthropic-keys"), ("anthropic-admin-key", "sk-ant-admin01-{url:93}AA", "anthropic-keys"),
+    ("openai-project-key", "sk-proj-{url:58}T3BlbkFJ{url:58}", "openai-keys"), ("openai-legacy-key", "sk-{b62:20}T3BlbkFJ{b62:20}", "openai-keys"),
+    ("openai-svcacct-key", "sk-svcacct-{url:58}T3BlbkFJ{url:58}", "openai-keys"),
+    ("openrouter-key", "sk-or-v1-{hex:64}", "openrouter-keys"), ("huggingface-token", "hf_{alpha:34}", "huggingface-tokens"),
+    ("huggingface-org", "api_org_{alpha:34}", "huggingface-tokens"), ("groq-key", "gsk_{b62:52}", "groq-keys"),
+    ("replicate-token", "r8_{b62:37}", "replicate-tokens"), ("perplexity-key", "pplx-{b62:48}", "perplexity-keys"),
+    ("xai-key", "xai-{b62:80}", "xai-keys"), ("langsmith-key", "lsv2_pt_{hex:32}_{hex:10}", "langsmith-keys"),
+    ("deepseek-key", "sk-{hex:32}", "deepseek-keys"),
+    ("stripe-secret-live", "sk_live_{b62:24}", "stripe-keys"), ("stripe-secret-test", "sk_test_{b62:99}", "stripe-keys"),
+    ("stripe-restricted", "rk_live_{b62:99}", "stripe-keys"), ("stripe-webhook", "whsec_{b62:32}", "stripe-keys"),
+    ("square-access", "EAAA{url:60}", "square-tokens"), ("square-oauth-secret", "sq0csp-{url:43}", "square-tokens"),
+    ("braintree-access", "access_token$production${b36:16}${hex:32}", "braintree-tokens"),
+    ("slack-bot", "xoxb-{dig:11}-{dig:13}-{b62:24}", "slack-tokens"), ("slack-user", "xoxp-{dig:11}-{dig:11}-{dig:13}-{hex:32}", "slack-tokens"),
+    ("slack-app", "xapp-1-{B36:11}-{dig:13}-{hex:64}", "slack-tokens"), ("slack-config", "xoxe.xoxp-1-{B36:164}", "slack-tokens"),
+    ("slack-config-refresh", "xoxe-1-{B36:146}", "slack-tokens"), ("slack-legacy-workspace", "xoxa-2-{b62:40}", "slack-tokens"),
+    ("slack-webhook", "https://hooks.slack.com/services/T{B36:8}/B{B36:10}/{b62:24}", "slack-webhooks"),
+    ("discord-webhook", "https://discord.com/api/webhooks/{dig:18}/{url:68}", "discord-webhooks"),
+    ("discord-bot", "M{url:25}.{url:6}.{url:38}", "discord-tokens"), ("telegram-bot", "{dig:10}:AA{url:33}", "telegram-bots"),
+    ("npm-token", "crc:npm_", "npm-tokens"), ("pypi-token", "pypi-AgEIcHlwaS5vcmc{url:70}", "pypi-tokens"),
+    ("docker-hub-pat", "dckr_pat_{url:27}", "docker-tokens"), ("rubygems-key", "rubygems_{hex:48}", "rubygems-keys"),
+    ("sendgrid-key", "SG.{url:22}.{url:43}", "sendgrid-keys"), ("shopify-access", "shpat_{hex:32}", "shopify-tokens"),
+    ("shopify-shared-secret", "shpss_{hex:32}", "shopify-tokens"), ("digitalocean-pat", "dop_v1_{hex:64}", "digitalocean-tokens"),
+    ("digitalocean-oauth", "doo_v1_{hex:64}", "digitalocean-tokens"), ("vault-service", "hvs.{url:95}", "vault-tokens"),
+    ("vault-batch", "hvb.{url:140}", "vault-tokens"), ("linear-key", "lin_api_{b62:40}", "linear-keys"),
+    ("onepassword-secret-key", "A3-{B36:6}-{B36:11}-{B36:5}-{B36:5}-{B36:5}", "onepassword-keys"),
+    ("onepassword-service", "ops_eyJ{b64:260}", "onepassword-keys"), ("adobe-client-secret", "p8e-{b62:32}", "adobe-keys"),
+    ("age-secret-key", "AGE-SECRET-KEY-1{bech:58}", "age-keys"), ("airtable-pat", "pat{b62:14}.{hex:64}", "airtable-tokens"),
+    ("alibaba-access-key", "LTAI{b62:20}", "alibaba-keys"), ("artifactory-api-key", "AKCp{b62:69}", "jfrog-tokens"),
+    ("artifactory-reference", "cmVmd{b62:59}", "jfrog-tokens"), ("aws-bedrock-key", "ABSK{b64:132}", "aws-bedrock-keys"),
+    ("azure-storage-identifiable", "{b64:52}JQQJ99{b64:3}AzSe{b64:20}==", "azure-identifiable-keys"),
+    ("azure-devops-pat", "{b62:52}JQQJ99{b62:3}AZDO{b62:4}", "azure-identifiable-keys"),
+    ("clickhouse-key", "4b1d{b62:38}", "clickhouse-keys"), ("clojars-token", "CLOJARS_{b36:60}", "clojars-tokens"),
+    ("cloudflare-origin-ca", "v1.0-{hex:24}-{hex:146}", "cloudflare-tokens"), ("contentful-pat", "CFPAT-{url:43}", "contentful-tokens"),
+    ("databricks-pat", "dapi{hex:32}", "databricks-tokens"), ("doppler-personal", "dp.pt.{b62:43}", "doppler-tokens"),
+    ("doppler-service", "dp.st.prd.{b62:40}", "doppler-tokens"), ("duffel-token", "duffel_live_{url:43}", "duffel-tokens"),
+    ("dynatrace-token", "dt0c01.{B36:24}.{B36:64}", "dynatrace-tokens"), ("easypost-key", "EZAK{b62:54}", "easypost-keys"),
+    ("facebook-page-token", "EAAC{b62:150}", "meta-tokens"), ("facebook-app-token", "{dig:16}|{url:30}", "meta-tokens"),
+    ("firebase-fcm-key", "AAAA{url:7}:APA91b{url:134}", "firebase-keys"), ("flutterwave-secret", "FLWSECK_TEST-{hex:32}-X", "flutterwave-keys"),
+    ("flyio-token", "fo1_{url:43}", "flyio-tokens"), ("frameio-token", "fio-u-{url:64}", "frameio-tokens"),
+    ("google-oauth-secret", "GOCSPX-{url:28}", "google-oauth"), ("google-oauth-access", "ya29.{url:150}", "google-oauth"),
+    ("google-oauth-refresh", "1//0{url:100}", "google-oauth"), ("grafana-cloud", "glc_{b64:80}", "grafana-tokens"),
+    ("grafana-service-account", "glsa_{b62:32}_{hex:8}", "grafana-tokens"),
+    ("harness-pat", "pat.{url:22}.{b62:24}.{b62:20}", "harness-tokens"), ("terraform-cloud", "{b62:14}.atlasv1.{url:67}", "terraform-tokens"),
+    ("heroku-key-v2", "HRKU-AA{url:58}", "heroku-keys"), ("infracost-token", "ico-{b62:32}", "infracost-tokens"),
+    ("intra42-secret", "s-s4t2ud-{hex:64}", "intra42-secrets"), ("mailchimp-key", "{hex:32}-us{dig:2}", "mailchimp-keys"),
+    ("mailgun-key", "key-{hex:32}", "mailgun-keys"), ("mailgun-pubkey", "pubkey-{hex:32}", "mailgun-keys"),
+    ("mapbox-secret", "sk.eyJ1{url:80}.{url:22}", "mapbox-tokens"), ("maxmind-license", "{b62:6}_{b62:29}_mmk", "maxmind-keys"),
+    ("teams-webhook", "https://contoso.webhook.office.com/webhookb2/{uuid}@{uuid}/IncomingWebhook/{hex:32}/{uuid}", "teams-webhooks"),
+    ("new-relic-user-key", "NRAK-{B36:27}", "newrelic-keys"), ("new-relic-insert-key", "NRII-{url:32}", "newrelic-keys"),
+    ("new-relic-browser-key", "NRJS-{hex:19}", "newrelic-keys"), ("notion-token", "ntn_{dig:11}{b62:35}", "notion-tokens"),
+    ("notion-legacy", "secret_{b62:43}", "notion-tokens"), ("octopus-key", "API-{B36:26}", "octopus-keys"),
+    ("okta-ssws", "SSWS 00{url:40}", "okta-tokens"), ("openshift-token", "sha256~{url:43}", "openshift-tokens"),
+    ("pinecone-key", "pcsk_{b62:6}_{b62:60}", "pinecone-keys"), ("planetscale-token", "pscale_tkn_{url:43}", "planetscale-tokens"),
+    ("planetscale-password", "pscale_pw_{url:43}", "planetscale-tokens"), ("postman-key", "PMAK-{hex:24}-{hex:34}", "postman-keys"),
+    ("prefect-key", "pnu_{b62:36}", "prefect-keys"), ("pulumi-token", "pul-{hex:40}", "pulumi-tokens"),
+    ("readme-key", "rdme_{b36:70}", "readme-keys"), ("resend-key", "re_{b62:8}_{b62:24}", "resend-keys"),
+    ("scalingo-token", "tk-us-{url:48}", "scalingo-tokens"), ("brevo-key", "xkeysib-{hex:64}-{b62:16}", "brevo-keys"),
+    ("sentry-user-token", "sntryu_{hex:64}", "sentry-tokens"), ("settlemint-pat", "sm_pat_{b62:16}", "settlemint-tokens"),
+    ("shippo-token", "shippo_live_{hex:40}", "shippo-tokens"), ("sonarqube-token", "squ_{hex:40}", "sonar-tokens"),
+    ("sourcegraph-token", "sgp_{hex:16}_{hex:40}", "sourcegraph-tokens"), ("supabase-token", "sbp_{hex:40}", "supabase-keys"),
+    ("supabase-secret", "sb_secret_{url:31}", "supabase-keys"), ("tailscale-auth", "tskey-auth-{b62:12}-{b62:32}", "tailscale-keys"),
+    ("twilio-api-key", "SK{hex:32}", "twilio-keys"), ("typeform-token", "tfp_{url:59}", "typeform-tokens"),
+    ("yandex-api-key", "AQVN{url:36}", "yandex-keys"), ("yandex-static-key", "YC{url:38}", "yandex-keys"),
+    ("buildkite-token", "bkua_{hex:40}", "buildkite-tokens"), ("netlify-token", "nfp_{b62:36}", "netlify-tokens"),
+    ("neon-key", "napi_{b62:64}", "neon-keys"), ("figma-token", "figd_{url:40}", "figma-tokens"),
+    ("asana-pat", "2/{dig:16}/{dig:16}:{hex:32}", "asana-tokens"), ("launchdarkly-sdk", "sdk-{uuid}", "launchdarkly-keys"),
+    ("django-secret-key", "django-insecure-{djk:50}", "django-settings"), ("jwt-hs256", "jwt", "rfc7519"),
+    ("jwt-no-eyj-payload", "jwt-raw", "rfc7519"), ("cloudflare-api-token", "{url:40}", "cloudflare-tokens"),
+    ("gitlab-session-cookie", "_gitlab_session={b36:32}", "gitlab-tokens"),
+    ("heroku-legacy-key", "heroku api key {uuid}", "heroku-keys"), ("totp-seed", "otpauth://totp/ACME:ops?secret={b32:32}",
+                                                                  "otpauth-uri"),
+    ("mistral-key", "{b62:32}", "mistral-keys"), ("cohere-key", "{b62:40}", "cohere-keys"),
+    ("vercel-token", "{b62:24}", "vercel-tokens"), ("datadog-api-key", "{hex:32}", "datadog-keys"),
+]
+DJANGO = string.ascii_lowercase + string.digits + "!@#$%^&*(-_=+)"
+
+
+def _uuid(rng: random.Random) -> str:
+    return str(uuid.UUID(int=rng.getrandbits(128), version=4))
+
+
+def _jwt(rng: random.Random, payload_eyj: bool) -> str:
+    def b64(data: bytes) -> str:
+        return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
+    header = b64(json.dumps({"alg": "HS256", "typ": "JWT"}).encode())
+    claims: Any = {"sub": str(rng.randrange(10**6, 10**9)), "iat": rng.randrange(1_600_000_000, 1_800_000_000),
+                   "scope": rng.choice(["read", "write", "admin"])}
+    body = b64(json.dumps(claims).encode()) if payload_eyj else b64(bytes(rng.getrandbits(8) for _ in range(48)))
+    return f"{header}.{body}.{b64(bytes(rng.getrandbits(8) for _ in range(32)))}"
+
+
+def vendor_value(rng: random.Random, spec: str) -> str:
+    if spec.startswith("crc:"):
+        return _crc_token(rng, spec[4:])
+    if spec in ("jwt", "jwt-raw"):
+        return _jwt(rng, spec == "jwt")
+    spec = spec.replace("{uuid}", "\0")
+    value = re.sub(r"\{url3:3\}", lambda _m: _fill(rng, "{url:3}"), spec)
+    value = value.replace("{B32x:16}", _fill(rng, "{b32:16}"))
+    value = value.replace("{djk:50}", "".join(rng.choice(DJANGO) for _ in range(50)))
+    value = _fill(rng, value)
+    while "\0" in value:
+        value = value.replace("\0", _uuid(rng), 1)
+    return value
+
+
+GENERIC = [
+    ("password-assignment", "password = {pw}"), ("db-password-env", "DB_PASSWORD={pw}"),
+    ("api-key-yaml", "api_key: {tok}"), ("client-secret-json", '"client_secret": "{tok}"'),
+    ("token-env", "AUTH_TOKEN={tok}"), ("secret-key-python", "SECRET_KEY = '{pw}'"),
+    ("bearer-header", "Authorization: Bearer {tok}"), ("basic-header", "Authorization: Basic {basic}"),
+    ("x-api-key-header", "X-API-Key: {tok}"), ("signing-key-toml", 'signing_key = "{tok}"'),
+    ("private-token-header", "PRIVATE-TOKEN: {tok}"), ("url-token-param", "https://api.acme-corp.io/v2/items?api_key={tok}"),
+    ("encryption-key-env", "ENCRYPTION_KEY={tok}"), ("passphrase-assignment", "passphrase: {pw}"),
+    ("kube-secret-data", "  password: {b64pw}"), ("netrc-password", "machine api.acme-corp.io login deploy password {pw}"),
+]
+COMMANDS = [
+    ("curl-user", "curl -u deploy:{pw} https://ci.acme-corp.io/api/jobs"),
+    ("curl-bearer", "curl -H 'Authorization: Bearer {tok}' https://api.acme-corp.io/v1/me"),
+    ("curl-api-key", 'curl -H "X-API-Key: {tok}" https://api.acme-corp.io/v1/items'),
+    ("docker-login", "docker login -u deploy -p {pw} registry.acme-corp.io"),
+    ("mysql-attached", "mysql -u root -p'{pw}' orders"), ("mysql-attached-bare", "mysqldump -uadmin -p{pw} shop > dump.sql"),
+    ("htpasswd", "htpasswd -b -c /etc/nginx/.htpasswd admin {pw}"), ("sshpass", "sshpass -p '{pw}' ssh ops@10.0.4.12"),
+    ("redis-cli", "redis-cli -h cache.acme-corp.io -a {pw} ping"), ("pgpassword", "PGPASSWORD={pw} psql -h db.acme-corp.io -U app"),
+    ("psql-conninfo", "psql \"host=db.acme-corp.io user=app password={pw} dbname=shop\""),
+    ("ldapsearch", "ldapsearch -x -D cn=admin,dc=acme -w {pw} -b dc=acme"),
+    ("wget-password", "wget --user=deploy --password={pw} https://files.acme-corp.io/build.tgz"),
+    ("git-clone-token", "git clone https://oauth2:{tok}@gitlab.acme-corp.io/team/app.git"),
+    ("keytool", "keytool -importkeystore -srckeystore app.p12 -srcstorepass {pw} -deststorepass {pw}"),
+    ("openssl-pass", "openssl pkcs12 -export -in cert.pem -passout pass:{pw} -out cert.p12"),
+    ("smbclient", "smbclient //files/share -U backup%{pw}"), ("sqlcmd", "sqlcmd -S db01 -U sa -P {pw} -Q 'select 1'"),
+    ("gh-token-env", "GH_TOKEN={tok} gh release create v1.2.0"), ("kubectl-token", "kubectl --token={tok} get pods -n prod"),
+    ("helm-password", "helm repo add internal https://charts.acme-corp.io --username ci --password {pw}"),
+    ("npm-authtoken", "npm config set //registry.npmjs.org/:_authToken={tok}"),
+    ("twine-password", "TWINE_PASSWORD={tok} twine upload dist/*"), ("net-use", "net use Z: \\\\fs01\\share /user:ACME\\backup {pw}"),
+    ("mongosh-password", "mongosh mongodb://db01:27017/admin -u root -p {pw}"),
+    ("rabbitmqctl", "rabbitmqctl add_user svc_orders {pw}"),
+]
+CONNECTIONS = [
+    ("postgres-url", "postgresql://app:{pw}@db.acme-corp.io:5432/shop"), ("mysql-url", "mysql://root:{pw}@10.1.2.3:3306/orders"),
+    ("mongodb-srv", "mongodb+srv://svc:{pw}@cluster0.ab12c.mongodb.net/prod"), ("redis-url", "redis://:{pw}@cache.acme-corp.io:6379/0"),
+    ("amqp-url", "amqps://worker:{pw}@mq.acme-corp.io/vhost"), ("smtp-url", "smtp://mailer:{pw}@smtp.acme-corp.io:587"),
+    ("jdbc-params", "jdbc:postgresql://db.acme-corp.io:5432/shop?user=app&password={pw}"),
+    ("ado-net", "Server=tcp:sql01.acme-corp.io,1433;Database=shop;User Id=app;Password={pw};Encrypt=True;"),
+    ("odbc", "Driver={{ODBC Driver 18 for SQL Server}};Server=sql01;UID=app;PWD={pw};"),
+    ("azure-storage", "DefaultEndpointsProtocol=https;AccountName=acmeprod;AccountKey={azkey};EndpointSuffix=core.windows.net"),
+    ("libpq-dsn", "host=db.acme-corp.io port=5432 dbname=shop user=app password={pw}"),
+    ("ftp-url", "ftp://upload:{pw}@ftp.acme-corp.io/incoming"), ("neo4j-url", "neo4j+s://neo4j:{pw}@a1b2c3.databases.neo4j.io"),
+    ("sqlalchemy-url", "postgresql+psycopg://app:{pw}@db.acme-corp.io/shop"),
+]
+PROSE = [
+    ("en-wifi", "the wifi password is {pw}"), ("en-admin", "admin password: {pw}"), ("en-changed", "I changed the router password to {pw}"),
+    ("en-pin", "the door PIN code is {pin}"), ("es", "la contraseña es {pw}"), ("fr", "le mot de passe est {pw}"),
+    ("de", "das Passwort ist {pw}"), ("de-kennwort", "Kennwort: {pw}"), ("nl", "het wachtwoord is {pw}"),
+    ("pt", "a senha é {pw}"), ("it", "la password è {pw}"), ("pl", "hasło to {pw}"), ("sv", "lösenordet är {pw}"),
+    ("no", "passordet er {pw}"), ("fi", "salasana on {pw}"), ("ru", "пароль: {pw}"), ("zh", "密码是 {pw}"),
+    ("ja", "パスワードは {pw}"), ("ko", "비밀번호는 {pw}"), ("tr", "şifre: {pw}"), ("cs", "heslo je {pw}"),
+]
+WORDS = ["river", "Tiger", "maple", "Comet", "ocean", "Falcon", "violet", "Harbor", "pepper", "Nimbus", "copper", "Summit"]
+
+
+def password(rng: random.Random) -> str:
+    kind = rng.randrange(4)
+    if kind == 0:
+        return rng.choice(WORDS) + str(rng.randrange(10, 9999)) + rng.choice("!#$%&*?")
+    if kind == 1:
+        return "".join(rng.choice(B62 + "!#%&*-_") for _ in range(rng.randrange(12, 24)))
+    if kind == 2:
+        return rng.choice(WORDS).capitalize() + rng.choice("-_.") + rng.choice(WORDS) + str(rng.randrange(1, 99))
+    return _fill(rng, "{b62:20}")
+
+
+def _token(rng: random.Random) -> str:
+    return _fill(rng, f"{{b62:{rng.randrange(24, 48)}}}")
+
+
+def fill_template(rng: random.Random, template: str) -> str:
+    pw = password(rng).replace("{", "").replace("}", "")
+    values = {"pw": pw, "tok": _token(rng), "pin": str(rng.randrange(1000, 999999)),
+              "basic": base64.b64encode(f"deploy:{pw}".encode()).decode(),
+              "b64pw": base64.b64encode(pw.encode()).decode(),
+              "azkey": base64.b64encode(bytes(rng.getrandbits(8) for _ in range(64))).decode()}
+    return template.format(**values)
+
+
+# --- private keys (made by the real tools) -------------------------------------------------------
+def private_keys(rng: random.Random) -> Iterator[tuple[str, str]]:
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import dsa, ec, ed25519, rsa
+
+    enc = serialization.Encoding.PEM
+    none = serialization.NoEncryption()
+    for i in range(2):
+        r = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+        yield "rsa-pkcs1", r.private_bytes(enc, serialization.PrivateFormat.TraditionalOpenSSL, none).decode()
+        yield "rsa-pkcs8", r.private_bytes(enc, serialization.PrivateFormat.PKCS8, none).decode()
+        e = ec.generate_private_key(ec.SECP256R1())
+        yield "ec-sec1", e.private_bytes(enc, serialization.PrivateFormat.TraditionalOpenSSL, none).decode()
+        ed = ed25519.Ed25519PrivateKey.generate()
+        yield "openssh-ed25519", ed.private_bytes(enc, serialization.PrivateFormat.OpenSSH, none).decode()
+        d = dsa.generate_private_key(key_size=2048)
+        yield "dsa", d.private_bytes(enc, serialization.PrivateFormat.TraditionalOpenSSL, none).decode()
+        pw = serialization.BestAvailableEncryption(f"pw{i}".encode())
+        yield "pkcs8-encrypted", e.private_bytes(enc, serialization.PrivateFormat.PKCS8, pw).decode()
+        one_line = r.private_bytes(enc, serialization.PrivateFormat.PKCS8, none).decode().replace("\n", "\\n")
+        yield "pem-in-json", '{"type": "service_account", "private_key": "' + one_line + '"}'
+    yield from _gpg_keys()
+
+
+def _gpg_keys() -> Iterator[tuple[str, str]]:
+    with tempfile.TemporaryDirectory() as home:
+        env = {**os.environ, "GNUPGHOME": home}
+        for i in range(2):
+            uid = f"Build Bot {i} <bot{i}@acme-corp.io>"
+            subprocess.run(["gpg", "--batch", "--passphrase", "", "--quick-gen-key", uid, "ed25519", "sign", "never"],
+                           env=env, check=True, capture_output=True)
+            out = subprocess.run(["gpg", "--batch", "--pinentry-mode", "loopback", "--passphrase", "",
+                                  "--armor", "--export-secret-keys", uid], env=env, check=True, capture_output=True)
+            yield "pgp", out.stdout.decode()
+
+
+# --- personal data (made valid with the libraries that check it) ----------------------------------
+def _valid(rng: random.Random, make: Callable[[], str], check: Callable[[str], bool]) -> str:
+    for _ in range(100_000):
+        value = make()
+        if check(value):
+            return value
+    raise RuntimeError("no valid value generated")
+
+
+def _digits(rng: random.Random, n: int) -> str:
+    return "".join(rng.choice(string.digits) for _ in range(n))
+
+
+def _date(rng: random.Random) -> dt.date:
+    return dt.date(rng.randrange(1945, 2005), rng.randrange(1, 13), rng.randrange(1, 29))
+
+
+def _be_format(value: str) -> str:
+    return f"{value[:2]}.{value[2:4]}.{value[4:6]}-{value[6:9]}.{value[9:]}"
+
+
+def national_ids(rng: random.Random) -> Iterator[tuple[str, str]]:
+    from stdnum.be import nn
+    from stdnum.bg import egn
+    from stdnum.br import cnpj, cpf
+    from stdnum.ca import sin
+    from stdnum.ch import ssn as ahv
+    from stdnum.cl import rut
+    from stdnum.cn import ric
+    from stdnum.de import idnr
+    from stdnum.dk import cpr
+    from stdnum.ee import ik
+    from stdnum.es import dni, nie
+    from stdnum.fi import hetu
+    from stdnum.fr import nir
+    from stdnum.il import idnr as il_idnr
+    from stdnum.in_ import aadhaar, pan
+    from stdnum.it import codicefiscale
+    from stdnum.kr import rrn
+    from stdnum.mx import curp
+    from stdnum.nl import bsn
+    from stdnum.no import fodselsnummer
+    from stdnum.pl import pesel
+    from stdnum.ro import cnp
+    from stdnum.se import personnummer
+    from stdnum.tr import tckimlik
+    from stdnum.us import ssn
+    from stdnum.za import idnr as za_idnr
+
+    def d(fmt: str) -> str:
+        return _date(rng).strftime(fmt)
+
+    makers: list[tuple[str, Callable[[], str], Callable[[str], bool], Callable[[str], str]]] = [
+        ("br-cpf", lambda: _digits(rng, 11), cpf.is_valid, cpf.format),
+        ("ca-sin", lambda: str(rng.randrange(1, 8)) + _digits(rng, 8), sin.is_valid, sin.format),
+        ("in-aadhaar", lambda: str(rng.randrange(2, 10)) + _digits(rng, 11), aadhaar.is_valid, aadhaar.format),
+        ("fr-nir", lambda: str(rng.randrange(1, 3)) + d("%y%m") + f"{rng.randrange(1, 96):02d}" + _digits(rng, 8),
+         nir.is_valid, nir.format),
+        ("it-codice-fiscale", lambda: "RSSMRA" + d("%y") + rng.choice("ABCDEHLMPRST") + f"{rng.randrange(1, 29):02d}"
+         + rng.choice("FGHL") + _digits(rng, 3) + rng.choice(string.ascii_uppercase), codicefiscale.is_valid, str),
+        ("no-fodselsnummer", lambda: d("%d%m%y") + _digits(rng, 5), fodselsnummer.is_valid, str),
+        ("pl-pesel", lambda: d("%y%m%d") + _digits(rng, 5), pesel.is_valid, str),
+        ("ro-cnp", lambda: rng.choice("12") + d("%y%m%d") + f"{rng.randrange(1, 47):02d}" + _digits(rng, 4),
+         cnp.is_valid, str),
+        ("se-personnummer", lambda: d("%y%m%d") + "-" + _digits(rng, 4), personnummer.is_valid, str),
+        ("nl-bsn", lambda: str(rng.randrange(1, 10)) + _digits(rng, 8), bsn.is_valid, str),
+        ("es-dni", lambda: _digits(rng, 8) + rng.choice("TRWAGMYFPDXBNJZSQVHLCKE"), dni.is_valid, str),
+        ("es-nie", lambda: rng.choice("XYZ") + _digits(rng, 7) + rng.choice("TRWAGMYFPDXBNJZSQVHLCKE"), nie.is_valid, str),
+        ("fi-hetu", lambda: d("%d%m%y") + rng.choice("-A") + _digits(rng, 3) + rng.choice("0123456789ABCDEFHJKLMNPRSTUVWXY"),
+         hetu.is_valid, str),
+        ("dk-cpr", lambda: d("%d%m%y") + "-" + _digits(rng, 4), cpr.is_valid, str),
+        ("ch-ahv", lambda: "756" + _digits(rng, 10), ahv.is_valid, ahv.format),
+        ("cn-ric", lambda: "110105" + d("%Y%m%d") + _digits(rng, 3) + rng.choice(string.digits + "X"), ric.is_valid, str),
+        ("cl-rut", lambda: str(rng.randrange(5, 25)) + _digits(rng, 6) + rng.choice(string.digits + "K"), rut.is_valid, rut.format),
+        ("kr-rrn", lambda: d("%y%m%d") + rng.choice("12") + _digits(rng, 6), rrn.is_valid, rrn.format),
+        ("za-idnr", lambda: d("%y%m%d") + _digits(rng, 4) + "08" + _digits(rng, 1), za_idnr.is_valid, str),
+        ("ee-isikukood", lambda: rng.choice("3456") + d("%y%m%d") + _digits(rng, 4), ik.is_valid, str),
+        ("tr-tckimlik", lambda: str(rng.randrange(1, 10)) + _digits(rng, 10), tckimlik.is_valid, str),
+        ("us-ssn", lambda: f"{rng.randrange(1, 899):03d}{rng.randrange(1, 99):02d}{rng.randrange(1, 9999):04d}",
+         lambda v: ssn.is_valid(v) and v[:3] != "666", ssn.format),
+        ("be-national-number", lambda: d("%y%m%d") + _digits(rng, 5), nn.is_valid, _be_format),
+        ("br-cnpj", lambda: _digits(rng, 8) + "0001" + _digits(rng, 2), cnpj.is_valid, cnpj.format),
+        ("mx-curp", lambda: rng.choice("BGLMPRS") + rng.choice("AEIOU") + rng.choice("RSLMNT") + rng.choice("AEIOZ")
+         + d("%y%m%d") + rng.choice("HM") + rng.choice(["DF", "JC", "NL", "MC"]) + rng.choice("RSLMNT")
+         + rng.choice("RSLMNT") + rng.choice("RSLMNT") + "0" + _digits(rng, 1), curp.is_valid, str),
+        ("in-pan", lambda: "".join(rng.choice(string.ascii_uppercase) for _ in range(3)) + "P"
+         + rng.choice(string.ascii_uppercase) + _digits(rng, 4) + rng.choice(string.ascii_uppercase), pan.is_valid, str),
+        ("bg-egn", lambda: d("%y%m%d") + _digits(rng, 4), egn.is_valid, lambda v: f"EGN {v}"),
+        ("de-tax-id", lambda: str(rng.randrange(1, 10)) + _digits(rng, 10), idnr.is_valid,
+         lambda v: f"Steuer-ID {v}"),
+        ("il-id-number", lambda: _digits(rng, 9), il_idnr.is_valid, lambda v: f"teudat zehut {v}"),
+    ]
+    for kind, make, check, fmt in makers:
+        for _ in range(3):
+            yield kind, fmt(_valid(rng, make, check))
+    for _ in range(3):  # HMRC's format: two prefix letters (not D, F, I, Q, U, V; not BG, GB, NK, KN, TN, NT, ZZ)
+        prefix = rng.choice("ABCEGHJKLMNPRSTWXYZ") + rng.choice("ABCEGHJKLMNPRSTWXYZ")
+        if prefix not in ("GB", "NK", "KN", "TN", "NT", "ZZ"):
+            digits = _digits(rng, 6)
+            yield "gb-nino", f"{prefix} {digits[:2]} {digits[2:4]} {digits[4:]} {rng.choice('ABCD')}"
+    # A passport number has no check digit outside the machine-readable zone: it is one only next to its label.
+    for country, label, fmt in (("de", "Reisepass-Nr.", "C{B36x:8}"), ("fr", "passeport n°", "{dig:2}{up:2}{dig:5}"),
+                                ("us", "passport number", "5{dig:8}"), ("es", "pasaporte", "PA{dig:7}"),
+                                ("it", "passaporto n.", "YA{dig:7}"), ("gb", "passport no", "{dig:9}")):
+        yield f"{country}-passport", f"{label} {_fill(rng, fmt.replace('B36x', 'B36'))}"
+
+
+def cards(rng: random.Random) -> Iterator[tuple[str, str]]:
+    from stdnum import luhn
+
+    networks = [("visa", "4", 16), ("mastercard", "5" + str(rng.randrange(1, 6)), 16), ("mastercard-2", "2720", 16),
+                ("amex", "37", 15), ("discover", "6011", 16), ("jcb", "3528", 16), ("diners", "3056", 14),
+                ("unionpay", "62", 16), ("maestro-12", "6759", 12), ("maestro-19", "5018", 19), ("mir", "2200", 16)]
+    for kind, prefix, length in networks:
+        for _ in range(3):
+            body = prefix + _digits(rng, length - len(prefix) - 1)
+            number = body + luhn.calc_check_digit(body)
+            if length == 16 and rng.random() < 0.6:
+                number = " ".join(number[i:i + 4] for i in range(0, 16, 4))
+            elif length == 15 and rng.random() < 0.5:
+                number = f"{number[:4]} {number[4:10]} {number[10:]}"
+            yield kind, number
+
+
+def ibans(rng: random.Random) -> Iterator[tuple[str, str]]:
+    from stdnum import iban
+
+    bban = {"DE": "{dig:18}", "GB": "{up:4}{dig:14}", "FR": "{dig:23}", "ES": "{dig:20}", "IT": "{up:1}{dig:22}",
+            "NL": "{up:4}{dig:10}", "BE": "{dig:12}", "PL": "{dig:24}", "PT": "{dig:21}", "CH": "{dig:17}",
+            "AT": "{dig:16}", "SE": "{dig:20}", "NO": "{dig:11}", "DK": "{dig:14}", "FI": "{dig:14}", "IE": "{up:4}{dig:14}",
+            "BR": "{dig:23}{up:1}{B36:1}", "TR": "{dig:22}", "SA": "{dig:20}", "RO": "{up:4}{B36:16}"}
+    for country, fmt in bban.items():
+        for _ in range(2):
+            def make(country: str = country, fmt: str = fmt) -> str:
+                bban = _fill(rng, fmt)
+                return country + iban.calc_check_digits(country + "00" + bban) + bban
+            # Countries with a national check digit inside the BBAN need a few tries to satisfy it too.
+            value = next(v for v in (make() for _ in range(5000)) if iban.is_valid(v))
+            yield f"iban-{country.lower()}", iban.format(value) if rng.random() < 0.6 else value
+
+
+PHONE_REGIONS = ["US", "GB", "DE", "FR", "ES", "IT", "NL", "PL", "BR", "MX", "IN", "SG", "AU", "JP", "CA", "SE",
+                 "NO", "DK", "FI", "CH", "AT", "BE", "PT", "IE", "ZA", "KR", "AR", "CO", "TR", "NG"]
+
+
+def phones(rng: random.Random) -> Iterator[tuple[str, str]]:
+    import phonenumbers
+    from phonenumbers import PhoneNumberFormat, PhoneNumberType
+
+    for region in PHONE_REGIONS:
+        for kind_type in (PhoneNumberType.MOBILE, PhoneNumberType.FIXED_LINE):
+            example = phonenumbers.example_number_for_type(region, kind_type)
+            if example is None:
+                continue
+            national = str(example.national_number)
+
+            def make(national: str = national) -> str:
+                # Keep the leading digits that route the number, randomise the subscriber part.
+                keep = max(3, len(national) - 5)
+                return national[:keep] + _digits(rng, len(national) - keep)
+
+            def valid(candidate: str, region: str = region) -> bool:
+                number = phonenumbers.parse(candidate, region)
+                return phonenumbers.is_valid_number(number) and candidate[-6:-2] != "5550"
+
+            found = next((c for c in (make() for _ in range(5000)) if valid(c)), national)
+            number = phonenumbers.parse(found, region)
+            style = PhoneNumberFormat.INTERNATIONAL if kind_type == PhoneNumberType.MOBILE else PhoneNumberFormat.NATIONAL
+            yield f"phone-{region.lower()}", phonenumbers.format_number(number, style)
+
+
+ADDRESSES = {
+    "us": "{n} Maple Street, Springfield, IL 62704", "gb": "{n} Baker Street, London NW1 6XE",
+    "de": "Lindenstraße {n}, 10969 Berlin", "fr": "{n} rue des Lilas, 75019 Paris", "es": "Calle de Alcalá {n}, 28014 Madrid",
+    "it": "Via Garibaldi {n}, 20121 Milano", "nl": "Kerkstraat {n}, 1017 GC Amsterdam", "pl": "ul. Długa {n}, 00-238 Warszawa",
+    "br": "Rua Augusta {n}, São Paulo - SP, 01305-100", "pt": "Rua do Carmo {n}, 1200-093 Lisboa",
+    "se": "Drottninggatan {n}, 111 51 Stockholm", "no": "Storgata {n}, 0184 Oslo", "dk": "Nørregade {n}, 1165 København K",
+    "ca": "{n} Queen Street West, Toronto, ON M5H 2N2", "au": "{n} George Street, Sydney NSW 2000",
+    "at": "Mariahilfer Straße {n}, 1070 Wien", "ch": "Bahnhofstrasse {n}, 8001 Zürich", "mx": "Avenida Juárez {n}, 06050 Ciudad de México",
+    "fi": "Mannerheimintie {n}, 00100 Helsinki", "jp": "〒150-0002 東京都渋谷区渋谷{n}丁目21-1",
+}
+STREETS = {"us": ["Maple Street", "Oak Avenue", "Elm Road", "Cedar Lane"], "gb": ["Baker Street", "Mill Lane", "Church Road"],
+           "de": ["Lindenstraße", "Bergweg", "Schillerstraße"], "fr": ["rue des Lilas", "avenue Victor Hugo", "boulevard Voltaire"],
+           "es": ["Calle de Alcalá", "Avenida de América", "Calle Mayor"], "it": ["Via Garibaldi", "Corso Italia", "Viale Monza"]}
+
+
+def addresses(rng: random.Random) -> Iterator[tuple[str, str]]:
+    for locale, template in ADDRESSES.items():
+        for _ in range(2):
+            text = template.replace("{n}", str(rng.randrange(1, 240)))
+            for base, options in STREETS.items():
+                if locale == base:
+                    text = text.replace(options[0], rng.choice(options))
+            yield f"address-{locale}", text
+
+
+NAMES = ["Maria Lopez", "Jan Kowalski", "Aiko Tanaka", "Lars Nilsson", "Chloé Martin", "Giulia Rossi", "Ahmed Khan",
+         "Sven de Vries", "Ana Souza", "Liam O'Brien"]
+DOB_LABELS = [("en-dob", "DOB: {iso}"), ("en-born", "born {long_en}"), ("en-date-of-birth", "date of birth {us}"),
+              ("fr", "né le {eu}"), ("de", "geboren am {de}"), ("es", "fecha de nacimiento: {eu}"),
+              ("it", "nato il {eu}"), ("pt", "data de nascimento {eu}"), ("nl", "geboortedatum {eu_dash}"),
+              ("pl", "data urodzenia {de}"), ("sv", "född {iso}"), ("ja", "生年月日 {ja}")]
+NAMED = [("named-paren", "{name} ({eu})"), ("named-comma", "{name}, born {long_en}"), ("named-b", "{name}, b. {iso}"),
+         ("named-iso", "{name}, {iso}")]
+MONTHS = ["January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
+          "November", "December"]
+
+
+def births(rng: random.Random) -> Iterator[tuple[str, str]]:
+    for kind, template in DOB_LABELS + NAMED:
+        for _ in range(2):
+            d = _date(rng)
+            yield f"dob-{kind}", template.format(
+                name=rng.choice(NAMES), iso=d.isoformat(), eu=d.strftime("%d/%m/%Y"), us=d.strftime("%m/%d/%Y"),
+                de=d.strftime("%d.%m.%Y"), eu_dash=d.strftime("%d-%m-%Y"), ja=f"{d.year}年{d.month}月{d.day}日",
+                long_en=f"{d.day} {MONTHS[d.month - 1]} {d.year}")
+
+
+USERS = ["mlopez", "jkowalski", "aiko.tanaka", "lars", "chloé", "giulia_r", "ahmedk", "svendv", "josé", "björn", "zoë", "ana-souza"]
+PATHS = [("linux", "/home/{u}/projects/api/.env"), ("macos", "/Users/{u}/Library/Application Support/app"),
+         ("windows", "C:\\Users\\{u}\\AppData\\Roaming\\app\\config.json"), ("windows-slash", "C:/Users/{u}/source/repos/api"),
+         ("wsl", "/mnt/c/Users/{u}/Downloads/report.pdf"), ("tilde", "~{u}/notes/todo.md")]
+
+
+def home_paths(rng: random.Random) -> Iterator[tuple[str, str]]:
+    for kind, template in PATHS:
+        for _ in range(3):
+            yield f"path-{kind}", template.format(u=rng.choice(USERS))
+
+
+# --- sentences -------------------------------------------------------------------------------------
+PLAIN = {  # no credential word
+    "vendor-tokens": ["the deploy uses {v} for the workspace", "{v} is what staging runs with",
+                      "Ops rotated it on Friday; the new one is {v}", "paste `{v}` into the CI settings page",
+                      "we reuse {v} across the three services"],
+    "generic-secrets": ["the service config has {v}", "found this in the old compose file: {v}", "line 12 reads {v}"],
+    "command-line-credentials": ["ran `{v}` on the box last night", "the runbook says: {v}", "history shows {v}"],
+    "connection-strings": ["the app connects with {v}", "staging points at {v}", "use {v} from the worker"],
+    "prose-passwords": ["Note from the onsite visit: {v}.", "{v} (told by the office manager)", "FYI {v}"],
+    "private-keys": ["pasted here by mistake:\n{v}", "old box config:\n{v}"],
+    "cards": ["Maria paid with {v} last week", "the refund goes to {v}", "charged {v} for the annual plan"],
+    "ibans": ["wire it to {v} by Monday", "the supplier changed to {v}", "refunds go to {v}"],
+    "national-ids": ["Jan's number is {v}", "the form was filled with {v}", "she gave {v} at the desk"],
+    "phones": ["reach Maria at {v} after six", "Jan said {v} works on weekends", "the courier left {v} on the note"],
+    "addresses": ["the package goes to {v}", "she moved to {v} in May", "send the invoice to {v}"],
+    "dates-of-birth": ["from the HR sheet: {v}", "the intake form says {v}", "{v}, per the onboarding doc"],
+    "home-paths": ["the script reads {v} on startup", "logs end up in {v}", "copy it from {v}"],
+}
+KEYWORD = {  # with a credential (or label) word
+    "vendor-tokens": ["the API key is {v}", "token: {v}", "secret for the staging deploy: {v}"],
+    "generic-secrets": ["credentials in the env file: {v}", "secret config: {v}"],
+    "command-line-credentials": ["login with the password inline: {v}", "credentials are in this command: {v}"],
+    "connection-strings": ["database password is in the connection string {v}", "DSN with credentials: {v}"],
+    "prose-passwords": ["credentials for the lab: {v}", "login details, {v}"],
+    "private-keys": ["private key for the deploy user:\n{v}", "the signing key:\n{v}"],
+    "cards": ["card number: {v}", "credit card {v} exp 09/29"],
+    "ibans": ["IBAN: {v}", "bank account IBAN {v}"],
+    "national-ids": ["national ID number: {v}", "her personal ID is {v}"],
+    "phones": ["phone: {v}", "mobile number {v}"],
+    "addresses": ["home address: {v}", "her address is {v}"],
+    "dates-of-birth": ["personal details: {v}", "birth record: {v}"],
+    "home-paths": ["the user's home path is {v}", "personal folder: {v}"],
+}
+
+
+def positives(rng: random.Random) -> list[dict[str, Any]]:
+    items: list[tuple[str, str, str, str]] = []  # family, kind, source, value
+    for kind, spec, source in VENDOR:
+        for _ in range(2):
+            items.append(("vendor-tokens", kind, source, vendor_value(rng, spec)))
+    for family, table, source in (("generic-secrets", GENERIC, "generated-assignments"),
+                                  ("command-line-credentials", COMMANDS, "tool-manuals"),
+                                  ("connection-strings", CONNECTIONS, "driver-docs"),
+                                  ("prose-passwords", PROSE, "generated-prose")):
+        for kind, template in table:
+            for _ in range(2):
+                items.append((family, kind, source, fill_template(rng, template)))
+    generated = [("private-keys", private_keys, "generated-keys"), ("national-ids", national_ids, "python-stdnum"),
+                 ("cards", cards, "network-bins"), ("ibans", ibans, "python-stdnum"), ("phones", phones, "libphonenumber"),
+                 ("addresses", addresses, "postal-formats"), ("dates-of-birth", births, "generated-dates"),
+                 ("home-paths", home_paths, "os-layouts")]
+    for family, make, source in generated:
+        for kind, value in make(rng):
+            items.append((family, kind, source, value))
+    out = []
+    for index, (family, kind, source, value) in enumerate(items):
+        split = "train" if index % 2 == 0 else "holdout"
+        variants = [("raw", value), ("sentence", rng.choice(PLAIN[family]).format(v=value)),
+                    ("keyword", rng.choice(KEYWORD[family]).format(v=value))]
+        for variant, text in variants:
+            out.append({"family": family, "kind": kind, "source": source, "variant": variant, "split": split, "text": text})
+    return out
+
+
+# --- benign text ---------------------------------------------------------------------------------------
+INSTRUCTION_FILES = ("CLAUDE.md", "AGENTS.md", "CONTRIBUTING.md", ".github/CONTRIBUTING.md", "CONTRIBUTING.rst",
+                     ".cursorrules", "docs/CONTRIBUTING.md", "PLANS.md")
+
+
+def _git(repo: Path, *args: str) -> str:
+    """Output of a git command; empty where the snapshot lacks the object (large files may be absent)."""
+    done = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True)
+    return done.stdout if done.returncode == 0 else ""
+
+
+def _benign_lines(text: str) -> Iterator[str]:
+    for line in text.splitlines():
+        line = line.strip()
+        if len(line) >= 20 and not line.startswith("```"):
+            yield line
+
+
+def benign(mirrors: Path, rng: random.Random) -> list[dict[str, Any]]:
+    seen: set[str] = set()
+    rows: list[dict[str, Any]] = []
+
+    def add(text: str, source: str, kind: str) -> None:
+        if text not in seen:
+            seen.add(text)
+            rows.append({"kind": kind, "source": source, "text": text})
+
+    for repo in sorted(mirrors.glob("*/repo")):
+        name = repo.parent.name.replace("+", "/")
+        commit = _git(repo, "rev-parse", "HEAD").strip()
+        files = _git(repo, "ls-tree", "-r", "--name-only", "HEAD").splitlines()
+        for path in INSTRUCTION_FILES:
+            if path in files:
+                for line in _benign_lines(_git(repo, "show", f"HEAD:{path}")):
+                    add(line, f"{name}@{commit[:12]}:{path}", "instructions")
+        for line in _git(repo, "log", "-12", "--format=%H %s").splitlines():
+            add(f"Bisected to {line}", f"{name}@{commit[:12]}:git-log", "commit-id")
+            add(f"fixed in {line.split()[0][:10]}", f"{name}@{commit[:12]}:git-log", "short-sha")
+        for path in files:
+            if path.endswith(("pnpm-lock.yaml", "package-lock.json", "uv.lock")):
+                lock = _git(repo, "show", f"HEAD:{path}")
+                hits = re.findall(r"(?:integrity: |\"integrity\": \"|hash = \")(sha(?:256|512)[-:][A-Za-z0-9+/=]+)", lock)
+                for value in rng.sample(hits, min(8, len(hits))):
+                    add(f"lockfile entry pinned with {value}", f"{name}@{commit[:12]}:{path}", "integrity")
+        pngs = [p for p in files if p.endswith(".png")][:2]
+        for path in pngs:
+            shown = subprocess.run(["git", "-C", str(repo), "show", f"HEAD:{path}"], capture_output=True)
+            data = shown.stdout
+            if shown.returncode == 0 and 0 < len(data) < 3000:
+                add(f"![icon](data:image/png;base64,{base64.b64encode(data).decode()})", f"{name}@{commit[:12]}:{path}",
+                    "base64-image")
+    for _ in range(15):
+        add(f"the request id was {uuid.UUID(int=rng.getrandbits(128), version=4)}", "python-uuid", "uuid")
+        digest = hashlib.sha256(rng.randbytes(64)).hexdigest()
+        add(f"image pinned by digest sha256:{digest}", "hashlib", "digest")
+        add(f"release tarball sha512 {hashlib.sha512(rng.randbytes(64)).hexdigest()}", "hashlib", "digest")
+    rows.extend(_sops_lines(rng, seen))
+    rows.extend(_index_lines(rows, seen))
+    for index, row in enumerate(rows):
+        row["split"] = "train" if index % 2 == 0 else "holdout"
+    return rows
+
+
+def _sops_lines(rng: random.Random, seen: set[str]) -> list[dict[str, Any]]:
+    """Values in SOPS's documented ``ENC[AES256_GCM,data:…,iv:…,tag:…,type:str]`` form, encrypted for real."""
+    from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
+    out = []
+    aead = AESGCM(AESGCM.generate_key(bit_length=256))
+    for key in ("db_password", "api_token", "stripe_key", "smtp_pass", "jwt_secret", "redis_url"):
+        iv = rng.randbytes(32)
+        blob = aead.encrypt(iv, password(rng).encode(), key.encode())
+        data, tag = blob[:-16], blob[-16:]
+        b64 = base64.b64encode
+        line = f"{key}: ENC[AES256_GCM,data:{b64(data).decode()},iv:{b64(iv).decode()},tag:{b64(tag).decode()},type:str]"
+        if line not in seen:
+            out.append({"kind": "sops", "source": "sops-format+cryptography", "text": line})
+    return out
+
+
+def _index_lines(rows: list[dict[str, Any]], seen: set[str]) -> list[dict[str, Any]]:
+    """memfold's own mirror index lines, rendered by the real index writer from the headings above."""
+    from pipeline.store.index import index_line
+    from pipeline.store.memory import Memory
+
+    out = []
+    headings = [r["text"].lstrip("# ").strip() for r in rows if r["kind"] == "instructions" and r["text"].startswith("#")]
+    for index, heading in enumerate(headings[:40]):
+        slug = re.sub(r"[^a-z0-9]+", "-", heading.lower()).strip("-")[:40] or "note"
+        file = f"{['feedback', 'project', 'reference'][index % 3]}_{slug}.md"
+        line = index_line(file, Memory(name=heading[:60], description=f"Notes on {heading[:80]}", visibility="safe"),
+                          private_marker=False)
+        if line not in seen:
+            out.append({"kind": "memfold-index", "source": "pipeline.store.index", "text": line})
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--mirrors", type=Path, required=True, help="folder of <owner>+<name>/repo git directories")
+    args = parser.parse_args()
+    OUT.mkdir(parents=True, exist_ok=True)
+    rng = random.Random(SEED)
+    for name, rows in (("positives.jsonl", positives(rng)), ("benign.jsonl", benign(args.mirrors, rng))):
+        with open(OUT / name, "w", encoding="utf-8") as fh:
+            for row in rows:
+                fh.write(json.dumps(row, ensure_ascii=False) + "\n")
+
+
+if __name__ == "__main__":
+    main()
