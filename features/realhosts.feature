@@ -21,4 +21,4 @@ Feature: memfold inside the real hosts
   Scenario: A memfold tool error reaches the MCP Inspector as a tool error with its message and hint
     Given a store with one memory and the real MCP Inspector from npm
     When the Inspector calls "memory_forget" with "name=project_nothing-here"
-    Then the Inspector shows a tool error starting "[memory.not-found] no memory named project_nothing-here.md" with a hint
+    Then the Inspector shows a tool error starting "[memory.not-found] no memory named 'project_nothing-here'" with a hint

@@ -33,7 +33,8 @@ Feature: Every transaction goes through one skeleton
     Given twelve memories about release steps
     And the config bounds a plan to 4096 bytes
     When I run "--json hooks consolidate claude no-context"
-    Then the exit code is 4
+    # The host entry point reports a failure in its output with exit 0: Claude Code drops the output of a failing command.
+    Then the exit code is 0
     And the JSON error code is "worker.plan-too-large"
     When I run "--json consolidate --no-context"
     Then the exit code is 4

@@ -125,12 +125,18 @@ def test_case_twins_are_a_stable_error_and_confusables_are_reported_as_ignored(s
     assert "ignored in the private store: memory.MD" in warnings, warnings
 
 
-def test_non_utf8_bytes_in_a_memory_are_a_stable_error(store: Env) -> None:
-    (store.harness / "project_bad.md").write_bytes(b"---\ndescription: caf\xe9 \xff\xfe\n---\nbody \x80\n")
+def test_non_utf8_bytes_in_a_memory_are_a_stable_error_and_the_rest_still_lists(store: Env) -> None:
+    bad = b"---\ndescription: caf\xe9 \xff\xfe\n---\nbody \x80\n"
+    (store.harness / "project_bad.md").write_bytes(bad)
     with deadline(20):
-        result = store.run("list", "--json")
-    assert result.code == 1
-    assert result.json()["code"].startswith("memory."), result.out
+        listed = store.run("list", "--json")
+        doctor = store.run("doctor", "--json")
+    assert listed.code == 0, listed.err
+    assert "project_bad.md" not in {m["file"] for m in listed.json()["memories"]}
+    assert doctor.code == 1
+    found = [b for b in doctor.json()["broken"] if b["path"].endswith("project_bad.md")]
+    assert found and found[0]["code"].startswith("memory."), doctor.out
+    assert (store.harness / "project_bad.md").read_bytes() == bad  # nothing rewrote it
 
 
 def test_a_one_gigabyte_sparse_memory_is_refused_by_size_without_reading_it(store: Env) -> None:

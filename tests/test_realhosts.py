@@ -184,7 +184,7 @@ def test_the_mcp_inspector_receives_memfolds_tool_errors_as_tool_errors(
     listed = _inspect(h, "memory_list")
 
     assert missing["isError"] is True and "structuredContent" not in missing
-    assert missing["content"][0]["text"].startswith("[memory.not-found] no memory named project_nothing-here.md")
+    assert missing["content"][0]["text"].startswith("[memory.not-found] no memory named 'project_nothing-here'")
     assert "\nhint: " in missing["content"][0]["text"]
     assert arguments["isError"] is True
     assert arguments["content"][0]["text"].startswith("[mcp.arguments] memory_add: 'name' is required\nhint: ")
