@@ -5,8 +5,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from . import personal, tokens
-from .tokens import shannon_entropy
+from .personal import CHECKS as PERSONAL_CHECKS
+from .personal import birth_date
+from .tokens import crc32_tail, is_random_token, keyed_token, looks_fake, random_token, shannon_entropy, vendor_token
 
 # A check receives the secret text, the whole match text and the rule's parameters.
 Check = Callable[[str, str, dict[str, float]], bool]
@@ -214,10 +215,10 @@ def _is_reference(value: str) -> bool:
 def quoted_secret(secret: str, _context: str, _params: dict[str, float]) -> bool:
     """A quoted literal that reads as a secret: no sentence, label, reference or placeholder."""
     value = secret.strip()
-    if len(value) < 6 or _is_reference(value) or tokens.looks_fake(value):
+    if len(value) < 6 or _is_reference(value) or looks_fake(value):
         return False
     if " " in value:
-        return tokens.is_random_token(value.replace(" ", ""))  # a label or prompt is words
+        return is_random_token(value.replace(" ", ""))  # a label or prompt is words
     if value.isdigit() or value.lower() in ("true", "false", "null", "none", "undefined"):
         return False
     parts = value.split(".")
@@ -231,7 +232,7 @@ def quoted_secret(secret: str, _context: str, _params: dict[str, float]) -> bool
 def cli_value(secret: str, _context: str, _params: dict[str, float]) -> bool:
     """A flag value that is a literal password, not a variable, a prompt request or another flag."""
     value = secret.strip("\"'`")
-    if len(value) < 3 or _is_reference(value) or value.startswith("-") or tokens.looks_fake(value):
+    if len(value) < 3 or _is_reference(value) or value.startswith("-") or looks_fake(value):
         return False
     if value.lower() in ("stdin", "-", "prompt", "env", "file", "true", "false"):
         return False
@@ -254,7 +255,7 @@ def user_password(secret: str, context: str, params: dict[str, float]) -> bool:
 def prose_password(secret: str, _context: str, _params: dict[str, float]) -> bool:
     """The word after "the password is": a password unless it is an ordinary word of the sentence."""
     value = secret.rstrip(".!?)")
-    if len(value) < 4 or _is_reference(value) or tokens.looks_fake(value):
+    if len(value) < 4 or _is_reference(value) or looks_fake(value):
         return False
     if value.startswith("_") or "=" in value or "(" in value:
         return False  # code after the verb "pass" (pass is_admin=True, pass_through(...)), not a password
@@ -268,7 +269,7 @@ def prose_password(secret: str, _context: str, _params: dict[str, float]) -> boo
 def passport(secret: str, _context: str, _params: dict[str, float]) -> bool:
     """Passport numbers mix digits in (C01X00T47, 53AB46417); a word after the label is no number."""
     digits = _digits(secret)
-    return len(digits) >= 1 and len(set(secret)) >= 4 and not tokens.looks_fake(secret)
+    return len(digits) >= 1 and len(set(secret)) >= 4 and not looks_fake(secret)
 
 
 _POSTAL = None
@@ -310,7 +311,7 @@ def named_birth_date(secret: str, context: str, params: dict[str, float]) -> boo
     first = secret.split()[0].rstrip(",(:")
     if first.lower() in _HEADING_WORDS:
         return False
-    return personal.birth_date(secret, context, params)
+    return birth_date(secret, context, params)
 
 
 _HEADING_WORDS = frozenset("""
@@ -323,7 +324,7 @@ sunday last next since until before after from due date on as of the a
 
 def id_eleven_digit(secret: str, context: str, params: dict[str, float]) -> bool:
     value = secret.replace(" ", "")
-    return any(personal.CHECKS[name](value, context, params)
+    return any(PERSONAL_CHECKS[name](value, context, params)
                for name in ("id-pl-pesel", "id-no-fodselsnummer", "id-tr-tckimlik", "id-ee-ik", "id-lt-asmens",
                             "id-br-cpf"))
 
@@ -362,7 +363,7 @@ def secret_value(secret: str, _context: str, _params: dict[str, float]) -> bool:
 
 
 CHECKS: dict[str, Check] = {
-    **personal.CHECKS,
+    **PERSONAL_CHECKS,
     "card": card,
     "quoted-secret": quoted_secret,
     "cli-value": cli_value,
@@ -372,10 +373,10 @@ CHECKS: dict[str, Check] = {
     "address": address,
     "named-birth-date": named_birth_date,
     "id-eleven-digit": id_eleven_digit,
-    "random-token": tokens.random_token,
-    "vendor-token": tokens.vendor_token,
-    "keyed-token": tokens.keyed_token,
-    "crc32-tail": tokens.crc32_tail,
+    "random-token": random_token,
+    "vendor-token": vendor_token,
+    "keyed-token": keyed_token,
+    "crc32-tail": crc32_tail,
     "luhn": luhn,
     "iban": iban,
     "entropy": entropy,

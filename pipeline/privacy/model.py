@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..frozen import Frozen, FrozenValue
-from .checks import Check
+
+if TYPE_CHECKING:  # only a type here; checks imports the rule helpers, which import the package
+    from .checks import Check
 
 CATEGORIES = ("credential", "pii", "path")
 MAX_PREVIEW_PREFIX = 4
