@@ -14,6 +14,16 @@ Feature: Unattended consolidation, scheduling, imports and export
     And the cron log names the project "locked"
     And status of "due" says consolidation is not due
 
+  Scenario: A scheduled run past the due hours leaves a store the last consolidation settled alone
+    Given the config says consolidation is due after 24 hours
+    And a project "settled" with 1 write, consolidated since
+    When cron runs "consolidate --all-projects --if-due" 2 days later
+    Then the line for "settled" is skipped because nothing changed since the last consolidation
+    And the project "settled" has no new receipt
+    When the project "settled" gets 1 more write
+    And cron runs "consolidate --all-projects --if-due" 2 days later
+    Then the line for "settled" is consolidated and verified
+
   Scenario: A systemd user timer and service
     When I run "schedule --systemd --install" with a user home
     Then the user unit dir holds "memfold-consolidate.service" and "memfold-consolidate.timer"

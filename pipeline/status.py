@@ -10,7 +10,7 @@ from .apply.commit import Services
 from .apply.journal import PENDING
 from .apply.lock import describe_owner, read_owner
 from .apply.runs import list_runs
-from .apply.summary import capacity_advice, settled
+from .apply.summary import SETTLED_REASON, capacity_advice, settled
 from .hosts.cron import DuePolicy, due_state
 from .mirror import gitinfo
 from .mirror.check import differences
@@ -56,8 +56,7 @@ def project_status(svc: Services, due_policy: DuePolicy | None = None) -> dict[s
     # A store the built-in planner already settled: another run would be a no-op, so say what to do instead.
     still = (cap.over or due["due"]) and settled(layout.receipts, pre, svc.clock().strftime("%Y-%m-%d"))
     if still:
-        due = {**due, "due": False, "reason": "the last consolidation left nothing more to merge safely and "
-               "nothing changed since"}
+        due = {**due, "due": False, "reason": SETTLED_REASON}
     warnings = [w for w in [capacity_advice(pre.memories, cap) if still and cap.over else cap.warning("private")]
                 if w]
     warnings += [f"ignored in the private store: {n}" for n in pre.harness.ignored]

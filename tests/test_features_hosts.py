@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import os
 import shlex
@@ -387,6 +388,18 @@ def due_config(env: Env) -> None:
     (env.home / "config.yaml").write_text("consolidate:\n  due_writes: 2\n  due_hours: 1000\n")
 
 
+@given(parsers.parse("the config says consolidation is due after {hours:d} hours"))
+def due_hours_config(env: Env, hours: int) -> None:
+    env.home.mkdir(parents=True, exist_ok=True)
+    (env.home / "config.yaml").write_text(f"consolidate:\n  due_writes: 1000\n  due_hours: {hours}\n")
+
+
+def _receipt_files(project: Env) -> list[Path]:
+    from pipeline.paths import scope_key
+
+    return sorted((project.home / "projects" / scope_key(project.project.resolve()) / "receipts").glob("*.json"))
+
+
 def _project(env: Env, tmp_path: Path, ctx: dict[str, Any], label: str) -> Env:
     root = tmp_path / label
     root.mkdir()
@@ -441,16 +454,49 @@ def _release_holder(ctx: dict[str, Any]) -> Any:
 
 
 @when(parsers.parse('cron runs "{command}"'))
-def cron_run(env: Env, ctx: dict[str, Any], command: str) -> None:
+def cron_run(env: Env, ctx: dict[str, Any], command: str, days: int = 0) -> None:
+    extra = {}
+    if days:
+        later = dt.datetime.fromisoformat(os.environ["MEMFOLD_NOW"].replace("Z", "+00:00")) + dt.timedelta(days=days)
+        extra["MEMFOLD_NOW"] = later.strftime("%Y-%m-%dT%H:%M:%SZ")
+    ctx.setdefault("receipts_before", {label: _receipt_files(p) for label, p in ctx.get("projects", {}).items()})
     proc = subprocess.run([sys.executable, "-m", "pipeline", "--home", str(env.home), *shlex.split(command)],
                           capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL,
-                          env=_child_env(), cwd=str(env.home))
+                          env=_child_env(extra), cwd=str(env.home))
     ctx["cron"] = proc
     ctx["lines"] = {}
     roots = {str(p.project.resolve()): label for label, p in ctx["projects"].items()}
     for line in proc.stdout.splitlines():
         data = json.loads(line)
         ctx["lines"][roots.get(data["project"], data["project"])] = data
+
+
+@when(parsers.parse('cron runs "{command}" {days:d} days later'))
+def cron_run_later(env: Env, ctx: dict[str, Any], command: str, days: int) -> None:
+    ctx.pop("receipts_before", None)
+    cron_run(env, ctx, command, days)
+    assert ctx["cron"].returncode == 0, ctx["cron"].stderr
+
+
+@when(parsers.parse('the project "{label}" gets {n:d} more write'))
+def one_more_write(ctx: dict[str, Any], label: str, n: int) -> None:
+    project = ctx["projects"][label]
+    for i in range(n):
+        assert project.run("add", f"Later note {i}", "-d", f"a later note {i}", "-b", "later").code == 0
+
+
+@then(parsers.parse('the line for "{label}" is skipped because nothing changed since the last consolidation'))
+def cron_settled(ctx: dict[str, Any], label: str) -> None:
+    line = ctx["lines"][label]
+    assert line["status"] == "skipped" and line["exitCode"] == 0, line
+    assert line["due"]["due"] is False and line["due"]["hoursSince"] >= 24, line
+    assert "nothing more to merge" in line["reason"] and line["reason"].startswith("not due"), line
+
+
+@then(parsers.parse('the project "{label}" has no new receipt'))
+def no_new_receipt(ctx: dict[str, Any], label: str) -> None:
+    before = ctx["receipts_before"][label]
+    assert before and _receipt_files(ctx["projects"][label]) == before
 
 
 @then("the cron run exits 0 and prints one JSON line per project and nothing else")

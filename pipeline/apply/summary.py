@@ -166,6 +166,9 @@ def totals_line(summary: dict[str, Any]) -> str:
         + ", ".join(parts)
 
 
+SETTLED_REASON = "the last consolidation left nothing more to merge safely and nothing changed since"
+
+
 def settled(receipts: Path, pre: PreState, today: str) -> bool:
     """The built-in planner would change nothing: its last run left the store as it is now, and no
     memory has gone stale by date since. ``status`` then stops calling a consolidation due."""

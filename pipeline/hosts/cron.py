@@ -10,10 +10,12 @@ from pathlib import Path
 from typing import Any
 
 from ..apply.commit import Services
+from ..apply.summary import SETTLED_REASON, settled
 from ..errors import LockHeld, MemfoldError
 from ..fsutil import read_bounded
 from ..paths import Layout, adopt_worktree_store, make_layout
 from ..receipts.receipt import load_receipt, log_entries
+from ..state import read_pre
 
 CONSOLIDATE_COMMAND = "consolidate"
 
@@ -116,6 +118,8 @@ def consolidate_one(svc: Services, run: ConsolidateFn, *, policy: DuePolicy | No
     if policy is not None:
         due = due_state(layout.receipts, policy, now)
         line["due"] = due
+        if due["due"] and settled(layout.receipts, read_pre(layout, svc.limits), now.strftime("%Y-%m-%d")):
+            due = line["due"] = {**due, "due": False, "reason": SETTLED_REASON}
         if not due["due"]:
             return {**line, "ok": True, "status": "skipped", "reason": f"not due: {due['reason']}", "exitCode": 0}
     try:
