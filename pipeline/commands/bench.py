@@ -67,6 +67,8 @@ def bench(
         sys.stderr.flush()
 
     chosen = _sizes(sizes, quick)
+    if workdir is not None:
+        workdir.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="memfold-bench-", dir=workdir) as tmp:
         plan = Plan(sizes=chosen, reps=reps or (3 if quick else 7),
                     consolidate_reps=consolidate_reps or (1 if quick else 3), workdir=Path(tmp), progress=progress)
