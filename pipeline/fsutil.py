@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import errno
-import json
 import os
 import stat
-from json.encoder import encode_basestring as _encode_str  # json's C escaper
 
 from .errors import InputRejected, UnsafePath
+from .store.jsontext import canonical_json as canonical_json
+from .store.jsontext import dump_json as dump_json
 
 # ``memfold inject`` reads through this module on every prompt: pathlib, hashlib and typing are
 # imported where they are used, not here.
@@ -55,125 +55,8 @@ def sha256_file(path: Path, limit: int | None = None) -> str:
     return sha256_bytes(read_bounded(path, limit))
 
 
-_SAFE_INT = 2**53 - 1
-_STR = {str}
-
-
-def _plain_json(value: Any) -> bool:
-    """True when RFC 8785 and sorted compact ``json.dumps`` give the same bytes for ``value``.
-
-    That holds without floats (JCS has its own number format), with integers in the safe range and
-    with ASCII keys (JCS orders keys by UTF-16 code units, Python by code points). String escaping is
-    the same in both: only ``"``, ``\\`` and control characters, everything else as UTF-8.
-    """
-    stack = [value]
-    while stack:
-        item = stack.pop()
-        kind = type(item)
-        if kind is str or item is None or kind is bool:
-            continue
-        if kind is int:
-            if -_SAFE_INT <= item <= _SAFE_INT:
-                continue
-            return False
-        if kind is dict:
-            try:
-                if not "".join(item).isascii():
-                    return False
-            except TypeError:
-                return False  # a key that is not a string
-            values = item.values()
-            if not set(map(type, values)) <= _STR:  # hash maps hold strings only: checked in C
-                stack.extend(values)
-        elif kind is list:
-            stack.extend(item)
-        else:
-            return False
-    return True
-
-
-def canonical_json(value: Any) -> bytes:
-    """RFC 8785 canonical bytes of a JSON value."""
-    if _plain_json(value):
-        try:
-            # The C encoder: the pure-Python rfc8785 costs seconds on a 20,000-file receipt.
-            return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
-                              check_circular=False).encode("utf-8")
-        except UnicodeEncodeError:
-            pass  # lone surrogates: rfc8785 reports them
-    import rfc8785
-
-    return rfc8785.dumps(value)
-
-
 def digest_json(value: Any) -> str:
     return sha256_bytes(canonical_json(value))
-
-
-def dump_json(value: Any) -> bytes:
-    """The stable, human-readable JSON every memfold file is written in."""
-    try:
-        parts: list[str] = []
-        _indented(value, "\n", parts)
-        text = "".join(parts)
-    except (_Unplain, TypeError, RecursionError):
-        text = json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False)
-    return (text + "\n").encode("utf-8")
-
-
-class _Unplain(Exception):
-    """A value the fast writer leaves to json.dumps (floats, non-str keys, other types)."""
-
-
-def _indented(value: Any, newline: str, out: list[str]) -> None:
-    """Exactly ``json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False)``, several times faster.
-
-    json.dumps falls back to its pure-Python encoder whenever ``indent`` is set; plans and receipts
-    of large stores have hundreds of thousands of entries. Strings go through json's C escaper.
-    """
-    kind = type(value)
-    if kind is str:
-        out.append(_encode_str(value))
-    elif kind is dict:
-        if not value:
-            out.append("{}")
-            return
-        inner = newline + "  "
-        if set(map(type, value)) == _STR and set(map(type, value.values())) == _STR:
-            # A hash map: one join instead of a call per entry.
-            sep = "," + inner
-            out.append("{" + inner + sep.join(_encode_str(k) + ": " + _encode_str(value[k]) for k in sorted(value))
-                       + newline + "}")
-            return
-        first = True
-        for key in sorted(value):
-            if type(key) is not str:
-                raise _Unplain
-            out.append(("{" if first else ",") + inner + _encode_str(key) + ": ")
-            first = False
-            _indented(value[key], inner, out)
-        out.append(newline + "}")
-    elif kind is list or kind is tuple:
-        if not value:
-            out.append("[]")
-            return
-        inner = newline + "  "
-        first = True
-        for item in value:
-            out.append(("[" if first else ",") + inner)
-            first = False
-            _indented(item, inner, out)
-        out.append(newline + "]")
-    elif value is None:
-        out.append("null")
-    elif value is True:
-        out.append("true")
-    elif value is False:
-        out.append("false")
-    elif kind is int:
-        out.append(int.__repr__(value))
-    else:
-        raise _Unplain
 
 
 def read_bounded(path: Path | str, limit: int | None = None, *, dir_fd: int | None = None) -> bytes:
