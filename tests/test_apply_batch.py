@@ -1,0 +1,201 @@
+"""A large commit is made durable with one syncfs per filesystem, and its staged copies are checked
+by identity instead of being read back: the same order, the same refusals, the same crash safety."""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import test_apply
+from conftest import REPO, Env
+from test_apply import Fault, _seed, _temps
+
+from pipeline import fsutil
+from pipeline.apply import journal
+from pipeline.bench.importing import write_claude_dir
+
+MANY = fsutil.SYNCFS_MIN + 10
+
+
+def _record(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, str]]:
+    """Every fsync, syncfs and rename, with the path of the descriptor or the rename's target."""
+    events: list[tuple[str, str]] = []
+    fsync, syncfs, rename = fsutil.ops.fsync, fsutil.ops.syncfs, fsutil.ops.rename
+
+    def recording_fsync(fd: int) -> None:
+        fsync(fd)
+        events.append(("fsync", os.readlink(f"/proc/self/fd/{fd}")))
+
+    def recording_syncfs(fd: int) -> None:
+        syncfs(fd)
+        events.append(("syncfs", os.readlink(f"/proc/self/fd/{fd}")))
+
+    def recording_rename(src: str, dst: str) -> None:
+        rename(src, dst)
+        events.append(("rename", dst))
+
+    monkeypatch.setattr(fsutil.ops, "fsync", recording_fsync)
+    monkeypatch.setattr(fsutil.ops, "syncfs", recording_syncfs)
+    monkeypatch.setattr(fsutil.ops, "rename", recording_rename)
+    return events
+
+
+def _import(env: Env, tmp_path: Path, n: int = MANY) -> tuple[Path, int]:
+    source = tmp_path / "claude"
+    write_claude_dir(source, n)
+    result = env.run("--json", "import", "claude", str(source))
+    return source, result.code
+
+
+pytestmark = pytest.mark.skipif(not (os.path.isdir("/proc/self/fd") and fsutil.syncfs_reports_errors()),
+                                reason="syncfs(2) with error reporting (Linux 5.8+) and /proc/self/fd")
+
+
+def test_a_large_import_is_made_durable_by_one_syncfs_before_the_commit_point(
+        env: Env, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    events = _record(monkeypatch)
+    _, code = _import(env, tmp_path)
+    assert code == 0
+    commit = next(i for i, (kind, path) in enumerate(events) if kind == "rename" and path.endswith("/journal.json"))
+    start = next(i for i, (kind, path) in enumerate(events) if kind == "rename" and path.endswith("/pending"))
+    before = events[start:commit]
+    syncs = [path for kind, path in before if kind == "syncfs"]
+    # Anchored on the first file of the transaction, the `pending` marker's temp (renamed since).
+    assert len(syncs) == 1 and Path(syncs[0]).name == "pending", syncs
+    assert not [path for kind, path in before if kind == "fsync" and ".memfold-" in path]
+    staged = [path for kind, path in events[commit:] if kind == "rename" and path.startswith(str(env.harness))]
+    assert len(staged) == MANY + 1  # every memory and the index, renamed after the commit point
+    after = {path for kind, path in events[events.index(("rename", staged[-1])):] if kind == "fsync"}
+    assert str(env.harness) in after  # the renames are made durable with a directory fsync as before
+    assert len(list(env.harness.glob("*.md"))) == MANY + 1
+    assert _temps(env) == []
+
+
+def test_a_failing_syncfs_rolls_the_import_back_with_exit_6(
+        env: Env, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    assert env.run("init").code == 0
+    before = env.snapshot()
+    Fault(monkeypatch, "syncfs", 1, errno.EIO)
+    _, code = _import(env, tmp_path)
+    assert code == 6
+    assert env.snapshot() == before
+    assert not (env.project_home / "pending").exists()
+    assert _temps(env) == []
+
+
+@pytest.mark.parametrize("tamper", ["rewrite", "replace", "remove"])
+def test_a_staged_copy_changed_before_the_commit_point_stops_the_commit(
+        env: Env, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, tamper: str) -> None:
+    """Between the sync and the commit point another process rewrites a staged copy in place with
+    bytes of the same size, renames another file over it, or removes it: nothing is committed."""
+    assert env.run("init").code == 0
+    before = env.snapshot()
+    original = journal.fsync_all
+
+    def then_tamper(fds: list[int], dirs: list[Path] | None = None) -> None:
+        original(fds, dirs)
+        staged = sorted(env.harness.glob(".memfold-*-cache-note-1.md.tmp"))
+        if not staged:
+            return
+        data = staged[0].read_bytes()
+        # A timestamp tick later: within one tick only kernels with fine-grained timestamps see a
+        # same-size rewrite by its times (the re-verify after the commit hashes every file anyway).
+        time.sleep(0.02)
+        if tamper == "rewrite":
+            with open(staged[0], "r+b") as fh:
+                fh.write(data.replace(b"cache", b"CACHE", 1))
+        elif tamper == "replace":
+            other = staged[0].with_name("other")
+            other.write_bytes(data)
+            os.replace(other, staged[0])
+        else:
+            staged[0].unlink()
+
+    monkeypatch.setattr(journal, "fsync_all", then_tamper)
+    source = tmp_path / "claude"
+    write_claude_dir(source, 12)
+    result = env.run("--json", "import", "claude", str(source))
+    assert result.code == 6
+    assert json.loads(result.out)["code"] == "apply.staged-mismatch"
+    assert "cache-note-1.md" in json.loads(result.out)["message"]
+    assert env.snapshot() == before
+    assert _temps(env) == []
+
+
+def test_fsync_all_syncs_each_filesystem_holding_enough_of_the_batch_once(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    shm = Path("/dev/shm")
+    if not shm.is_dir() or shm.stat().st_dev == tmp_path.stat().st_dev or not os.access(shm, os.W_OK):
+        pytest.skip("needs a second writable filesystem (/dev/shm)")
+    events = _record(monkeypatch)
+    other = Path(os.path.realpath(shm)) / f"memfold-test-{os.getpid()}"
+    other.mkdir()
+    fds: list[int] = []
+    try:
+        many = [tmp_path / f"f{i}" for i in range(fsutil.SYNCFS_MIN)]
+        few = [other / f"g{i}" for i in range(3)]
+        for path in [many[0], *few, *many[1:]]:
+            fds.append(fsutil.create_unsynced(path, b"x"))
+        fsutil.fsync_all(fds, [tmp_path, other])
+    finally:
+        for fd in fds:
+            os.close(fd)
+        for path in other.iterdir():
+            path.unlink()
+        other.rmdir()
+    assert [path for kind, path in events if kind == "syncfs"] == [str(many[0])]
+    assert sorted(path for kind, path in events if kind == "fsync") == sorted([*map(str, few), str(other)])
+
+
+def test_fsync_all_keeps_per_file_fsyncs_below_the_threshold_and_where_syncfs_hides_errors(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    events = _record(monkeypatch)
+    paths = [tmp_path / f"f{i}" for i in range(fsutil.SYNCFS_MIN)]
+    fds = [fsutil.create_unsynced(path, b"x") for path in paths]
+    try:
+        fsutil.fsync_all(fds[:-2], [tmp_path])  # one short of the threshold
+        assert [kind for kind, _ in events].count("fsync") == fsutil.SYNCFS_MIN - 1
+        events.clear()
+        # Before Linux 5.8 syncfs(2) returned 0 even when write-back failed.
+        monkeypatch.setattr(fsutil, "_SYNCFS_OK", [])
+        monkeypatch.setattr(os, "uname", lambda: os.uname_result(("Linux", "h", "5.4.0-1", "#1", "x86_64")))
+        assert not fsutil.syncfs_reports_errors()
+        fsutil.fsync_all(fds, [tmp_path])
+        assert [kind for kind, _ in events].count("syncfs") == 0
+        assert [kind for kind, _ in events].count("fsync") == fsutil.SYNCFS_MIN + 1
+    finally:
+        for fd in fds:
+            os.close(fd)
+
+
+# The crash sweep's child with every batch of the command going through syncfs, which it also counts.
+CHILD = test_apply.CHILD.replace("from pipeline import fsutil\n", """from pipeline import fsutil
+fsutil.SYNCFS_MIN = 1
+_syncfs = fsutil.ops.syncfs
+def _counted(fd):
+    sys.stderr.write("SYNCFS\\n")
+    _syncfs(fd)
+fsutil.ops.syncfs = _counted
+""").replace('("write", "fsync", "rename", "unlink")', '("write", "fsync", "syncfs", "rename", "unlink")')
+UPDATE = ["update", "user_b", "--visibility", "safe", "-b", "b2"]
+
+
+def test_the_syncfs_crash_child_batches_through_syncfs_and_counts_it(env: Env, tmp_path: Path) -> None:
+    _seed(env)
+    script = tmp_path / "child.py"
+    script.write_text(CHILD.format(repo=str(REPO)))
+    proc = subprocess.run([sys.executable, str(script), str(10**9), *env.args(*UPDATE)], capture_output=True,
+                          text=True, timeout=60, env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr.count("SYNCFS\n") >= 1 and '"syncfs"' in CHILD
+
+
+@pytest.mark.integration
+def test_sigkill_at_every_step_of_a_syncfs_batched_commit_leaves_pre_or_post_state(env: Env, tmp_path: Path) -> None:
+    test_apply._sigkill_sweep(env, tmp_path, strides=(1,), minimum=20, child=CHILD, commands=[UPDATE])
