@@ -199,3 +199,15 @@ def test_the_syncfs_crash_child_batches_through_syncfs_and_counts_it(env: Env, t
 @pytest.mark.integration
 def test_sigkill_at_every_step_of_a_syncfs_batched_commit_leaves_pre_or_post_state(env: Env, tmp_path: Path) -> None:
     test_apply._sigkill_sweep(env, tmp_path, strides=(1,), minimum=20, child=CHILD, commands=[UPDATE])
+
+
+@pytest.mark.parametrize("names", [[], ["project_a.md"], ["部署-1.md", 'q"uote.md', "back\\slash\n.md", "ü" * 40]])
+def test_both_journal_states_are_the_bytes_the_one_state_writer_gives(names: list[str]) -> None:
+    entries = [{"root": "harness" if i % 2 else "public", "name": name, "temp": f".memfold-t-{name}.tmp" if i % 3 else None,
+                "pre": None if i % 2 else "ab" * 32, "post": "cd" * 32 if i % 3 else None}
+               for i, name in enumerate(names)]
+    body = {"kind": "memfold-journal", "runId": "20261201T120000Z-0a1b2c3d", "state": "committed", "entries": entries}
+    committed, done = journal._journal_states(body, ("committed", "done"))
+    assert committed == journal._journal_bytes(body)
+    assert done == journal._journal_bytes({**body, "state": "done"})
+    assert json.loads(done)["state"] == "done" and json.loads(done)["entries"] == entries

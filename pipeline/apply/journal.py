@@ -13,6 +13,7 @@ from ..frozen import Frozen
 from ..fsutil import (
     TEMP_PREFIX,
     atomic_write,
+    canonical_json,
     create_unsynced,
     digest_json,
     dump_json,
@@ -54,6 +55,29 @@ RootResolver = Callable[[str], Path]
 def _journal_bytes(body: dict[str, Any]) -> bytes:
     body = {k: v for k, v in body.items() if k != "checksum"}
     return dump_json({**body, "checksum": digest_json(body)})
+
+
+def _journal_states(body: dict[str, Any], states: tuple[str, ...]) -> list[bytes]:
+    """``_journal_bytes`` of ``body`` in each of ``states``, its entries serialized once for all.
+
+    A journal of 3,000 files took 80 ms per state. The entries' canonical bytes are the same in each
+    (keys sorted, so ``"entries"`` is the first member), and so is their indented text one level
+    deeper: a JSON text holds a newline only between tokens, never inside a string.
+    """
+    entries = body["entries"]
+    rest = {k: v for k, v in body.items() if k not in ("checksum", "entries")}
+    if any(key < "entries" for key in rest):
+        return [_journal_bytes({**body, "state": state}) for state in states]
+    canonical = canonical_json(entries)
+    indented = dump_json(entries).decode("utf-8").rstrip("\n").replace("\n", "\n  ").encode("utf-8")
+    out = []
+    for state in states:
+        head = canonical_json({**rest, "entries": 0, "state": state})
+        checksum = sha256_bytes(b'{"entries":' + canonical + head.removeprefix(b'{"entries":0'))
+        text = dump_json({**rest, "entries": 0, "state": state, "checksum": checksum})
+        marker = b'\n  "entries": 0'
+        out.append(text.replace(marker, b'\n  "entries": ' + indented, 1))
+    return out
 
 
 def read_journal(path: Path) -> dict[str, Any]:
@@ -126,8 +150,9 @@ def apply_changes(
                     post = sha256_bytes(change.data)
                 entries.append({"root": change.root, "name": change.name, "temp": temp,
                                 "pre": change.pre, "post": post})
-            fds.append(_create(made, str(journal_temp), _journal_bytes(body)))
-            fds.append(_create(made, str(done_temp), _journal_bytes({**body, "state": "done"})))
+            committed, done = _journal_states(body, ("committed", "done"))
+            fds.append(_create(made, str(journal_temp), committed))
+            fds.append(_create(made, str(done_temp), done))
             # Data and directory entries in one batch: both only have to be durable before the journal.
             fsync_all(fds, dirs)
         finally:
