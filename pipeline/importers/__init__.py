@@ -180,8 +180,9 @@ class _Taken:
         return self.names.get(file.lower())
 
     def twin(self, memory: Memory) -> str | None:
+        body = fold(memory.body)
         hits = [n for n in (self.descriptions.get(fold(memory.description)),
-                            self.bodies.get(fold(memory.body)) if fold(memory.body) else None) if n]
+                            self.bodies.get(body) if body else None) if n]
         return min(hits) if hits else None
 
 
