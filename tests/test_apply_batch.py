@@ -211,3 +211,24 @@ def test_both_journal_states_are_the_bytes_the_one_state_writer_gives(names: lis
     assert committed == journal._journal_bytes(body)
     assert done == journal._journal_bytes({**body, "state": "done"})
     assert json.loads(done)["state"] == "done" and json.loads(done)["entries"] == entries
+
+
+def test_where_a_backup_cannot_be_a_hard_link_its_copy_is_synced_with_the_batch(
+        env: Env, monkeypatch: pytest.MonkeyPatch) -> None:
+    _seed(env)
+    before = (env.harness / "user_b.md").read_bytes()
+
+    def cross_device(*_args: object, **_kwargs: object) -> None:
+        raise OSError(errno.EXDEV, os.strerror(errno.EXDEV))
+
+    monkeypatch.setattr(os, "link", cross_device)
+    events = _record(monkeypatch)
+    assert env.run("update", "user_b", "-b", "b2").code == 0
+    monkeypatch.undo()
+    run = json.loads(sorted((env.project_home / "receipts").iterdir())[-1].read_text())["runId"]
+    copy = env.project_home / "runs" / run / "backup" / "harness" / "user_b.md"
+    assert copy.read_bytes() == before and copy.stat().st_nlink == 1
+    commit = next(i for i, (kind, path) in enumerate(events) if kind == "rename" and path.endswith("/journal.json"))
+    assert ("fsync", str(copy)) in events[:commit]
+    assert env.run("undo", run).code == 0
+    assert (env.harness / "user_b.md").read_bytes() == before

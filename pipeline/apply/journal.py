@@ -24,7 +24,6 @@ from ..fsutil import (
     safe_join,
     sha256_bytes,
     temp_name,
-    write_new,
 )
 
 JOURNAL = "journal.json"
@@ -130,7 +129,7 @@ def apply_changes(
             made.pop()
             for name, data in (artifacts or {}).items():
                 fds.append(create_unsynced(safe_join(run_dir, name), data))  # kept, even after a failure
-            dirs = [project_home, run_dir.parent, run_dir, *_backup(run_dir, resolve, changes)]
+            dirs = [project_home, run_dir.parent, run_dir, *_backup(run_dir, resolve, changes, fds)]
             folders: dict[str, str] = {}  # root key -> its path as text: one join per file, no Path
             for change in changes:
                 folder = folders.get(change.root)
@@ -196,13 +195,14 @@ def _create(made: list[str], path: str, data: bytes, mode: int = 0o600) -> int:
     return fd
 
 
-def _backup(run_dir: Path, resolve: RootResolver, changes: Iterable[Change]) -> list[Path]:
+def _backup(run_dir: Path, resolve: RootResolver, changes: Iterable[Change], fds: list[int]) -> list[Path]:
     """Keep the pre-state of every touched file; returns the directories to fsync before the commit point.
 
     A hard link is the copy: store files are only ever replaced by rename, never written in place,
     so the linked inode keeps the pre-state bytes. It costs no data write and no per-file fsync,
     only one fsync of each backup directory. Across filesystems (a mirror on another mount) or
-    where links are refused, the bytes are copied and fsynced as before.
+    where links are refused, the bytes are copied, and the copy's descriptor joins ``fds`` to be
+    made durable with the rest of the batch instead of waiting for an fsync of its own.
     """
     folders: list[Path] = []
     for change in changes:
@@ -216,7 +216,7 @@ def _backup(run_dir: Path, resolve: RootResolver, changes: Iterable[Change]) -> 
         try:
             os.link(source, folder / change.name, follow_symlinks=False)
         except OSError:
-            write_new(folder / change.name, read_bounded(source))
+            fds.append(create_unsynced(folder / change.name, read_bounded(source)))
     return [run_dir / BACKUP, *folders] if folders else []
 
 
