@@ -130,13 +130,17 @@ _FSYNC_THREADS = 16
 # syncfs, 1,000 files 156 against 29 ms, 3,000 files 190-350 against 45-70 ms. Below it the fsyncs stay:
 # syncfs also writes back whatever other programs left dirty on that filesystem.
 SYNCFS_MIN = 64
+# Local disk filesystems whose syncfs writes back and flushes everything an fsync would. Not FUSE (its
+# servers see no syncfs before FUSE_SYNCFS, and most ignore it) nor network filesystems.
+SYNCFS_TYPES = frozenset({"ext2", "ext3", "ext4", "xfs", "btrfs", "f2fs", "jfs", "reiserfs"})
 
 
 def fsync_all(fds: list[int], dirs: list[Path] | None = None) -> None:
     """Make every descriptor and every directory durable (each once), batched.
 
-    ``fds`` must come in the order they were opened. Where a filesystem holds at least ``SYNCFS_MIN``
-    of them, one ``ops.syncfs`` on the first descriptor opened there covers that filesystem's files
+    ``fds`` must come in the order they were opened. Where a local disk filesystem (``SYNCFS_TYPES``)
+    holds at least ``SYNCFS_MIN`` of them, one ``ops.syncfs`` on the first descriptor opened there
+    covers that filesystem's files
     and directory entries: it reports every write-back error since that descriptor was opened, so
     none of the later files' errors is missed. The rest are fsynced concurrently (the filesystem
     folds concurrent fsyncs into shared commits); all calls finish before the first error, if any,
@@ -163,11 +167,26 @@ def _sync_filesystems(fds: list[int], folders: list[Path]) -> tuple[list[int], l
     folder_device = {path: os.stat(path).st_dev for path in folders}
     synced = set()
     for device, group in by_device.items():
-        if len(group) + sum(1 for d in folder_device.values() if d == device) >= SYNCFS_MIN:
+        if len(group) + sum(1 for d in folder_device.values() if d == device) >= SYNCFS_MIN \
+                and _filesystem_type(device) in SYNCFS_TYPES:
             ops.syncfs(group[0])
             synced.add(device)
     return ([fd for device, group in by_device.items() if device not in synced for fd in group],
             [path for path in folders if folder_device[path] not in synced])
+
+
+def _filesystem_type(device: int) -> str | None:
+    """The type of the filesystem mounted from ``device`` (st_dev), from /proc/self/mountinfo."""
+    wanted = f"{os.major(device)}:{os.minor(device)}"
+    try:
+        with open("/proc/self/mountinfo", encoding="utf-8", errors="replace") as fh:
+            for line in fh:
+                fields = line.split()
+                if len(fields) > 3 and fields[2] == wanted and "-" in fields:
+                    return fields[fields.index("-") + 1]
+    except OSError:
+        pass
+    return None
 
 
 def syncfs_reports_errors() -> bool:

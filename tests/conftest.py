@@ -330,6 +330,16 @@ def names_holder(ctx: dict[str, Any]) -> None:
     assert ctx["waited"] >= 0.2
 
 
+def syncfs_here() -> bool:
+    """Large commits in the temp dir go through syncfs(2): Linux 5.8+ and a local disk filesystem there."""
+    import tempfile
+
+    from pipeline import fsutil
+
+    where = os.stat(tempfile.gettempdir()).st_dev
+    return fsutil.syncfs_reports_errors() and fsutil._filesystem_type(where) in fsutil.SYNCFS_TYPES
+
+
 def fresh_interpreter(env: Env, args: list[str]) -> Result:
     """The CLI in an interpreter of its own, which reports on its last stderr line whether typer was loaded."""
     code = ("import sys\nfrom pipeline.cli import main\n"

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import Env, fresh_interpreter
+from conftest import Env, fresh_interpreter, syncfs_here
 from pytest_bdd import given, parsers, scenarios, then, when
 from test_apply import Fault
 
@@ -27,8 +27,8 @@ def claude_dir(tmp_path: Path, ctx: dict[str, Any], count: int) -> None:
 
 @given("syncing a filesystem fails with an I/O error")
 def failing_syncfs(monkeypatch: pytest.MonkeyPatch) -> None:
-    if not fsutil.syncfs_reports_errors():
-        pytest.skip("syncfs(2) with error reporting needs Linux 5.8+")
+    if not syncfs_here():
+        pytest.skip("syncfs(2) with error reporting (Linux 5.8+) on a local disk filesystem")
     Fault(monkeypatch, "syncfs", 1, errno.EIO)
 
 
@@ -84,6 +84,6 @@ def holds(env: Env, ctx: dict[str, Any], count: int) -> None:
 
 @then("the filesystem was synced once, before the commit point")
 def synced_once(ctx: dict[str, Any]) -> None:
-    if not fsutil.syncfs_reports_errors():
-        pytest.skip("syncfs(2) with error reporting needs Linux 5.8+")
+    if not syncfs_here():
+        pytest.skip("syncfs(2) with error reporting (Linux 5.8+) on a local disk filesystem")
     assert ctx["syncs"] == ["before commit"]
