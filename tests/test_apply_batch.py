@@ -246,3 +246,30 @@ def test_where_a_backup_cannot_be_a_hard_link_its_copy_is_synced_with_the_batch(
     assert ("fsync", str(copy)) in events[:commit]
     assert env.run("undo", run).code == 0
     assert (env.harness / "user_b.md").read_bytes() == before
+
+
+def test_on_a_filesystem_with_whole_second_times_a_staged_copy_is_read_back(
+        env: Env, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """There a same-size rewrite within the second leaves every time alone: the bytes decide."""
+    assert env.run("init").code == 0
+    before = env.snapshot()
+    monkeypatch.setattr(journal, "_whole_seconds", lambda _st: True)
+    monkeypatch.setattr(journal, "_identity", lambda st: (st.st_dev, st.st_ino, st.st_size, st.st_mode))
+    original = journal.fsync_all
+
+    def then_rewrite(fds: list[int], dirs: list[Path] | None = None) -> None:
+        original(fds, dirs)
+        for staged in env.harness.glob(".memfold-*-cache-note-1.md.tmp"):
+            data = staged.read_bytes()
+            with open(staged, "r+b") as fh:
+                fh.write(data.replace(b"cache", b"CACHE", 1))
+
+    monkeypatch.setattr(journal, "fsync_all", then_rewrite)
+    source = tmp_path / "claude"
+    write_claude_dir(source, 12)
+    result = env.run("--json", "import", "claude", str(source))
+    assert result.code == 6 and json.loads(result.out)["code"] == "apply.staged-mismatch"
+    assert env.snapshot() == before
+    monkeypatch.setattr(journal, "fsync_all", original)
+    assert env.run("import", "claude", str(source)).code == 0  # untouched copies pass the read-back
+    assert len(list(env.harness.glob("*.md"))) == 13

@@ -120,7 +120,7 @@ def apply_changes(
     journal_temp, done_temp = run_dir / temp_name(JOURNAL, tag), run_dir / temp_name(JOURNAL, f"{tag}-done")
     made: list[str] = []
     fds: list[int] = []
-    staged: list[tuple[str, str, os.stat_result]] = []  # (name, staged path, its state once written)
+    staged: list[tuple[str, str, os.stat_result, str]] = []  # (name, staged path, its state once written, hash)
     try:
         try:
             # `pending` comes first: from here on a kill leaves temps the next recovery sweeps away.
@@ -145,8 +145,8 @@ def apply_changes(
                     fd = _create(made, path, change.data, 0o644 if change.root == "public" else 0o600)
                     fds.append(fd)
                     # What the staged copy is right after the write: checked again before the commit point.
-                    staged.append((change.name, path, os.fstat(fd)))
                     post = sha256_bytes(change.data)
+                    staged.append((change.name, path, os.fstat(fd), post))
                 entries.append({"root": change.root, "name": change.name, "temp": temp,
                                 "pre": change.pre, "post": post})
             committed, done = _journal_states(body, ("committed", "done"))
@@ -220,21 +220,30 @@ def _backup(run_dir: Path, resolve: RootResolver, changes: Iterable[Change], fds
     return [run_dir / BACKUP, *folders] if folders else []
 
 
-def _check_staged(staged: list[tuple[str, str, os.stat_result]]) -> None:
+def _check_staged(staged: list[tuple[str, str, os.stat_result, str]]) -> None:
     """Each staged copy is still the file written from the hashed bytes, without reading it back.
 
-    Its name must still lead to the same inode with the same size, modification and change times as
-    right after the write: any write, truncation, chmod or replacement since changes one of them (the
-    change time cannot be set back). The bytes were hashed in memory, before they were written.
+    Its name must still lead to the same inode with the same size, mode, modification and change
+    times as right after the write: any write, truncation, chmod or replacement since changes one of
+    them (the change time cannot be set back). The bytes were hashed in memory, before they were
+    written. Where the filesystem keeps whole seconds only, a rewrite within the same second would
+    leave the times alone: such a copy is read back and hashed as before.
     """
-    for name, path, written in staged:
+    for name, path, written, post in staged:
         try:
             now = os.lstat(path)
         except FileNotFoundError:
             now = None
-        if now is None or _identity(now) != _identity(written):
+        same = now is not None and _identity(now) == _identity(written)
+        if same and _whole_seconds(written):
+            same = sha256_bytes(read_bounded(path)) == post
+        if not same:
             raise ApplyFailed(f"staged copy of {name} changed after it was written",
                               code="apply.staged-mismatch")
+
+
+def _whole_seconds(st: os.stat_result) -> bool:
+    return st.st_mtime_ns % 1_000_000_000 == 0 and st.st_ctime_ns % 1_000_000_000 == 0
 
 
 def _identity(st: os.stat_result) -> tuple[int, int, int, int, int, int]:
