@@ -9,7 +9,9 @@ import os
 import subprocess
 import sys
 import time
+from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import pytest
 import test_apply
@@ -273,3 +275,22 @@ def test_on_a_filesystem_with_whole_second_times_a_staged_copy_is_read_back(
     monkeypatch.setattr(journal, "fsync_all", original)
     assert env.run("import", "claude", str(source)).code == 0  # untouched copies pass the read-back
     assert len(list(env.harness.glob("*.md"))) == 13
+
+
+def test_each_staged_copy_is_opened_once_and_never_read_back(
+        env: Env, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    opened: Counter[str] = Counter()
+    real_open = os.open
+
+    def counting_open(path: Any, flags: int, *args: Any, **kwargs: Any) -> int:
+        opened[os.fspath(path)] += 1
+        return real_open(path, flags, *args, **kwargs)
+
+    monkeypatch.setattr(os, "open", counting_open)
+    _, code = _import(env, tmp_path)
+    monkeypatch.undo()
+    assert code == 0
+    staged = {path: n for path, n in opened.items() if Path(path).name.startswith(fsutil.TEMP_PREFIX)
+              and Path(path).parent == env.harness}
+    assert len(staged) == MANY + 1  # every memory and the index
+    assert set(staged.values()) == {1}
