@@ -13,7 +13,8 @@ if TYPE_CHECKING:
 _VALUE_OPTIONS = {"--home", "--project"}
 FAST_COMMANDS = {"inject"}
 # The commands of ``commands.spec``, which the typer-free fast path parses (kept literal: no import here).
-QUICK_COMMANDS = {"add", "update", "forget", "list", "search", "consolidate", "validate", "verify", "audit", "mcp"}
+QUICK_COMMANDS = {"add", "update", "forget", "list", "search", "consolidate", "validate", "verify", "audit", "mcp",
+                  "import", "export"}
 VERSION_FLAGS = {"--version", "-V"}
 
 
@@ -93,7 +94,6 @@ def _full(args: list[str]) -> int:
     from .commands import doctor as _doctor  # noqa: F401
     from .commands import everyday as _everyday  # noqa: F401
     from .commands import hooks as _hooks  # noqa: F401
-    from .commands import io as _io  # noqa: F401
     from .commands import mirror as _mirror  # noqa: F401
     from .commands import report as _report  # noqa: F401
     from .commands import schedule as _schedule  # noqa: F401

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import errno
-import json
 import os
 import stat
-from json.encoder import encode_basestring as _encode_str  # json's C escaper
 
 from .errors import InputRejected, UnsafePath
+from .store.jsontext import canonical_json as canonical_json
+from .store.jsontext import dump_json as dump_json
 
 # ``memfold inject`` reads through this module on every prompt: pathlib, hashlib and typing are
 # imported where they are used, not here.
@@ -22,11 +22,21 @@ TEMP_PREFIX = ".memfold-"
 TEMP_SUFFIX = ".tmp"
 
 
+def _syncfs(fd: int) -> None:
+    """syncfs(2): write back and flush the whole filesystem holding ``fd``."""
+    import ctypes
+
+    if ctypes.CDLL(None, use_errno=True).syncfs(fd) != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, os.strerror(err))
+
+
 class _Ops:
     """Indirection over the syscalls a transaction makes, so tests can inject faults."""
 
     write: Callable[[int, bytes], int] = staticmethod(os.write)
     fsync: Callable[[int], None] = staticmethod(os.fsync)
+    syncfs: Callable[[int], None] = staticmethod(_syncfs)
     rename: Callable[[str, str], None] = staticmethod(os.replace)
     unlink: Callable[[str], None] = staticmethod(os.unlink)
 
@@ -55,125 +65,8 @@ def sha256_file(path: Path, limit: int | None = None) -> str:
     return sha256_bytes(read_bounded(path, limit))
 
 
-_SAFE_INT = 2**53 - 1
-_STR = {str}
-
-
-def _plain_json(value: Any) -> bool:
-    """True when RFC 8785 and sorted compact ``json.dumps`` give the same bytes for ``value``.
-
-    That holds without floats (JCS has its own number format), with integers in the safe range and
-    with ASCII keys (JCS orders keys by UTF-16 code units, Python by code points). String escaping is
-    the same in both: only ``"``, ``\\`` and control characters, everything else as UTF-8.
-    """
-    stack = [value]
-    while stack:
-        item = stack.pop()
-        kind = type(item)
-        if kind is str or item is None or kind is bool:
-            continue
-        if kind is int:
-            if -_SAFE_INT <= item <= _SAFE_INT:
-                continue
-            return False
-        if kind is dict:
-            try:
-                if not "".join(item).isascii():
-                    return False
-            except TypeError:
-                return False  # a key that is not a string
-            values = item.values()
-            if not set(map(type, values)) <= _STR:  # hash maps hold strings only: checked in C
-                stack.extend(values)
-        elif kind is list:
-            stack.extend(item)
-        else:
-            return False
-    return True
-
-
-def canonical_json(value: Any) -> bytes:
-    """RFC 8785 canonical bytes of a JSON value."""
-    if _plain_json(value):
-        try:
-            # The C encoder: the pure-Python rfc8785 costs seconds on a 20,000-file receipt.
-            return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
-                              check_circular=False).encode("utf-8")
-        except UnicodeEncodeError:
-            pass  # lone surrogates: rfc8785 reports them
-    import rfc8785
-
-    return rfc8785.dumps(value)
-
-
 def digest_json(value: Any) -> str:
     return sha256_bytes(canonical_json(value))
-
-
-def dump_json(value: Any) -> bytes:
-    """The stable, human-readable JSON every memfold file is written in."""
-    try:
-        parts: list[str] = []
-        _indented(value, "\n", parts)
-        text = "".join(parts)
-    except (_Unplain, TypeError, RecursionError):
-        text = json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False)
-    return (text + "\n").encode("utf-8")
-
-
-class _Unplain(Exception):
-    """A value the fast writer leaves to json.dumps (floats, non-str keys, other types)."""
-
-
-def _indented(value: Any, newline: str, out: list[str]) -> None:
-    """Exactly ``json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False)``, several times faster.
-
-    json.dumps falls back to its pure-Python encoder whenever ``indent`` is set; plans and receipts
-    of large stores have hundreds of thousands of entries. Strings go through json's C escaper.
-    """
-    kind = type(value)
-    if kind is str:
-        out.append(_encode_str(value))
-    elif kind is dict:
-        if not value:
-            out.append("{}")
-            return
-        inner = newline + "  "
-        if set(map(type, value)) == _STR and set(map(type, value.values())) == _STR:
-            # A hash map: one join instead of a call per entry.
-            sep = "," + inner
-            out.append("{" + inner + sep.join(_encode_str(k) + ": " + _encode_str(value[k]) for k in sorted(value))
-                       + newline + "}")
-            return
-        first = True
-        for key in sorted(value):
-            if type(key) is not str:
-                raise _Unplain
-            out.append(("{" if first else ",") + inner + _encode_str(key) + ": ")
-            first = False
-            _indented(value[key], inner, out)
-        out.append(newline + "}")
-    elif kind is list or kind is tuple:
-        if not value:
-            out.append("[]")
-            return
-        inner = newline + "  "
-        first = True
-        for item in value:
-            out.append(("[" if first else ",") + inner)
-            first = False
-            _indented(item, inner, out)
-        out.append(newline + "]")
-    elif value is None:
-        out.append("null")
-    elif value is True:
-        out.append("true")
-    elif value is False:
-        out.append("false")
-    elif kind is int:
-        out.append(int.__repr__(value))
-    else:
-        raise _Unplain
 
 
 def read_bounded(path: Path | str, limit: int | None = None, *, dir_fd: int | None = None) -> bytes:
@@ -232,23 +125,86 @@ def fsync_dir(path: Path) -> None:
 
 
 _FSYNC_THREADS = 16
+# From this many descriptors and directories on one filesystem, one syncfs(2) replaces their fsyncs.
+# Measured on ext4 (2-vCPU VM, median of 5): 64 new files 21 ms of concurrent fsyncs against 7 ms for
+# syncfs, 1,000 files 156 against 29 ms, 3,000 files 190-350 against 45-70 ms. Below it the fsyncs stay:
+# syncfs also writes back whatever other programs left dirty on that filesystem.
+SYNCFS_MIN = 64
+# Local disk filesystems whose syncfs writes back and flushes everything an fsync would. Not FUSE (its
+# servers see no syncfs before FUSE_SYNCFS, and most ignore it) nor network filesystems.
+SYNCFS_TYPES = frozenset({"ext2", "ext3", "ext4", "xfs", "btrfs", "f2fs", "jfs", "reiserfs"})
 
 
 def fsync_all(fds: list[int], dirs: list[Path] | None = None) -> None:
-    """fsync every descriptor and every directory (each once), concurrently.
+    """Make every descriptor and every directory durable (each once), batched.
 
-    The filesystem folds concurrent fsyncs into shared journal commits, so N files cost about one
-    round trip instead of N. Every call still goes through ``ops.fsync``; all of them finish before
-    the first error, if any, is raised.
+    ``fds`` must come in the order they were opened. Where a local disk filesystem (``SYNCFS_TYPES``)
+    holds at least ``SYNCFS_MIN`` of them, one ``ops.syncfs`` on the first descriptor opened there
+    covers that filesystem's files
+    and directory entries: it reports every write-back error since that descriptor was opened, so
+    none of the later files' errors is missed. The rest are fsynced concurrently (the filesystem
+    folds concurrent fsyncs into shared commits); all calls finish before the first error, if any,
+    is raised.
     """
+    folders = list(dict.fromkeys(dirs or ()))
+    if len(fds) + len(folders) >= SYNCFS_MIN and syncfs_reports_errors():
+        fds, folders = _sync_filesystems(fds, folders)
     dir_fds: list[int] = []
     try:
-        for path in dict.fromkeys(dirs or ()):
+        for path in folders:
             dir_fds.append(os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC))
         _fsync_concurrently([*fds, *dir_fds])
     finally:
         for fd in dir_fds:
             os.close(fd)
+
+
+def _sync_filesystems(fds: list[int], folders: list[Path]) -> tuple[list[int], list[Path]]:
+    """syncfs each filesystem that holds enough of the batch; returns what is left to fsync."""
+    by_device: dict[int, list[int]] = {}
+    for fd in fds:
+        by_device.setdefault(os.fstat(fd).st_dev, []).append(fd)
+    folder_device = {path: os.stat(path).st_dev for path in folders}
+    synced = set()
+    for device, group in by_device.items():
+        if len(group) + sum(1 for d in folder_device.values() if d == device) >= SYNCFS_MIN \
+                and _filesystem_type(device) in SYNCFS_TYPES:
+            ops.syncfs(group[0])
+            synced.add(device)
+    return ([fd for device, group in by_device.items() if device not in synced for fd in group],
+            [path for path in folders if folder_device[path] not in synced])
+
+
+def _filesystem_type(device: int) -> str | None:
+    """The type of the filesystem mounted from ``device`` (st_dev), from /proc/self/mountinfo."""
+    wanted = f"{os.major(device)}:{os.minor(device)}"
+    try:
+        with open("/proc/self/mountinfo", encoding="utf-8", errors="replace") as fh:
+            for line in fh:
+                fields = line.split()
+                if len(fields) > 3 and fields[2] == wanted and "-" in fields:
+                    return fields[fields.index("-") + 1]
+    except OSError:
+        pass
+    return None
+
+
+def syncfs_reports_errors() -> bool:
+    """syncfs(2) exists and returns write-back errors (Linux 5.8 and later; it always succeeded before)."""
+    if _SYNCFS_OK:
+        return _SYNCFS_OK[0]
+    ok = False
+    if hasattr(os, "uname") and os.uname().sysname == "Linux":
+        parts = os.uname().release.split(".")[:2]
+        if len(parts) == 2 and all(part.isdigit() for part in parts) and (int(parts[0]), int(parts[1])) >= (5, 8):
+            import ctypes
+
+            ok = hasattr(ctypes.CDLL(None), "syncfs")
+    _SYNCFS_OK.append(ok)
+    return ok
+
+
+_SYNCFS_OK: list[bool] = []
 
 
 def _fsync_concurrently(fds: list[int]) -> None:

@@ -330,6 +330,44 @@ def names_holder(ctx: dict[str, Any]) -> None:
     assert ctx["waited"] >= 0.2
 
 
+def syncfs_here() -> bool:
+    """Large commits in the temp dir go through syncfs(2): Linux 5.8+ and a local disk filesystem there."""
+    import tempfile
+
+    from pipeline import fsutil
+
+    where = os.stat(tempfile.gettempdir()).st_dev
+    return fsutil.syncfs_reports_errors() and fsutil._filesystem_type(where) in fsutil.SYNCFS_TYPES
+
+
+def fresh_interpreter(env: Env, args: list[str]) -> Result:
+    """The CLI in an interpreter of its own, which reports on its last stderr line whether typer was loaded."""
+    code = ("import sys\nfrom pipeline.cli import main\n"
+            f"rc = main({env.args(*args)!r})\n"
+            "print('TYPER', 'typer' in sys.modules, file=sys.stderr)\nraise SystemExit(rc)\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "PYTHONPATH": str(REPO)}, check=False)
+    return Result(proc.returncode, proc.stdout, proc.stderr)
+
+
+@then("the interpreter never imported typer")
+def no_typer(ctx: dict[str, Any]) -> None:
+    assert ctx["result"].err.splitlines()[-1] == "TYPER False"
+
+
+@then("no memfold temp file is left")
+def no_temps(env: Env) -> None:
+    from test_torture import temps_anywhere
+
+    assert temps_anywhere(env.home, env.project) == []
+
+
+@then(parsers.parse('"{command}" exits 0 without hand edits'))
+def clean_audit(env: Env, command: str) -> None:
+    result = env.run(command, "--json")
+    assert result.code == 0 and result.json()["drift"] == [], result.out
+
+
 @then("both roots are unchanged")
 def unchanged(env: Env, ctx: dict[str, Any]) -> None:
     assert env.snapshot() == ctx["before"]

@@ -175,20 +175,22 @@ def test_sigkill_at_every_filesystem_step_leaves_pre_or_post_state(env: Env, tmp
     _sigkill_sweep(env, tmp_path, strides=(1, 1, 1), minimum=150)
 
 
-def _sigkill_sweep(env: Env, tmp_path: Path, *, strides: tuple[int, ...], minimum: int) -> None:
+def _sigkill_sweep(env: Env, tmp_path: Path, *, strides: tuple[int, ...], minimum: int, child: str = CHILD,
+                   commands: list[list[str]] = COMMANDS) -> None:
+    """Kill ``child`` (a script like ``CHILD``) at each ``stride``-th filesystem step of each command."""
     env.project = tmp_path / "plain-project"
     env.project.mkdir()
     _seed(env)
     script = tmp_path / "child.py"
-    script.write_text(CHILD.format(repo=str(REPO)))
+    script.write_text(child.format(repo=str(REPO)))
     saved = tmp_path / "saved"
     kills, outcomes = 0, Counter[str]()
-    for command, stride in zip(COMMANDS, strides, strict=False):
+    for command, stride in zip(commands, strides, strict=False):
         _save(env, saved)
         pre = env.snapshot()
         full = _child(env, script, 10**9, command)
         assert full.returncode == 0, full.stderr
-        total = int(full.stderr.rsplit("OPS ", 1)[1])
+        total = int(full.stderr.rsplit("OPS ", 1)[1].split()[0])
         post = env.snapshot()
         for nth in range(1, total + 1, stride):
             _restore(env, saved)

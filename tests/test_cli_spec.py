@@ -82,6 +82,9 @@ PARSED = [
     ["verify", "20261130T120000Z-0a1b2c3d", "--global"],
     ["verify", "--attestation", "a.json", "--pubkey", "k.pem"],
     ["audit", "--strict", "--json"],
+    ["import", "claude", "memory-dir"],
+    ["--json", "import", "harness", "private", "public", "--json"],
+    ["export", "claude", "out", "--json"],
 ]
 
 
@@ -120,6 +123,7 @@ UNUSUAL = [
     (["add", "x"], "usage.missing"), (["add"], "usage.missing"), (["search", "q", "--limit", "many"], "usage.value"),
     (["list", "--json=yes"], "usage.option"), (["verify", "a", "b"], "usage.command"), (["audit", "--strict=1"], None),
     (["consolidate", "--select", "a.md", "--select", "b.md", "--dry-run"], None), (["--home"], "usage.option"),
+    (["import", "claude"], "usage.missing"), (["import"], "usage.missing"), (["export", "claude"], "usage.missing"),
 ]
 
 
@@ -215,3 +219,13 @@ def test_the_inject_fast_path_answers_usage_errors_in_the_same_style(args: list[
         else:
             assert err.getvalue().startswith("memfold: error [usage.option]: ")
             assert err.getvalue().endswith("  hint: `memfold inject --help` lists the options\n")
+
+
+def test_a_plain_import_and_export_never_import_typer(env: Env, tmp_path: Path) -> None:
+    source = tmp_path / "claude"
+    source.mkdir()
+    (source / "project_a.md").write_text("---\nname: a\ndescription: alpha fact\ntype: project\n---\nbody\n")
+    assert _missing_or_present(["import", "claude", str(source)], env) == []
+    assert (env.harness / "project_a.md").is_file()
+    assert _missing_or_present(["export", "claude", str(tmp_path / "out")], env) == []
+    assert (tmp_path / "out" / "project_a.md").read_bytes() == (env.harness / "project_a.md").read_bytes()

@@ -3,13 +3,10 @@
 from __future__ import annotations
 
 import json
-import os
 import shlex
-import subprocess
-import sys
 from typing import Any
 
-from conftest import REPO, Env, Result
+from conftest import Env, fresh_interpreter
 from pytest_bdd import parsers, scenarios, then, when
 
 from pipeline import __version__
@@ -19,17 +16,7 @@ scenarios("cli.feature")
 
 @when(parsers.parse('I run "{command}" in a fresh interpreter'))
 def run_fresh(env: Env, ctx: dict[str, Any], command: str) -> None:
-    code = ("import sys\nfrom pipeline.cli import main\n"
-            f"rc = main({env.args(*shlex.split(command))!r})\n"
-            "print('TYPER', 'typer' in sys.modules, file=sys.stderr)\nraise SystemExit(rc)\n")
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
-                          env={**os.environ, "PYTHONPATH": str(REPO)}, check=False)
-    ctx["result"] = Result(proc.returncode, proc.stdout, proc.stderr)
-
-
-@then("the interpreter never imported typer")
-def no_typer(ctx: dict[str, Any]) -> None:
-    assert ctx["result"].err.splitlines()[-1] == "TYPER False"
+    ctx["result"] = fresh_interpreter(env, shlex.split(command))
 
 
 @then("the output is exactly the package version")

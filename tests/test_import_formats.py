@@ -127,3 +127,19 @@ def test_a_metadata_block_with_a_yaml_hostile_description_is_read_line_by_line(e
     memory = parse_memory((env.harness / "pnpm.md").read_bytes())
     assert (memory.description, memory.type) == ("Note: use pnpm #always", "feedback")
     assert memory.extra == {"metadata": {"tags": None}}
+
+
+def test_the_json_report_is_the_text_json_dumps_gives_with_invisible_code_points_escaped(
+        env: Env, tmp_path: Path) -> None:
+    import json
+
+    source = tmp_path / "claude"
+    source.mkdir()
+    (source / "部署.md").write_text("---\nname: 部署\ndescription: blue\u202egreen deploys\ntype: project\n---\nbody\n",
+                                  encoding="utf-8")
+    (source / "broken.md").write_bytes(b"---\nname: x\n---\n\xff\n")
+    result = env.run("--json", "import", "claude", str(source))
+    assert result.code == 0
+    expected = json.dumps(json.loads(result.out), indent=2, sort_keys=True, ensure_ascii=False)
+    assert result.out == expected.replace("\u202e", "\\u202e") + "\n"
+    assert "\u202e" not in result.out and "部署" in result.out

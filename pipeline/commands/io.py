@@ -1,21 +1,20 @@
-"""``memfold import`` and ``memfold export``: other tools' memory in, a Claude Code memory dir out."""
+"""The bodies of ``memfold import`` and ``memfold export``, without typer (``spec`` lists them).
+
+Other tools' memory in, a Claude Code memory dir out. A plain invocation runs through ``quick``: an
+import of thousands of files should not pay for typer and pydantic first.
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-import typer
-
 from ..errors import UsageError
-from ._app import JsonOpt, app, emit, lock_timeout, services, want_json
+from .context import emit, lock_timeout, services, want_json
 
 FORMATS = {"pi-notes": 1, "pi-memory": 1, "claude": 1, "harness": 2}
 
 
-@app.command("import")
-def import_(fmt: str = typer.Argument(..., metavar="FORMAT", help="pi-notes | pi-memory | claude | harness"),
-            paths: list[Path] = typer.Argument(..., help="FILE, DIR, or (harness) PRIVATE PUBLIC"),
-            json_out: bool = JsonOpt) -> int:
+def import_(fmt: str, paths: list[Path], json_out: bool = False) -> int:
     """Import another tool's memory as one receipted transaction; importing twice adds nothing."""
     from typing import Any
 
@@ -56,9 +55,7 @@ def _count(paths: list[Path]) -> int | None:
         return None
 
 
-@app.command("export")
-def export(fmt: str = typer.Argument(..., metavar="FORMAT", help="claude"),
-           dest: Path = typer.Argument(..., help="the memory dir to write"), json_out: bool = JsonOpt) -> int:
+def export(fmt: str, dest: Path, json_out: bool = False) -> int:
     """Write the private store as a Claude Code memory dir (memory files + MEMORY.md)."""
     from ..importers.claude import export_dir
     from ..safetext import counted

@@ -83,12 +83,18 @@ def _parse(items: list[str]) -> tuple[Command, dict[str, Any], dict[str, Any]]:
             raise _Unplain
         seen.add(param.dest)
         params[param.dest], i = _option(param, items, i, inline)
+    if any(p.required and p.dest not in seen for p in command.params if not p.positional):
+        raise _Unplain
+    if positional and positional[-1].kind == "paths":  # the last one takes every remaining word
+        *fixed, rest = positional
+        if len(found) < len(fixed) + rest.required:
+            raise _Unplain
+        params[rest.dest] = [Path(word) for word in found[len(fixed):]]
+        positional, found = fixed, found[:len(fixed)]
     required = [p for p in positional if p.required]
     if not len(required) <= len(found) <= len(positional):
         raise _Unplain
-    if any(p.required and p.dest not in seen for p in command.params if not p.positional):
-        raise _Unplain
-    params.update((p.dest, value) for p, value in zip(positional, found, strict=False))
+    params.update((p.dest, _value(p, value)) for p, value in zip(positional, found, strict=False))
     return command, state, params
 
 

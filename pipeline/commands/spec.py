@@ -9,26 +9,29 @@ from __future__ import annotations
 
 from ..frozen import Frozen
 
-# What a parameter holds: a text value, a path, an integer, an on/off flag, or a repeatable text.
-KINDS = ("text", "path", "int", "flag", "repeat")
+# What a parameter holds: a text value, a path, an integer, an on/off flag, a repeatable text, or (the
+# last positional argument only) every remaining word as a path.
+KINDS = ("text", "path", "int", "flag", "repeat", "paths")
 
 
 class Param(Frozen):
     """One option (``flags`` non-empty) or positional argument (``flags`` empty) of a command."""
 
-    __slots__ = ("dest", "flags", "kind", "default", "help", "required")
+    __slots__ = ("dest", "flags", "kind", "default", "help", "required", "metavar")
     dest: str
     flags: tuple[str, ...]
     kind: str
     default: object
     help: str
     required: bool
+    metavar: str | None
 
     def __init__(self, dest: str, flags: tuple[str, ...], kind: str, default: object, help: str,
-                 required: bool = False) -> None:
+                 required: bool = False, metavar: str | None = None) -> None:
         if kind not in KINDS:
             raise ValueError(f"unknown parameter kind {kind!r}")
-        self._set(dest=dest, flags=flags, kind=kind, default=default, help=help, required=required)
+        self._set(dest=dest, flags=flags, kind=kind, default=default, help=help, required=required,
+                  metavar=metavar)
 
     @property
     def positional(self) -> bool:
@@ -40,8 +43,9 @@ def opt(dest: str, *flags: str, kind: str = "text", default: object = None, help
     return Param(dest, flags, kind, False if kind == "flag" else default, help, required)
 
 
-def arg(dest: str, help: str = "", *, required: bool = True) -> Param:
-    return Param(dest, (), "text", None, help, required)
+def arg(dest: str, help: str = "", *, required: bool = True, kind: str = "text", metavar: str | None = None) -> Param:
+    """A positional argument; ``kind="paths"`` (last only) takes every remaining word."""
+    return Param(dest, (), kind, None, help, required, metavar)
 
 
 class Command(Frozen):
@@ -139,6 +143,13 @@ COMMANDS: dict[str, Command] = {c.name: c for c in (
         GLOBAL_OPT, JSON_OPT),
         "checks:audit",
         "Walk the receipt chain and check it against the chain head in the mirror and in git; breaks exit 7.", AUDIT),
+    Command("import", (arg("fmt", "pi-notes | pi-memory | claude | harness", metavar="FORMAT"),
+                       arg("paths", "FILE, DIR, or (harness) PRIVATE PUBLIC", kind="paths"), JSON_OPT),
+            "io:import_", "Import another tool's memory as one receipted transaction; importing twice adds nothing.",
+            EVERYDAY),
+    Command("export", (arg("fmt", "claude", metavar="FORMAT"), arg("dest", "the memory dir to write", kind="path"),
+                       JSON_OPT),
+            "io:export", "Write the private store as a Claude Code memory dir (memory files + MEMORY.md).", EVERYDAY),
     Command("mcp", (), "mcp_run:serve",
             "Run the MCP server on stdio (the project is --project or the working directory).", HOSTS),
 )}
@@ -146,7 +157,7 @@ COMMANDS: dict[str, Command] = {c.name: c for c in (
 # Every other command's group; typed.py checks that each registered command has one.
 PANELS: dict[str, str] = {
     **{name: c.panel for name, c in COMMANDS.items()},
-    **dict.fromkeys(("init", "show", "edit", "rename", "clear", "path", "status", "import", "export"), EVERYDAY),
+    **dict.fromkeys(("init", "show", "edit", "rename", "clear", "path", "status"), EVERYDAY),
     **dict.fromkeys(("schedule", "undo"), CONSOLIDATION),
     **dict.fromkeys(("attest", "report"), AUDIT),
     **dict.fromkeys(("hooks", "trust", "untrust", "mirror", "inject"), HOSTS),

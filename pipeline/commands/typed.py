@@ -24,7 +24,8 @@ from .context import STATE
 from .spec import COMMANDS, GLOBAL, PANEL_ORDER, PANELS, VERSION, Command, Param
 
 HELP_NAMES = ("-h", "--help")
-_TYPES: dict[str, Any] = {"text": str, "path": Path, "int": int, "flag": bool, "repeat": list[str]}
+_TYPES: dict[str, Any] = {"text": str, "path": Path, "int": int, "flag": bool, "repeat": list[str],
+                          "paths": list[Path]}
 
 
 def version_text() -> str:
@@ -34,7 +35,8 @@ def version_text() -> str:
 def option(param: Param) -> Any:
     """The typer declaration of one table entry (an option or a positional argument)."""
     if param.positional:
-        return typer.Argument(... if param.required else None, help=param.help, show_default=False)
+        return typer.Argument(... if param.required else None, help=param.help, show_default=False,
+                              metavar=param.metavar)
     default = ... if param.required else param.default
     return typer.Option(default, *param.flags, help=param.help,
                         show_default=param.kind not in ("flag", "repeat") and param.default is not None)

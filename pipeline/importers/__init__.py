@@ -12,10 +12,10 @@ from ..errors import InputRejected, MemfoldError
 from ..fsutil import read_bounded
 from ..state import Operation, PreState
 from ..store.memory import TYPES, Memory, check_name, render_memory, sanitize_line
+from .source import decode, file_name, read_source, to_memory
 
 if TYPE_CHECKING:
     from ..privacy import RuleSet
-
 
 
 @dataclass(frozen=True)
@@ -73,8 +73,6 @@ def memory_files(path: Path, parsed: Parsed) -> Iterator[Path]:
 def read_candidate(parsed: Parsed, file: Path, *, data: bytes | None = None, default_type: str = "project",
                    visibility: str | None = None) -> None:
     """One source file as its tool reads it: a candidate (with what reading it decided) or a skip."""
-    from .source import decode, file_name, read_source, to_memory
-
     try:
         source = read_source(decode(read_bounded(file, MAX_SOURCE_BYTES) if data is None else data))
         memory = to_memory(source, file.name.removesuffix(".md"), default_type=default_type)
@@ -182,8 +180,9 @@ class _Taken:
         return self.names.get(file.lower())
 
     def twin(self, memory: Memory) -> str | None:
+        body = fold(memory.body)
         hits = [n for n in (self.descriptions.get(fold(memory.description)),
-                            self.bodies.get(fold(memory.body)) if fold(memory.body) else None) if n]
+                            self.bodies.get(body) if body else None) if n]
         return min(hits) if hits else None
 
 

@@ -134,12 +134,12 @@ def first_line(body: str) -> str:
 
 
 def _text(value: Any) -> str | None:
+    if value is None or type(value) is str:
+        return value  # what a flat head holds: read as text already
     import datetime as dt
 
     from ..store.memory import stamp
 
-    if value is None:
-        return None
     if isinstance(value, dt.datetime):
         return stamp(value if value.tzinfo else value.replace(tzinfo=dt.UTC))
     if isinstance(value, dt.date):
