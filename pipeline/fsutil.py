@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import errno
-import json
 import os
 import stat
-from json.encoder import encode_basestring as _encode_str  # json's C escaper
+
+# json's C escaper, without importing ``json`` (and ``re``) on the per-prompt path
+from _json import encode_basestring as _encode_str
 
 from .errors import InputRejected, UnsafePath
 
@@ -94,6 +95,8 @@ def _plain_json(value: Any) -> bool:
 
 def canonical_json(value: Any) -> bytes:
     """RFC 8785 canonical bytes of a JSON value."""
+    import json
+
     if _plain_json(value):
         try:
             # The C encoder: the pure-Python rfc8785 costs seconds on a 20,000-file receipt.
@@ -117,6 +120,8 @@ def dump_json(value: Any) -> bytes:
         _indented(value, "\n", parts)
         text = "".join(parts)
     except (_Unplain, TypeError, RecursionError):
+        import json
+
         text = json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False)
     return (text + "\n").encode("utf-8")
 

@@ -1,19 +1,19 @@
 """``memfold inject``: the per-prompt path.
 
-It runs before every prompt, so it imports only ``os``, ``sys``, ``json``, ``re`` and memfold's light
-modules: no typer, pydantic, jsonschema or portalocker, and no argparse, pathlib, dataclasses or typing.
+It runs before every prompt, so it imports only ``os``, ``sys`` and memfold's light modules: no typer,
+pydantic, jsonschema or portalocker, no argparse, pathlib, dataclasses or typing, and neither ``json`` nor
+``re`` (``store.jsontext`` reads and writes JSON on the C accelerator).
 """
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 import time
 
 from .. import paths
 from ..safetext import visible
-from ..store import sessions
+from ..store import jsontext, sessions
 from ..store.inject import BudgetTooSmall, Injection, Source, build_injection
 
 TYPE_CHECKING = False
@@ -218,7 +218,7 @@ def claude_hook(args: Args) -> int:
     home = _home(args.home)
     try:
         raw = sys.stdin.read(1 << 20) if not sys.stdin.isatty() else ""
-        hook = json.loads(raw) if raw.strip() else {}
+        hook = jsontext.loads(raw) if raw.strip() else {}
         if not isinstance(hook, dict):
             raise ValueError("hook input is not a JSON object")
         cwd = args.project or hook.get("cwd") or os.getcwd()
@@ -233,7 +233,7 @@ def claude_hook(args: Args) -> int:
             _log(home, warning)
         if result.text:  # a prompt with nothing new to add gets no block
             out = {"hookSpecificOutput": {"hookEventName": event, "additionalContext": result.text}}
-            sys.stdout.write(json.dumps(out, ensure_ascii=False) + "\n")
+            sys.stdout.write(jsontext.dumps(out, ensure_ascii=False) + "\n")
     except Exception as exc:
         _log(home, f"{exc.__class__.__name__}: {exc}")
     return 0
@@ -251,6 +251,8 @@ def main(argv: Sequence[str]) -> int:
 
         items = list(argv)
         if "--json" in items or "--format=json" in items or ("--format", "json") in pairwise(items):
+            import json
+
             sys.stdout.write(json.dumps(error.as_dict(), indent=2, sort_keys=True, ensure_ascii=False) + "\n")
         else:
             sys.stderr.write(visible(error.text()))
@@ -270,7 +272,7 @@ def main(argv: Sequence[str]) -> int:
         sys.stderr.write(visible(f"memfold: error [{getattr(exc, 'code', 'inject.failed')}]: {exc}\n"))
         return int(code)
     if args.format == "json" or args.json_out:
-        sys.stdout.write(json.dumps({"ok": True, "text": result.text, "indexed": result.indexed,
+        sys.stdout.write(jsontext.dumps({"ok": True, "text": result.text, "indexed": result.indexed,
                                      "included": result.included, "omitted": result.omitted,
                                      "truncated": result.truncated, "warnings": result.warnings},
                                     ensure_ascii=False) + "\n")

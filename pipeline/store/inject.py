@@ -12,9 +12,9 @@ import os
 
 from ..errors import InputRejected, UnsafePath
 from ..safetext import for_block, one_line
-from .memory import INDEX_NAME, is_memory_name, parse_memory
 
-# The per-prompt path: no dataclasses, pathlib or typing imports (each costs milliseconds per prompt).
+# The per-prompt path: no dataclasses, pathlib or typing imports (each costs milliseconds per prompt),
+# and ``store.memory`` (its parser needs ``re`` and ``json``) only where files are parsed.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
@@ -118,6 +118,7 @@ def read_memories(root: str, max_file_bytes: int, max_files: int,
     ``max_files`` but are not read.
     """
     from ..fsutil import read_bounded
+    from .memory import INDEX_NAME, is_memory_name, parse_memory
 
     found: dict[str, Memory] = {}
     try:

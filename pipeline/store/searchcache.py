@@ -25,7 +25,10 @@ import stat
 import time
 
 from . import fts
-from .memory import INDEX_NAME, is_memory_name, parse_memory
+
+# ``store.memory`` is imported where files are parsed: its parser needs ``re`` and ``json``, which a
+# prompt served from a current index never loads.
+INDEX_NAME = "MEMORY.md"
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -123,6 +126,7 @@ def _scan(root: str, max_file_bytes: int, max_files: int, conn: Connection) -> l
     leaves a stat that no longer matches. Returns the files that were read but do not parse."""
     from ..errors import InputRejected
     from ..fsutil import read_bounded
+    from .memory import is_memory_name, parse_memory
 
     unparsable: list[str] = []
 
@@ -184,6 +188,8 @@ def refresh(root: str, cache: str, pre: Mapping[str, str], post: Mapping[str, st
     pre-state; otherwise (another format, a hand edit before the transaction) it is rebuilt from the
     files, and a missing one is built only with ``create``.
     """
+    from .memory import parse_memory
+
     conn = _connect(cache)
     if conn is None:
         if create or os.path.exists(cache):
@@ -403,6 +409,8 @@ def _current(conn: Connection, root: str) -> bool:
         return False
     if meta.get("racy") != "1":
         return True
+    from .memory import is_memory_name
+
     names = {n for n in os.listdir(root) if n != INDEX_NAME and is_memory_name(n)}
     if names != {r[0] for r in conn.execute("SELECT file FROM docs")}:
         return False
