@@ -38,7 +38,7 @@ if TYPE_CHECKING:
 
     from .memory import Memory
 
-FORMAT = "memfold-search-3"
+FORMAT = "memfold-search-4"
 PRIORITY = {"feedback": 0, "user": 1, "project": 2, "reference": 3}
 INDEX_DIR = "index"
 SETTLED_NS = 2_000_000_000
@@ -117,6 +117,10 @@ def _add(conn: Connection, file: str, memory: Memory, sha: str, st: str | None, 
     fts.insert(conn, cur.lastrowid, fts.title_text(file, memory.name), memory.description, memory.body)
 
 
+def _rows(conn: Connection) -> int:
+    return int(conn.execute("SELECT count(*) FROM docs").fetchone()[0])
+
+
 def _set_meta(conn: Connection, **values: str) -> None:
     conn.executemany("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", values.items())
 
@@ -168,7 +172,8 @@ def rebuild(root: str, cache: str, max_file_bytes: int, max_files: int) -> None:
         if dir_st is not None and stat.S_ISDIR(dir_st.st_mode):
             unparsable = _scan(root, max_file_bytes, max_files, conn)
         _set_meta(conn, format=FORMAT, root=root, dir=_stat_key(dir_st) if dir_st else "absent",
-                  racy=str(_racy(dir_st, started) if dir_st else 0), unparsable="\n".join(unparsable))
+                  racy=str(_racy(dir_st, started) if dir_st else 0), unparsable="\n".join(unparsable),
+                  count=str(_rows(conn)))
         conn.commit()
     except BaseException:
         conn.close()
@@ -213,7 +218,7 @@ def refresh(root: str, cache: str, pre: Mapping[str, str], post: Mapping[str, st
                     # Just written, so racy: checked by hash until a reader finds it settled.
                     _add(conn, name, parse_memory(files[name], name), post[name], None, 1)
             dir_st = os.stat(root, follow_symlinks=False)
-            _set_meta(conn, dir=_stat_key(dir_st), racy=str(_racy(dir_st, started)))
+            _set_meta(conn, dir=_stat_key(dir_st), racy=str(_racy(dir_st, started)), count=str(_rows(conn)))
     finally:
         conn.close()
     return None
@@ -318,7 +323,9 @@ class Index:
         self.conn.close()
 
     def count(self) -> int:
-        return int(self.conn.execute("SELECT count(*) FROM docs").fetchone()[0])
+        """How many memories the index holds: recorded by the writer, so a prompt does not count them."""
+        found = self.conn.execute("SELECT value FROM meta WHERE key = 'count'").fetchone()
+        return int(found[0]) if found else _rows(self.conn)
 
     def generation(self) -> str:
         """What changes whenever the indexed files may have: the directory's recorded stat."""
@@ -347,12 +354,16 @@ class Index:
         for values in self.conn.execute(f"{_SELECT} {where} ORDER BY {order}"):
             yield self.checked(Row(values))
 
-    def ranked(self, query: str, limit: int) -> list[tuple[Row, float]]:
+    def ranked(self, query: str, limit: int, *, check: bool = True) -> list[tuple[Row, float]]:
+        """The best ``limit`` rows for ``query``; with ``check`` False the caller checks each row it serves
+        (``checked``) and no other: ranking 32 hits to send 8 bodies stats 8 files, not 32."""
         hits = fts.rank(self.conn, query, limit)
-        out = []
-        for rowid, score in hits:
-            values = self.conn.execute(f"{_SELECT} WHERE id = ?", (rowid,)).fetchone()
-            out.append((self.checked(Row(values)), score))
+        if not hits:
+            return []
+        marks = ", ".join("?" * len(hits))
+        found = {values[0]: Row(values) for values in
+                 self.conn.execute(f"{_SELECT} WHERE id IN ({marks})", [rowid for rowid, _ in hits])}
+        out = [(self.checked(found[rowid]) if check else found[rowid], score) for rowid, score in hits]
         # Equal scores (equal text): the newest first, then by file name.
         out.sort(key=lambda h: h[0].file)
         out.sort(key=lambda h: h[0].modified or h[0].created or "", reverse=True)
