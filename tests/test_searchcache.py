@@ -64,16 +64,23 @@ def test_an_in_place_edit_of_the_same_size_is_never_served_stale(env: Env) -> No
     index = env.harness.parent / "index" / "memory.sqlite"
     index.unlink()
     assert "OLD-SECRET-WORD" in _prompt_bodies(env, "deploy")
+    rewrite_in_place(path, b"OLD-SECRET-WORD", b"NEW-PUBLIC-WORD")
+    out = _prompt_bodies(env, "deploy")
+    assert "NEW-PUBLIC-WORD" in out and "OLD-SECRET-WORD" not in out
+    assert "project_deploy-a.md" in _search(env, "new public word")
+
+
+def rewrite_in_place(path: Path, old: bytes, new: bytes) -> None:
+    """A hand edit that keeps the file's size, inode and mtime: only its ctime tells."""
+    assert len(old) == len(new)
     settled = os.stat(path)
     with open(path, "r+b") as fh:
         data = fh.read()
         fh.seek(0)
-        fh.write(data.replace(b"OLD-SECRET-WORD", b"NEW-PUBLIC-WORD"))
+        fh.write(data.replace(old, new))
     os.utime(path, ns=(settled.st_atime_ns, settled.st_mtime_ns))
-    assert os.stat(path).st_size == settled.st_size and os.stat(path).st_mtime_ns == settled.st_mtime_ns
-    out = _prompt_bodies(env, "deploy")
-    assert "NEW-PUBLIC-WORD" in out and "OLD-SECRET-WORD" not in out
-    assert "project_deploy-a.md" in _search(env, "new public word")
+    now = os.stat(path)
+    assert (now.st_size, now.st_mtime_ns, now.st_ino) == (settled.st_size, settled.st_mtime_ns, settled.st_ino)
 
 
 def _answer_from_the_files(env: Env, query: str) -> list[str]:
