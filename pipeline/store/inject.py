@@ -107,6 +107,8 @@ class Injection:
         self.omitted = 0
         self.truncated = False
         self.warnings: list[str] = []
+        # Each memory whose text is in the block: its file's path, the stat and racy flag of its row.
+        self.served: list[tuple[str, str | None, int]] = []
 
 
 def read_memories(root: str, max_file_bytes: int, max_files: int,
@@ -265,7 +267,7 @@ def build_injection(sources: Sequence[Source], *, query: str | None, max_bytes: 
     index_open = not prompt
     share = budget.left * (1 - INDEX_SHARE) if candidates else 0
 
-    pending: list[str] = []
+    pending: list[tuple[Source, Row, str]] = []
 
     def fill_index(keep_back: float) -> None:
         """Index lines in file order while they fit above ``keep_back``; the first that does not waits."""
@@ -278,9 +280,8 @@ def build_injection(sources: Sequence[Source], *, query: str | None, max_bytes: 
                     return
                 source, row = nxt
                 line = f"- {_field(row.file)} [{_field(source.label(row))}]: {_field(mask(source, row)[0])}\n"
-                pending.append(row.file)
-                pending.append(line)
-            file, line = pending
+                pending.append((source, row, line))
+            source, row, line = pending[0]
             if budget.left - _size(line) < keep_back:
                 if not keep_back:
                     index_open = False  # nothing after a line that did not fit: the index stays in order
@@ -288,7 +289,8 @@ def build_injection(sources: Sequence[Source], *, query: str | None, max_bytes: 
             budget.take(line)
             pending.clear()
             index_lines.append(line)
-            listed.add(file)
+            listed.add(row.file)
+            out.served.append(_proof(source, row))
 
     fill_index(share)
     bodies: list[str] = []
@@ -301,6 +303,7 @@ def build_injection(sources: Sequence[Source], *, query: str | None, max_bytes: 
                 dropped.add(row.file)
                 continue
             bodies.append(block)
+            out.served.append(_proof(source, row))
             out.included.append(row.file)
             out.sent[row.file] = row.sha
         if not bodies:
@@ -322,6 +325,10 @@ def build_injection(sources: Sequence[Source], *, query: str | None, max_bytes: 
     if prompt and not bodies and not out.truncated and not warnings:
         out.text = ""  # nothing new for this prompt: no block at all
     return out
+
+
+def _proof(source: Source, row: Row) -> tuple[str, str | None, int]:
+    return os.path.join(source.path, row.file), row.st, row.racy
 
 
 def _unsent(candidates: Sequence[tuple[Source, Row]], sent: Mapping[str, str],

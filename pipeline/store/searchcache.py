@@ -187,6 +187,11 @@ class Index:
         found = self.conn.execute("SELECT value FROM meta WHERE key = 'dir'").fetchone()
         return str(found[0]) if found else ""
 
+    def settled_generation(self) -> str | None:
+        """The generation, when the directory had settled (outside the racy window) as it was recorded."""
+        found = dict(self.conn.execute("SELECT key, value FROM meta WHERE key IN ('dir', 'racy')"))
+        return str(found["dir"]) if found.get("racy") == "0" and "dir" in found else None
+
     def unparsable(self) -> list[str]:
         """The files of the root that were left out because they do not parse (as of the last scan)."""
         found = self.conn.execute("SELECT value FROM meta WHERE key = 'unparsable'").fetchone()
@@ -253,6 +258,7 @@ class Index:
         if not is_racy(st, read_at):
             self.settle("UPDATE docs SET st = ?, racy = 0 WHERE id = ? AND sha = ?",
                          (stat_key(st), row.id, row.sha))
+            row.st, row.racy = stat_key(st), 0  # what the index now says of it, for whoever keeps it
         return True
 
     def settle(self, sql: str, params: tuple[object, ...]) -> None:
