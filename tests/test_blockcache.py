@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -85,3 +86,19 @@ def test_other_options_or_config_never_get_the_kept_block(env: Env) -> None:
     assert small.code == 0 and len(small.out.encode()) <= 1200
     (env.home / "config.yaml").write_text("inject: {guidance: false}\n")
     assert "save a durable fact" not in _start(env)
+
+
+def _hook_start(env: Env, session: str) -> str:
+    hook = json.dumps({"hook_event_name": "SessionStart", "cwd": str(env.project), "session_id": session})
+    result = env.run("inject", "--format", "claude-hook", stdin=hook)
+    assert result.code == 0, result
+    return str(json.loads(result.out)["hookSpecificOutput"]["additionalContext"])
+
+
+def test_a_resumed_session_and_a_new_one_each_get_their_own_block(env: Env) -> None:
+    _settled_store(env)
+    assert "OLD-ALPHA-WORD" in _hook_start(env, "resumed")
+    for _ in range(2):  # the second is served from the kept block of this session's sent bodies
+        again = _hook_start(env, "resumed")
+        assert "OLD-ALPHA-WORD" not in again and "feedback_alpha.md" in again
+    assert "OLD-ALPHA-WORD" in _hook_start(env, "fresh")

@@ -105,19 +105,19 @@ def gather(home: str, project_dir: str, *, query: str | None, max_bytes: int | N
     sent = sessions.load(project_home, session) if session else {}
     noted: list[str] = []
     wanted = _wanted(home, root, harness, project_home, include_global, noted)
-    # A session start (no query, nothing sent yet) shows what the last one showed while it still holds.
+    # A session start (no query) shows what the last one with the same inputs showed, while it holds.
     block = None
-    if not query and not prompt and not sent:
+    if not query and not prompt:
         block = jsontext.dumps([blockcache.FORMAT, wanted, noted, limit_bytes, limit_files, bool(settings.guidance),
                                 mask.key if mask else None, int(config.limits.max_file_bytes),
-                                int(config.limits.max_files)])
+                                int(config.limits.max_files), sorted(sent.items())])
         kept = blockcache.load(project_home, block)
         if kept is not None:
             result = Injection(kept["text"])
             for field in blockcache.RESULT_FIELDS[1:]:
                 setattr(result, field, kept[field])
             if session and result.sent:
-                sessions.save(project_home, session, dict(result.sent))
+                sessions.save(project_home, session, {**sent, **result.sent})
             return result
     from ..store.searchcache import Stale
 
