@@ -92,3 +92,47 @@ def _memory_search(store: Any, reps: int) -> list[float]:
         backend.search(PROMPTS[i % len(PROMPTS)], 10)
         samples.append(floors.ms_since(start))
     return [statistics.median(samples[j::4]) for j in range(4)]
+
+
+def main(argv: list[str]) -> int:
+    """``python -m pipeline.bench.prompt [--reps R] N...``: only the per-prompt rows, at any store size.
+
+    ``memfold bench --sizes 20000`` also consolidates 20,000 memories; these rows need only the store.
+    """
+    import tempfile
+    from pathlib import Path
+
+    from .run import Cli, Row, cli_env, compile_bytecode, format_table, machine
+    from .synth import write_store
+
+    reps = 7
+    if argv[:1] == ["--reps"]:
+        reps, argv = int(argv[1]), argv[2:]
+    sizes = [int(a) for a in argv] or [200, 2000]
+    rows: list[Any] = []
+    with tempfile.TemporaryDirectory(prefix="memfold-prompt-bench-") as tmp:
+        workdir = Path(tmp)
+        env = cli_env(workdir)
+        compile_bytecode(env)
+        for n in sizes:
+            store = write_store(workdir / f"n{n}", n)
+            # On a shared machine the floor drifts: it is measured again next to each size's rows.
+            python_ms = statistics.median(floors.interpreter(env, max(reps, 5)))
+
+            def add(path: str, samples: list[float], floor: str | None, target: str = "",
+                    met: Callable[[Any], bool] | None = None, n: int = n, floor_ms: float = python_ms) -> Any:
+                row = Row(path, n, samples, floor, floor_ms if floor else None, target)
+                row.met = met(row) if met is not None else None
+                rows.append(row)
+                return row
+
+            bench_prompt(Cli(store, env), add, store, n, reps)
+    result = {"rows": [r.as_dict() for r in rows], "machine": machine()}
+    print(format_table(result), end="")
+    return 0
+
+
+if __name__ == "__main__":
+    import sys
+
+    raise SystemExit(main(sys.argv[1:]))
