@@ -13,7 +13,7 @@ import time
 
 from .. import paths
 from ..safetext import visible
-from ..store import blockcache, jsontext, sessions
+from ..store import jsontext, sessions
 from ..store.inject import BudgetTooSmall, Injection, Source, build_injection
 
 TYPE_CHECKING = False
@@ -108,6 +108,8 @@ def gather(home: str, project_dir: str, *, query: str | None, max_bytes: int | N
     # A session start (no query) shows what the last one with the same inputs showed, while it holds.
     block = None
     if not query and not prompt:
+        from ..store import blockcache
+
         block = jsontext.dumps([blockcache.FORMAT, wanted, noted, limit_bytes, limit_files, bool(settings.guidance),
                                 mask.key if mask else None, int(config.limits.max_file_bytes),
                                 int(config.limits.max_files), sorted(sent.items())])
@@ -129,6 +131,8 @@ def gather(home: str, project_dir: str, *, query: str | None, max_bytes: int | N
                                      guidance=bool(settings.guidance), warnings=warnings, prompt=prompt,
                                      sent=sent, mask=mask)
             if block is not None:
+                from ..store import blockcache
+
                 blockcache.save(project_home, block, [(s.path, s.index.settled_generation()) for s in sources],
                                 result.served, {f: getattr(result, f) for f in blockcache.RESULT_FIELDS})
         except Stale:
