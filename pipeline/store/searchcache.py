@@ -147,14 +147,14 @@ class Index:
     @classmethod
     def open(cls, root: str, cache: str, max_file_bytes: int, max_files: int) -> Index:
         """The index of ``root``, rebuilt first when it is missing or the directory changed."""
-        from .indexbuild import rebuild
-
         for _attempt in range(2):
             conn = connect(cache)
             if conn is not None:
                 if _current(conn, root):
                     return cls(conn, root, True, cache, (max_file_bytes, max_files))
                 conn.close()
+            from .indexbuild import rebuild  # only a reader that finds the index stale writes it
+
             rebuild(root, cache, max_file_bytes, max_files)
         conn = connect(cache)
         if conn is None:
