@@ -9,13 +9,13 @@ either validates again. A missing file means ``DEFAULTS``, with no pydantic at a
 
 from __future__ import annotations
 
-import json
 import os
 
 from .errors import ConfigError, Issue
 from .fsutil import read_bounded
 from .sandbox import DEFAULT_LIMITS
 from .store import filecache
+from .store import jsontext as json
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

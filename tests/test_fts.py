@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import _sqlite3
+import re
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from pipeline.bench.retrieval import NON_ENGLISH, fts_ranker, load_set, prompt_ranker, score
 from pipeline.store import fts
@@ -90,3 +93,10 @@ def test_the_labelled_set_meets_its_targets() -> None:
         result = score(ranker, queries)
         assert result["recallAt5"] >= 0.9 and result["mrr"] >= 0.8, result
         assert result["nonEnglishMissed"] == []
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.text(alphabet=st.characters(exclude_categories=("Cs",)), max_size=40))
+def test_words_are_what_the_word_pattern_finds(text: str) -> None:
+    # The query's words are cut without ``re`` on the per-prompt path, exactly as ``\w+`` cuts them.
+    assert fts.words(text) == re.findall(r"\w+", text)

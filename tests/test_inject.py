@@ -20,13 +20,17 @@ from pipeline.store.inject import BudgetTooSmall, Source, build_injection, read_
 from pipeline.store.memory import Memory
 
 # The libraries the per-prompt path must not load, and the stdlib modules that each cost milliseconds
-# of a budget of three interpreter starts (dataclasses alone pulls in inspect, ast and dis).
+# of a budget of three interpreter starts (dataclasses alone pulls in inspect, ast and dis; json pulls
+# in re, and re enum).
 PER_PROMPT_ABSENT = ("jsonschema", "pydantic", "portalocker", "typer", "rfc8785", "re2", "yaml", "platformdirs",
-                     "argparse", "dataclasses", "pathlib", "subprocess", "typing", "datetime", "inspect")
+                     "argparse", "dataclasses", "pathlib", "subprocess", "typing", "datetime", "inspect",
+                     "json", "re", "enum")
 
 
 def test_the_inject_path_imports_no_heavy_library_in_a_fresh_interpreter(env: Env) -> None:
     assert env.run("add", "project_a", "-d", "alpha fact", "-b", "alpha body").code == 0
+    # Past the racy window: a store written this recently is listed and re-hashed (store.memory, hashlib).
+    time.sleep(2.1)
     code = (
         "import sys\n"
         "from pipeline.cli import main\n"
@@ -109,8 +113,8 @@ def test_the_claude_hook_with_a_config_file_imports_no_heavy_library(env: Env) -
     config.write_text("inject: {max_files: 3}\n")
     time.sleep(2.1)  # a config younger than 2 s is never cached (a same-tick rewrite could go unseen)
     code = (
-        "import io, json, sys\n"
-        "sys.stdin = io.StringIO(json.dumps({'hook_event_name': 'UserPromptSubmit', 'prompt': 'alpha'}))\n"
+        "import io, sys\n"  # no json here: the path itself must not need it
+        f"sys.stdin = io.StringIO({json.dumps({'hook_event_name': 'UserPromptSubmit', 'prompt': 'alpha'})!r})\n"
         "from pipeline.cli import main\n"
         f"rc = main(['--home', {str(env.home)!r}, '--project', {str(env.project)!r}, 'inject', '--format', "
         "'claude-hook'])\n"

@@ -64,16 +64,23 @@ def test_an_in_place_edit_of_the_same_size_is_never_served_stale(env: Env) -> No
     index = env.harness.parent / "index" / "memory.sqlite"
     index.unlink()
     assert "OLD-SECRET-WORD" in _prompt_bodies(env, "deploy")
+    rewrite_in_place(path, b"OLD-SECRET-WORD", b"NEW-PUBLIC-WORD")
+    out = _prompt_bodies(env, "deploy")
+    assert "NEW-PUBLIC-WORD" in out and "OLD-SECRET-WORD" not in out
+    assert "project_deploy-a.md" in _search(env, "new public word")
+
+
+def rewrite_in_place(path: Path, old: bytes, new: bytes) -> None:
+    """A hand edit that keeps the file's size, inode and mtime: only its ctime tells."""
+    assert len(old) == len(new)
     settled = os.stat(path)
     with open(path, "r+b") as fh:
         data = fh.read()
         fh.seek(0)
-        fh.write(data.replace(b"OLD-SECRET-WORD", b"NEW-PUBLIC-WORD"))
+        fh.write(data.replace(old, new))
     os.utime(path, ns=(settled.st_atime_ns, settled.st_mtime_ns))
-    assert os.stat(path).st_size == settled.st_size and os.stat(path).st_mtime_ns == settled.st_mtime_ns
-    out = _prompt_bodies(env, "deploy")
-    assert "NEW-PUBLIC-WORD" in out and "OLD-SECRET-WORD" not in out
-    assert "project_deploy-a.md" in _search(env, "new public word")
+    now = os.stat(path)
+    assert (now.st_size, now.st_mtime_ns, now.st_ino) == (settled.st_size, settled.st_mtime_ns, settled.st_ino)
 
 
 def _answer_from_the_files(env: Env, query: str) -> list[str]:
@@ -123,7 +130,7 @@ def _opens(home: Path, project: Path, *args: str, stdin: str = "") -> int:
 
 
 def test_the_per_prompt_path_opens_as_many_files_at_1000_memories_as_at_50(tmp_path: Path) -> None:
-    """Python-level opens (SQLite opens its index file itself, once): config, trust, the session."""
+    """Python-level opens (SQLite opens its index file itself): config, trust, the session, the kept block."""
     counts = []
     for n in (50, 1000):
         store = write_store(tmp_path / f"n{n}", n)
@@ -137,7 +144,11 @@ def test_the_per_prompt_path_opens_as_many_files_at_1000_memories_as_at_50(tmp_p
         counts.append((_opens(store.home, store.project, *args, stdin=hook.replace(f"s{n}", f"t{n}")),
                        _opens(store.home, store.project, "inject")))
     assert counts[0] == counts[1], counts
-    assert max(max(c) for c in counts) <= 8, counts
+    assert max(max(c) for c in counts) <= 5, counts
+
+
+# What only a writer of the index needs: a prompt served from a current index loads neither.
+WRITER_ONLY = ("pipeline.store.indexbuild", "pipeline.store.memory")
 
 
 def test_the_prompt_hook_imports_no_heavy_module_in_a_fresh_interpreter(env: Env) -> None:
@@ -150,7 +161,7 @@ def test_the_prompt_hook_imports_no_heavy_module_in_a_fresh_interpreter(env: Env
         "import sys\n"
         "from pipeline.cli import main\n"
         f"rc = main(['--home', {str(env.home)!r}, 'inject', '--format', 'claude-hook'])\n"
-        f"heavy = sorted(m for m in {(*PER_PROMPT_ABSENT, 'sqlite3', 'hashlib')!r} if m in sys.modules)\n"
+        f"heavy = sorted(m for m in {(*PER_PROMPT_ABSENT, 'sqlite3', 'hashlib', *WRITER_ONLY)!r} if m in sys.modules)\n"
         "print('HEAVY', heavy, 'RC', rc, file=sys.stderr)\n"
     )
     bare = {k: v for k, v in os.environ.items() if k != "MEMFOLD_HOME"}

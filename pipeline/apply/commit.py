@@ -134,7 +134,7 @@ def commit_run(svc: Services, run_dir: Path, rec: RunRecord, pre: PreState, post
     apply_changes(layout.project_home, run_dir, svc.resolver(run_dir), changes,
                   artifacts={**(artifacts or {}), "pre-receipt.json": pre_receipt})
     reverify_on_disk(svc, final, head)
-    from ..store.searchcache import after_commit
+    from ..store.indexbuild import after_commit
 
     after_commit(layout, source, final, post, svc.limits)
     prune_runs(layout.runs, svc.keep_runs, {rec.run_id})

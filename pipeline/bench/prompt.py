@@ -92,3 +92,66 @@ def _memory_search(store: Any, reps: int) -> list[float]:
         backend.search(PROMPTS[i % len(PROMPTS)], 10)
         samples.append(floors.ms_since(start))
     return [statistics.median(samples[j::4]) for j in range(4)]
+
+
+def main(argv: list[str]) -> int:
+    """``python -m pipeline.bench.prompt [--reps R] N...``: only the per-prompt rows, at any store size.
+
+    ``memfold bench --sizes 20000`` also consolidates 20,000 memories; these rows need only the store.
+    The floor is ``python -c pass`` run just before every measured process, so on a shared machine
+    both see the same load.
+    """
+    import tempfile
+    from pathlib import Path
+
+    from .run import Cli, Row, cli_env, compile_bytecode, format_table, machine
+    from .synth import write_store
+
+    reps = 7
+    if argv[:1] == ["--reps"]:
+        reps, argv = int(argv[1]), argv[2:]
+    sizes = [int(a) for a in argv] or [200, 2000]
+    rows: list[Any] = []
+
+    class Interleaved(Cli):
+        """Each run is preceded by one ``python -c pass``: the floor shares every moment's load."""
+
+        def __init__(self, store: Any, env: dict[str, str]) -> None:
+            super().__init__(store, env)
+            self.floor: list[float] = []
+
+        def run(self, *args: str, stdin: bytes | None = None, ok: tuple[int, ...] = (0,)) -> tuple[float, bytes]:
+            self.floor.extend(floors.interpreter(self.env, 1)[-1:])
+            return super().run(*args, stdin=stdin, ok=ok)
+
+    with tempfile.TemporaryDirectory(prefix="memfold-prompt-bench-") as tmp:
+        workdir = Path(tmp)
+        env = cli_env(workdir)
+        compile_bytecode(env)
+        for n in sizes:
+            store = write_store(workdir / f"n{n}", n)
+            cli = Interleaved(store, env)
+            size_rows: list[tuple[Any, Callable[[Any], bool] | None]] = []
+
+            def add(path: str, samples: list[float], floor: str | None, target: str = "",
+                    met: Callable[[Any], bool] | None = None, n: int = n,
+                    size_rows: list[tuple[Any, Callable[[Any], bool] | None]] = size_rows) -> Any:
+                row = Row(path, n, samples, floor, None, target)
+                size_rows.append((row, met))
+                return row
+
+            bench_prompt(cli, add, store, n, reps)
+            floor_ms = statistics.median(cli.floor)
+            for row, met in size_rows:
+                row.floor_ms = floor_ms if row.floor_name else None
+                row.met = met(row) if met is not None else None
+                rows.append(row)
+    result = {"rows": [r.as_dict() for r in rows], "machine": machine()}
+    print(format_table(result), end="")
+    return 0
+
+
+if __name__ == "__main__":
+    import sys
+
+    raise SystemExit(main(sys.argv[1:]))

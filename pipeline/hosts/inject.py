@@ -1,19 +1,19 @@
 """``memfold inject``: the per-prompt path.
 
-It runs before every prompt, so it imports only ``os``, ``sys``, ``json``, ``re`` and memfold's light
-modules: no typer, pydantic, jsonschema or portalocker, and no argparse, pathlib, dataclasses or typing.
+It runs before every prompt, so it imports only ``os``, ``sys`` and memfold's light modules: no typer,
+pydantic, jsonschema or portalocker, no argparse, pathlib, dataclasses or typing, and neither ``json`` nor
+``re`` (``store.jsontext`` reads and writes JSON on the C accelerator).
 """
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 import time
 
 from .. import paths
 from ..safetext import visible
-from ..store import sessions
+from ..store import jsontext, sessions
 from ..store.inject import BudgetTooSmall, Injection, Source, build_injection
 
 TYPE_CHECKING = False
@@ -51,26 +51,33 @@ def _readable_root(root: str, below: str, label: str, warnings: list[str]) -> bo
     return True
 
 
-def _sources(home: str, root: str, harness: str, project_home: str, include_global: bool, limits: Any,
-             warnings: list[str]) -> list[Source]:
+def _wanted(home: str, root: str, harness: str, project_home: str, include_global: bool,
+            warnings: list[str]) -> list[tuple[str, str, str, str]]:
+    """The stores to show: (kind, root, the home of its index, the index's name)."""
     from ..mirror.trust import is_trusted
-    from ..store.searchcache import Index, cache_file
 
     wanted = []
     if _readable_root(harness, home, "private", warnings):
-        wanted.append(("private", harness, cache_file(project_home, "memory")))
+        wanted.append(("private", harness, project_home, "memory"))
     if is_trusted(home, root):
         mirror = os.path.join(root, paths.MIRROR_DIR)
         if _readable_root(mirror, root, "mirror", warnings):
-            wanted.append(("mirror", mirror, cache_file(project_home, "mirror")))
+            wanted.append(("mirror", mirror, project_home, "mirror"))
     if include_global:
         shared_home = paths.global_home(home)
         shared = os.path.join(shared_home, paths.MEMORY_DIR)
         # No global store yet: nothing to index (and no index dir created for it).
         if os.path.lexists(shared) and _readable_root(shared, home, "global", warnings):
-            wanted.append(("global", shared, cache_file(shared_home, "memory")))
-    sources = [Source(kind, path, Index.open(path, cache, int(limits.max_file_bytes), int(limits.max_files)))
-               for kind, path, cache in wanted]
+            wanted.append(("global", shared, shared_home, "memory"))
+    return wanted
+
+
+def _sources(wanted: Sequence[tuple[str, str, str, str]], limits: Any, warnings: list[str]) -> list[Source]:
+    from ..store.searchcache import Index, cache_file
+
+    sources = [Source(kind, path, Index.open(path, cache_file(store_home, name), int(limits.max_file_bytes),
+                                             int(limits.max_files)))
+               for kind, path, store_home, name in wanted]
     unreadable = sources[0].index.unparsable() if sources and sources[0].kind == "private" else []
     if unreadable:
         warnings.append(f"skipped {len(unreadable)} private memory file(s) that do not parse: "
@@ -82,8 +89,6 @@ def _sources(home: str, root: str, harness: str, project_home: str, include_glob
 def gather(home: str, project_dir: str, *, query: str | None, max_bytes: int | None, max_files: int | None,
            include_global: bool = True, prompt: bool = False, session: str | None = None) -> Injection:
     """The block for this project; with ``prompt``, only what ``query`` adds to this ``session``."""
-    from ..store.searchcache import Stale
-
     home = os.path.abspath(home)
     root = paths.project_root(os.fspath(project_dir))
     project_home = paths.project_home(home, paths.project_key(root))
@@ -98,13 +103,38 @@ def gather(home: str, project_dir: str, *, query: str | None, max_bytes: int | N
 
         mask = RowMasker(home, config.privacy)
     sent = sessions.load(project_home, session) if session else {}
+    noted: list[str] = []
+    wanted = _wanted(home, root, harness, project_home, include_global, noted)
+    # A session start (no query) shows what the last one with the same inputs showed, while it holds.
+    block = None
+    if not query and not prompt:
+        from ..store import blockcache
+
+        block = jsontext.dumps([blockcache.FORMAT, wanted, noted, limit_bytes, limit_files, bool(settings.guidance),
+                                mask.key if mask else None, int(config.limits.max_file_bytes),
+                                int(config.limits.max_files), sorted(sent.items())])
+        kept = blockcache.load(project_home, block)
+        if kept is not None:
+            result = Injection(kept["text"])
+            for field in blockcache.RESULT_FIELDS[1:]:
+                setattr(result, field, kept[field])
+            if session and result.sent:
+                sessions.save(project_home, session, {**sent, **result.sent})
+            return result
+    from ..store.searchcache import Stale
+
     for attempt in range(3):
-        warnings: list[str] = []
-        sources = _sources(home, root, harness, project_home, include_global, config.limits, warnings)
+        warnings = list(noted)
+        sources = _sources(wanted, config.limits, warnings)
         try:
             result = build_injection(sources, query=query, max_bytes=limit_bytes, max_files=limit_files,
                                      guidance=bool(settings.guidance), warnings=warnings, prompt=prompt,
                                      sent=sent, mask=mask)
+            if block is not None:
+                from ..store import blockcache
+
+                blockcache.save(project_home, block, [(s.path, s.index.settled_generation()) for s in sources],
+                                result.served, {f: getattr(result, f) for f in blockcache.RESULT_FIELDS})
         except Stale:
             # A file changed after its index was read: the index was rebuilt, build the block again.
             if attempt == 2:
@@ -218,7 +248,7 @@ def claude_hook(args: Args) -> int:
     home = _home(args.home)
     try:
         raw = sys.stdin.read(1 << 20) if not sys.stdin.isatty() else ""
-        hook = json.loads(raw) if raw.strip() else {}
+        hook = jsontext.loads(raw) if raw.strip() else {}
         if not isinstance(hook, dict):
             raise ValueError("hook input is not a JSON object")
         cwd = args.project or hook.get("cwd") or os.getcwd()
@@ -233,7 +263,7 @@ def claude_hook(args: Args) -> int:
             _log(home, warning)
         if result.text:  # a prompt with nothing new to add gets no block
             out = {"hookSpecificOutput": {"hookEventName": event, "additionalContext": result.text}}
-            sys.stdout.write(json.dumps(out, ensure_ascii=False) + "\n")
+            sys.stdout.write(jsontext.dumps(out, ensure_ascii=False) + "\n")
     except Exception as exc:
         _log(home, f"{exc.__class__.__name__}: {exc}")
     return 0
@@ -251,6 +281,8 @@ def main(argv: Sequence[str]) -> int:
 
         items = list(argv)
         if "--json" in items or "--format=json" in items or ("--format", "json") in pairwise(items):
+            import json
+
             sys.stdout.write(json.dumps(error.as_dict(), indent=2, sort_keys=True, ensure_ascii=False) + "\n")
         else:
             sys.stderr.write(visible(error.text()))
@@ -270,7 +302,7 @@ def main(argv: Sequence[str]) -> int:
         sys.stderr.write(visible(f"memfold: error [{getattr(exc, 'code', 'inject.failed')}]: {exc}\n"))
         return int(code)
     if args.format == "json" or args.json_out:
-        sys.stdout.write(json.dumps({"ok": True, "text": result.text, "indexed": result.indexed,
+        sys.stdout.write(jsontext.dumps({"ok": True, "text": result.text, "indexed": result.indexed,
                                      "included": result.included, "omitted": result.omitted,
                                      "truncated": result.truncated, "warnings": result.warnings},
                                     ensure_ascii=False) + "\n")

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import json
 import os
 
 from ..fsutil import atomic_write, dump_json, read_bounded
+from ..store import jsontext as json
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -8,9 +8,10 @@ cache that is missing, unreadable or stale is simply recomputed.
 
 from __future__ import annotations
 
-import json
 import os
 import time
+
+from . import jsontext as json
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

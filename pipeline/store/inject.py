@@ -12,9 +12,9 @@ import os
 
 from ..errors import InputRejected, UnsafePath
 from ..safetext import for_block, one_line
-from .memory import INDEX_NAME, is_memory_name, parse_memory
 
-# The per-prompt path: no dataclasses, pathlib or typing imports (each costs milliseconds per prompt).
+# The per-prompt path: no dataclasses, pathlib or typing imports (each costs milliseconds per prompt),
+# and ``store.memory`` (its parser needs ``re`` and ``json``) only where files are parsed.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
@@ -107,6 +107,8 @@ class Injection:
         self.omitted = 0
         self.truncated = False
         self.warnings: list[str] = []
+        # Each memory whose text is in the block: its file's path, the stat and racy flag of its row.
+        self.served: list[tuple[str, str | None, int]] = []
 
 
 def read_memories(root: str, max_file_bytes: int, max_files: int,
@@ -118,6 +120,7 @@ def read_memories(root: str, max_file_bytes: int, max_files: int,
     ``max_files`` but are not read.
     """
     from ..fsutil import read_bounded
+    from .memory import INDEX_NAME, is_memory_name, parse_memory
 
     found: dict[str, Memory] = {}
     try:
@@ -162,10 +165,13 @@ def _shadowed(sources: Sequence[Source], i: int, file: str) -> bool:
 
 
 def ranked(sources: Sequence[Source], query: str, limit: int) -> list[tuple[Source, Row, float]]:
-    """The best hits of all stores for ``query``; a memory shadowed by an earlier store is not one."""
+    """The best hits of all stores for ``query``; a memory shadowed by an earlier store is not one.
+
+    The rows are not checked against their files yet: whoever serves one checks it (``_fresh``).
+    """
     hits = []
     for i, source in enumerate(sources):
-        for row, score in source.index.ranked(query, limit):
+        for row, score in source.index.ranked(query, limit, check=False):
             if not _shadowed(sources, i, row.file):
                 hits.append((source, row, score))
     hits.sort(key=lambda h: -h[2])
@@ -242,23 +248,26 @@ def build_injection(sources: Sequence[Source], *, query: str | None, max_bytes: 
     out.warnings = list(warnings)
     sent = sent or {}
 
+    # A store whose every memory is shadowed by an earlier one (the mirror of a store whose safe
+    # memories it mirrors) can add nothing: it is neither ranked nor listed, only counted.
+    shown = _contributing(sources)
     if query:
-        hits = ranked(sources, query, max_files * 4)
+        hits = ranked(shown, query, max_files * 4)
         if prompt:
             keep = {id(r) for r in relevant([(r, score) for _, r, score in hits], len(hits))}
             hits = [h for h in hits if id(h[1]) in keep]
         candidates = [(s, r) for s, r, _ in hits]
     else:
-        candidates = [] if prompt else _unranked(sources, max_files)
-    candidates = [(s, r) for s, r in candidates if sent.get(r.file) != r.sha or not r.sha][:max_files]
+        candidates = [] if prompt else _unranked(shown, max_files)
+    candidates = _unsent(candidates, sent, max_files)
 
     index_lines: list[str] = []
     listed: set[str] = set()
-    rows = iter(()) if prompt else _listing(sources)
+    rows = iter(()) if prompt else _listing(shown)
     index_open = not prompt
     share = budget.left * (1 - INDEX_SHARE) if candidates else 0
 
-    pending: list[str] = []
+    pending: list[tuple[Source, Row, str]] = []
 
     def fill_index(keep_back: float) -> None:
         """Index lines in file order while they fit above ``keep_back``; the first that does not waits."""
@@ -271,9 +280,8 @@ def build_injection(sources: Sequence[Source], *, query: str | None, max_bytes: 
                     return
                 source, row = nxt
                 line = f"- {_field(row.file)} [{_field(source.label(row))}]: {_field(mask(source, row)[0])}\n"
-                pending.append(row.file)
-                pending.append(line)
-            file, line = pending
+                pending.append((source, row, line))
+            source, row, line = pending[0]
             if budget.left - _size(line) < keep_back:
                 if not keep_back:
                     index_open = False  # nothing after a line that did not fit: the index stays in order
@@ -281,7 +289,8 @@ def build_injection(sources: Sequence[Source], *, query: str | None, max_bytes: 
             budget.take(line)
             pending.clear()
             index_lines.append(line)
-            listed.add(file)
+            listed.add(row.file)
+            out.served.append(_proof(source, row))
 
     fill_index(share)
     bodies: list[str] = []
@@ -294,6 +303,7 @@ def build_injection(sources: Sequence[Source], *, query: str | None, max_bytes: 
                 dropped.add(row.file)
                 continue
             bodies.append(block)
+            out.served.append(_proof(source, row))
             out.included.append(row.file)
             out.sent[row.file] = row.sha
         if not bodies:
@@ -303,8 +313,7 @@ def build_injection(sources: Sequence[Source], *, query: str | None, max_bytes: 
     fill_index(0)
 
     out.indexed = len(index_lines)
-    shown = listed | set(out.included)
-    unlisted = 0 if prompt else total - len(shown) - _shadow_count(sources)
+    unlisted = 0 if prompt else total - len(listed | set(out.included)) - sum(_shadow_counts(sources))
     # A memory left out entirely counts once; one listed whose body did not fit counts too.
     out.omitted = max(unlisted, 0) + len(dropped if prompt else dropped & listed)
     out.truncated = out.omitted > 0
@@ -318,24 +327,54 @@ def build_injection(sources: Sequence[Source], *, query: str | None, max_bytes: 
     return out
 
 
-def _shadow_count(sources: Sequence[Source]) -> int:
-    """Memories of later stores hidden by an earlier store's memory of the same name.
+def _proof(source: Source, row: Row) -> tuple[str, str | None, int]:
+    return os.path.join(source.path, row.file), row.st, row.racy
 
-    Counting compares every name, so the count is kept in the last index, under the generations of
-    all of them: a session start pays for it once per change, not once per session.
+
+def _unsent(candidates: Sequence[tuple[Source, Row]], sent: Mapping[str, str],
+            limit: int) -> list[tuple[Source, Row]]:
+    """The first ``limit`` candidates this session was not sent, each checked against its file.
+
+    Only these rows are served, so only their files are looked at (a stale one rebuilds the index and
+    raises ``Stale``): the cost follows what is injected, not the store.
+    """
+    out: list[tuple[Source, Row]] = []
+    for source, row in candidates:
+        if len(out) >= limit:
+            break
+        row = source.index.checked(row)
+        if sent.get(row.file) != row.sha or not row.sha:
+            out.append((source, row))
+    return out
+
+
+def _contributing(sources: Sequence[Source]) -> list[Source]:
+    """The stores with at least one memory no earlier store shadows (the first always)."""
+    counts = _shadow_counts(sources)
+    return [s for i, s in enumerate(sources) if i == 0 or counts[i] < s.index.count()]
+
+
+def _shadow_counts(sources: Sequence[Source]) -> list[int]:
+    """For each store, how many of its memories an earlier store's memory of the same name hides.
+
+    Shadowing depends on file names only, and every name added or removed changes its directory,
+    whose stat is each index's generation (while racy, the names themselves are compared on open).
+    Counting compares every name, so the counts are kept in the last index under the generations of
+    all of them: a session pays for it once per change of a directory, not once per prompt.
     """
     if len(sources) < 2:
-        return 0
+        return [0] * len(sources)
+    last = sources[-1].index
     key = "shadowed:" + "|".join(f"{s.kind}={s.index.generation()}" for s in sources)
-    known = sources[-1].index.memo(key) if sources[-1].index.verify else None
-    if known is not None and known.isdigit():
-        return int(known)
+    known = (last.memo(key) or "").split(",") if last.verify else []
+    if len(known) == len(sources) and all(k.isdigit() for k in known):
+        return [int(k) for k in known]
     seen: set[str] = set()
-    count = 0
+    counts = []
     for source in sources:
         files = {file for (file,) in source.index.conn.execute("SELECT file FROM docs")}
-        count += len(files & seen)
+        counts.append(len(files & seen))
         seen |= files
-    if sources[-1].index.verify:
-        sources[-1].index.remember(key, str(count))
-    return count
+    if last.verify:
+        last.remember(key, ",".join(map(str, counts)))
+    return counts

@@ -1,17 +1,79 @@
-"""The JSON memfold writes: RFC 8785 canonical bytes for digests, a stable indented form for files.
+"""The JSON memfold reads and writes, on CPython's JSON accelerator without importing the ``json`` package.
+
+- ``loads`` / ``dumps``: exactly ``json.loads`` / ``json.dumps`` (default separators). Importing ``json``
+  imports ``re`` (its decoder and encoder compile patterns at import), which with ``enum`` costs about a
+  third of the interpreter's own start, and the prompt hook runs before every prompt. The C scanner and
+  encoder that ``json`` itself uses give the same values and bytes; whatever they do not cover (bytes
+  that are not UTF-8 text, error messages) goes to ``json`` unchanged.
+- ``canonical_json``: RFC 8785 bytes for digests; ``dump_json``: the stable indented form of files.
 
 It imports nothing from memfold, so ``fsutil`` (the digest helper) can build on it without a cycle.
 """
 
 from __future__ import annotations
 
-import json
-from json.encoder import encode_basestring as _encode_str  # json's C escaper
+# CPython's accelerator (as ``_sqlite3`` is used for ``sqlite3``); ``json`` uses exactly these.
+from _json import encode_basestring, encode_basestring_ascii, make_encoder, make_scanner
 
-# The per-prompt path imports this through ``fsutil``: typing only for the checker.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
+
+_WHITESPACE = " \t\n\r"
+_CONSTANTS = {"-Infinity": float("-inf"), "Infinity": float("inf"), "NaN": float("nan")}
+
+
+class _Context:
+    """The attributes the C scanner reads from ``json.JSONDecoder`` (its defaults)."""
+
+    strict = True
+    object_hook = None
+    object_pairs_hook = None
+    parse_float = float
+    parse_int = int
+    parse_constant = staticmethod(_CONSTANTS.__getitem__)
+
+
+_scan = make_scanner(_Context())  # type: ignore[arg-type]  # any object with the decoder's attributes
+
+
+def _stdlib() -> Any:
+    import json
+
+    return json
+
+
+def loads(text: str | bytes | bytearray) -> Any:
+    """Exactly ``json.loads(text)``; malformed input raises ValueError (``json.JSONDecodeError``)."""
+    if not isinstance(text, str):
+        head = bytes(text[:4])
+        if not head or head[:1] in (b"\xef", b"\xfe", b"\xff") or 0 in head:
+            return _stdlib().loads(text)  # a BOM or UTF-16/32: json's own detection
+        text = bytes(text).decode("utf-8", "surrogatepass")
+    start = len(text) - len(text.lstrip(_WHITESPACE))
+    try:
+        value, end = _scan(text, start)
+    except StopIteration:
+        return _stdlib().loads(text)  # raises json's own error, with its position
+    if text[end:].strip(_WHITESPACE):
+        return _stdlib().loads(text)
+    return value
+
+
+def _default(value: object) -> Any:
+    raise TypeError(f"Object of type {value.__class__.__name__} is not JSON serializable")
+
+
+def dumps(value: Any, *, sort_keys: bool = False, ensure_ascii: bool = True,
+          separators: tuple[str, str] = (", ", ": ")) -> str:
+    """Exactly ``json.dumps(value, sort_keys=..., ensure_ascii=..., separators=...)`` (no indent)."""
+    encode = encode_basestring_ascii if ensure_ascii else encode_basestring
+    if isinstance(value, str):
+        return str(encode(value))
+    item, key = separators
+    encoder = make_encoder({}, _default, encode, None, key, item, sort_keys, False, True)
+    return "".join(encoder(value, 0))
+
 
 _SAFE_INT = 2**53 - 1
 _STR = {str}
@@ -55,8 +117,7 @@ def canonical_json(value: Any) -> bytes:
     if _plain_json(value):
         try:
             # The C encoder: the pure-Python rfc8785 costs seconds on a 20,000-file receipt.
-            return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
-                              check_circular=False).encode("utf-8")
+            return dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
         except UnicodeEncodeError:
             pass  # lone surrogates: rfc8785 reports them
     import rfc8785
@@ -71,7 +132,7 @@ def dump_json(value: Any) -> bytes:
         _indented(value, "\n", parts)
         text = "".join(parts)
     except (_Unplain, TypeError, RecursionError):
-        text = json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False)
+        text = _stdlib().dumps(value, indent=2, sort_keys=True, ensure_ascii=False)
     return (text + "\n").encode("utf-8")
 
 
@@ -87,7 +148,7 @@ def _indented(value: Any, newline: str, out: list[str]) -> None:
     """
     kind = type(value)
     if kind is str:
-        out.append(_encode_str(value))
+        out.append(encode_basestring(value))
     elif kind is dict:
         if not value:
             out.append("{}")
@@ -96,14 +157,14 @@ def _indented(value: Any, newline: str, out: list[str]) -> None:
         if set(map(type, value)) == _STR and set(map(type, value.values())) == _STR:
             # A hash map: one join instead of a call per entry.
             sep = "," + inner
-            out.append("{" + inner + sep.join(_encode_str(k) + ": " + _encode_str(value[k]) for k in sorted(value))
+            out.append("{" + inner + sep.join(encode_basestring(k) + ": " + encode_basestring(value[k]) for k in sorted(value))
                        + newline + "}")
             return
         first = True
         for key in sorted(value):
             if type(key) is not str:
                 raise _Unplain
-            out.append(("{" if first else ",") + inner + _encode_str(key) + ": ")
+            out.append(("{" if first else ",") + inner + encode_basestring(key) + ": ")
             first = False
             _indented(value[key], inner, out)
         out.append(newline + "}")

@@ -24,7 +24,7 @@ _PIPELINE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 def _rules_identity(privacy: Any) -> list[Any]:
     """What decides the spans besides the text: the shipped rules, the engine, and the user's rules."""
-    import json
+    from . import jsontext as json
 
     files = [os.path.join(_PIPELINE, "privacy", name)
              for name in ("engine.py", "checks.py", "loader.py", "tokens.py", "personal.py")]
@@ -63,7 +63,7 @@ class RowMasker:
     """
 
     def __init__(self, home: str, privacy: Any, kinds: tuple[str, ...] = ("private", "global")) -> None:
-        import json
+        from . import jsontext as json
 
         self.home = home
         self.privacy = privacy
@@ -73,7 +73,7 @@ class RowMasker:
         self.checked: set[int] = set()
 
     def __call__(self, source: Any, row: Any) -> tuple[str, str]:
-        import json
+        from . import jsontext as json
 
         description, body = row.description or "", row.body or ""
         if source.kind not in self.kinds:

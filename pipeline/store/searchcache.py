@@ -12,7 +12,8 @@ refresh) is caught when the index is read, the way git's index catches it:
   keep its stat) is re-hashed instead.
 
 A failed check rebuilds the index from the files and the caller asks again, so reading costs
-O(what is served), whatever the size of the store.
+O(what is served), whatever the size of the store. Writing the index (a scan, or the rows a
+transaction changed) is ``indexbuild``'s: a prompt served from a current index never imports it.
 """
 
 from __future__ import annotations
@@ -25,7 +26,10 @@ import stat
 import time
 
 from . import fts
-from .memory import INDEX_NAME, is_memory_name, parse_memory
+
+# ``store.memory`` is imported where files are parsed: its parser needs ``re`` and ``json``, which a
+# prompt served from a current index never loads.
+INDEX_NAME = "MEMORY.md"
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -35,7 +39,7 @@ if TYPE_CHECKING:
 
     from .memory import Memory
 
-FORMAT = "memfold-search-3"
+FORMAT = "memfold-search-4"
 PRIORITY = {"feedback": 0, "user": 1, "project": 2, "reference": 3}
 INDEX_DIR = "index"
 SETTLED_NS = 2_000_000_000
@@ -77,165 +81,21 @@ def cache_file(store_home: str, kind: str) -> str:
     return os.path.join(store_home, INDEX_DIR, f"{kind}.sqlite")
 
 
-def _stat_key(st: os.stat_result) -> str:
+def stat_key(st: os.stat_result) -> str:
     return f"{st.st_ino}:{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns}"
 
 
-def _racy(st: os.stat_result, read_at: int) -> int:
+def is_racy(st: os.stat_result, read_at: int) -> int:
     return int(read_at - max(st.st_mtime_ns, st.st_ctime_ns) <= SETTLED_NS)
 
 
-def _sha(data: bytes) -> str:
+def sha_hex(data: bytes) -> str:
     from hashlib import sha256
 
     return sha256(data).hexdigest()
 
 
-def _create(conn: Connection) -> None:
-    fts.check(conn)
-    conn.execute("CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL)")
-    conn.execute("CREATE TABLE docs(id INTEGER PRIMARY KEY, file TEXT NOT NULL UNIQUE, sha TEXT NOT NULL, "
-                 "st TEXT, racy INTEGER NOT NULL, name TEXT, description TEXT, type TEXT, visibility TEXT, "
-                 "created TEXT, modified TEXT, expires TEXT, body TEXT, masks TEXT, prio INTEGER NOT NULL)")
-    # Session start without a query takes durable guidance first, then the newest: read in index order.
-    conn.execute("CREATE INDEX docs_priority ON docs(prio, modified DESC, file)")
-    for statement in fts.SCHEMA:
-        conn.execute(statement)
-
-
-def _add(conn: Connection, file: str, memory: Memory, sha: str, st: str | None, racy: int,
-         rowid: int | None = None) -> None:
-    cur = conn.execute(
-        "INSERT INTO docs(id, file, sha, st, racy, name, description, type, visibility, created, modified, "
-        "expires, body, prio) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        (rowid, file, sha, st, racy, memory.name, memory.description, memory.type, memory.visibility,
-         memory.created, memory.modified, memory.expires, memory.body, PRIORITY.get(memory.type, len(PRIORITY))))
-    assert cur.lastrowid is not None
-    fts.insert(conn, cur.lastrowid, fts.title_text(file, memory.name), memory.description, memory.body)
-
-
-def _set_meta(conn: Connection, **values: str) -> None:
-    conn.executemany("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", values.items())
-
-
-def _scan(root: str, max_file_bytes: int, max_files: int, conn: Connection) -> list[str]:
-    """Every memory file of ``root`` into ``conn``: stat first, then read, so a write during the read
-    leaves a stat that no longer matches. Returns the files that were read but do not parse."""
-    from ..errors import InputRejected
-    from ..fsutil import read_bounded
-
-    unparsable: list[str] = []
-
-    fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
-    try:
-        names = sorted(n for n in os.listdir(fd) if n != INDEX_NAME and is_memory_name(n))[:max_files]
-        for name in names:
-            try:
-                st = os.stat(name, dir_fd=fd, follow_symlinks=False)
-                if not stat.S_ISREG(st.st_mode):
-                    continue
-                read_at = time.time_ns()
-                data = read_bounded(name, max_file_bytes, dir_fd=fd)
-                memory = parse_memory(data, name)
-            except InputRejected:
-                unparsable.append(name)  # left out, and named, so the block can say so
-                continue
-            except Exception:
-                continue  # unreadable: left out, as every reader of the store does
-            _add(conn, name, memory, _sha(data), _stat_key(st), _racy(st, read_at))
-    finally:
-        os.close(fd)
-    return unparsable
-
-
-def rebuild(root: str, cache: str, max_file_bytes: int, max_files: int) -> None:
-    """A new index of ``root`` from its files, swapped in by one rename."""
-    os.makedirs(os.path.dirname(cache), mode=0o700, exist_ok=True)
-    tmp = f"{cache}.{os.getpid()}.{time.monotonic_ns()}.tmp"
-    conn = sqlite3.connect(tmp)
-    try:
-        _create(conn)
-        started = time.time_ns()
-        try:
-            dir_st = os.stat(root, follow_symlinks=False)
-        except FileNotFoundError:
-            dir_st = None
-        unparsable: list[str] = []
-        if dir_st is not None and stat.S_ISDIR(dir_st.st_mode):
-            unparsable = _scan(root, max_file_bytes, max_files, conn)
-        _set_meta(conn, format=FORMAT, root=root, dir=_stat_key(dir_st) if dir_st else "absent",
-                  racy=str(_racy(dir_st, started) if dir_st else 0), unparsable="\n".join(unparsable))
-        conn.commit()
-    except BaseException:
-        conn.close()
-        os.unlink(tmp)
-        raise
-    conn.close()
-    os.chmod(tmp, 0o600)
-    os.replace(tmp, cache)
-
-
-def refresh(root: str, cache: str, pre: Mapping[str, str], post: Mapping[str, str], files: Mapping[str, bytes],
-            max_file_bytes: int, max_files: int, *, create: bool = True) -> None:
-    """After a commit: change only the rows of the files the transaction changed.
-
-    ``pre`` and ``post`` map each file of the root to its sha256 before and after the transaction,
-    ``files`` to its bytes after. The index is updated in place only when it described exactly the
-    pre-state; otherwise (another format, a hand edit before the transaction) it is rebuilt from the
-    files, and a missing one is built only with ``create``.
-    """
-    conn = _connect(cache)
-    if conn is None:
-        if create or os.path.exists(cache):
-            rebuild(root, cache, max_file_bytes, max_files)
-        return
-    try:
-        known = dict(conn.execute("SELECT file, sha FROM docs"))
-        if known != {n: h for n, h in pre.items() if n != INDEX_NAME}:
-            conn.close()
-            return rebuild(root, cache, max_file_bytes, max_files)
-        with conn:
-            started = time.time_ns()
-            for name in sorted(set(known) | set(post)):
-                if name == INDEX_NAME or post.get(name) == known.get(name):
-                    continue
-                row = conn.execute("SELECT id FROM docs WHERE file = ?", (name,)).fetchone()
-                if row is not None:
-                    fts.delete(conn, row[0])
-                    conn.execute("DELETE FROM docs WHERE id = ?", row)
-                if name in post:
-                    # Just written, so racy: checked by hash until a reader finds it settled.
-                    _add(conn, name, parse_memory(files[name], name), post[name], None, 1)
-            dir_st = os.stat(root, follow_symlinks=False)
-            _set_meta(conn, dir=_stat_key(dir_st), racy=str(_racy(dir_st, started)))
-    finally:
-        conn.close()
-    return None
-
-
-def after_commit(layout: Any, source: Mapping[str, Mapping[str, str]], final: Mapping[str, Mapping[str, str]],
-                 post: Any, limits: Any) -> None:
-    """Leave each changed root's index describing the committed state (the per-prompt path reads it).
-
-    Best effort: the commit is already durable, and an index that missed it is caught as stale by its
-    next reader and rebuilt there.
-    """
-    home = os.fspath(layout.project_home)
-    bounds = (int(limits.max_file_bytes), int(limits.max_files))
-    roots = [("harness", layout.harness, "memory", post.harness, True)]
-    if layout.mirror is not None and post.mirrored:
-        roots.append(("public", layout.mirror, "mirror", post.public, False))
-    for key, root, kind, files, create in roots:
-        if dict(source.get(key, {})) == dict(final.get(key, {})):
-            continue
-        try:
-            refresh(os.fspath(root), cache_file(home, kind), source.get(key, {}), final.get(key, {}), files,
-                    *bounds, create=create)
-        except Exception:  # a reader repairs what this misses (see the docstring)
-            continue
-
-
-def _connect(cache: str) -> Connection | None:
+def connect(cache: str) -> Connection | None:
     """The index at ``cache`` if it exists in this format; None otherwise."""
     try:
         # A server answers calls from worker threads; an index in use is out of the pool (see _kept).
@@ -269,28 +129,34 @@ class Index:
 
     def stale(self) -> None:
         """A served row no longer matches its file: replace the index before anyone asks again."""
+        from .indexbuild import rebuild
+
         rebuild(self.root, self.cache, *self.bounds)
 
     @classmethod
     def of_memories(cls, memories: Mapping[str, Memory]) -> Index:
         """An index built in memory, for memories that are not (or not yet) files of a root."""
+        from .indexbuild import add, create
+
         conn = sqlite3.connect(":memory:")
-        _create(conn)
+        create(conn)
         for name in sorted(memories):
-            _add(conn, name, memories[name], "", None, 0)
+            add(conn, name, memories[name], "", None, 0)
         return cls(conn, "", False)
 
     @classmethod
     def open(cls, root: str, cache: str, max_file_bytes: int, max_files: int) -> Index:
         """The index of ``root``, rebuilt first when it is missing or the directory changed."""
         for _attempt in range(2):
-            conn = _connect(cache)
+            conn = connect(cache)
             if conn is not None:
                 if _current(conn, root):
                     return cls(conn, root, True, cache, (max_file_bytes, max_files))
                 conn.close()
+            from .indexbuild import rebuild  # only a reader that finds the index stale writes it
+
             rebuild(root, cache, max_file_bytes, max_files)
-        conn = _connect(cache)
+        conn = connect(cache)
         if conn is None:
             raise Stale(f"the search index of {root} cannot be kept")
         return cls(conn, root, True, cache, (max_file_bytes, max_files))
@@ -312,12 +178,19 @@ class Index:
         self.conn.close()
 
     def count(self) -> int:
-        return int(self.conn.execute("SELECT count(*) FROM docs").fetchone()[0])
+        """How many memories the index holds: recorded by the writer, so a prompt does not count them."""
+        found = self.conn.execute("SELECT value FROM meta WHERE key = 'count'").fetchone()
+        return int(found[0]) if found else int(self.conn.execute("SELECT count(*) FROM docs").fetchone()[0])
 
     def generation(self) -> str:
         """What changes whenever the indexed files may have: the directory's recorded stat."""
         found = self.conn.execute("SELECT value FROM meta WHERE key = 'dir'").fetchone()
         return str(found[0]) if found else ""
+
+    def settled_generation(self) -> str | None:
+        """The generation, when the directory had settled (outside the racy window) as it was recorded."""
+        found = dict(self.conn.execute("SELECT key, value FROM meta WHERE key IN ('dir', 'racy')"))
+        return str(found["dir"]) if found.get("racy") == "0" and "dir" in found else None
 
     def unparsable(self) -> list[str]:
         """The files of the root that were left out because they do not parse (as of the last scan)."""
@@ -341,12 +214,16 @@ class Index:
         for values in self.conn.execute(f"{_SELECT} {where} ORDER BY {order}"):
             yield self.checked(Row(values))
 
-    def ranked(self, query: str, limit: int) -> list[tuple[Row, float]]:
+    def ranked(self, query: str, limit: int, *, check: bool = True) -> list[tuple[Row, float]]:
+        """The best ``limit`` rows for ``query``; with ``check`` False the caller checks each row it serves
+        (``checked``) and no other: ranking 32 hits to send 8 bodies stats 8 files, not 32."""
         hits = fts.rank(self.conn, query, limit)
-        out = []
-        for rowid, score in hits:
-            values = self.conn.execute(f"{_SELECT} WHERE id = ?", (rowid,)).fetchone()
-            out.append((self.checked(Row(values)), score))
+        if not hits:
+            return []
+        marks = ", ".join("?" * len(hits))
+        found = {values[0]: Row(values) for values in
+                 self.conn.execute(f"{_SELECT} WHERE id IN ({marks})", [rowid for rowid, _ in hits])}
+        out = [(self.checked(found[rowid]) if check else found[rowid], score) for rowid, score in hits]
         # Equal scores (equal text): the newest first, then by file name.
         out.sort(key=lambda h: h[0].file)
         out.sort(key=lambda h: h[0].modified or h[0].created or "", reverse=True)
@@ -362,7 +239,7 @@ class Index:
             st = os.stat(path, follow_symlinks=False)
         except OSError:
             st = None
-        if st is not None and stat.S_ISREG(st.st_mode) and not row.racy and row.st == _stat_key(st):
+        if st is not None and stat.S_ISREG(st.st_mode) and not row.racy and row.st == stat_key(st):
             return row
         if st is not None and stat.S_ISREG(st.st_mode) and self._same_bytes(path, row, st):
             return row
@@ -376,11 +253,12 @@ class Index:
                 data = fh.read(st.st_size + 1)
         except OSError:
             return False
-        if _sha(data) != row.sha:
+        if sha_hex(data) != row.sha:
             return False
-        if not _racy(st, read_at):
+        if not is_racy(st, read_at):
             self.settle("UPDATE docs SET st = ?, racy = 0 WHERE id = ? AND sha = ?",
-                         (_stat_key(st), row.id, row.sha))
+                         (stat_key(st), row.id, row.sha))
+            row.st, row.racy = stat_key(st), 0  # what the index now says of it, for whoever keeps it
         return True
 
     def settle(self, sql: str, params: tuple[object, ...]) -> None:
@@ -399,18 +277,20 @@ def _current(conn: Connection, root: str) -> bool:
         dir_st = os.stat(root, follow_symlinks=False)
     except FileNotFoundError:
         return meta.get("dir") == "absent"
-    if not stat.S_ISDIR(dir_st.st_mode) or meta.get("dir") != _stat_key(dir_st):
+    if not stat.S_ISDIR(dir_st.st_mode) or meta.get("dir") != stat_key(dir_st):
         return False
     if meta.get("racy") != "1":
         return True
+    from .memory import is_memory_name
+
     names = {n for n in os.listdir(root) if n != INDEX_NAME and is_memory_name(n)}
     if names != {r[0] for r in conn.execute("SELECT file FROM docs")}:
         return False
-    if not _racy(dir_st, now):
+    if not is_racy(dir_st, now):
         try:
             with conn:
                 conn.execute("UPDATE meta SET value = '0' WHERE key = 'racy' AND "
-                             "(SELECT value FROM meta WHERE key = 'dir') = ?", (_stat_key(dir_st),))
+                             "(SELECT value FROM meta WHERE key = 'dir') = ?", (stat_key(dir_st),))
         except sqlite3.Error:
             pass
     return True

@@ -7,9 +7,10 @@ a memory changed during the session is sent again.
 
 from __future__ import annotations
 
-import json
 import os
 import time
+
+from . import jsontext as json
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

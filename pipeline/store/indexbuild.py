@@ -1,0 +1,224 @@
+"""Writing a store's search index: a full scan of the root, or the rows a committed transaction changed.
+
+The reader (``searchcache``) checks every row it serves against its file; this module only decides what
+the rows say. A scan records each file's stat as read; rows written from a transaction's post-state
+carry its hashes and no stat (``racy``), so a reader hashes such a file once before serving it and
+records it settled. Either way nothing here is trusted by a reader without that check.
+"""
+
+from __future__ import annotations
+
+import _sqlite3 as sqlite3
+import os
+import stat
+import time
+
+from . import fts
+from .searchcache import FORMAT, INDEX_NAME, PRIORITY, cache_file, connect, is_racy, sha_hex, stat_key
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from sqlite3 import Connection
+    from typing import Any
+
+    from .memory import Memory
+
+
+def create(conn: Connection) -> None:
+    fts.check(conn)
+    conn.execute("CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+    conn.execute("CREATE TABLE docs(id INTEGER PRIMARY KEY, file TEXT NOT NULL UNIQUE, sha TEXT NOT NULL, "
+                 "st TEXT, racy INTEGER NOT NULL, name TEXT, description TEXT, type TEXT, visibility TEXT, "
+                 "created TEXT, modified TEXT, expires TEXT, body TEXT, masks TEXT, prio INTEGER NOT NULL)")
+    # Session start without a query takes durable guidance first, then the newest: read in index order.
+    conn.execute("CREATE INDEX docs_priority ON docs(prio, modified DESC, file)")
+    for statement in fts.SCHEMA:
+        conn.execute(statement)
+
+
+def add(conn: Connection, file: str, memory: Memory, sha: str, st: str | None, racy: int) -> None:
+    cur = conn.execute(
+        "INSERT INTO docs(file, sha, st, racy, name, description, type, visibility, created, modified, "
+        "expires, body, prio) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (file, sha, st, racy, memory.name, memory.description, memory.type, memory.visibility,
+         memory.created, memory.modified, memory.expires, memory.body, PRIORITY.get(memory.type, len(PRIORITY))))
+    assert cur.lastrowid is not None
+    fts.insert(conn, cur.lastrowid, fts.title_text(file, memory.name), memory.description, memory.body)
+
+
+def _rows(conn: Connection) -> int:
+    return int(conn.execute("SELECT count(*) FROM docs").fetchone()[0])
+
+
+def _set_meta(conn: Connection, **values: str) -> None:
+    conn.executemany("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", values.items())
+
+
+def _scan(root: str, max_file_bytes: int, max_files: int, conn: Connection) -> list[str]:
+    """Every memory file of ``root`` into ``conn``: stat first, then read, so a write during the read
+    leaves a stat that no longer matches. Returns the files that were read but do not parse."""
+    from ..errors import InputRejected
+    from ..fsutil import read_bounded
+    from .memory import is_memory_name, parse_memory
+
+    unparsable: list[str] = []
+
+    fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    try:
+        names = sorted(n for n in os.listdir(fd) if n != INDEX_NAME and is_memory_name(n))[:max_files]
+        for name in names:
+            try:
+                st = os.stat(name, dir_fd=fd, follow_symlinks=False)
+                if not stat.S_ISREG(st.st_mode):
+                    continue
+                read_at = time.time_ns()
+                data = read_bounded(name, max_file_bytes, dir_fd=fd)
+                memory = parse_memory(data, name)
+            except InputRejected:
+                unparsable.append(name)  # left out, and named, so the block can say so
+                continue
+            except Exception:
+                continue  # unreadable: left out, as every reader of the store does
+            add(conn, name, memory, sha_hex(data), stat_key(st), is_racy(st, read_at))
+    finally:
+        os.close(fd)
+    return unparsable
+
+
+def _swap_in(cache: str, fill: Any) -> None:
+    """A new index at ``cache``: ``fill(conn)`` writes it in a temp file, swapped in by one rename."""
+    os.makedirs(os.path.dirname(cache), mode=0o700, exist_ok=True)
+    tmp = f"{cache}.{os.getpid()}.{time.monotonic_ns()}.tmp"
+    conn = sqlite3.connect(tmp)
+    try:
+        create(conn)
+        fill(conn)
+        conn.commit()
+    except BaseException:
+        conn.close()
+        os.unlink(tmp)
+        raise
+    conn.close()
+    os.chmod(tmp, 0o600)
+    os.replace(tmp, cache)
+
+
+def rebuild(root: str, cache: str, max_file_bytes: int, max_files: int) -> None:
+    """A new index of ``root`` from its files."""
+
+    def fill(conn: Connection) -> None:
+        started = time.time_ns()
+        try:
+            dir_st = os.stat(root, follow_symlinks=False)
+        except FileNotFoundError:
+            dir_st = None
+        unparsable: list[str] = []
+        if dir_st is not None and stat.S_ISDIR(dir_st.st_mode):
+            unparsable = _scan(root, max_file_bytes, max_files, conn)
+        _set_meta(conn, format=FORMAT, root=root, dir=stat_key(dir_st) if dir_st else "absent",
+                  racy=str(is_racy(dir_st, started) if dir_st else 0), unparsable="\n".join(unparsable),
+                  count=str(_rows(conn)))
+
+    _swap_in(cache, fill)
+
+
+def _parsed(name: str, data: bytes, sha: str, known: Mapping[str, tuple[str, Memory]]) -> Memory:
+    """The memory in ``data``: the transaction's own parse when it had these very bytes, else parsed."""
+    hit = known.get(name)
+    if hit is not None and hit[0] == sha:
+        return hit[1]
+    from .memory import parse_memory
+
+    return parse_memory(data, name)
+
+
+def _committed(root: str, cache: str, post: Mapping[str, str], files: Mapping[str, bytes],
+               known: Mapping[str, tuple[str, Memory]], max_files: int) -> None:
+    """A new index of exactly the committed post-state, from the bytes and memories the transaction
+    holds: no file is read or hashed again. Its rows carry no stat, so each is hashed once when first
+    served; the directory is recorded as it is now, racy, so its names are compared until it settles."""
+    from ..errors import InputRejected
+
+    def fill(conn: Connection) -> None:
+        started = time.time_ns()
+        unparsable: list[str] = []
+        for name in sorted(n for n in post if n != INDEX_NAME)[:max_files]:
+            try:
+                memory = _parsed(name, files[name], post[name], known)
+            except InputRejected:
+                unparsable.append(name)
+                continue
+            add(conn, name, memory, post[name], None, 1)
+        dir_st = os.stat(root, follow_symlinks=False)
+        _set_meta(conn, format=FORMAT, root=root, dir=stat_key(dir_st), racy=str(is_racy(dir_st, started)),
+                  unparsable="\n".join(unparsable), count=str(_rows(conn)))
+
+    _swap_in(cache, fill)
+
+
+def refresh(root: str, cache: str, pre: Mapping[str, str], post: Mapping[str, str], files: Mapping[str, bytes],
+            max_file_bytes: int, max_files: int, *, create: bool = True,
+            known: Mapping[str, tuple[str, Memory]] | None = None) -> None:
+    """After a commit: change only the rows of the files the transaction changed.
+
+    ``pre`` and ``post`` map each file of the root to its sha256 before and after the transaction,
+    ``files`` to its bytes after, ``known`` a file to the hash and memory the transaction parsed. The
+    index is updated in place when it described exactly the pre-state; otherwise (none yet, another
+    format, a hand edit before the transaction) it is written anew from the post-state, and a missing
+    one is written only with ``create``.
+    """
+    known = known or {}
+    conn = connect(cache)
+    if conn is None:
+        if create or os.path.exists(cache):
+            _committed(root, cache, post, files, known, max_files)
+        return
+    try:
+        indexed = dict(conn.execute("SELECT file, sha FROM docs"))
+        if indexed != {n: h for n, h in pre.items() if n != INDEX_NAME}:
+            conn.close()
+            return _committed(root, cache, post, files, known, max_files)
+        with conn:
+            started = time.time_ns()
+            for name in sorted(set(indexed) | set(post)):
+                if name == INDEX_NAME or post.get(name) == indexed.get(name):
+                    continue
+                row = conn.execute("SELECT id FROM docs WHERE file = ?", (name,)).fetchone()
+                if row is not None:
+                    fts.delete(conn, row[0])
+                    conn.execute("DELETE FROM docs WHERE id = ?", row)
+                if name in post:
+                    # Just written, so racy: checked by hash until a reader finds it settled.
+                    add(conn, name, _parsed(name, files[name], post[name], known), post[name], None, 1)
+            dir_st = os.stat(root, follow_symlinks=False)
+            _set_meta(conn, dir=stat_key(dir_st), racy=str(is_racy(dir_st, started)), count=str(_rows(conn)))
+    finally:
+        conn.close()
+    return None
+
+
+def after_commit(layout: Any, source: Mapping[str, Mapping[str, str]], final: Mapping[str, Mapping[str, str]],
+                 post: Any, limits: Any) -> None:
+    """Leave each changed root's index describing the committed state (the per-prompt path reads it).
+
+    Best effort: the commit is already durable, and an index that missed it is caught as stale by its
+    next reader and rebuilt there.
+    """
+    home = os.fspath(layout.project_home)
+    bounds = (int(limits.max_file_bytes), int(limits.max_files))
+    harness = final.get("harness", {})
+    # The private memories as the transaction parsed them, by the hash of their bytes; a mirror copy
+    # is byte-identical to its private one, so the same parse serves it.
+    known = {name: (harness[name], memory) for name, memory in post.memories.items() if name in harness}
+    roots = [("harness", layout.harness, "memory", post.harness, True)]
+    if layout.mirror is not None and post.mirrored:
+        roots.append(("public", layout.mirror, "mirror", post.public, False))
+    for key, root, kind, files, create in roots:
+        if dict(source.get(key, {})) == dict(final.get(key, {})):
+            continue
+        try:
+            refresh(os.fspath(root), cache_file(home, kind), source.get(key, {}), final.get(key, {}), files,
+                    *bounds, create=create, known=known)
+        except Exception:  # a reader repairs what this misses (see the docstring)
+            continue

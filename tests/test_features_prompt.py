@@ -1,0 +1,134 @@
+"""Step definitions for features/prompt.feature: the per-prompt path's bounded cost and freshness."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import shutil
+import time
+from pathlib import Path
+from typing import Any
+
+from conftest import Env
+from pytest_bdd import given, parsers, scenarios, then, when
+from test_searchcache import _opens, rewrite_in_place
+
+from pipeline.bench.synth import write_store
+from pipeline.store import blockcache
+from pipeline.store.searchcache import cache_file
+
+scenarios("prompt.feature")
+_SESSIONS = itertools.count()
+
+
+def _add(env: Env, *args: str) -> None:
+    assert env.run("add", *args).code == 0
+
+
+def _hook(env: Env, event: str, prompt: str = "") -> str:
+    hook = {"hook_event_name": event, "prompt": prompt, "cwd": str(env.project),
+            "session_id": f"session-{next(_SESSIONS)}"}
+    result = env.run("inject", "--format", "claude-hook", stdin=json.dumps(hook))
+    assert result.code == 0, result
+    return str(json.loads(result.out)["hookSpecificOutput"]["additionalContext"]) if result.out.strip() else ""
+
+
+def _serve_twice(env: Env) -> None:
+    """Past the racy window, then served: the rows settle and the session block is kept."""
+    time.sleep(2.1)
+    for _ in range(2):
+        assert env.run("inject").code == 0
+        _hook(env, "UserPromptSubmit", "alpha blue script")
+
+
+@given(parsers.parse("settled synthetic stores of {small:d} and {large:d} memories, each served once"))
+def synthetic(ctx: dict[str, Any], tmp_path: Path, small: int, large: int) -> None:
+    ctx["stores"] = [write_store(tmp_path / f"s{n}", n) for n in (small, large)]
+    time.sleep(2.1)
+    for store in ctx["stores"]:
+        for _ in range(2):
+            _opens(store.home, store.project, "inject")
+            _opens(store.home, store.project, "inject", "--prompt", "deploy the cache and retry the queue")
+
+
+@when("a session starts and Claude Code's prompt hook runs in each store, counting opened files")
+def count_opens(ctx: dict[str, Any]) -> None:
+    counts = []
+    for i, store in enumerate(ctx["stores"]):
+        hook = json.dumps({"hook_event_name": "UserPromptSubmit", "prompt": "deploy the cache and retry the queue",
+                           "cwd": str(store.project), "session_id": f"count-{i}"})
+        counts.append((_opens(store.home, store.project, "inject"),
+                       _opens(store.home, store.project, "inject", "--format", "claude-hook", stdin=hook)))
+    ctx["counts"] = counts
+
+
+@then(parsers.parse("both stores opened the same number of files, at most {most:d} a run"))
+def same_opens(ctx: dict[str, Any], most: int) -> None:
+    small, large = ctx["counts"]
+    assert small == large and max(large) <= most, ctx["counts"]
+
+
+@given(parsers.parse('settled memories with "{word}" in "{name}", served once'))
+def settled(env: Env, word: str, name: str) -> None:
+    _add(env, name.removesuffix(".md"), "-d", "alpha deploys use the blue script", "-b", f"{word} runs first")
+    _add(env, "project_beta", "-d", "beta deploys use the green script", "-b", "BETA-BODY")
+    _serve_twice(env)
+
+
+@given("the trusted project's settled safe memories, served once")
+def settled_safe(env: Env) -> None:
+    assert env.run("trust").code == 0
+    _add(env, "feedback_alpha", "-d", "alpha deploys use the blue script", "-b", "OLD-ALPHA-WORD runs first",
+         "--visibility", "safe")
+    _add(env, "project_beta", "-d", "beta deploys use the green script", "-b", "BETA-BODY", "--visibility", "safe")
+    _serve_twice(env)
+
+
+@given("I keep a copy of the search index and of the kept session block")
+def keep_copies(env: Env, ctx: dict[str, Any]) -> None:
+    kept = [Path(cache_file(str(env.project_home), "memory")), Path(blockcache.path(str(env.project_home)))]
+    assert all(p.is_file() for p in kept)
+    ctx["copies"] = []
+    for path in kept:
+        copy = path.with_name(path.name + ".copy")
+        shutil.copy2(path, copy)
+        ctx["copies"].append((copy, path))
+
+
+@when(parsers.parse('I overwrite "{old}" with "{new}" in "{name}", keeping its size and mtime'))
+def overwrite(env: Env, old: str, new: str, name: str) -> None:
+    rewrite_in_place(env.harness / name, old.encode(), new.encode())
+
+
+@when("I put the copies back, as if the process had died before refreshing them")
+def put_back(ctx: dict[str, Any]) -> None:
+    for copy, path in ctx["copies"]:
+        copy.replace(path)
+
+
+@when("a session starts")
+def session_starts(env: Env, ctx: dict[str, Any]) -> None:
+    result = env.run("inject")
+    assert result.code == 0, result
+    ctx["block"] = result.out
+
+
+@when(parsers.parse('Claude Code\'s prompt hook runs for "{prompt}" in a new session'))
+def prompt_hook(env: Env, ctx: dict[str, Any], prompt: str) -> None:
+    ctx["hook"] = _hook(env, "UserPromptSubmit", prompt)
+
+
+@when(parsers.parse('a teammate\'s memory "{name}" saying "{body}" lands in the mirror'))
+def teammate(env: Env, name: str, body: str) -> None:
+    (env.mirror / name).write_text(f"---\nname: {name[:-3]}\ndescription: their kafka stream notes\n"
+                                   f"type: project\nvisibility: safe\n---\n{body}\n", encoding="utf-8")
+
+
+@then(parsers.parse('the session block shows "{shown}" and not "{hidden}"'))
+def block_shows(ctx: dict[str, Any], shown: str, hidden: str) -> None:
+    assert shown in ctx["block"] and hidden not in ctx["block"], ctx["block"]
+
+
+@then(parsers.parse('the hook context shows "{shown}" and not "{hidden}"'))
+def hook_shows(ctx: dict[str, Any], shown: str, hidden: str) -> None:
+    assert shown in ctx["hook"] and hidden not in ctx["hook"], ctx["hook"]
