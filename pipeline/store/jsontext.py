@@ -155,10 +155,9 @@ def _indented(value: Any, newline: str, out: list[str]) -> None:
             return
         inner = newline + "  "
         if set(map(type, value)) == _STR and set(map(type, value.values())) == _STR:
-            # A hash map: one join instead of a call per entry.
-            sep = "," + inner
-            out.append("{" + inner + sep.join(encode_basestring(k) + ": " + encode_basestring(value[k]) for k in sorted(value))
-                       + newline + "}")
+            # A hash map: the C encoder writes it whole, the indentation being its item separator.
+            flat = dumps(value, sort_keys=True, ensure_ascii=False, separators=("," + inner, ": "))
+            out.append("{" + inner + flat[1:-1] + newline + "}")
             return
         first = True
         for key in sorted(value):
