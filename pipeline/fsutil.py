@@ -140,10 +140,9 @@ def _indented(value: Any, newline: str, out: list[str]) -> None:
             return
         inner = newline + "  "
         if set(map(type, value)) == _STR and set(map(type, value.values())) == _STR:
-            # A hash map: one join instead of a call per entry.
-            sep = "," + inner
-            out.append("{" + inner + sep.join(_encode_str(k) + ": " + _encode_str(value[k]) for k in sorted(value))
-                       + newline + "}")
+            # A hash map: json's C encoder writes it whole, the indentation being its item separator.
+            flat = json.dumps(value, sort_keys=True, ensure_ascii=False, separators=("," + inner, ": "))
+            out.append("{" + inner + flat[1:-1] + newline + "}")
             return
         first = True
         for key in sorted(value):

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Mapping, MutableMapping
+from pathlib import Path
 from typing import Any
 
 from .errors import InputRejected
@@ -201,6 +203,72 @@ def current_hashes(layout: Layout, limits: Limits) -> HashMaps:
                       "public": read_root(layout.mirror, limits, with_bytes=False, cache=cache).hashes
                       if layout.mirror else {}}
     return maps
+
+
+def landed_hashes(layout: Layout, limits: Limits, pre: PreState, final: HashMaps) -> HashMaps:
+    """Both roots' hashes as on disk right after a commit from ``pre`` to ``final``.
+
+    A file the commit left alone is vouched for by its identity as ``pre`` stat-ed it under the same
+    lock (one lstat, no cache lookup); every file the commit wrote is read and hashed again. Anything
+    else (a name that appeared or vanished, a changed identity, a symlink) gets the full scan, so the
+    answer is exactly what ``current_hashes`` would give.
+    """
+    maps: HashMaps = {}
+    for key, root, state in (("harness", layout.harness, pre.harness), ("public", layout.mirror, pre.public)):
+        if root is None:
+            maps[key] = {}
+            continue
+        hashes = _landed(root, state, final.get(key, {}), limits)
+        if hashes is None:
+            return current_hashes(layout, limits)
+        maps[key] = hashes
+    cache = cache_for(layout.project_home)
+    for state in (pre.harness, pre.public):
+        for name in state.hashes.keys() - maps["harness" if state is pre.harness else "public"].keys():
+            cache.drop(str(state.path), name)  # forgotten: its entry goes, as a full scan would drop it
+    return maps
+
+
+def _landed(root: Path, state: RootState, final: Mapping[str, str], limits: Limits) -> dict[str, str] | None:
+    try:
+        names = os.listdir(root)
+    except FileNotFoundError:
+        return None
+    before, identities = state.hashes, state.identities
+    folder = os.fspath(root)
+    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        return _landed_in(fd, folder, names, before, identities, final, limits)
+    finally:
+        os.close(fd)
+
+
+def _landed_in(fd: int, folder: str, names: list[str], before: Mapping[str, str],
+               identities: Mapping[str, tuple[int, int, int, int, int]], final: Mapping[str, str],
+               limits: Limits) -> dict[str, str] | None:
+    from .store.memory import is_memory_name
+    from .store.state import landed_file
+
+    hashes: dict[str, str] = {}
+    for name in names:
+        if name not in final and name not in before and not is_memory_name(name) and name != INDEX_NAME:
+            continue  # not a store file (a temp of another run, the chain head, a stray): as read_root
+        old, ident = before.get(name), identities.get(name)
+        if old is not None and ident is not None and final.get(name) == old:
+            try:
+                st = os.stat(name, dir_fd=fd, follow_symlinks=False)
+            except FileNotFoundError:
+                return None
+            if (st.st_ino, st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_dev) != \
+                    (ident[1], ident[3], ident[4], ident[2], ident[0]):
+                return None
+            hashes[name] = old
+            continue
+        digest = landed_file(os.path.join(folder, name), limits, name == INDEX_NAME)
+        if digest is None:
+            return None
+        hashes[name] = digest
+    return hashes
 
 
 def compute_post(pre: PreState, operations: list[Operation]) -> PostState:
