@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Mapping, MutableMapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from .errors import InputRejected
 from .frozen import FrozenValue
@@ -14,7 +14,18 @@ from .paths import Layout
 from .receipts.receipt import HashMaps
 from .store.index import render_index
 from .store.memory import INDEX_NAME, TYPES, VISIBILITIES, Memory, parse_memory
-from .store.state import Broken, Files, Limits, RootState, StoredMemory, broken_file, known_digest, read_root, size_of
+from .store.state import (
+    Broken,
+    Files,
+    Limits,
+    RootState,
+    StoredMemory,
+    broken_file,
+    known_digest,
+    landed_file,
+    read_root,
+    size_of,
+)
 from .store.statecache import StateCache, cache_for
 
 KINDS = ("create", "rewrite", "delete")
@@ -42,10 +53,14 @@ class Operation(FrozenValue):
         }
 
 
+class Vouch(Protocol):
+    def others_since(self, pre: PreState, ours: set[tuple[str, str]]) -> bool: ...
+
+
 class PreState:
     """Both roots as read under the lock, and the parsed private memories."""
 
-    __slots__ = ("harness", "public", "memories", "mirrored", "cache", "broken")
+    __slots__ = ("harness", "public", "memories", "mirrored", "cache", "broken", "vouched")
     harness: RootState
     public: RootState
     memories: dict[str, Memory]
@@ -53,6 +68,9 @@ class PreState:
     cache: StateCache | None  # where values derived from these files may be kept
     # Private-store files that do not parse: no operation touches them and the mirror never holds them.
     broken: dict[str, Broken]
+    # What tells whether anyone else changed a store file since this state was read (a kernel watch
+    # held by a long-lived process); None: only reading the files can tell.
+    vouched: Vouch | None
 
     def __init__(self, harness: RootState, public: RootState, memories: dict[str, Memory],
                  mirrored: bool = True, cache: StateCache | None = None,
@@ -63,6 +81,7 @@ class PreState:
         self.mirrored = mirrored
         self.cache = cache
         self.broken = {} if broken is None else broken
+        self.vouched = None
 
     def __repr__(self) -> str:
         return (f"PreState(harness={self.harness!r}, public={self.public!r}, memories={self.memories!r}, "
@@ -102,8 +121,11 @@ class PostState:
                 f"operations={self.operations!r}, mirrored={self.mirrored!r})")
 
     def hash_maps(self) -> HashMaps:
-        return {"harness": {n: self.digest_of(self.harness, n) for n in sorted(self.harness)},
-                "public": {n: self.digest_of(self.public, n) for n in sorted(self.public)}}
+        return {"harness": self._digests(self.harness), "public": self._digests(self.public)}
+
+    def _digests(self, files: Mapping[str, bytes]) -> dict[str, str]:
+        known = files.known_digests() if isinstance(files, Files) else {}
+        return {n: known[n] if n in known else self.digest(files[n]) for n in sorted(files)}
 
     def digest_of(self, files: Mapping[str, bytes], name: str) -> str:
         """A file's hash, without reading or hashing it when the state it came from knows it."""
@@ -214,11 +236,17 @@ def landed_hashes(layout: Layout, limits: Limits, pre: PreState, final: HashMaps
     answer is exactly what ``current_hashes`` would give.
     """
     maps: HashMaps = {}
-    for key, root, state in (("harness", layout.harness, pre.harness), ("public", layout.mirror, pre.public)):
+    roots = (("harness", layout.harness, pre.harness), ("public", layout.mirror, pre.public))
+    ours = {(str(root), name) for key, root, state in roots if root is not None
+            for name in state.hashes.keys() | final.get(key, {}).keys()
+            if state.hashes.get(name) != final.get(key, {}).get(name)}
+    # Drained before the written files are read back: a write by anyone else after this shows there.
+    vouched = pre.vouched is not None and not pre.vouched.others_since(pre, ours)
+    for key, root, state in roots:
         if root is None:
             maps[key] = {}
             continue
-        hashes = _landed(root, state, final.get(key, {}), limits)
+        hashes = _landed(root, state, final.get(key, {}), limits, vouched)
         if hashes is None:
             return current_hashes(layout, limits)
         maps[key] = hashes
@@ -229,13 +257,26 @@ def landed_hashes(layout: Layout, limits: Limits, pre: PreState, final: HashMaps
     return maps
 
 
-def _landed(root: Path, state: RootState, final: Mapping[str, str], limits: Limits) -> dict[str, str] | None:
+def _landed(root: Path, state: RootState, final: Mapping[str, str], limits: Limits,
+            vouched: bool) -> dict[str, str] | None:
+    before, identities = state.hashes, state.identities
+    folder = os.fspath(root)
+    if vouched:
+        # No store file changed but those written here since the state was read: the others hold their
+        # hashes without a stat; the written ones are read back.
+        hashes = {name: digest for name, digest in final.items() if before.get(name) == digest}
+        for name in final.keys() - hashes.keys():
+            digest = landed_file(os.path.join(folder, name), limits, name == INDEX_NAME)
+            if digest is None:
+                return None
+            hashes[name] = digest
+        if any(os.path.lexists(os.path.join(folder, name)) for name in before.keys() - final.keys()):
+            return None
+        return hashes
     try:
         names = os.listdir(root)
     except FileNotFoundError:
         return None
-    before, identities = state.hashes, state.identities
-    folder = os.fspath(root)
     fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
     try:
         return _landed_in(fd, folder, names, before, identities, final, limits)
@@ -247,7 +288,6 @@ def _landed_in(fd: int, folder: str, names: list[str], before: Mapping[str, str]
                identities: Mapping[str, tuple[int, int, int, int, int]], final: Mapping[str, str],
                limits: Limits) -> dict[str, str] | None:
     from .store.memory import is_memory_name
-    from .store.state import landed_file
 
     hashes: dict[str, str] = {}
     for name in names:
