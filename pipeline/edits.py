@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .apply.commit import RunRecord, Services, commit_run, gate
 from .apply.runs import create_run_dir
@@ -13,10 +13,13 @@ from .context.manifest import build_manifest
 from .errors import InputRejected, PrivacyRejected, StaleState
 from .frozen import Frozen
 from .fsutil import dump_json, sha256_bytes
-from .state import Operation, PreState, compute_post, read_pre
+from .state import Operation, PostState, PreState, compute_post, read_pre
 from .store.index import capacity
 from .store.memory import INDEX_NAME, TYPES, VISIBILITIES, Memory, render_memory, sanitize_line, stamp, today
 from .store.state import find_name
+
+if TYPE_CHECKING:
+    from .store.warm import WarmState
 
 EDIT_PLAN_KIND = "memory-edit-plan"
 DIRECT = "direct"  # the context mode and scope of a direct edit: the parent chose the operations
@@ -59,45 +62,66 @@ def fold(text: str) -> str:
 
 def direct_transaction(
     svc: Services, command: str, build: Callable[[PreState], list[Operation]], *, lock_timeout: float,
-    extra: dict[str, Any] | None = None, publish: str = "any",
+    extra: dict[str, Any] | None = None, publish: str = "any", warm: WarmState | None = None,
 ) -> TxResult:
     """Read, build the operations, gate, then commit with a receipt, inside the one transaction skeleton.
 
     ``publish`` is what the caller may publish (``PUBLISH``): undo, import and rename restore or move
     what a person already decided, so they publish "any"; add, update and edit by a person "named".
+    ``warm`` (a long-lived process) keeps the post-state as the next pre-state while nothing else
+    changes the roots.
     """
     layout = svc.layout
     with transaction(svc, command, lock_timeout=lock_timeout) as tx:
-        run_id = tx.run_id
-        pre = read_pre(layout, svc.limits)
-        operations = build(pre)
-        refuse_publishing(pre, operations, publish)
-        post = compute_post(pre, operations)
-        if post.hash_maps() == pre.hash_maps():
-            return TxResult(None, command, warnings=["nothing to change"])
-        gate(svc, pre, post)
-        run_dir = create_run_dir(layout.runs, layout.home, run_id)
-        selected = sorted(op.name for op in operations if op.name in pre.memories)
-        snapshot = dump_json({"kind": "memfold-direct-edit", "command": command, **(extra or {}),
-                              "sourceHashes": pre.hash_maps()})
-        artifact = sha256_bytes(snapshot)
-        manifest = build_manifest(
-            layout=layout, run_id=run_id, run_dir=run_dir, snapshot_digest=artifact, context_mode=DIRECT,
-            scope=DIRECT, selected=selected, source=pre.hash_maps(), worker=PARENT_WORKER, sandbox=NO_SANDBOX,
-            limits=svc.limits, extract_limits={}, allow_publish=publish == "any", created_at=svc.now(),
-            command=command)
-        identity = {key: manifest[key] for key in ("runId", "scopeKey", "scopeDigest", "artifactHash", "selected")}
-        plan = {"kind": EDIT_PLAN_KIND, "schemaVersion": 1, **identity, "command": command,
-                "operations": [{**op.summary(), "content": op.content.decode("utf-8") if op.content else None}
-                               for op in operations]}
-        plan_bytes = dump_json(plan)
-        artifacts = {"snapshot.json": snapshot, "manifest.json": dump_json(manifest), "plan.json": plan_bytes}
-        rec = RunRecord(run_id, manifest["scopeDigest"], artifact, selected, command, PARENT_WORKER, NO_SANDBOX)
-        log_path = commit_run(svc, run_dir, rec, pre, post, plan_bytes, artifacts)[1]
+        if warm is not None and tx.recovered is not None:
+            warm.forget()  # recovery changed the roots: read them
+        pre = warm.read() if warm is not None else read_pre(layout, svc.limits)
+        try:
+            result, post = _edit(svc, tx.run_id, command, build, pre, extra, publish)
+        except BaseException:
+            if warm is not None:
+                warm.forget()
+            raise
+        if warm is not None and post is not None:
+            warm.committed(pre, post, post.hash_maps())
+        if post is None:
+            return result
     indexes = (("private", post.harness), ("mirror", post.public))
-    warnings = [w for label, files in indexes if INDEX_NAME in files
-                for w in [capacity(files[INDEX_NAME], svc.limits).warning(label)] if w]
-    return TxResult(run_id, command, [op.summary() for op in operations], str(log_path), warnings)
+    result.warnings = [w for label, files in indexes if INDEX_NAME in files
+                       for w in [capacity(files[INDEX_NAME], svc.limits).warning(label)] if w]
+    return result
+
+
+def _edit(svc: Services, run_id: str, command: str, build: Callable[[PreState], list[Operation]], pre: PreState,
+          extra: dict[str, Any] | None, publish: str) -> tuple[TxResult, PostState | None]:
+    """Build, gate and commit one direct edit from ``pre`` (under the transaction's lock)."""
+    layout = svc.layout
+    operations = build(pre)
+    refuse_publishing(pre, operations, publish)
+    post = compute_post(pre, operations)
+    source = pre.hash_maps()
+    if post.hash_maps() == source:
+        return TxResult(None, command, warnings=["nothing to change"]), None
+    gate(svc, pre, post)
+    run_dir = create_run_dir(layout.runs, layout.home, run_id)
+    selected = sorted(op.name for op in operations if op.name in pre.memories)
+    snapshot = dump_json({"kind": "memfold-direct-edit", "command": command, **(extra or {}),
+                          "sourceHashes": source})
+    artifact = sha256_bytes(snapshot)
+    manifest = build_manifest(
+        layout=layout, run_id=run_id, run_dir=run_dir, snapshot_digest=artifact, context_mode=DIRECT,
+        scope=DIRECT, selected=selected, source=source, worker=PARENT_WORKER, sandbox=NO_SANDBOX,
+        limits=svc.limits, extract_limits={}, allow_publish=publish == "any", created_at=svc.now(),
+        command=command)
+    identity = {key: manifest[key] for key in ("runId", "scopeKey", "scopeDigest", "artifactHash", "selected")}
+    plan = {"kind": EDIT_PLAN_KIND, "schemaVersion": 1, **identity, "command": command,
+            "operations": [{**op.summary(), "content": op.content.decode("utf-8") if op.content else None}
+                           for op in operations]}
+    plan_bytes = dump_json(plan)
+    artifacts = {"snapshot.json": snapshot, "manifest.json": dump_json(manifest), "plan.json": plan_bytes}
+    rec = RunRecord(run_id, manifest["scopeDigest"], artifact, selected, command, PARENT_WORKER, NO_SANDBOX)
+    log_path = commit_run(svc, run_dir, rec, pre, post, plan_bytes, artifacts)[1]
+    return TxResult(run_id, command, [op.summary() for op in operations], str(log_path)), post
 
 
 # any: no check (--allow-publish); named: the memory the command names may become safe, a copy of
