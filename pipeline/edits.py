@@ -72,16 +72,22 @@ def direct_transaction(
     changes the roots.
     """
     layout = svc.layout
+    # A large store is watched for this one transaction too: the check after the commit then reads
+    # back what it wrote instead of stat-ing every file again.
     with transaction(svc, command, lock_timeout=lock_timeout) as tx:
-        if warm is not None and tx.recovered is not None:
-            warm.forget()  # recovery changed the roots: read them
-        pre = warm.read() if warm is not None else read_pre(layout, svc.limits)
+        watched = warm if warm is not None else _one_shot_watch(layout, svc.limits)
+        if watched is not None and tx.recovered is not None:
+            watched.forget()  # recovery changed the roots: read them
+        pre = watched.read() if watched is not None else read_pre(layout, svc.limits)
         try:
             result, post = _edit(svc, tx.run_id, command, build, pre, extra, publish)
         except BaseException:
-            if warm is not None:
-                warm.forget()
+            if watched is not None:
+                watched.forget()
             raise
+        finally:
+            if watched is not None and warm is None:
+                watched.close()
         if warm is not None and post is not None:
             warm.committed(pre, post, post.hash_maps())
         if post is None:
@@ -90,6 +96,25 @@ def direct_transaction(
     result.warnings = [w for label, files in indexes if INDEX_NAME in files
                        for w in [capacity(files[INDEX_NAME], svc.limits).warning(label)] if w]
     return result
+
+
+# A root directory this large (bytes of entries, as Linux file systems report it) holds hundreds of
+# files: a stat of each costs more than setting up a kernel watch (~4 ms with ctypes).
+_WATCH_FROM_DIR_BYTES = 32 << 10
+
+
+def _one_shot_watch(layout: Any, limits: Any) -> WarmState | None:
+    import os
+
+    try:
+        large = os.stat(layout.harness).st_size >= _WATCH_FROM_DIR_BYTES
+    except OSError:
+        return None
+    if not large:
+        return None
+    from .store.warm import WarmState
+
+    return WarmState(layout, limits)
 
 
 def _edit(svc: Services, run_id: str, command: str, build: Callable[[PreState], list[Operation]], pre: PreState,

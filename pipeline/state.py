@@ -212,9 +212,14 @@ def _from_cache(name: str, state: RootState, cache: StateCache) -> Memory:
 
 
 def _well_formed(fields: Any, size: int) -> bool:
-    return (isinstance(fields, list) and len(fields) == 8 and type(fields[7]) is int and 0 <= fields[7] <= size
-            and all(type(f) is str for f in fields[:4]) and all(f is None or type(f) is str for f in fields[4:7])
-            and fields[2] in TYPES and fields[3] in VISIBILITIES)
+    if type(fields) is not list or len(fields) != 8:
+        return False
+    title, description, mtype, visibility, created, modified, expires, offset = fields
+    # Spelled out: this runs for every memory of the store on every write.
+    return (type(offset) is int and 0 <= offset <= size and type(title) is str and type(description) is str
+            and mtype in TYPES and visibility in VISIBILITIES and type(mtype) is str and type(visibility) is str
+            and (created is None or type(created) is str) and (modified is None or type(modified) is str)
+            and (expires is None or type(expires) is str))
 
 
 def current_hashes(layout: Layout, limits: Limits) -> HashMaps:

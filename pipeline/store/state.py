@@ -293,11 +293,17 @@ class StoredMemory(Memory):
 
     def __init__(self, name: str, description: str, type: str, visibility: str, created: str | None,
                  modified: str | None, expires: str | None, body: Callable[[], str]) -> None:
-        for field, value in (("name", name), ("description", description), ("type", type),
-                             ("visibility", visibility), ("created", created), ("modified", modified),
-                             ("expires", expires), ("extra", {})):
-            object.__setattr__(self, field, value)
-        object.__setattr__(self, "_body", body)
+        # Spelled out, not looped: a write builds one per memory of the store.
+        setter = object.__setattr__
+        setter(self, "name", name)
+        setter(self, "description", description)
+        setter(self, "type", type)
+        setter(self, "visibility", visibility)
+        setter(self, "created", created)
+        setter(self, "modified", modified)
+        setter(self, "expires", expires)
+        setter(self, "extra", {})
+        setter(self, "_body", body)
 
     @property
     def body(self) -> str:  # type: ignore[override]  # the slot, filled on first read

@@ -28,6 +28,8 @@ class WarmState:
     """The pre-state to start the next transaction from, and the watch that vouches for it."""
 
     __slots__ = ("layout", "limits", "watch", "pre", "events")
+    layout: Layout
+    limits: Limits
     watch: Watch | None
     pre: PreState | None
     events: set[tuple[str, str]] | None  # store files others may have touched since ``pre`` was vouched for
@@ -76,6 +78,12 @@ class WarmState:
         True whenever it cannot tell: the post-commit check then scans both roots in full."""
         events = self._drain() if self.pre is pre else None
         return events is None or not events <= ours
+
+    def close(self) -> None:
+        """Stop watching (a process that needs the watch for one transaction only)."""
+        if self.watch is not None:
+            self.watch.close()
+        self.watch = self.pre = self.events = None
 
     def forget(self) -> None:
         """Trust nothing kept: the transaction failed or was interrupted, its outcome is for disk to say."""
