@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import TYPE_CHECKING, Any
 
 from .apply.commit import RunRecord, Services, commit_run, gate
@@ -203,18 +203,20 @@ def _check_choice(value: str | None, choices: tuple[str, ...], what: str) -> Non
         raise InputRejected(f"{what} {value!r} is not one of {', '.join(choices)}", code=f"memory.{what}")
 
 
-Keys = dict[str, frozenset[str]]
+KEY_KINDS = ("name", "description", "body")
+# Folded name, description and body digests (sets, or the lists the state cache holds: anything that is
+# not a digest string there simply matches nothing).
+Keys = tuple[Collection[Any], Collection[Any], Collection[Any]]
 # Folded keys per stored memory: the MCP server checks every add against the same Memory objects.
 # Keyed by object identity; the entry holds the object, so its id is not reused meanwhile.
 _KEYS: dict[int, tuple[Memory, str, Keys]] = {}
 _KEYS_MAX = 20_000
 
 
-def _fold_keys(name: str, memory: Memory) -> Keys:
+def _fold_keys(name: str, memory: Memory) -> tuple[frozenset[str], frozenset[str], frozenset[str]]:
     """Digests of the folded name, description and body: equal digests, equal folded texts."""
-    return {"name": frozenset({_key(name.removesuffix(".md")), _key(memory.name)}),
-            "description": frozenset({_key(memory.description)}),
-            "body": frozenset({_key(memory.body)} - {_key("")})}
+    return (frozenset({_key(name.removesuffix(".md")), _key(memory.name)}), frozenset({_key(memory.description)}),
+            frozenset({_key(memory.body)} - {_key("")}))
 
 
 def _key(text: str) -> str:
@@ -229,13 +231,12 @@ def _keys(name: str, memory: Memory, pre: PreState) -> Keys:
     digest = pre.harness.hashes.get(name)
     slot = f"{name} {digest}"
     stored = pre.cache.get("fold", slot) if pre.cache is not None and digest else None
-    if isinstance(stored, list) and len(stored) == 3 and all(isinstance(part, list) for part in stored):
-        keys = dict(zip(("name", "description", "body"), (frozenset(map(str, part)) for part in stored),
-                        strict=True))
+    if type(stored) is list and len(stored) == 3 and all(type(part) is list for part in stored):
+        keys: Keys = (stored[0], stored[1], stored[2])
     else:
         keys = _fold_keys(name, memory)
         if pre.cache is not None and digest:
-            pre.cache.put("fold", slot, [sorted(keys[what]) for what in ("name", "description", "body")])
+            pre.cache.put("fold", slot, [sorted(part) for part in keys])
     if len(_KEYS) >= _KEYS_MAX:
         _KEYS.clear()
     _KEYS[id(memory)] = (memory, name, keys)
@@ -243,16 +244,15 @@ def _keys(name: str, memory: Memory, pre: PreState) -> Keys:
 
 
 def _near_duplicate(pre: PreState, name: str, memory: Memory) -> str | None:
-    keys = _fold_keys(name, memory)
-    found = None
+    mine = _fold_keys(name, memory)
     for other, existing in sorted(pre.memories.items()):
         if other == name:
             continue
         theirs = _keys(other, existing, pre)
-        found = next((f"{other} (same {what})" for what, mine in keys.items() if mine & theirs[what]), None)
-        if found:
-            break
-    return found
+        for what, ours, their in zip(KEY_KINDS, mine, theirs, strict=True):
+            if not ours.isdisjoint(their):
+                return f"{other} (same {what})"
+    return None
 
 
 def add_ops(raw: str, data: MemoryInput, now: Any) -> Callable[[PreState], list[Operation]]:
