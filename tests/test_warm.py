@@ -43,7 +43,11 @@ def _sha(path: Path) -> str:
 
 @pytest.fixture
 def reads(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """How often the kept pre-state had to be read from disk."""
+    return count_reads(monkeypatch)
+
+
+def count_reads(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """How often the kept pre-state had to be read from disk (one entry a read)."""
     calls: list[int] = []
     original = warm_module.read_pre
 
