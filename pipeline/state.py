@@ -355,12 +355,13 @@ def changed_files(pre: RootState, post: Mapping[str, bytes],
     """(name, new bytes or None for delete, pre-hash or None) for every file that differs. A file
     whose hash is known unchanged is not read."""
     out: list[tuple[str, bytes | None, str | None]] = []
-    for name in sorted(set(pre.hashes) | set(post)):
+    digests = post.known_digests() if isinstance(post, Files) else {}
+    for name in sorted(pre.hashes.keys() | post.keys()):
         before = pre.hashes.get(name)
         if name not in post:
             out.append((name, None, before))
             continue
-        known = known_digest(post, name)
+        known = digests.get(name)
         if known is not None and known == before:
             continue
         data = post[name]
