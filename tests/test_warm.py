@@ -171,3 +171,20 @@ def test_the_watch_names_writes_renames_and_deletions_and_gives_up_when_its_root
     os.rename(root, tmp_path / "moved")
     assert watch.changes() is None
     assert watch.changes() is None  # closed: it never vouches again
+
+
+def test_a_file_gone_right_after_the_commit_costs_only_a_fresh_read(
+        env: Env, reads: list[int], monkeypatch: pytest.MonkeyPatch) -> None:
+    backend = _backend(env)
+    _add(backend, "project_alpha", "alpha deploys use the script")
+    original = warm_module._root_after
+
+    def vanished(*_args: Any) -> Any:
+        raise FileNotFoundError("removed by someone else meanwhile")
+
+    monkeypatch.setattr(warm_module, "_root_after", vanished)
+    out = _add(backend, "project_beta", "beta runs the smoke tests")
+    assert (env.harness / "project_beta.md").is_file() and Path(out["receipt"]).is_file()
+    monkeypatch.setattr(warm_module, "_root_after", original)
+    _add(backend, "project_gamma", "gamma tags after review")
+    assert len(reads) == 2

@@ -90,7 +90,16 @@ class WarmState:
         self.pre = None
 
     def committed(self, pre: PreState, post: PostState, final: HashMaps) -> None:
-        """Keep the post-state of a transaction that started from ``pre`` and committed ``final``."""
+        """Keep the post-state of a transaction that started from ``pre`` and committed ``final``.
+
+        Never fails the write that committed: whatever goes wrong here only means the next write reads
+        both roots."""
+        try:
+            self._keep(pre, post, final)
+        except OSError:
+            self.pre = None
+
+    def _keep(self, pre: PreState, post: PostState, final: HashMaps) -> None:
         roots = (("harness", pre.harness, post.harness), ("public", pre.public, post.public))
         ours = {(str(state.path), name) for key, state, _files in roots for name in _changed(state, final[key])}
         if self.others_since(pre, ours):
