@@ -13,6 +13,7 @@ import test_features_performance as performance
 from conftest import Env
 from pytest_bdd import given, parsers, scenarios, then, when
 from test_statecache import _newest_receipt
+from test_warm import _backend as backend_for
 from test_warm import count_reads
 
 scenarios("warm_writes.feature")
@@ -21,14 +22,8 @@ WORDS = {"project_alpha": "alpha deploys use the blue green script", "project_be
 
 
 def _backend(env: Env, ctx: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> Any:
-    from pipeline.commands import _app
-    from pipeline.hosts.cron import DuePolicy
-    from pipeline.hosts.mcp_server import Backend
-
-    reads = count_reads(monkeypatch)
-    _app.STATE.home, _app.STATE.project = env.home, env.project
-    ctx["reads"], ctx["receipts"] = reads, []
-    ctx["backend"] = Backend(svc=_app.services(), lock_timeout=5, workers={}, due_policy=DuePolicy(24, 10))
+    ctx["reads"], ctx["receipts"] = count_reads(monkeypatch), []
+    ctx["backend"] = backend_for(env)
     return ctx["backend"]
 
 

@@ -18,12 +18,19 @@ from pipeline.store.watch import open_watch
 
 
 def _backend(env: Env) -> Any:
-    from pipeline.commands import _app
+    """A server's backend built as `memfold mcp` builds it, for this test's home and project only."""
+    import datetime as dt
+
+    from pipeline.apply.commit import Services
     from pipeline.hosts.cron import DuePolicy
     from pipeline.hosts.mcp_server import Backend
+    from pipeline.paths import make_layout
+    from pipeline.privacy import load_ruleset
+    from pipeline.store.state import Limits
 
-    _app.STATE.home, _app.STATE.project = env.home, env.project
-    return Backend(svc=_app.services(), lock_timeout=5, workers={}, due_policy=DuePolicy(24, 10))
+    svc = Services(layout=make_layout(env.home, env.project), limits=Limits(),
+                   clock=lambda: dt.datetime.now(dt.UTC), ruleset=load_ruleset())
+    return Backend(svc=svc, lock_timeout=5, workers={}, due_policy=DuePolicy(24, 10))
 
 
 def _add(backend: Any, name: str, words: str, visibility: str = "private") -> dict[str, Any]:
