@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Collection
+from typing import TYPE_CHECKING, Any
 
 from .apply.commit import RunRecord, Services, commit_run, gate
 from .apply.runs import create_run_dir
@@ -13,10 +13,13 @@ from .context.manifest import build_manifest
 from .errors import InputRejected, PrivacyRejected, StaleState
 from .frozen import Frozen
 from .fsutil import dump_json, sha256_bytes
-from .state import Operation, PreState, compute_post, read_pre
+from .state import Operation, PostState, PreState, compute_post, read_pre
 from .store.index import capacity
 from .store.memory import INDEX_NAME, TYPES, VISIBILITIES, Memory, render_memory, sanitize_line, stamp, today
 from .store.state import find_name
+
+if TYPE_CHECKING:
+    from .store.warm import WarmState
 
 EDIT_PLAN_KIND = "memory-edit-plan"
 DIRECT = "direct"  # the context mode and scope of a direct edit: the parent chose the operations
@@ -59,45 +62,91 @@ def fold(text: str) -> str:
 
 def direct_transaction(
     svc: Services, command: str, build: Callable[[PreState], list[Operation]], *, lock_timeout: float,
-    extra: dict[str, Any] | None = None, publish: str = "any",
+    extra: dict[str, Any] | None = None, publish: str = "any", warm: WarmState | None = None,
 ) -> TxResult:
     """Read, build the operations, gate, then commit with a receipt, inside the one transaction skeleton.
 
     ``publish`` is what the caller may publish (``PUBLISH``): undo, import and rename restore or move
     what a person already decided, so they publish "any"; add, update and edit by a person "named".
+    ``warm`` (a long-lived process) keeps the post-state as the next pre-state while nothing else
+    changes the roots.
     """
     layout = svc.layout
+    # A large store is watched for this one transaction too: the check after the commit then reads
+    # back what it wrote instead of stat-ing every file again.
     with transaction(svc, command, lock_timeout=lock_timeout) as tx:
-        run_id = tx.run_id
-        pre = read_pre(layout, svc.limits)
-        operations = build(pre)
-        refuse_publishing(pre, operations, publish)
-        post = compute_post(pre, operations)
-        if post.hash_maps() == pre.hash_maps():
-            return TxResult(None, command, warnings=["nothing to change"])
-        gate(svc, pre, post)
-        run_dir = create_run_dir(layout.runs, layout.home, run_id)
-        selected = sorted(op.name for op in operations if op.name in pre.memories)
-        snapshot = dump_json({"kind": "memfold-direct-edit", "command": command, **(extra or {}),
-                              "sourceHashes": pre.hash_maps()})
-        artifact = sha256_bytes(snapshot)
-        manifest = build_manifest(
-            layout=layout, run_id=run_id, run_dir=run_dir, snapshot_digest=artifact, context_mode=DIRECT,
-            scope=DIRECT, selected=selected, source=pre.hash_maps(), worker=PARENT_WORKER, sandbox=NO_SANDBOX,
-            limits=svc.limits, extract_limits={}, allow_publish=publish == "any", created_at=svc.now(),
-            command=command)
-        identity = {key: manifest[key] for key in ("runId", "scopeKey", "scopeDigest", "artifactHash", "selected")}
-        plan = {"kind": EDIT_PLAN_KIND, "schemaVersion": 1, **identity, "command": command,
-                "operations": [{**op.summary(), "content": op.content.decode("utf-8") if op.content else None}
-                               for op in operations]}
-        plan_bytes = dump_json(plan)
-        artifacts = {"snapshot.json": snapshot, "manifest.json": dump_json(manifest), "plan.json": plan_bytes}
-        rec = RunRecord(run_id, manifest["scopeDigest"], artifact, selected, command, PARENT_WORKER, NO_SANDBOX)
-        log_path = commit_run(svc, run_dir, rec, pre, post, plan_bytes, artifacts)[1]
+        watched = warm if warm is not None else _one_shot_watch(layout, svc.limits)
+        if watched is not None and tx.recovered is not None:
+            watched.forget()  # recovery changed the roots: read them
+        pre = watched.read() if watched is not None else read_pre(layout, svc.limits)
+        try:
+            result, post = _edit(svc, tx.run_id, command, build, pre, extra, publish)
+        except BaseException:
+            if watched is not None:
+                watched.forget()
+            raise
+        finally:
+            if watched is not None and warm is None:
+                watched.close()
+        if warm is not None and post is not None:
+            warm.committed(pre, post, post.hash_maps())
+        if post is None:
+            return result
     indexes = (("private", post.harness), ("mirror", post.public))
-    warnings = [w for label, files in indexes if INDEX_NAME in files
-                for w in [capacity(files[INDEX_NAME], svc.limits).warning(label)] if w]
-    return TxResult(run_id, command, [op.summary() for op in operations], str(log_path), warnings)
+    result.warnings = [w for label, files in indexes if INDEX_NAME in files
+                       for w in [capacity(files[INDEX_NAME], svc.limits).warning(label)] if w]
+    return result
+
+
+# A root directory this large (bytes of entries, as Linux file systems report it) holds hundreds of
+# files: a stat of each costs more than setting up a kernel watch (~4 ms with ctypes).
+_WATCH_FROM_DIR_BYTES = 32 << 10
+
+
+def _one_shot_watch(layout: Any, limits: Any) -> WarmState | None:
+    import os
+
+    try:
+        large = os.stat(layout.harness).st_size >= _WATCH_FROM_DIR_BYTES
+    except OSError:
+        return None
+    if not large:
+        return None
+    from .store.warm import WarmState
+
+    return WarmState(layout, limits)
+
+
+def _edit(svc: Services, run_id: str, command: str, build: Callable[[PreState], list[Operation]], pre: PreState,
+          extra: dict[str, Any] | None, publish: str) -> tuple[TxResult, PostState | None]:
+    """Build, gate and commit one direct edit from ``pre`` (under the transaction's lock)."""
+    layout = svc.layout
+    operations = build(pre)
+    refuse_publishing(pre, operations, publish)
+    post = compute_post(pre, operations)
+    source = pre.hash_maps()
+    if post.hash_maps() == source:
+        return TxResult(None, command, warnings=["nothing to change"]), None
+    gate(svc, pre, post)
+    run_dir = create_run_dir(layout.runs, layout.home, run_id)
+    selected = sorted(op.name for op in operations if op.name in pre.memories)
+    snapshot = dump_json({"kind": "memfold-direct-edit", "command": command, **(extra or {}),
+                          "sourceHashes": source})
+    artifact = sha256_bytes(snapshot)
+    manifest = build_manifest(
+        layout=layout, run_id=run_id, run_dir=run_dir, snapshot_digest=artifact, context_mode=DIRECT,
+        scope=DIRECT, selected=selected, source=source, worker=PARENT_WORKER, sandbox=NO_SANDBOX,
+        limits=svc.limits, extract_limits={}, allow_publish=publish == "any", created_at=svc.now(),
+        command=command)
+    identity = {key: manifest[key] for key in ("runId", "scopeKey", "scopeDigest", "artifactHash", "selected")}
+    plan = {"kind": EDIT_PLAN_KIND, "schemaVersion": 1, **identity, "command": command,
+            "operations": [{**op.summary(), "content": op.content.decode("utf-8") if op.content else None}
+                           for op in operations]}
+    plan_bytes = dump_json(plan)
+    artifacts = {"snapshot.json": snapshot, "manifest.json": dump_json(manifest), "plan.json": plan_bytes}
+    rec = RunRecord(run_id, manifest["scopeDigest"], artifact, selected, command, PARENT_WORKER, NO_SANDBOX)
+    log_path = commit_run(svc, run_dir, rec, pre, post, plan_bytes, artifacts)[1]
+    return TxResult(run_id, command, [op.summary() for op in operations], str(log_path)), post
 
 
 # any: no check (--allow-publish); named: the memory the command names may become safe, a copy of
@@ -154,18 +203,20 @@ def _check_choice(value: str | None, choices: tuple[str, ...], what: str) -> Non
         raise InputRejected(f"{what} {value!r} is not one of {', '.join(choices)}", code=f"memory.{what}")
 
 
-Keys = dict[str, frozenset[str]]
+KEY_KINDS = ("name", "description", "body")
+# Folded name, description and body digests (sets, or the lists the state cache holds: anything that is
+# not a digest string there simply matches nothing).
+Keys = tuple[Collection[Any], Collection[Any], Collection[Any]]
 # Folded keys per stored memory: the MCP server checks every add against the same Memory objects.
 # Keyed by object identity; the entry holds the object, so its id is not reused meanwhile.
 _KEYS: dict[int, tuple[Memory, str, Keys]] = {}
 _KEYS_MAX = 20_000
 
 
-def _fold_keys(name: str, memory: Memory) -> Keys:
+def _fold_keys(name: str, memory: Memory) -> tuple[frozenset[str], frozenset[str], frozenset[str]]:
     """Digests of the folded name, description and body: equal digests, equal folded texts."""
-    return {"name": frozenset({_key(name.removesuffix(".md")), _key(memory.name)}),
-            "description": frozenset({_key(memory.description)}),
-            "body": frozenset({_key(memory.body)} - {_key("")})}
+    return (frozenset({_key(name.removesuffix(".md")), _key(memory.name)}), frozenset({_key(memory.description)}),
+            frozenset({_key(memory.body)} - {_key("")}))
 
 
 def _key(text: str) -> str:
@@ -180,13 +231,12 @@ def _keys(name: str, memory: Memory, pre: PreState) -> Keys:
     digest = pre.harness.hashes.get(name)
     slot = f"{name} {digest}"
     stored = pre.cache.get("fold", slot) if pre.cache is not None and digest else None
-    if isinstance(stored, list) and len(stored) == 3 and all(isinstance(part, list) for part in stored):
-        keys = dict(zip(("name", "description", "body"), (frozenset(map(str, part)) for part in stored),
-                        strict=True))
+    if type(stored) is list and len(stored) == 3 and all(type(part) is list for part in stored):
+        keys: Keys = (stored[0], stored[1], stored[2])
     else:
         keys = _fold_keys(name, memory)
         if pre.cache is not None and digest:
-            pre.cache.put("fold", slot, [sorted(keys[what]) for what in ("name", "description", "body")])
+            pre.cache.put("fold", slot, [sorted(part) for part in keys])
     if len(_KEYS) >= _KEYS_MAX:
         _KEYS.clear()
     _KEYS[id(memory)] = (memory, name, keys)
@@ -194,16 +244,15 @@ def _keys(name: str, memory: Memory, pre: PreState) -> Keys:
 
 
 def _near_duplicate(pre: PreState, name: str, memory: Memory) -> str | None:
-    keys = _fold_keys(name, memory)
-    found = None
+    mine = _fold_keys(name, memory)
     for other, existing in sorted(pre.memories.items()):
         if other == name:
             continue
         theirs = _keys(other, existing, pre)
-        found = next((f"{other} (same {what})" for what, mine in keys.items() if mine & theirs[what]), None)
-        if found:
-            break
-    return found
+        for what, ours, their in zip(KEY_KINDS, mine, theirs, strict=True):
+            if not ours.isdisjoint(their):
+                return f"{other} (same {what})"
+    return None
 
 
 def add_ops(raw: str, data: MemoryInput, now: Any) -> Callable[[PreState], list[Operation]]:

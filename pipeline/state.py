@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Mapping, MutableMapping
-from typing import Any
+from pathlib import Path
+from typing import Any, Protocol
 
 from .errors import InputRejected
 from .frozen import FrozenValue
@@ -12,7 +14,18 @@ from .paths import Layout
 from .receipts.receipt import HashMaps
 from .store.index import render_index
 from .store.memory import INDEX_NAME, TYPES, VISIBILITIES, Memory, parse_memory
-from .store.state import Broken, Files, Limits, RootState, StoredMemory, broken_file, known_digest, read_root, size_of
+from .store.state import (
+    Broken,
+    Files,
+    Limits,
+    RootState,
+    StoredMemory,
+    broken_file,
+    known_digest,
+    landed_file,
+    read_root,
+    size_of,
+)
 from .store.statecache import StateCache, cache_for
 
 KINDS = ("create", "rewrite", "delete")
@@ -40,10 +53,14 @@ class Operation(FrozenValue):
         }
 
 
+class Vouch(Protocol):
+    def others_since(self, pre: PreState, ours: set[tuple[str, str]]) -> bool: ...
+
+
 class PreState:
     """Both roots as read under the lock, and the parsed private memories."""
 
-    __slots__ = ("harness", "public", "memories", "mirrored", "cache", "broken")
+    __slots__ = ("harness", "public", "memories", "mirrored", "cache", "broken", "vouched")
     harness: RootState
     public: RootState
     memories: dict[str, Memory]
@@ -51,6 +68,9 @@ class PreState:
     cache: StateCache | None  # where values derived from these files may be kept
     # Private-store files that do not parse: no operation touches them and the mirror never holds them.
     broken: dict[str, Broken]
+    # What tells whether anyone else changed a store file since this state was read (a kernel watch
+    # held by a long-lived process); None: only reading the files can tell.
+    vouched: Vouch | None
 
     def __init__(self, harness: RootState, public: RootState, memories: dict[str, Memory],
                  mirrored: bool = True, cache: StateCache | None = None,
@@ -61,6 +81,7 @@ class PreState:
         self.mirrored = mirrored
         self.cache = cache
         self.broken = {} if broken is None else broken
+        self.vouched = None
 
     def __repr__(self) -> str:
         return (f"PreState(harness={self.harness!r}, public={self.public!r}, memories={self.memories!r}, "
@@ -100,8 +121,11 @@ class PostState:
                 f"operations={self.operations!r}, mirrored={self.mirrored!r})")
 
     def hash_maps(self) -> HashMaps:
-        return {"harness": {n: self.digest_of(self.harness, n) for n in sorted(self.harness)},
-                "public": {n: self.digest_of(self.public, n) for n in sorted(self.public)}}
+        return {"harness": self._digests(self.harness), "public": self._digests(self.public)}
+
+    def _digests(self, files: Mapping[str, bytes]) -> dict[str, str]:
+        known = files.known_digests() if isinstance(files, Files) else {}
+        return {n: known[n] if n in known else self.digest(files[n]) for n in sorted(files)}
 
     def digest_of(self, files: Mapping[str, bytes], name: str) -> str:
         """A file's hash, without reading or hashing it when the state it came from knows it."""
@@ -188,9 +212,14 @@ def _from_cache(name: str, state: RootState, cache: StateCache) -> Memory:
 
 
 def _well_formed(fields: Any, size: int) -> bool:
-    return (isinstance(fields, list) and len(fields) == 8 and type(fields[7]) is int and 0 <= fields[7] <= size
-            and all(type(f) is str for f in fields[:4]) and all(f is None or type(f) is str for f in fields[4:7])
-            and fields[2] in TYPES and fields[3] in VISIBILITIES)
+    if type(fields) is not list or len(fields) != 8:
+        return False
+    title, description, mtype, visibility, created, modified, expires, offset = fields
+    # Spelled out: this runs for every memory of the store on every write.
+    return (type(offset) is int and 0 <= offset <= size and type(title) is str and type(description) is str
+            and mtype in TYPES and visibility in VISIBILITIES and type(mtype) is str and type(visibility) is str
+            and (created is None or type(created) is str) and (modified is None or type(modified) is str)
+            and (expires is None or type(expires) is str))
 
 
 def current_hashes(layout: Layout, limits: Limits) -> HashMaps:
@@ -201,6 +230,90 @@ def current_hashes(layout: Layout, limits: Limits) -> HashMaps:
                       "public": read_root(layout.mirror, limits, with_bytes=False, cache=cache).hashes
                       if layout.mirror else {}}
     return maps
+
+
+def landed_hashes(layout: Layout, limits: Limits, pre: PreState, final: HashMaps) -> HashMaps:
+    """Both roots' hashes as on disk right after a commit from ``pre`` to ``final``.
+
+    A file the commit left alone is vouched for by its identity as ``pre`` stat-ed it under the same
+    lock (one lstat, no cache lookup); every file the commit wrote is read and hashed again. Anything
+    else (a name that appeared or vanished, a changed identity, a symlink) gets the full scan, so the
+    answer is exactly what ``current_hashes`` would give.
+    """
+    maps: HashMaps = {}
+    roots = (("harness", layout.harness, pre.harness), ("public", layout.mirror, pre.public))
+    ours = {(str(root), name) for key, root, state in roots if root is not None
+            for name in state.hashes.keys() | final.get(key, {}).keys()
+            if state.hashes.get(name) != final.get(key, {}).get(name)}
+    # Drained before the written files are read back: a write by anyone else after this shows there.
+    vouched = pre.vouched is not None and not pre.vouched.others_since(pre, ours)
+    for key, root, state in roots:
+        if root is None:
+            maps[key] = {}
+            continue
+        hashes = _landed(root, state, final.get(key, {}), limits, vouched)
+        if hashes is None:
+            return current_hashes(layout, limits)
+        maps[key] = hashes
+    cache = cache_for(layout.project_home)
+    for state in (pre.harness, pre.public):
+        for name in state.hashes.keys() - maps["harness" if state is pre.harness else "public"].keys():
+            cache.drop(str(state.path), name)  # forgotten: its entry goes, as a full scan would drop it
+    return maps
+
+
+def _landed(root: Path, state: RootState, final: Mapping[str, str], limits: Limits,
+            vouched: bool) -> dict[str, str] | None:
+    before, identities = state.hashes, state.identities
+    folder = os.fspath(root)
+    if vouched:
+        # No store file changed but those written here since the state was read: the others hold their
+        # hashes without a stat; the written ones are read back.
+        hashes = {name: digest for name, digest in final.items() if before.get(name) == digest}
+        for name in final.keys() - hashes.keys():
+            digest = landed_file(os.path.join(folder, name), limits, name == INDEX_NAME)
+            if digest is None:
+                return None
+            hashes[name] = digest
+        if any(os.path.lexists(os.path.join(folder, name)) for name in before.keys() - final.keys()):
+            return None
+        return hashes
+    try:
+        names = os.listdir(root)
+    except FileNotFoundError:
+        return None
+    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        return _landed_in(fd, folder, names, before, identities, final, limits)
+    finally:
+        os.close(fd)
+
+
+def _landed_in(fd: int, folder: str, names: list[str], before: Mapping[str, str],
+               identities: Mapping[str, tuple[int, int, int, int, int]], final: Mapping[str, str],
+               limits: Limits) -> dict[str, str] | None:
+    from .store.memory import is_memory_name
+
+    hashes: dict[str, str] = {}
+    for name in names:
+        if name not in final and name not in before and not is_memory_name(name) and name != INDEX_NAME:
+            continue  # not a store file (a temp of another run, the chain head, a stray): as read_root
+        old, ident = before.get(name), identities.get(name)
+        if old is not None and ident is not None and final.get(name) == old:
+            try:
+                st = os.stat(name, dir_fd=fd, follow_symlinks=False)
+            except FileNotFoundError:
+                return None
+            if (st.st_ino, st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_dev) != \
+                    (ident[1], ident[3], ident[4], ident[2], ident[0]):
+                return None
+            hashes[name] = old
+            continue
+        digest = landed_file(os.path.join(folder, name), limits, name == INDEX_NAME)
+        if digest is None:
+            return None
+        hashes[name] = digest
+    return hashes
 
 
 def compute_post(pre: PreState, operations: list[Operation]) -> PostState:
@@ -242,12 +355,13 @@ def changed_files(pre: RootState, post: Mapping[str, bytes],
     """(name, new bytes or None for delete, pre-hash or None) for every file that differs. A file
     whose hash is known unchanged is not read."""
     out: list[tuple[str, bytes | None, str | None]] = []
-    for name in sorted(set(pre.hashes) | set(post)):
+    digests = post.known_digests() if isinstance(post, Files) else {}
+    for name in sorted(pre.hashes.keys() | post.keys()):
         before = pre.hashes.get(name)
         if name not in post:
             out.append((name, None, before))
             continue
-        known = known_digest(post, name)
+        known = digests.get(name)
         if known is not None and known == before:
             continue
         data = post[name]

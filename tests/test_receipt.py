@@ -133,3 +133,27 @@ def test_a_receipt_of_a_large_store_passes_the_pre_check_without_jsonschema(real
     bad["finalHashes"]["public"]["not a memory name.txt"] = "sha256:" + "0" * 64
     issues = schema_issues(bad, "r")
     assert not fast(bad) and issues and {i.code for i in issues} == {"receipt.schema"}
+
+
+def test_a_receipt_digest_kept_by_file_identity_is_not_served_after_an_in_place_edit(tmp_path: Path) -> None:
+    import os
+    import time
+
+    from pipeline.fsutil import digest_json
+    from pipeline.receipts.receipt import file_digest
+    from pipeline.store.statecache import StateCache
+
+    path = tmp_path / "00000001-r.json"
+    path.write_bytes(json.dumps({"kind": "k", "finalHashes": {"harness": {"a.md": "0" * 64}}}).encode())
+    time.sleep(2.1)  # settled: its identity may vouch for it
+    cache = StateCache(str(tmp_path / "cache" / "state.json"))
+    first = file_digest(path, cache)
+    assert first == digest_json(json.loads(path.read_bytes()))
+    assert cache.get("receipt", f"{path.name} @")[5] == first
+    before = path.stat()
+    with open(path, "r+b") as fh:
+        fh.write(path.read_bytes().replace(b"0" * 64, b"1" + b"0" * 63))  # same size, in place
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert path.stat().st_size == before.st_size and path.stat().st_mtime_ns == before.st_mtime_ns
+    second = file_digest(path, cache)
+    assert second == digest_json(json.loads(path.read_bytes())) != first

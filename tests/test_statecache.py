@@ -163,3 +163,14 @@ def test_a_torn_or_foreign_cache_file_is_ignored_and_rewritten(env: Env) -> None
     assert env.spawn("add", "project_beta", "-d", "beta runs the smoke tests first", "-b", "b").code == 0
     assert json.loads(cache.read_bytes())["version"] == 1
     assert (env.harness / "project_beta.md").is_file()
+
+
+@pytest.mark.integration
+def test_a_near_duplicate_is_refused_from_the_folded_keys_another_process_kept(env: Env) -> None:
+    _seed(env)
+    data = json.loads((env.project_home / FOLDER / NAME).read_bytes())
+    digest = _sha(env.harness / "project_beta.md")
+    assert len(data["derived"]["fold"][f"project_beta.md {digest}"]) == 3
+    result = env.spawn("add", "project_beta_again", "-d", "Beta runs the SMOKE tests first.", "-b", "other words")
+    assert result.code == 1 and "memory.near-duplicate" in result.err and "project_beta.md" in result.err
+    assert not (env.harness / "project_beta_again.md").exists()

@@ -15,7 +15,7 @@ from ..mirror.guard import privacy_gate, refuse_drift, refuse_safe_without_mirro
 from ..paths import Layout
 from ..receipts.receipt import build_receipt, chain_head, diff_maps, genesis_digest, log_name, remember_written
 from ..receipts.witness import Head, head_name, read_head_file
-from ..state import PostState, PreState, changed_files, current_hashes
+from ..state import PostState, PreState, changed_files, current_hashes, landed_hashes
 from ..store.memory import stamp
 from ..store.state import Limits
 from ..store.statecache import cache_for
@@ -133,7 +133,7 @@ def commit_run(svc: Services, run_dir: Path, rec: RunRecord, pre: PreState, post
     changes.append(Change("run", "post-receipt.json", receipt_bytes, None))
     apply_changes(layout.project_home, run_dir, svc.resolver(run_dir), changes,
                   artifacts={**(artifacts or {}), "pre-receipt.json": pre_receipt})
-    reverify_on_disk(svc, final, head)
+    reverify_on_disk(svc, final, head, pre)
     from ..store.indexbuild import after_commit
 
     after_commit(layout, source, final, post, svc.limits)
@@ -168,8 +168,10 @@ def _genesis(layout: Layout) -> str:
     return chain
 
 
-def reverify_on_disk(svc: Services, final: dict[str, dict[str, str]], head: Change | None = None) -> None:
-    differences = diff_maps(final, current_hashes(svc.layout, svc.limits))
+def reverify_on_disk(svc: Services, final: dict[str, dict[str, str]], head: Change | None = None,
+                     pre: PreState | None = None) -> None:
+    now = current_hashes(svc.layout, svc.limits) if pre is None else landed_hashes(svc.layout, svc.limits, pre, final)
+    differences = diff_maps(final, now)
     if head is not None and svc.layout.mirror is not None \
             and read_head_file(svc.layout.mirror, head.name) != head.data:
         differences.append(f"public/{head.name} changed")

@@ -114,14 +114,19 @@ class Backend:
     # ``transaction.consolidate_request`` of the config: workers, worker output bounds, environment.
     request: ConsolidateRequest = field(default_factory=ConsolidateRequest)
     allow_publish: bool = False  # the config's mcp.allow_publish
+    # The store as the last write left it, kept while the kernel reports no other change to it.
+    warm: Any = field(default=None, repr=False)
 
     def edit(self, command: str, build: Callable[..., Any]) -> dict[str, Any]:
         from ..edits import direct_transaction
+        from ..store.warm import WarmState
 
+        if self.warm is None:
+            self.warm = WarmState(self.svc.layout, self.svc.limits)
         # The agent is not the person who decides what the team's repository shows.
         publish = "named" if self.allow_publish else "none"
         return direct_transaction(self.svc, command, build, lock_timeout=self.lock_timeout,
-                                  publish=publish).as_dict()
+                                  publish=publish, warm=self.warm).as_dict()
 
     def add(self, name: str, description: str, body: str, type_: str, visibility: str,
             expires: str | None) -> dict[str, Any]:

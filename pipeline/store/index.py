@@ -25,13 +25,28 @@ def index_line(file: str, memory: Memory, *, private_marker: bool) -> str:
     return line
 
 
+# Each memory's line, by file and index, while the (immutable) Memory it was made from is the one asked
+# about: the post-state check renders both indexes again, and a long-lived process renders them per
+# write, from mostly the same Memory objects. Each entry holds its object, so the id is never reused.
+_LINES: dict[tuple[str, bool], tuple[Memory, str]] = {}
+_LINES_MAX = 50_000
+
+
+def _line(file: str, memory: Memory, private_marker: bool) -> str:
+    hit = _LINES.get((file, private_marker))
+    if hit is not None and hit[0] is memory:
+        return hit[1]
+    line = index_line(file, memory, private_marker=private_marker)
+    if len(_LINES) >= _LINES_MAX:
+        _LINES.clear()
+    _LINES[(file, private_marker)] = (memory, line)
+    return line
+
+
 def render_index(memories: dict[str, Memory], *, mirror: bool) -> bytes:
     """Sorted by file name. The mirror index lists only safe memories, never the marker."""
-    lines = [
-        index_line(name, memories[name], private_marker=not mirror)
-        for name in sorted(memories)
-        if not mirror or memories[name].is_safe
-    ]
+    marker = not mirror
+    lines = [_line(name, memories[name], marker) for name in sorted(memories) if marker or memories[name].is_safe]
     text = HEADER + ("\n" + "\n".join(lines) + "\n" if lines else "")
     return text.encode("utf-8")
 

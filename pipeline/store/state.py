@@ -125,6 +125,15 @@ class Files(MutableMapping[str, bytes]):
         hit = self._digests.get(name)
         return hit[1] if hit is not None and hit[0] is value else None
 
+    def known_digests(self) -> dict[str, str]:
+        """``digest_of`` for every file whose hash is known without hashing, in one pass."""
+        digests = self._digests
+        out = {n: v.digest for n, v in self._entries.items() if type(v) is Stored}
+        for name, (data, digest) in digests.items():
+            if self._entries.get(name) is data:
+                out[name] = digest
+        return out
+
     def size_of(self, name: str) -> int:
         value = self._entries[name]
         return value.size if isinstance(value, Stored) else len(value)
@@ -151,12 +160,14 @@ def same_file(a: Mapping[str, bytes], b: Mapping[str, bytes], name: str) -> bool
 class RootState:
     """The files of one root as read now. ``files`` holds memory files and the index."""
 
-    __slots__ = ("path", "files", "hashes", "ignored", "temps")
+    __slots__ = ("path", "files", "hashes", "ignored", "temps", "identities")
     path: Path
     files: Files
     hashes: dict[str, str]
     ignored: list[str]
     temps: list[str]
+    # (st_dev, st_ino, st_size, st_mtime_ns, st_ctime_ns) of each file as it was read
+    identities: dict[str, tuple[int, int, int, int, int]]
 
     def __init__(self, path: Path, files: Mapping[str, bytes] | None = None, hashes: dict[str, str] | None = None,
                  ignored: list[str] | None = None, temps: list[str] | None = None) -> None:
@@ -165,6 +176,7 @@ class RootState:
         self.hashes = {} if hashes is None else hashes
         self.ignored = [] if ignored is None else ignored
         self.temps = [] if temps is None else temps
+        self.identities = {}
 
     def __repr__(self) -> str:
         return (f"RootState(path={self.path!r}, files={self.files!r}, hashes={self.hashes!r}, "
@@ -178,7 +190,8 @@ def read_root(root: Path, limits: Limits, *, with_bytes: bool = True, cache: Sta
     """Scan one root. Symlinks and special files with a memory's name are refused.
 
     With ``cache``, a file whose identity matches its entry is not hashed again, nor read at all when
-    only hashes are asked for; files read are entered, files gone are forgotten.
+    only hashes are asked for; files read are entered, files gone are forgotten. Every file's identity
+    as stat-ed here is kept in ``identities``, so a later check of the same root needs no cache.
     """
     state = RootState(path=root)
     key = str(root)
@@ -188,16 +201,22 @@ def read_root(root: Path, limits: Limits, *, with_bytes: bool = True, cache: Sta
     except FileNotFoundError:
         return state
     seen_lower: dict[str, str] = {}
+    hashes, identities, files = state.hashes, state.identities, state.files
+    seen = cache.seen if cache is not None else set()
     count = 0
+    memory_limit = limits.max_file_bytes
+    index_limit = max(limits.index_bytes * 4, 1 << 20)
     for entry in entries:
         name = entry.name
         if name.startswith(TEMP_PREFIX):
             state.temps.append(name)
             continue
         st = entry.stat(follow_symlinks=False)
+        mode = st.st_mode
+        hit = entered.get(name)
         # A name the cache holds was a memory's name when it was entered (names are not data).
-        wanted = name == INDEX_NAME or name in entered or is_memory_name(name)
-        if stat.S_ISLNK(st.st_mode) and (wanted or name.lower().endswith(".md")):
+        wanted = hit is not None or name == INDEX_NAME or is_memory_name(name)
+        if stat.S_ISLNK(mode) and (wanted or name.lower().endswith(".md")):
             raise UnsafePath(
                 f"{root / name} is a symlink; memfold refuses symlinks in its stores",
                 code="path.symlink",
@@ -206,7 +225,7 @@ def read_root(root: Path, limits: Limits, *, with_bytes: bool = True, cache: Sta
         if not wanted:
             state.ignored.append(name)
             continue
-        if not stat.S_ISREG(st.st_mode):
+        if not stat.S_ISREG(mode):
             raise UnsafePath(f"{root / name} is not a regular file", code="path.not-regular",
                              hint="remove it from the store directory")
         lower = name.lower()
@@ -217,7 +236,9 @@ def read_root(root: Path, limits: Limits, *, with_bytes: bool = True, cache: Sta
                 hint="rename or merge one of them: names are unique case-insensitively",
             )
         seen_lower[lower] = name
+        limit = index_limit
         if name != INDEX_NAME:
+            limit = memory_limit
             count += 1
             if count > limits.max_files:
                 raise InputRejected(
@@ -225,27 +246,43 @@ def read_root(root: Path, limits: Limits, *, with_bytes: bool = True, cache: Sta
                     code="bounds.file-count",
                     hint="consolidate, or raise limits.max_files in the config",
                 )
-        limit = limits.max_file_bytes if name != INDEX_NAME else max(limits.index_bytes * 4, 1 << 20)
-        known = None
-        if cache is not None and st.st_size <= limit:
-            known = cache.digest(key, name, (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns))
-        if known is not None:
-            state.hashes[name] = known
+        ident = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+        identities[name] = ident
+        size = ident[2]
+        if hit is not None and size <= limit and type(hit) is list and len(hit) == 6 \
+                and hit[1] == ident[1] and hit[3] == ident[3] and hit[4] == ident[4] and hit[2] == size \
+                and hit[0] == ident[0]:
+            known: str = hit[5]
+            seen.add(known)
+            hashes[name] = known
             if with_bytes:
-                state.files.stored(name, Stored(entry.path, st.st_size, known, limit))
+                files.stored(name, Stored(entry.path, size, known, limit))
             continue
         started = time.time_ns()
         # Bytes read are hashed again: the hash then describes exactly the bytes handed on.
         data, digest = _read(entry.path, st, limit)
-        state.hashes[name] = digest
-        if cache is not None and len(data) == st.st_size:
-            cache.enter(key, name, (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns), digest,
-                        started)
+        hashes[name] = digest
+        if cache is not None and len(data) == size:
+            cache.enter(key, name, ident, digest, started)
         if with_bytes:
-            state.files.stored(name, data)
+            files.stored(name, data)
     if cache is not None:
-        cache.keep_only(key, set(state.hashes))
+        cache.keep_only(key, set(hashes))
     return state
+
+
+def landed_file(path: str, limits: Limits, index: bool) -> str | None:
+    """The sha256 of a regular file just written, or None when it is missing or not a regular file."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return None
+    if not stat.S_ISREG(st.st_mode):
+        return None
+    limit = max(limits.index_bytes * 4, 1 << 20) if index else limits.max_file_bytes
+    if st.st_size > limit:
+        return None
+    return _read(path, st, limit)[1]
 
 
 class StoredMemory(Memory):
@@ -256,11 +293,17 @@ class StoredMemory(Memory):
 
     def __init__(self, name: str, description: str, type: str, visibility: str, created: str | None,
                  modified: str | None, expires: str | None, body: Callable[[], str]) -> None:
-        for field, value in (("name", name), ("description", description), ("type", type),
-                             ("visibility", visibility), ("created", created), ("modified", modified),
-                             ("expires", expires), ("extra", {})):
-            object.__setattr__(self, field, value)
-        object.__setattr__(self, "_body", body)
+        # Spelled out, not looped: a write builds one per memory of the store.
+        setter = object.__setattr__
+        setter(self, "name", name)
+        setter(self, "description", description)
+        setter(self, "type", type)
+        setter(self, "visibility", visibility)
+        setter(self, "created", created)
+        setter(self, "modified", modified)
+        setter(self, "expires", expires)
+        setter(self, "extra", {})
+        setter(self, "_body", body)
 
     @property
     def body(self) -> str:  # type: ignore[override]  # the slot, filled on first read

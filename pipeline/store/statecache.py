@@ -29,8 +29,9 @@ FOLDER = "cache"
 NAME = "state.json"
 SETTLED_NS = 2_000_000_000
 # Derived values by kind, each keyed by "<name> <hash>" ("clean": "<ruleset digest> <name> <hash>");
-# "receipt" holds a receipt file's digest by the sha256 of its bytes: in a small file of its own,
-# written whenever it changes (the chain head is read back by every commit).
+# "receipt" holds a receipt file's digest by the sha256 of its bytes, and by the file's identity once
+# it has settled ("<file> @"): in a small file of its own, written whenever it changes (the chain head
+# is read back by every commit).
 KINDS = ("memory", "fold", "clean", "receipt")
 RECEIPTS_NAME = "receipts.json"
 
@@ -118,7 +119,7 @@ class StateCache:
         """Write the receipt digests this process used or made (the head and the chain's first)."""
         if not self.receipts_dirty or self.path is None:
             return
-        table = {k: v for k, v in self.derived["receipt"].items() if k.rsplit(" ", 1)[-1] in self.seen}
+        table = {k: v for k, v in self.derived["receipt"].items() if _content_of(k, v) in self.seen}
         _write(os.path.join(os.path.dirname(self.path), RECEIPTS_NAME),
                json.dumps({"version": VERSION, "receipt": table}, sort_keys=True).encode("utf-8"))
         self.receipts_dirty = False
@@ -142,6 +143,13 @@ class StateCache:
             self.loaded = identity_of(os.stat(self.path, follow_symlinks=False))
         except OSError:
             self.loaded = None
+
+
+def _content_of(key: str, value: Any) -> Any:
+    """The content hash a receipt entry describes: the key's tail, or for an entry by file identity
+    ("<file> @": identity, digest, content hash) the hash it holds."""
+    tail = key.rsplit(" ", 1)[-1]
+    return value[6] if tail == "@" and type(value) is list and len(value) == 7 else tail
 
 
 def _write(path: str, data: bytes) -> None:

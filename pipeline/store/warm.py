@@ -1,0 +1,150 @@
+"""A long-lived process's pre-state between its own transactions (the MCP server's writes).
+
+After a commit the server knows both roots exactly: the pre-state it read plus the changes it made.
+It keeps that as the next pre-state for as long as the kernel reports no change to either root by
+anyone else (``watch.py``), so a write costs what it changes instead of a stat of every file. Trust is
+withdrawn, and the next write reads both roots again, on any event naming a store file the server did
+not write itself, on a lost or overflowed watch, on a failed or interrupted transaction, and when a
+file the server wrote no longer hashes to what it wrote once the events up to then are drained.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+from ..fsutil import TEMP_PREFIX, read_bounded, sha256_bytes
+from ..paths import Layout
+from ..receipts.receipt import HashMaps
+from ..state import PostState, PreState, read_pre
+from .memory import INDEX_NAME
+from .state import Files, Limits, RootState
+from .statecache import cache_for
+from .watch import Watch, open_watch
+
+
+class WarmState:
+    """The pre-state to start the next transaction from, and the watch that vouches for it."""
+
+    __slots__ = ("layout", "limits", "watch", "pre", "events")
+    layout: Layout
+    limits: Limits
+    watch: Watch | None
+    pre: PreState | None
+    events: set[tuple[str, str]] | None  # store files others may have touched since ``pre`` was vouched for
+
+    def __init__(self, layout: Layout, limits: Limits) -> None:
+        self.layout = layout
+        self.limits = limits
+        self.watch = None
+        self.pre = None
+        self.events = None
+
+    def _roots(self) -> list[str]:
+        return [str(root) for root in (self.layout.harness, self.layout.mirror) if root is not None]
+
+    def read(self) -> PreState:
+        """The pre-state as on disk now: the kept one while nothing else touched the roots, else read."""
+        if self.pre is not None and self._drain() == set():
+            self.pre.cache = cache_for(self.layout.project_home)
+            return self.pre
+        self.pre = None
+        if self.watch is None and all(os.path.isdir(root) for root in self._roots()):
+            self.watch = open_watch(self._roots())  # before the read: what happens during it is seen
+        self.events = set()
+        if self.watch is not None and self.watch.changes() is None:
+            self.watch = None
+        pre = read_pre(self.layout, self.limits)
+        if self.watch is not None:
+            self.pre = pre
+            pre.vouched = self
+        return pre
+
+    def _drain(self) -> set[tuple[str, str]] | None:
+        """Every store-file event since ``pre`` was vouched for, or None when the watch lost track."""
+        if self.watch is None or self.events is None:
+            return None
+        events = self.watch.changes()
+        if events is None:
+            self.watch = self.events = None
+            return None
+        self.events.update(event for event in events if _store_file(event[1]))
+        return self.events
+
+    def others_since(self, pre: PreState, ours: set[tuple[str, str]]) -> bool:
+        """Whether anything but ``ours`` (root, name) may have changed a store file since ``pre`` was read.
+
+        True whenever it cannot tell: the post-commit check then scans both roots in full."""
+        events = self._drain() if self.pre is pre else None
+        return events is None or not events <= ours
+
+    def close(self) -> None:
+        """Stop watching (a process that needs the watch for one transaction only)."""
+        if self.watch is not None:
+            self.watch.close()
+        self.watch = self.pre = self.events = None
+
+    def forget(self) -> None:
+        """Trust nothing kept: the transaction failed or was interrupted, its outcome is for disk to say."""
+        self.pre = None
+
+    def committed(self, pre: PreState, post: PostState, final: HashMaps) -> None:
+        """Keep the post-state of a transaction that started from ``pre`` and committed ``final``.
+
+        Never fails the write that committed: whatever goes wrong here only means the next write reads
+        both roots."""
+        try:
+            self._keep(pre, post, final)
+        except OSError:
+            self.pre = None
+
+    def _keep(self, pre: PreState, post: PostState, final: HashMaps) -> None:
+        roots = (("harness", pre.harness, post.harness), ("public", pre.public, post.public))
+        ours = {(str(state.path), name) for key, state, _files in roots for name in _changed(state, final[key])}
+        if self.others_since(pre, ours):
+            self.pre = None
+            return
+        self.pre = None
+        # Events up to here are drained: a write by anyone else to a file written here shows in its bytes
+        # now, and any later one as an event the next call sees.
+        for key, state, _files in roots:
+            for name in _changed(state, final[key]):
+                if _digest_on_disk(state.path / name) != final[key].get(name):
+                    return
+        harness = _root_after(pre.harness, post.harness, final["harness"])
+        public = _root_after(pre.public, post.public, final["public"]) if pre.mirrored else pre.public
+        broken = {name: b for name, b in pre.broken.items() if name in final["harness"] and name not in post.memories}
+        self.pre = PreState(harness=harness, public=public, memories=dict(post.memories), mirrored=pre.mirrored,
+                            cache=pre.cache, broken=broken)
+        self.pre.vouched = self
+        self.events = set()
+
+
+def _store_file(name: str) -> bool:
+    """Whether ``read_root`` looks at a file of this name (a memory, the index, or a refused look-alike)."""
+    return not name.startswith(TEMP_PREFIX) and (name == INDEX_NAME or name.lower().endswith(".md"))
+
+
+def _changed(state: RootState, final: dict[str, str]) -> Iterable[str]:
+    before = state.hashes
+    return [name for name in before.keys() | final.keys() if before.get(name) != final.get(name)]
+
+
+def _digest_on_disk(path: Path) -> str | None:
+    try:
+        return sha256_bytes(read_bounded(path))
+    except FileNotFoundError:
+        return None
+
+
+def _root_after(state: RootState, files: Mapping[str, bytes], hashes: dict[str, str]) -> RootState:
+    after = RootState(state.path, files if isinstance(files, Files) else Files(dict(files)), dict(hashes),
+                      list(state.ignored))
+    for name, digest in hashes.items():
+        if state.hashes.get(name) == digest and name in state.identities:
+            after.identities[name] = state.identities[name]
+            continue
+        st = os.stat(state.path / name, follow_symlinks=False)
+        after.identities[name] = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+    return after

@@ -1,0 +1,128 @@
+"""Step definitions for features/warm_writes.feature (shared steps live in conftest.py)."""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import test_features_performance as performance
+from conftest import Env
+from pytest_bdd import given, parsers, scenarios, then, when
+from test_statecache import _newest_receipt
+from test_warm import _backend as backend_for
+from test_warm import count_reads
+
+scenarios("warm_writes.feature")
+
+WORDS = {"project_alpha": "alpha deploys use the blue green script", "project_beta": "beta runs the smoke tests first"}
+
+
+def _backend(env: Env, ctx: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> Any:
+    ctx["reads"], ctx["receipts"] = count_reads(monkeypatch), []
+    ctx["backend"] = backend_for(env)
+    return ctx["backend"]
+
+
+def _add(ctx: dict[str, Any], name: str, words: str | None = None) -> None:
+    words = words or f"{name.replace('_', ' ')} waits for the window"
+    out = ctx["backend"].add(name, words, f"{words}.", "project", "safe" if name.endswith("beta") else "private", None)
+    assert out["ok"], out
+    ctx["receipts"].append(json.loads(Path(out["receipt"]).read_bytes()))
+
+
+@given("an MCP server backend on an empty project")
+def backend_on_empty(env: Env, ctx: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
+    _backend(env, ctx, monkeypatch)
+
+
+@given(parsers.parse('an MCP server backend that has added "{first}" and "{second}"'))
+def backend_with_two(env: Env, ctx: dict[str, Any], monkeypatch: pytest.MonkeyPatch, first: str, second: str) -> None:
+    _backend(env, ctx, monkeypatch)
+    for name in (first, second):
+        _add(ctx, name, WORDS.get(name))
+
+
+@when(parsers.parse("the backend adds {count:d} memories"))
+def backend_adds_many(ctx: dict[str, Any], count: int) -> None:
+    for i in range(count):
+        _add(ctx, f"project_note-{i}", f"note {i} about the release train")
+
+
+@when(parsers.parse('the backend adds "{name}"'))
+def backend_adds(ctx: dict[str, Any], name: str) -> None:
+    _add(ctx, name)
+
+
+@when(parsers.parse('another process forgets "{name}"'))
+def other_forgets(env: Env, name: str) -> None:
+    assert env.spawn("forget", name).code == 0
+
+
+@when(parsers.parse('the backend is killed right after the commit point of adding "{name}"'))
+def killed_after_commit_point(ctx: dict[str, Any], monkeypatch: pytest.MonkeyPatch, name: str) -> None:
+    from pipeline.apply import journal
+
+    original = journal._roll_forward
+
+    def crash(*_args: object, **_kwargs: object) -> None:
+        raise KeyboardInterrupt  # a kill after the journal's rename, before the first file rename
+
+    monkeypatch.setattr(journal, "_roll_forward", crash)
+    with pytest.raises(KeyboardInterrupt):
+        _add(ctx, name)
+    monkeypatch.setattr(journal, "_roll_forward", original)
+
+
+@then(parsers.parse("the backend read the store from disk {count:d} time"))
+@then(parsers.parse("the backend read the store from disk {count:d} times"))
+def store_reads(ctx: dict[str, Any], count: int) -> None:
+    assert len(ctx["reads"]) == count
+
+
+@then("each receipt's source hashes are the previous receipt's final hashes")
+def chained(ctx: dict[str, Any]) -> None:
+    assert len(ctx["receipts"]) >= 2
+    for before, after in itertools.pairwise(ctx["receipts"]):
+        assert after["sourceHashes"] == before["finalHashes"]
+        assert after["previous"] is not None
+
+
+@when(parsers.parse('I rewrite "{name}" in place to say "{words}", keeping its size and mtime'))
+def rewrite(env: Env, ctx: dict[str, Any], name: str, words: str) -> None:
+    performance.rewrite_in_place(env, ctx, name, words)
+
+
+@then(parsers.parse("the newest receipt's source hash of \"{name}\" is the hash of the edited bytes"))
+def has_edit(env: Env, ctx: dict[str, Any], name: str) -> None:
+    performance.receipt_has_edit(env, ctx, name)
+
+
+@then(parsers.parse('the private index shows "{text}"'))
+def shows(env: Env, text: str) -> None:
+    performance.index_shows(env, text)
+
+
+@then("memfold audit passes")
+def audit_passes(env: Env) -> None:
+    result = env.run("audit")
+    assert result.code == 0, result.out + result.err
+
+
+@then(parsers.parse('no root and no receipt of the newest write holds "{name}"'))
+def nowhere(env: Env, name: str) -> None:
+    receipt = _newest_receipt(env)
+    for root, folder in (("harness", env.harness), ("public", env.mirror)):
+        assert name not in receipt["sourceHashes"][root] and name not in receipt["finalHashes"][root]
+        assert not (folder / name).exists()
+        assert name not in (folder / "MEMORY.md").read_text(encoding="utf-8")
+
+
+@then(parsers.parse("the newest receipt's source hash of \"{name}\" is the hash of the file on disk"))
+def source_is_disk(env: Env, name: str) -> None:
+    digest = hashlib.sha256((env.harness / name).read_bytes()).hexdigest()
+    receipt = _newest_receipt(env)
+    assert receipt["sourceHashes"]["harness"][name] == digest == receipt["finalHashes"]["harness"][name]

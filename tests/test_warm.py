@@ -1,0 +1,197 @@
+"""The MCP server's kept pre-state (store/warm.py) and its kernel watch (store/watch.py)."""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import Env
+
+from pipeline.errors import InputRejected
+from pipeline.store import warm as warm_module
+from pipeline.store.watch import open_watch
+
+
+def _backend(env: Env) -> Any:
+    """A server's backend built as `memfold mcp` builds it, for this test's home and project only."""
+    import datetime as dt
+
+    from pipeline.apply.commit import Services
+    from pipeline.hosts.cron import DuePolicy
+    from pipeline.hosts.mcp_server import Backend
+    from pipeline.paths import make_layout
+    from pipeline.privacy import load_ruleset
+    from pipeline.store.state import Limits
+
+    svc = Services(layout=make_layout(env.home, env.project), limits=Limits(),
+                   clock=lambda: dt.datetime.now(dt.UTC), ruleset=load_ruleset())
+    return Backend(svc=svc, lock_timeout=5, workers={}, due_policy=DuePolicy(24, 10))
+
+
+def _add(backend: Any, name: str, words: str, visibility: str = "private") -> dict[str, Any]:
+    out: dict[str, Any] = backend.add(name, f"{words} for the release", f"{words} body", "project", visibility, None)
+    assert out["ok"], out
+    return out
+
+
+def _receipt(out: dict[str, Any]) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads(Path(out["receipt"]).read_bytes())
+    return data
+
+
+def _sha(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+@pytest.fixture
+def reads(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    return count_reads(monkeypatch)
+
+
+def count_reads(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """How often the kept pre-state had to be read from disk (one entry a read)."""
+    calls: list[int] = []
+    original = warm_module.read_pre
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        calls.append(1)
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(warm_module, "read_pre", counted)
+    return calls
+
+
+def test_consecutive_server_writes_read_the_store_once_and_chain_their_receipts(env: Env, reads: list[int]) -> None:
+    backend = _backend(env)
+    outs = [_add(backend, f"project_w{i}", f"warm note {i}", "safe" if i % 2 else "private") for i in range(4)]
+    assert len(reads) == 1
+    receipts = [_receipt(out) for out in outs]
+    for before, after in itertools.pairwise(receipts):
+        assert after["sourceHashes"] == before["finalHashes"]
+    assert receipts[-1]["finalHashes"]["harness"]["project_w3.md"] == _sha(env.harness / "project_w3.md")
+    assert receipts[-1]["finalHashes"]["public"]["project_w3.md"] == _sha(env.mirror / "project_w3.md")
+    assert receipts[-1]["finalHashes"]["harness"]["MEMORY.md"] == _sha(env.harness / "MEMORY.md")
+    assert env.run("verify").code == 0
+    assert env.run("audit").code == 0
+
+
+def test_a_hand_edit_keeping_size_and_mtime_is_what_the_next_server_write_starts_from(
+        env: Env, reads: list[int]) -> None:
+    backend = _backend(env)
+    _add(backend, "project_alpha", "alpha deploys use the script")
+    _add(backend, "project_beta", "beta runs the smoke tests")
+    path = env.harness / "project_alpha.md"
+    before = path.stat()
+    data = path.read_bytes()
+    edited = data.replace(b"alpha deploys", b"ALPHA DEPLOYS")
+    assert len(edited) == len(data) and edited != data
+    with open(path, "r+b") as fh:
+        fh.write(edited)
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+    receipt = _receipt(_add(backend, "project_gamma", "gamma tags after review"))
+    assert len(reads) == 2
+    assert receipt["sourceHashes"]["harness"]["project_alpha.md"] == hashlib.sha256(edited).hexdigest()
+    assert "ALPHA DEPLOYS use the script" in (env.harness / "MEMORY.md").read_text(encoding="utf-8")
+
+
+def test_a_memory_forgotten_by_another_process_is_not_written_back(env: Env, reads: list[int]) -> None:
+    backend = _backend(env)
+    _add(backend, "project_alpha", "alpha deploys use the script", "safe")
+    _add(backend, "project_beta", "beta runs the smoke tests")
+    assert env.spawn("forget", "project_alpha").code == 0
+    receipt = _receipt(_add(backend, "project_gamma", "gamma tags after review"))
+    assert len(reads) == 2
+    for root, folder in (("harness", env.harness), ("public", env.mirror)):
+        assert "project_alpha.md" not in receipt["sourceHashes"][root]
+        assert "project_alpha.md" not in receipt["finalHashes"][root]
+        assert not (folder / "project_alpha.md").exists()
+        assert "project_alpha" not in (folder / "MEMORY.md").read_text(encoding="utf-8")
+
+
+def test_after_a_crash_mid_apply_and_recovery_the_server_starts_from_the_recovered_store(
+        env: Env, reads: list[int], monkeypatch: pytest.MonkeyPatch) -> None:
+    from pipeline.apply import journal
+
+    backend = _backend(env)
+    _add(backend, "project_alpha", "alpha deploys use the script")
+    original = journal._roll_forward
+
+    def crash(*_args: object, **_kwargs: object) -> None:
+        raise KeyboardInterrupt  # killed right after the commit point, before any rename
+
+    monkeypatch.setattr(journal, "_roll_forward", crash)
+    with pytest.raises(KeyboardInterrupt):
+        _add(backend, "project_beta", "beta runs the smoke tests")
+    monkeypatch.setattr(journal, "_roll_forward", original)
+    assert not (env.harness / "project_beta.md").exists()
+    receipt = _receipt(_add(backend, "project_gamma", "gamma tags after review"))  # recovery rolls beta forward
+    assert len(reads) == 2
+    assert receipt["sourceHashes"]["harness"]["project_beta.md"] == _sha(env.harness / "project_beta.md")
+    assert {"project_alpha.md", "project_beta.md", "project_gamma.md"} <= receipt["finalHashes"]["harness"].keys()
+    assert "beta runs the smoke tests" in (env.harness / "MEMORY.md").read_text(encoding="utf-8")
+    assert env.run("audit").code == 0
+
+
+def test_a_refused_write_keeps_nothing_it_did_not_commit(env: Env, reads: list[int]) -> None:
+    backend = _backend(env)
+    _add(backend, "project_alpha", "alpha deploys use the script")
+    with pytest.raises(InputRejected) as refused:
+        backend.add("project_alpha2", "alpha deploys use the script for the release", "x", "project", "private",
+                    None)
+    assert refused.value.code == "memory.near-duplicate"
+    receipt = _receipt(_add(backend, "project_beta", "beta runs the smoke tests"))
+    assert "project_alpha2.md" not in receipt["finalHashes"]["harness"]
+    assert not (env.harness / "project_alpha2.md").exists()
+
+
+def test_without_a_kernel_watch_every_server_write_reads_the_store(
+        env: Env, reads: list[int], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(warm_module, "open_watch", lambda _roots: None)
+    backend = _backend(env)
+    for i in range(3):
+        _add(backend, f"project_w{i}", f"cold note {i}")
+    assert len(reads) == 3
+    assert env.run("audit").code == 0
+
+
+def test_the_watch_names_writes_renames_and_deletions_and_gives_up_when_its_root_moves(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    root.mkdir()
+    watch = open_watch([str(root)])
+    assert watch is not None
+    assert watch.changes() == set()
+    (root / "a.md").write_bytes(b"one")
+    assert watch.changes() == {(str(root), "a.md")}
+    with open(root / "a.md", "r+b") as fh:
+        fh.write(b"two")  # in place, same size
+    assert watch.changes() == {(str(root), "a.md")}
+    os.rename(root / "a.md", root / "b.md")
+    assert watch.changes() == {(str(root), "a.md"), (str(root), "b.md")}
+    (root / "b.md").unlink()
+    assert watch.changes() == {(str(root), "b.md")}
+    assert watch.changes() == set()
+    os.rename(root, tmp_path / "moved")
+    assert watch.changes() is None
+    assert watch.changes() is None  # closed: it never vouches again
+
+
+def test_a_file_gone_right_after_the_commit_costs_only_a_fresh_read(
+        env: Env, reads: list[int], monkeypatch: pytest.MonkeyPatch) -> None:
+    backend = _backend(env)
+    _add(backend, "project_alpha", "alpha deploys use the script")
+    original = warm_module._root_after
+
+    def vanished(*_args: Any) -> Any:
+        raise FileNotFoundError("removed by someone else meanwhile")
+
+    monkeypatch.setattr(warm_module, "_root_after", vanished)
+    out = _add(backend, "project_beta", "beta runs the smoke tests")
+    assert (env.harness / "project_beta.md").is_file() and Path(out["receipt"]).is_file()
+    monkeypatch.setattr(warm_module, "_root_after", original)
+    _add(backend, "project_gamma", "gamma tags after review")
+    assert len(reads) == 2
