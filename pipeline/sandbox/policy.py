@@ -33,6 +33,9 @@ class Policy:
     parent_pid: int | None = None
     # Protections to treat as absent although the kernel has them (see ``sandbox.DISABLE_ENV``).
     absent: tuple[str, ...] = ()
+    # The worker is the built-in planner (``argv`` is ``python -m pipeline.planner ...``): the confined
+    # process runs it itself instead of starting a second interpreter that imports it all again.
+    in_process: bool = False
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), sort_keys=True)

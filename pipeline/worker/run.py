@@ -50,6 +50,8 @@ class WorkerSpec:
     scratch_entries: int = scratch_dir.MAX_ENTRIES
     # Protections to treat as absent (``sandbox.absent_protections`` of the shell's environment).
     absent: tuple[str, ...] = ()
+    # The worker is the built-in planner: the launcher runs it in the confined process (no second exec).
+    in_process: bool = False
 
 
 @dataclass(frozen=True)
@@ -120,6 +122,7 @@ def _policy(spec: WorkerSpec, report_path: Path, cg: cgroup.RunCgroups) -> Polic
         cgroup_procs=cg.procs_files,
         parent_pid=os.getpid(),
         absent=spec.absent,
+        in_process=spec.in_process,
     )
 
 

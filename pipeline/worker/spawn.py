@@ -163,6 +163,7 @@ def run_plan_worker(
         write_paths=(scratch,), pids_max=choice.limits["processes"],
         memory_bytes=choice.limits["memory_mb"] << 20, scratch=scratch, scratch_bytes=choice.limits["scratch_mb"] << 20,
         absent=absent_protections(parent_env),
+        in_process=choice.builtin,
     )
     try:
         result = run_worker(spec, stdout_path=run_dir / "stdout.jsonl", stderr_path=run_dir / "stderr.txt",
