@@ -8,8 +8,9 @@ inode and ctime), so it measures a store that was rewritten a moment ago, which 
 settled rows therefore consolidate copies prepared in advance: copied, left to settle past the
 racy window, given the state an earlier transaction leaves (``python -m pipeline.bench.consolidate
 settle HOME PROJECT`` reads both roots and privacy-checks the mirror through the state cache, as
-the gate of a write does), then moved into place by renaming their directories, which changes no
-file's identity. "consolidate (cold)" keeps the copy-just-before figure next to them.
+the gate of a write does, and builds both search indexes, as every commit leaves them), then moved
+into place by renaming their directories, which changes no file's identity. "consolidate (cold)"
+keeps the copy-just-before figure next to them.
 
 ``python -m pipeline.bench.consolidate settle HOME PROJECT`` is that preparation step.
 """
@@ -161,10 +162,12 @@ def bench_consolidate(plan: Plan, n: int, cli: Cli, add: Callable[..., Row], pri
 
 def settle(home: Path, project: Path) -> int:
     """Leave the state a finished transaction leaves: both roots entered in the state cache (every
-    file is past the racy window), their memories parsed, the mirror's files privacy-checked."""
+    file is past the racy window), their memories parsed, the mirror's files privacy-checked, and
+    both search indexes built."""
     from ..commands.context import STATE, config, services
     from ..mirror.guard import privacy_issues
     from ..state import compute_post, read_pre
+    from ..store.searchcache import cache_file, rebuild
     from ..store.statecache import cache_for, flush_all
 
     STATE.home, STATE.project = home, project
@@ -172,6 +175,12 @@ def settle(home: Path, project: Path) -> int:
     pre = read_pre(svc.layout, config().store_limits())
     found = list(privacy_issues(compute_post(pre, []), svc.ruleset, cache_for(svc.layout.project_home)))
     flush_all()
+    limits = config().store_limits()
+    # Every commit leaves each root's search index current (the per-prompt path reads it).
+    for kind, root in (("memory", svc.layout.harness), ("mirror", svc.layout.mirror)):
+        if root is not None:
+            rebuild(str(root), cache_file(str(svc.layout.project_home), kind), limits.max_file_bytes,
+                    limits.max_files)
     return 1 if found else 0
 
 
