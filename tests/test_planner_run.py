@@ -273,3 +273,29 @@ def test_only_the_built_in_planner_runs_in_process(tmp_path: Path) -> None:
         _sandboxed_planner(tmp_path, run, in_process=True, argv=("/bin/sh", "-c", f"touch {marker}"))
     assert caught.value.code == "worker.spawn"
     assert not marker.exists()
+
+
+def test_past_half_the_plan_bound_the_planner_prints_the_compact_shape_and_below_it_the_full_one(
+        tmp_path: Path) -> None:
+    from pipeline.planner.run import plan_run
+    from pipeline.worker.planjson import expanded
+
+    project = _shop()
+    store = store_of(project)
+    run = _run_dir(tmp_path, store, project["files"], [])
+    manifest_path = run / "manifest.json"
+    run.chmod(0o700)
+    manifest_path.chmod(0o600)
+    manifest = json.loads(manifest_path.read_bytes())
+    printed: dict[str, bytes] = {}
+    for bound in (1 << 30, 2):
+        manifest["limits"] = {**manifest.get("limits", {}), "maxPlanBytes": bound}
+        manifest_path.write_bytes(dump_json(manifest))
+        printed[str(bound)] = plan_run(run)
+    full, compact = json.loads(printed[str(1 << 30)]), json.loads(printed["2"])
+    assert "defaults" not in full and "defaults" in compact
+
+    def items(plan: dict[str, Any]) -> dict[str, Any]:
+        return {k: sorted(json.dumps(i, sort_keys=True) for i in v) if isinstance(v, list) else v for k, v in plan.items()}
+
+    assert items(expanded(compact, full["selected"])) == items(full)
