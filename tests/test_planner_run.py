@@ -103,7 +103,8 @@ def test_the_planner_process_imports_no_heavy_module(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr.decode()
     loaded = set(json.loads(proc.stdout))
     assert "pipeline.planner.plan" in loaded
-    heavy = {"argparse", "yaml", "pydantic", "jsonschema", "typer", "portalocker", "re2", "datetime"}
+    heavy = {"argparse", "yaml", "pydantic", "jsonschema", "typer", "portalocker", "re2", "datetime",
+             "dataclasses", "inspect", "hashlib"}
     assert sorted(loaded & heavy) == []
 
 
