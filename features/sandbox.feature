@@ -68,6 +68,12 @@ Feature: A hostile worker cannot touch anything but its scratch dir
     Then the exit code is 0
     And the manifest and the receipt record every protection this machine enforces
 
+  Scenario: The built-in planner runs inside the confined process, with no second interpreter
+    When I run "consolidate --no-context"
+    Then the exit code is 0
+    And the launcher recorded its protections, then ran the built-in planner itself, which exited 0
+    And the manifest and the receipt record every protection this machine enforces
+
   Scenario: Without Landlock a configured worker is refused
     Given Landlock is unavailable
     And the configured worker "evil" attempts "write-store" and then prints "plan"

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -16,6 +15,7 @@ from .context.manifest import build_manifest, write_manifest
 from .context.scope import default_scope, select
 from .context.snapshot import ContextLimits, snapshot_run
 from .errors import InputRejected
+from .frozen import FrozenValue
 from .fsutil import sha256_bytes
 from .state import PreState, compute_post, read_pre
 from .timing import Timings
@@ -25,23 +25,39 @@ from .worker.spawn import requested_protections, run_plan_worker
 from .worker.task import WorkerChoice, choose_worker, placeholders, write_task
 
 
-@dataclass(frozen=True)
-class ConsolidateRequest:
-    context: bytes | None = None
-    context_source: str = "none"
-    scope: str | None = None
-    select: tuple[str, ...] = ()
-    worker: str = "builtin"
-    workers: Mapping[str, Any] = field(default_factory=dict)
-    allow_publish: bool = False
-    dry_run: bool = False
-    unsafe_no_sandbox: bool = False
-    parent_env: Mapping[str, str] = field(default_factory=dict)
-    lock_timeout: float = 0.0
-    extract_limits: ExtractLimits = field(default_factory=ExtractLimits)
-    context_limits: ContextLimits = field(default_factory=ContextLimits)
+class ConsolidateRequest(FrozenValue):
+    __slots__ = ("context", "context_source", "scope", "select", "worker", "workers", "allow_publish", "dry_run",
+                 "unsafe_no_sandbox", "parent_env", "lock_timeout", "extract_limits", "context_limits",
+                 "refuse_emptying")
+    context: bytes | None
+    context_source: str
+    scope: str | None
+    select: tuple[str, ...]
+    worker: str
+    workers: Mapping[str, Any]
+    allow_publish: bool
+    dry_run: bool
+    unsafe_no_sandbox: bool
+    parent_env: Mapping[str, str]
+    lock_timeout: float
+    extract_limits: ExtractLimits
+    context_limits: ContextLimits
     # Refuse a plan that would leave no memory where there were some (the MCP server: a tool an agent calls).
-    refuse_emptying: bool = False
+    refuse_emptying: bool
+
+    def __init__(self, context: bytes | None = None, context_source: str = "none", scope: str | None = None,
+                 select: tuple[str, ...] = (), worker: str = "builtin", workers: Mapping[str, Any] | None = None,
+                 allow_publish: bool = False, dry_run: bool = False, unsafe_no_sandbox: bool = False,
+                 parent_env: Mapping[str, str] | None = None, lock_timeout: float = 0.0,
+                 extract_limits: ExtractLimits | None = None, context_limits: ContextLimits | None = None,
+                 refuse_emptying: bool = False) -> None:
+        self._set(context=context, context_source=context_source, scope=scope, select=select, worker=worker,
+                  workers={} if workers is None else workers, allow_publish=allow_publish, dry_run=dry_run,
+                  unsafe_no_sandbox=unsafe_no_sandbox, parent_env={} if parent_env is None else parent_env,
+                  lock_timeout=lock_timeout,
+                  extract_limits=ExtractLimits() if extract_limits is None else extract_limits,
+                  context_limits=ContextLimits() if context_limits is None else context_limits,
+                  refuse_emptying=refuse_emptying)
 
 
 class _Configured(Protocol):

@@ -57,7 +57,7 @@ def test_bench_quick_completes_and_prints_the_table(tmp_path: Path) -> None:
     paths = {line[:22].strip() for line in lines[2:]}
     for expected in ("inject", "inject --prompt", "claude hook (start)", "claude hook (prompt)",
                      "session bytes (prompt)", "mcp memory_search", "mcp initialize",
-                     "add", "list", "search", "consolidate", "consolidate (CLI)",
+                     "add", "list", "search", "consolidate", "consolidate (CLI)", "consolidate (cold)",
                      "worker", "validation", "commit", "apply (in-process)", "verify", "audit", "import claude"):
         assert expected in paths, (expected, proc.stdout)
     # The write and audit rows each carry the floor they are held to and a numeric ratio to it.
@@ -74,3 +74,30 @@ def test_bench_quick_completes_and_prints_the_table(tmp_path: Path) -> None:
     assert any(line.startswith("import t(3000)/t(300) = ") and "growth exponent" in line for line in lines)
     assert lines[-1].startswith("machine: ")
     assert list(workdir.iterdir()) == [], "the bench removes its synthetic stores"
+
+
+@pytest.mark.integration
+def test_a_settled_copy_keeps_the_state_an_earlier_transaction_left(tmp_path: Path) -> None:
+    """The settled consolidate rows run on copies whose state cache vouches for every store file,
+    as a user's store after any earlier command, and renaming the copy into place keeps it valid."""
+    from pipeline.bench.consolidate import PARTS, _swap_in, settled_copies
+    from pipeline.store.statecache import _OPEN, cache_for
+
+    store = write_store(tmp_path / "live", 30)
+    pristine = tmp_path / "pristine"
+    for part in PARTS:
+        (pristine / part).parent.mkdir(parents=True, exist_ok=True)
+        subprocess.run(("cp", "-a", str(tmp_path / "live" / part), str(pristine / part)), check=True)
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    with settled_copies(pristine, tmp_path / "live", 2, env) as copies:
+        _swap_in(copies[1], tmp_path / "live")
+        _OPEN.clear()
+        cache = cache_for(store.layout.project_home)
+        layout = store.layout
+        assert layout.mirror is not None
+        files = {root: sorted(p.name for p in folder.iterdir()) for root, folder in
+                 ((str(layout.harness), layout.harness), (str(layout.mirror), layout.mirror))}
+        assert {root: sorted(cache.roots.get(root, {})) for root in files} == files
+        pre = read_pre(layout, Limits())
+        assert list(pre.harness.files.loaded()) == [], "no store file is read: the cache vouches for each"
+    _OPEN.clear()

@@ -419,6 +419,17 @@ def records_protections(env: Env) -> None:
         assert got["missing"] == []
 
 
+@then("the launcher recorded its protections, then ran the built-in planner itself, which exited 0")
+def planner_in_process(env: Env) -> None:
+    run = env.project_home / "runs" / _receipt(env)["runId"]
+    report, outcome = (json.loads(line) for line in (run / "stdout.jsonl.sandbox.json").read_text().splitlines())
+    assert report["worker_start"] == "in-process" and outcome == {"outcome": "exit", "code": 0}
+    assert report["no_new_privs"] is True and report["reads"] == "narrowed"
+    assert report["landlock"]["fs"] is (PROBE["landlock"]["abi"] >= 1)
+    assert report["seccomp"]["installed"] is bool(PROBE["seccomp"])
+    assert json.loads((run / "plan.json").read_text())["runId"] == run.name
+
+
 @then(parsers.parse('the receipt says "{what}" was missing'))
 def receipt_missing(env: Env, what: str) -> None:
     sandbox = _receipt(env)["sandbox"]

@@ -59,3 +59,15 @@ def test_a_malformed_defaults_entry_is_left_for_the_schema_to_refuse() -> None:
     for bad in ({"staleness": "KEEP"}, {"inventory": {}}, {"clusters": "all"}, {"report": {"name": "x.md"}}):
         broken = {**plan, "defaults": bad}
         assert expanded(broken, plan["selected"]) is broken
+
+
+def test_a_limit_stops_the_text_past_it_and_leaves_a_text_within_it_unchanged() -> None:
+    import pytest
+
+    from pipeline.worker.planjson import TooLong
+
+    plan = _plan(300)
+    whole = plan_json(plan, PRINT_LINE_BUDGET)
+    assert plan_json(plan, PRINT_LINE_BUDGET, limit=len(whole)) == whole
+    with pytest.raises(TooLong):
+        plan_json(plan, PRINT_LINE_BUDGET, limit=len(whole) // 3)

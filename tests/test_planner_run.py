@@ -103,7 +103,8 @@ def test_the_planner_process_imports_no_heavy_module(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr.decode()
     loaded = set(json.loads(proc.stdout))
     assert "pipeline.planner.plan" in loaded
-    heavy = {"argparse", "yaml", "pydantic", "jsonschema", "typer", "portalocker", "re2", "datetime"}
+    heavy = {"argparse", "yaml", "pydantic", "jsonschema", "typer", "portalocker", "re2", "datetime",
+             "dataclasses", "inspect", "hashlib"}
     assert sorted(loaded & heavy) == []
 
 
@@ -222,3 +223,80 @@ def test_the_planner_as_a_library_leaves_the_callers_collector_on(tmp_path: Path
 
     assert main(["--run-dir", str(tmp_path / "missing")]) != 0  # no manifest: an error exit, no plan
     assert gc.isenabled()
+
+
+def _sandboxed_planner(tmp_path: Path, run: Path, *, in_process: bool, argv: tuple[str, ...] | None = None) -> Any:
+    from pipeline.worker.run import WorkerSpec, build_env, run_worker
+
+    scratch = tmp_path / f"scratch-{in_process}"
+    scratch.mkdir()
+    env = {**build_env(os.environ, [], scratch), "PYTHONPATH": str(REPO)}
+    spec = WorkerSpec(argv=argv or (sys.executable, "-m", "pipeline.planner", "--run-dir", str(run)), cwd=scratch,
+                      env=env, timeout=60, read_paths=(run, run.parent / "harness", run.parent / "public",
+                                                      run.parent / "project", REPO), in_process=in_process)
+    return run_worker(spec, stdout_path=tmp_path / f"out-{in_process}", stderr_path=tmp_path / f"err-{in_process}")
+
+
+@pytest.mark.integration
+def test_the_launcher_runs_the_built_in_planner_itself_with_the_same_plan_and_protections(tmp_path: Path) -> None:
+    project = _shop()
+    store = store_of(project)
+    run = _run_dir(tmp_path, store, project["files"], [])
+    forked = _sandboxed_planner(tmp_path, run, in_process=True)
+    execed = _sandboxed_planner(tmp_path, run, in_process=False)
+    assert (forked.returncode, execed.returncode) == (0, 0), forked.stderr_tail + execed.stderr_tail
+    assert forked.stdout == execed.stdout
+    assert check_plan(json.loads(forked.stdout), sorted(store), store, tmp_path / "project") == []
+    assert (forked.protections.pop("worker_start"), execed.protections.pop("worker_start")) == ("in-process", "exec")
+    assert forked.protections == execed.protections
+    assert forked.protections["landlock"]["fs"] is True and forked.protections["seccomp"]["installed"] is True
+
+
+@pytest.mark.integration
+def test_an_in_process_planner_that_fails_exits_with_its_message(tmp_path: Path) -> None:
+    empty = tmp_path / "run"
+    for d in ("run", "harness", "public", "project"):
+        (tmp_path / d).mkdir()
+    result = _sandboxed_planner(tmp_path, empty, in_process=True)
+    assert result.returncode == 1 and result.stdout == b""
+    assert b"memfold planner:" in result.stderr_tail and b"manifest.json" in result.stderr_tail
+
+
+@pytest.mark.integration
+def test_only_the_built_in_planner_runs_in_process(tmp_path: Path) -> None:
+    from pipeline.errors import WorkerFailed
+
+    run = tmp_path / "run"
+    for d in ("run", "harness", "public", "project"):
+        (tmp_path / d).mkdir()
+    marker = tmp_path / "scratch-True" / "ran"
+    with pytest.raises(WorkerFailed) as caught:
+        _sandboxed_planner(tmp_path, run, in_process=True, argv=("/bin/sh", "-c", f"touch {marker}"))
+    assert caught.value.code == "worker.spawn"
+    assert not marker.exists()
+
+
+def test_past_half_the_plan_bound_the_planner_prints_the_compact_shape_and_below_it_the_full_one(
+        tmp_path: Path) -> None:
+    from pipeline.planner.run import plan_run
+    from pipeline.worker.planjson import expanded
+
+    project = _shop()
+    store = store_of(project)
+    run = _run_dir(tmp_path, store, project["files"], [])
+    manifest_path = run / "manifest.json"
+    run.chmod(0o700)
+    manifest_path.chmod(0o600)
+    manifest = json.loads(manifest_path.read_bytes())
+    printed: dict[str, bytes] = {}
+    for bound in (1 << 30, 2):
+        manifest["limits"] = {**manifest.get("limits", {}), "maxPlanBytes": bound}
+        manifest_path.write_bytes(dump_json(manifest))
+        printed[str(bound)] = plan_run(run)
+    full, compact = json.loads(printed[str(1 << 30)]), json.loads(printed["2"])
+    assert "defaults" not in full and "defaults" in compact
+
+    def items(plan: dict[str, Any]) -> dict[str, Any]:
+        return {k: sorted(json.dumps(i, sort_keys=True) for i in v) if isinstance(v, list) else v for k, v in plan.items()}
+
+    assert items(expanded(compact, full["selected"])) == items(full)

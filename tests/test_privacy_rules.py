@@ -236,3 +236,31 @@ def test_the_parsed_rules_are_cached_in_the_home_and_a_stale_cache_is_ignored(
     cache.write_text(json.dumps(doc))
     monkeypatch.setattr(loader, "_MEMO", {})
     assert len(loader.load_ruleset(cache_home=str(tmp_path / "home")).rules) == len(shipped["rules"])
+
+
+def test_a_text_scanned_again_gets_the_same_findings_without_a_second_scan(monkeypatch: pytest.MonkeyPatch) -> None:
+    ruleset = load_ruleset()
+    ruleset.forget()
+    scans: list[str] = []
+    original = RuleSet._kept_hits
+
+    def counted(self: RuleSet, text: str, data: bytes, categories: Any = None) -> Any:
+        scans.append(text)
+        return original(self, text, data, categories)
+
+    monkeypatch.setattr(RuleSet, "_kept_hits", counted)
+    secret = "deploy notes\naws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYzQ9ExampleKeyZ3\n"
+    first = ruleset.scan(secret, "plan content")
+    again = ruleset.scan(secret, ".memory/project_deploy.md")
+    assert first and [(f.rule_id, f.line, f.column) for f in again] == [(f.rule_id, f.line, f.column) for f in first]
+    assert {f.file for f in again} == {".memory/project_deploy.md"}
+    assert scans == [secret]
+    # Remembered by the whole text: one character more is a new text, scanned and judged on its own.
+    clean = "deploy notes\nthe key is in the vault\n"
+    assert ruleset.scan(clean) == [] and ruleset.scan(clean) == []
+    edited = clean + "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYzQ9ExampleKeyZ3\n"
+    assert ruleset.scan(edited) != []
+    assert scans == [secret, clean, edited]
+    ruleset.forget()
+    ruleset.scan(secret)
+    assert scans[-1] == secret and len(scans) == 4

@@ -547,7 +547,7 @@ def test_a_run_whose_etc_cannot_be_narrowed_is_refused_and_never_starts(
     assert not marker.exists() and not (tmp_path / "out").exists()
     assert not [d for d in os.listdir("/sys/fs/cgroup") if d.startswith(f"memfold-{os.getpid()}-")]
     # Without the sandbox nothing is narrowed, so the walk (and its refusal) does not apply.
-    unsafe = WorkerSpec(**{**spec.__dict__, "sandbox": False})
+    unsafe = spec.with_changes(sandbox=False)
     assert run_worker(unsafe, stdout_path=tmp_path / "out", stderr_path=tmp_path / "err").returncode == 0
     assert marker.exists()
 

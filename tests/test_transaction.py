@@ -227,3 +227,16 @@ def test_a_dry_run_reports_the_run_dir_and_writes_no_receipt(store: tuple[Layout
     assert read_pre(layout, Limits()).hash_maps() == pre.hash_maps()
     assert list(summary["timings"]) == ["recover", "read", "snapshot", "manifest", "worker", "extraction",
                                         "validation", "stale-check", "index"]
+
+
+def test_the_consolidation_process_imports_no_dataclasses_or_secrets() -> None:
+    """Their imports (inspect, ast, dis; random and OpenSSL) cost every consolidation tens of ms."""
+    import subprocess
+    import sys
+
+    code = ("import sys\nimport pipeline.commands.consolidation, pipeline.transaction, pipeline.apply.commit\n"
+            "import pipeline.worker.run, pipeline.validation.plan, pipeline.sandbox.policy\n"
+            "print(sorted(m for m in ('dataclasses', 'inspect', 'secrets') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         cwd=Path(__file__).resolve().parents[1]).stdout
+    assert out.strip() == "[]"

@@ -1,14 +1,12 @@
-"""``python -m pipeline.bench.driver HOME PROJECT``: one consolidation as the CLI runs it, minus typer.
+"""``python -m pipeline.bench.driver HOME PROJECT``: the body of ``memfold --json consolidate --no-context``.
 
-It runs with the config's own output bounds (the defaults in a bench store): the built-in planner's
-plan fits them at every measured size, and the bench shows it does.
+The same function the command line runs (services, cached rules and config, the config's own output
+bounds: the built-in planner's plan fits the defaults at every measured size), called without the
+command-line shell; its JSON summary carries the stage timings the bench reports.
 """
 
 from __future__ import annotations
 
-import datetime as dt
-import json
-import os
 import sys
 from pathlib import Path
 
@@ -23,23 +21,11 @@ def raised_limits() -> ExtractLimits:
 
 
 def main(argv: list[str]) -> int:
-    from ..apply.commit import Services
-    from ..config import load_config
-    from ..paths import check_layout, make_layout
-    from ..privacy import load_ruleset
-    from ..transaction import ConsolidateRequest, consolidate
+    from ..commands.consolidation import consolidate
+    from ..commands.context import STATE
 
-    home, project = Path(argv[0]), Path(argv[1])
-    cfg = load_config(home / "config.yaml")
-    layout = make_layout(home, project)
-    check_layout(layout)
-    svc = Services(layout=layout, limits=cfg.store_limits(), clock=lambda: dt.datetime.now(dt.UTC),
-                   ruleset=load_ruleset(cfg.privacy.rules or None, cfg.privacy.allowlist or None),
-                   keep_runs=cfg.runs.keep)
-    summary = consolidate(svc, ConsolidateRequest(workers=cfg.workers, parent_env=dict(os.environ),
-                                                  extract_limits=cfg.extract_limits()))
-    sys.stdout.write(json.dumps(summary, sort_keys=True) + "\n")
-    return 0
+    STATE.home, STATE.project, STATE.json = Path(argv[0]), Path(argv[1]), True
+    return consolidate(no_context=True, json_out=True)
 
 
 if __name__ == "__main__":

@@ -17,18 +17,10 @@ from typing import Any
 
 from . import floors, importing
 from . import mcp as mcp_bench
+from .consolidate import bench_consolidate, restore_cold
 from .prompt import bench_prompt
 from .synth import Synthetic, write_store
 from .writes import bench_writes
-
-STAGES = ("recover", "read", "snapshot", "manifest", "worker", "extraction", "validation", "stale-check",
-          "index", "post-verify", "commit")
-# Every stage's floor, by the name of a floor measured in the same run.
-STAGE_FLOORS = {"read": "read+hash", "stale-check": "read+hash", "worker": "python+read+hash",
-                "commit": "staged-writes+read+hash"}
-# Past this the CLI row is left out (the driver's row is the same run minus typer): the full bench
-# stays within minutes.
-CLI_CONSOLIDATE_MAX = 2000
 
 
 @dataclass
@@ -119,14 +111,6 @@ def _settle(path: Path) -> None:
         time.sleep(2.1 - age)
 
 
-def _restore(pristine: Path, live: Path) -> None:
-    """Put back the project and its project home; the home's config.yaml (and its cache) stay as they
-    are, so no measured run pays for re-reading a config whose ctime a copy changed."""
-    for part in ("project", "home/projects"):
-        shutil.rmtree(live / part)
-        subprocess.run(("cp", "-a", str(pristine / part), str(live / part)), check=True)
-
-
 def _changed_files(receipt_path: Path, layout: Any) -> dict[str, tuple[list[int], int]]:
     """Every file the commit writes, by directory, with its size as it landed (the post-state is on
     disk now), and the files it deletes: both roots' differences, indexes included, the receipt log
@@ -188,49 +172,10 @@ def bench_size(plan: Plan, n: int, env: dict[str, str], python_ms: float) -> Non
     add("add", adds[1:], "python", "<= 200 ms at 200" if small else "",
         (lambda r: r.median <= 200) if small else None)
 
-    if n <= CLI_CONSOLIDATE_MAX:
-        plan.progress(f"n={n}: memfold consolidate (CLI) x{consolidate_reps}")
-        cli_totals = []
-        for _ in range(consolidate_reps):
-            _restore(pristine, live)
-            cli_totals.append(cli.run("--json", "consolidate", "--no-context")[0])
-        cli_row = add("consolidate (CLI)", cli_totals, None, "<= 1000 ms at 200" if small else "",
-                      (lambda r: r.median <= 1000) if small else None)
-    plan.progress(f"n={n}: consolidate x{consolidate_reps}")
-    totals: list[float] = []
-    stages: dict[str, list[float]] = {s: [] for s in STAGES}
-    changed: dict[str, tuple[list[int], int]] = {}
-    driver = [sys.executable, "-m", "pipeline.bench.driver", str(store.home), str(store.project)]
-    for _ in range(consolidate_reps):
-        _restore(pristine, live)
-        start = time.perf_counter()
-        proc = subprocess.run(driver, capture_output=True, env=env, check=False)
-        ms = floors.ms_since(start)
-        if proc.returncode != 0:
-            raise RuntimeError(f"consolidate at n={n} exited {proc.returncode}: {proc.stderr.decode()[-2000:]}")
-        summary = json.loads(proc.stdout)
-        totals.append(ms)
-        for stage in STAGES:
-            stages[stage].append(float(summary["timings"].get(stage, 0.0)))
-        changed = _changed_files(Path(summary["receipt"]), layout)
-    fl["staged-writes"] = statistics.median(floors.staged_writes(changed, 3, where=plan.workdir))
-    fl["python+read+hash"] = python_ms + read_ms
-    fl["staged-writes+read+hash"] = fl["staged-writes"] + read_ms
-    fl["consolidate"] = 2 * python_ms + read_ms + fl["staged-writes"]
-    fl["writtenFiles"] = sum(len(sizes) for sizes, _ in changed.values())
-    fl["deletedFiles"] = sum(deleted for _, deleted in changed.values())
-    goal = {200: 200, 20_000: 5000}.get(n)
-    add("consolidate", totals, "consolidate", f"<= {goal} ms at {n}" if goal else "",
-        (lambda r: r.median <= goal) if goal else None)
-    if n <= CLI_CONSOLIDATE_MAX:
-        cli_row.floor_name, cli_row.floor_ms = "consolidate", fl["consolidate"]
-    for stage in STAGES:
-        floor = STAGE_FLOORS.get(stage)
-        tgt = "<= 150 ms at 2000" if stage == "validation" and n == 2000 else ""
-        add(f"  {stage}", stages[stage], floor, tgt, (lambda r: r.median <= 150) if tgt else None)
+    bench_consolidate(plan, n, cli, add, pristine, live, env, consolidate_reps)
 
     plan.progress(f"n={n}: apply in-process")
-    _restore(pristine, live)
+    restore_cold(pristine, live)
     apply_ms = _apply_in_process(store)
     add("  apply (in-process)", apply_ms, "staged-writes", "<= 1.5x floor", lambda r: (r.ratio or 0) <= 1.5)
 

@@ -36,11 +36,11 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ..errors import InputRejected
+from ..frozen import FrozenValue
 from ..fsutil import dump_json
 from .boundedjson import TooDeep, loads_bounded
 from .transcripts import Entry, Record, detect_format, normaliser
@@ -50,23 +50,39 @@ SCHEMA_VERSION = 1
 MiB = 1 << 20
 
 
-@dataclass(frozen=True)
-class ContextLimits:
+class ContextLimits(FrozenValue):
     """Hard bounds on a context input; the text bound truncates, the others reject."""
 
-    max_input_bytes: int = 32 * MiB
-    max_depth: int = 128
-    max_entries: int = 100_000
-    max_candidates: int = 1_000
-    max_text_bytes: int = 64 * 1024
+    __slots__ = ("max_input_bytes", "max_depth", "max_entries", "max_candidates", "max_text_bytes")
+    max_input_bytes: int
+    max_depth: int
+    max_entries: int
+    max_candidates: int
+    max_text_bytes: int
+
+    def __init__(self, max_input_bytes: int = 32 * MiB, max_depth: int = 128, max_entries: int = 100_000,
+                 max_candidates: int = 1_000, max_text_bytes: int = 64 * 1024) -> None:
+        self._set(max_input_bytes=max_input_bytes, max_depth=max_depth, max_entries=max_entries,
+                  max_candidates=max_candidates, max_text_bytes=max_text_bytes)
 
 
-@dataclass
 class _Parsed:
-    document: Any  # the whole input as one JSON value, or None in line mode
+    __slots__ = ("document", "records", "lines", "skipped")
+    # the whole input as one JSON value, or None in line mode
+    document: Any
     records: list[Record]
     lines: int
     skipped: int
+
+    def __init__(self, document: Any, records: list[Record], lines: int, skipped: int) -> None:
+        self.document = document
+        self.records = records
+        self.lines = lines
+        self.skipped = skipped
+
+    def __repr__(self) -> str:
+        shown = ", ".join(f"{name}={getattr(self, name)!r}" for name in self.__slots__)
+        return f"_Parsed({shown})"
 
 
 _NO_DOCUMENT = object()

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Annotated, Any
 
 from mcp.server.mcpserver import MCPServer
@@ -175,8 +175,8 @@ class Backend:
             if spec is None or getattr(spec, "network", True):
                 raise InputRejected(f"worker {worker!r} is not available over MCP",
                                     code="mcp.worker", hint="use builtin, or a configured worker without network")
-        request = replace(
-            self.request, context=context.encode("utf-8") if context is not None else None,
+        request = self.request.with_changes(
+            context=context.encode("utf-8") if context is not None else None,
             context_source="mcp" if context is not None else "none", scope=scope, worker=worker,
             dry_run=dry_run, lock_timeout=0.0, refuse_emptying=True)
         # One worker run: the emptying check sits between validation and the commit.

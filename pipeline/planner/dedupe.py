@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-import hashlib
+try:
+    from _blake2 import blake2b  # the C module itself: hashlib also loads OpenSSL (~4 ms of every start)
+except ImportError:  # pragma: no cover - an interpreter built without it
+    from hashlib import blake2b
 import itertools
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
 from functools import lru_cache
 
 from ..store.memory import Memory
@@ -46,7 +48,7 @@ COMMON_MIN = 50
 @lru_cache(maxsize=1 << 20)
 def _slot(token: str) -> tuple[int, int]:
     """The token's bin and its value there, both from one 64-bit hash."""
-    h = int.from_bytes(hashlib.blake2b(token.encode(), digest_size=8).digest(), "big")
+    h = int.from_bytes(blake2b(token.encode(), digest_size=8).digest(), "big")
     return h % BINS, (h // BINS) & _MASK
 
 
@@ -163,12 +165,14 @@ def outdated_lines(older: Memory, newer: Memory) -> set[str]:
 
 
 
-@dataclass
 class Index:
     """LSH buckets over memories; tokens most memories share are left out of the signatures."""
 
-    common: frozenset[str]
-    buckets: dict[tuple[object, ...], list[str]] = field(default_factory=lambda: defaultdict(list))
+    __slots__ = ("common", "buckets")
+
+    def __init__(self, common: frozenset[str]) -> None:
+        self.common = common
+        self.buckets: dict[tuple[object, ...], list[str]] = defaultdict(list)
 
     def keys(self, name: str, memory: Memory) -> list[tuple[object, ...]]:
         """One bucket for the exact fact set, one per band of the text and description signatures."""

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..frozen import FrozenValue
 from ..store.memory import Memory
 
 # The planner starts once per consolidation: typing stays out of its imports.
@@ -44,10 +44,15 @@ _FILE_TAIL = re.compile(r"\.(?:" + _EXT + r")$")
 _PATH_HINT = re.compile(r"/|\.(?:" + _EXT + r")\b|" + "|".join(sorted(_BARE)))
 
 
-@dataclass(frozen=True)
-class Claims:
+class Claims(FrozenValue):
+    """The repository paths and code symbols one memory names."""
+
+    __slots__ = ("paths", "symbols")
     paths: tuple[str, ...]
     symbols: tuple[str, ...]
+
+    def __init__(self, paths: tuple[str, ...], symbols: tuple[str, ...]) -> None:
+        self._set(paths=paths, symbols=symbols)
 
 
 def _clean(token: str) -> str | None:
@@ -104,17 +109,16 @@ def extract(memory: Memory) -> Claims:
     return Claims(tuple(dict.fromkeys(paths)), tuple(dict.fromkeys(symbols)))
 
 
-@dataclass
 class Tree:
     """Stat-only lookups below one project root, cached across memories."""
 
-    root: Path
-    real: str = ""
-    _status: dict[str, str] = field(default_factory=dict)
-    _text: dict[str, str] = field(default_factory=dict)
+    __slots__ = ("root", "real", "_status", "_text")
 
-    def __post_init__(self) -> None:
-        self.real = os.path.realpath(self.root)
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.real = os.path.realpath(root)
+        self._status: dict[str, str] = {}
+        self._text: dict[str, str] = {}
 
     def status(self, rel: str) -> str:
         """``found`` for a regular file inside the root after resolving links, ``dir``, or ``missing``."""

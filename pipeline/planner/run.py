@@ -12,7 +12,7 @@ from ..errors import MemfoldError
 from ..fsutil import read_bounded
 from ..store.memory import Memory, is_memory_name, parse_memory
 from ..store.state import read_root
-from ..worker.planjson import PRINT_LINE_BUDGET, compacted, plan_json
+from ..worker.planjson import PRINT_LINE_BUDGET, TooLong, compacted, plan_json
 from .plan import PlanInputError, build_plan, limits_of
 
 # The planner starts once per consolidation: typing stays out of its imports.
@@ -57,12 +57,16 @@ def plan_run(run_dir: Path) -> bytes:
     public = roots.get("public")
     reserved = [*(_names(Path(public)) if public else []), *state.memories()]
     plan = build_plan(manifest, memories, snapshot, Path(roots["project"]), reserved=reserved)
-    data = plan_json(plan, PRINT_LINE_BUDGET)
     bound = (manifest.get("limits") or {}).get("maxPlanBytes")
-    if isinstance(bound, int) and len(data) > bound // 2:
-        # Far past the default store bound only the compact shape fits; smaller stores keep the seed shape.
-        data = plan_json(compacted(plan), PRINT_LINE_BUDGET)
-    return data
+    half = bound // 2 if isinstance(bound, int) else None
+    try:
+        data = plan_json(plan, PRINT_LINE_BUDGET, limit=half)
+        if half is None or len(data) <= half:
+            return data
+    except TooLong:
+        pass
+    # Far past the default store bound only the compact shape fits; smaller stores keep the seed shape.
+    return plan_json(compacted(plan), PRINT_LINE_BUDGET)
 
 
 def _run_dir(argv: list[str]) -> Path:

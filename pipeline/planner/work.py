@@ -2,36 +2,44 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
+from ..frozen import FrozenValue
 from ..store.memory import Memory, render_memory
 from ..store.state import Limits
 from .text import fact_key, fact_lines, newness, short_list
 
 
-@dataclass(frozen=True)
-class Fate:
+class Fate(FrozenValue):
     """What became of a selected memory that leaves the store."""
 
+    __slots__ = ("verdict", "status", "summary", "target")
     verdict: str
     status: str
     summary: str
-    target: str | None = None
+    target: str | None
+
+    def __init__(self, verdict: str, status: str, summary: str, target: str | None = None) -> None:
+        self._set(verdict=verdict, status=status, summary=summary, target=target)
 
 
-@dataclass
 class Work:
-    original: dict[str, Memory]
-    live: dict[str, Memory]
-    fixed: dict[str, Memory]
-    limits: Limits
-    today: str
-    created: set[str] = field(default_factory=set)
-    fates: dict[str, Fate] = field(default_factory=dict)
-    verdicts: dict[str, tuple[str, str]] = field(default_factory=dict)
-    events: dict[str, list[str]] = field(default_factory=dict)
-    notes: list[str] = field(default_factory=list)
-    touched: set[str] = field(default_factory=set)
+    """The plan being built: the selected memories as they were, as they are now, and what happened."""
+
+    __slots__ = ("original", "live", "fixed", "limits", "today", "created", "fates", "verdicts", "events",
+                 "notes", "touched")
+
+    def __init__(self, original: dict[str, Memory], live: dict[str, Memory], fixed: dict[str, Memory],
+                 limits: Limits, today: str) -> None:
+        self.original = original
+        self.live = live
+        self.fixed = fixed
+        self.limits = limits
+        self.today = today
+        self.created: set[str] = set()
+        self.fates: dict[str, Fate] = {}
+        self.verdicts: dict[str, tuple[str, str]] = {}
+        self.events: dict[str, list[str]] = {}
+        self.notes: list[str] = []
+        self.touched: set[str] = set()
 
     def event(self, name: str, text: str) -> None:
         self.events.setdefault(name, []).append(text)

@@ -12,6 +12,8 @@ from .model import Finding, Rule, redact
 # A hostile text can hold thousands of hits for one rule; past this many reported hits the
 # verdict is clear. Allowlisted matches do not count, so padding cannot hide a later secret.
 MAX_HITS_PER_RULE = 1000
+# Texts whose hits a rule set keeps (see ``RuleSet.scan``); past this many characters it starts over.
+MEMO_MAX_CHARS = 32 << 20
 
 
 class _Hit(Frozen):
@@ -84,6 +86,10 @@ class RuleSet:
         for index, rule in enumerate(rules):
             for keyword in rule.keywords:
                 self._by_keyword.setdefault(keyword, []).append(index)
+        # The hits of each text scanned, by the whole text: a consolidation scans each changed
+        # memory as plan content (validation) and again as a mirror file (the gate).
+        self._memo: dict[str, list[_Hit]] = {}
+        self._memo_chars = 0
 
     def __repr__(self) -> str:
         return f"RuleSet({len(self.rules)} rules)"
@@ -157,12 +163,26 @@ class RuleSet:
                 hits = [h for h in hits if not (h.rule.fallback and _inside(h, spans))]
         return _dedupe(hits, self.rules) if hits else []
 
+    def forget(self) -> None:
+        """Drop the remembered hits (a throughput measurement scans the same texts again)."""
+        self._memo.clear()
+        self._memo_chars = 0
+
     def scan(self, text: str, file: str = "<text>") -> list[Finding]:
         """Findings sorted by line, column and rule id; one finding per secret span."""
         # "replace" maps each unencodable code point (a lone surrogate) to one "?", so
         # character offsets in the bytes and in ``text`` still agree.
         data = text.encode("utf-8", "replace")
-        hits = self._kept_hits(text, data)
+        hits = self._memo.get(text)
+        if hits is None:
+            hits = self._kept_hits(text, data)
+            # Hits are a pure function of the text and this (immutable) rule set; the key is the
+            # whole text, compared in full on a hit, never a hash of it.
+            if self._memo_chars + len(text) > MEMO_MAX_CHARS:
+                self._memo.clear()
+                self._memo_chars = 0
+            self._memo[text] = hits
+            self._memo_chars += len(text)
         if not hits:
             return []
         return self._findings(hits, text, data, file)

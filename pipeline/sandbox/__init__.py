@@ -58,6 +58,8 @@ POLICY_DEFAULTS: dict[str, Any] = {
     "pid_namespace": True,
     "cgroup_procs": [],
     "parent_pid": None,
+    "absent": [],
+    "in_process": False,
 }
 
 

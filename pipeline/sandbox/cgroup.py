@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import os
 import re
-import secrets
 import signal
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -117,7 +115,7 @@ def _pid_namespace() -> int:
 def run_name(pid: int | None = None) -> str:
     """The name of a new run cgroup owned by ``pid`` (this process by default)."""
     owner = os.getpid() if pid is None else pid
-    return f"memfold-{_pid_namespace()}-{owner}-{start_time(owner) or 0}-{secrets.token_hex(4)}"
+    return f"memfold-{_pid_namespace()}-{owner}-{start_time(owner) or 0}-{os.urandom(4).hex()}"
 
 
 def _owner_alive(name: str) -> bool:
@@ -200,15 +198,27 @@ def sweep_dead(bases: dict[str, Path] | None = None) -> list[str]:
     return removed
 
 
-@dataclass
 class RunCgroups:
     """The cgroups made for one run; ``procs_files`` go into the policy for the launcher."""
 
-    dirs: list[Path] = field(default_factory=list)
-    kill_file: Path | None = None
-    pids_max: int | None = None
-    memory_max: int | None = None
-    swept: list[str] = field(default_factory=list)
+    __slots__ = ("dirs", "kill_file", "pids_max", "memory_max", "swept")
+    dirs: list[Path]
+    kill_file: Path | None
+    pids_max: int | None
+    memory_max: int | None
+    swept: list[str]
+
+    def __init__(self, dirs: list[Path] | None = None, kill_file: Path | None = None, pids_max: int | None = None,
+                 memory_max: int | None = None, swept: list[str] | None = None) -> None:
+        self.dirs = list() if dirs is None else dirs
+        self.kill_file = kill_file
+        self.pids_max = pids_max
+        self.memory_max = memory_max
+        self.swept = list() if swept is None else swept
+
+    def __repr__(self) -> str:
+        shown = ", ".join(f"{name}={getattr(self, name)!r}" for name in self.__slots__)
+        return f"RunCgroups({shown})"
 
     @property
     def procs_files(self) -> tuple[str, ...]:

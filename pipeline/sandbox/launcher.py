@@ -151,6 +151,7 @@ def _exec_worker(policy: Policy, argv: list[str], base: dict[str, Any], status_w
         report = _confine(policy, base)
         # Inherited from init until the exec: it says init is out of the worker's reach.
         report["supervisor"] = "non-dumpable" if kernel.prctl(kernel.PR_GET_DUMPABLE) == 0 else "dumpable"
+        report["worker_start"] = "in-process" if policy.in_process else "exec"
         if policy.require_fs and not report["landlock"]["fs"]:
             report["refused"] = "landlock unavailable"
             _append_report(report_fd, report)
@@ -162,6 +163,9 @@ def _exec_worker(policy: Policy, argv: list[str], base: dict[str, Any], status_w
         # Python ignores these; exec keeps ignored signals ignored, so restore defaults.
         for sig in (signal.SIGPIPE, signal.SIGXFSZ):
             signal.signal(sig, signal.SIG_DFL)
+        if policy.in_process:
+            os.close(status_w)
+            _run_planner(argv, policy.env)
         try:
             os.execvpe(argv[0], argv, policy.env)
         except OSError as exc:
@@ -170,6 +174,48 @@ def _exec_worker(policy: Policy, argv: list[str], base: dict[str, Any], status_w
     except BaseException as exc:
         _say(f"launcher-error {type(exc).__name__}: {exc}")
         os._exit(EXIT_LAUNCHER_ERROR)
+
+
+PLANNER = ("-m", "pipeline.planner")
+
+
+def _run_planner(argv: list[str], env: dict[str, str]) -> NoReturn:
+    """The built-in planner, run by this confined process instead of an exec of a second interpreter.
+
+    Everything the exec would have given it is set up here: the worker's environment, the import
+    path its ``PYTHONPATH`` and the interpreter's site directories name (this process started with
+    -S), a dumpable process (exec resets it), no descriptor of the supervisor (``status_w`` is
+    closed), and an exit status with a traceback for anything uncaught.
+    Confinement is already in force, and the report written: it describes this process.
+    """
+    if tuple(argv[1:3]) != PLANNER:
+        _say(f"launcher-error in-process worker is not the built-in planner: {argv[:3]}")
+        os._exit(EXIT_LAUNCHER_ERROR)
+    import sys
+
+    os.environ.clear()
+    os.environ.update(env)
+    sys.path[:0] = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
+    import site
+
+    site.main()
+    sys.argv = [argv[2], *argv[3:]]
+    kernel.prctl(kernel.PR_SET_DUMPABLE, 1)
+    code = 1
+    try:
+        from ..planner.run import main as plan
+
+        code = plan()
+    except BaseException:
+        import traceback
+
+        traceback.print_exc()
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        code = code or 1
+    os._exit(code)
 
 
 def _read_all(fd: int) -> str:

@@ -5,19 +5,24 @@ from __future__ import annotations
 import os
 import shutil
 import stat
-from dataclasses import dataclass
 from pathlib import Path
+
+from ..frozen import FrozenValue
 
 # More entries than this is over bound by itself: it keeps every measurement cheap, and no
 # plan run needs a hundred thousand files.
 MAX_ENTRIES = 100_000
 
 
-@dataclass(frozen=True)
-class Usage:
+class Usage(FrozenValue):
+    __slots__ = ("bytes", "entries", "unreadable")
     bytes: int
     entries: int
-    unreadable: int  # directories the parent could not list: their contents are not counted
+    # directories the parent could not list: their contents are not counted
+    unreadable: int
+
+    def __init__(self, bytes: int, entries: int, unreadable: int) -> None:
+        self._set(bytes=bytes, entries=entries, unreadable=unreadable)
 
     def over(self, max_bytes: int, max_entries: int = MAX_ENTRIES) -> str | None:
         """Which bound is broken: "bytes", "entries", "unreadable" (a hidden subtree), or None."""

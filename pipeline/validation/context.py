@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 from typing import Any
 
 from ..errors import Issue, UsageError
+from ..frozen import FrozenValue
 from ..privacy import RuleSet
 from ..state import PreState
 from ..store.memory import INDEX_NAME, is_memory_name
@@ -40,12 +40,15 @@ def valid_name(name: object) -> bool:
     return isinstance(name, str) and "\n" not in name and is_memory_name(name)
 
 
-@dataclass(frozen=True)
-class ManifestView:
+class ManifestView(FrozenValue):
     """The few manifest fields validation binds the plan to, type-checked once."""
 
+    __slots__ = ("identity", "selected")
     identity: dict[str, str]
     selected: tuple[str, ...]
+
+    def __init__(self, identity: dict[str, str], selected: tuple[str, ...]) -> None:
+        self._set(identity=identity, selected=selected)
 
     @classmethod
     def from_manifest(cls, manifest: object) -> ManifestView:
@@ -65,10 +68,10 @@ class ManifestView:
         return cls(identity, tuple(selected))
 
 
-@dataclass
 class Context:
     """Inputs of one validation. ``broken`` lists top-level plan fields the schema rejected."""
 
+    # No __slots__: the derived views below are cached_property values in the instance dict.
     plan: dict[str, Any]
     manifest: ManifestView
     pre: PreState
@@ -76,8 +79,24 @@ class Context:
     ruleset: RuleSet | None
     allow_publish: bool
     limits: Limits
-    broken: frozenset[str] = frozenset()
-    _labels: dict[str, str] = field(default_factory=dict)
+    broken: frozenset[str]
+    _labels: dict[str, str]
+
+    def __init__(self, plan: dict[str, Any], manifest: ManifestView, pre: PreState, repo_root: Path,
+                 ruleset: RuleSet | None, allow_publish: bool, limits: Limits, broken: frozenset[str] = frozenset(),
+                 labels: dict[str, str] | None = None) -> None:
+        self.plan = plan
+        self.manifest = manifest
+        self.pre = pre
+        self.repo_root = repo_root
+        self.ruleset = ruleset
+        self.allow_publish = allow_publish
+        self.limits = limits
+        self.broken = broken
+        self._labels = {} if labels is None else labels
+
+    def __repr__(self) -> str:
+        return f"Context(plan={self.plan!r}, manifest={self.manifest!r})"
 
     def intact(self, key: str) -> bool:
         return key not in self.broken
@@ -139,13 +158,17 @@ class Subject:
 Rule = Callable[[Context], Iterator[Issue]]
 
 
-@dataclass(frozen=True)
-class RuleSpec:
+class RuleSpec(FrozenValue):
     """A registered rule. It runs only if the fields in ``needs`` passed the schema; it counts as
     a passed check only if every field in ``reads`` did (it skips broken parts by itself)."""
 
+    __slots__ = ("name", "check", "needs", "reads", "needs_rules")
     name: str
     check: Rule
-    needs: tuple[str, ...] = ()
-    reads: tuple[str, ...] = ()
-    needs_rules: bool = False
+    needs: tuple[str, ...]
+    reads: tuple[str, ...]
+    needs_rules: bool
+
+    def __init__(self, name: str, check: Rule, needs: tuple[str, ...] = (), reads: tuple[str, ...] = (),
+                 needs_rules: bool = False) -> None:
+        self._set(name=name, check=check, needs=needs, reads=reads, needs_rules=needs_rules)

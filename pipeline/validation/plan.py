@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -39,15 +38,27 @@ RULES: dict[str, RuleSpec] = {
 }
 
 
-@dataclass
 class ValidationResult:
     """``checks`` names the checks that ran and passed; ``operations`` is filled for a valid plan."""
 
+    __slots__ = ("ok", "checks", "errors", "plan", "operations")
     ok: bool
-    checks: list[str] = field(default_factory=list)
-    errors: list[Issue] = field(default_factory=list)
-    plan: dict[str, Any] | None = None
-    operations: list[Operation] = field(default_factory=list)
+    checks: list[str]
+    errors: list[Issue]
+    plan: dict[str, Any] | None
+    operations: list[Operation]
+
+    def __init__(self, ok: bool, checks: list[str] | None = None, errors: list[Issue] | None = None,
+                 plan: dict[str, Any] | None = None, operations: list[Operation] | None = None) -> None:
+        self.ok = ok
+        self.checks = list() if checks is None else checks
+        self.errors = list() if errors is None else errors
+        self.plan = plan
+        self.operations = list() if operations is None else operations
+
+    def __repr__(self) -> str:
+        shown = ", ".join(f"{name}={getattr(self, name)!r}" for name in self.__slots__)
+        return f"ValidationResult({shown})"
 
     def as_dict(self) -> dict[str, Any]:
         return {"ok": self.ok, "checks": list(self.checks), "errors": [e.as_dict() for e in self.errors]}

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
@@ -250,13 +249,22 @@ def _length_check(key: str, bound: int) -> Check:
     return lambda x: not isinstance(x, kind) or len(x) <= bound
 
 
-@dataclass
 class SchemaReport:
     """Schema issues (capped), the top-level fields they touch, and whether jsonschema passed."""
 
+    __slots__ = ("issues", "broken", "passed")
     issues: list[Issue]
     broken: frozenset[str]
     passed: bool
+
+    def __init__(self, issues: list[Issue], broken: frozenset[str], passed: bool) -> None:
+        self.issues = issues
+        self.broken = broken
+        self.passed = passed
+
+    def __repr__(self) -> str:
+        shown = ", ".join(f"{name}={getattr(self, name)!r}" for name in self.__slots__)
+        return f"SchemaReport({shown})"
 
 
 def check_schema(plan: object, required: tuple[str, ...], flagged: Callable[[str], bool]) -> SchemaReport:

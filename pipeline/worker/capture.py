@@ -8,7 +8,6 @@ import signal
 import subprocess
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -21,12 +20,24 @@ _DRAIN_GRACE = 2.0  # seconds to collect output still buffered in pipes after th
 CHECK_INTERVAL = 0.2
 
 
-@dataclass
 class Capture:
-    stdout: bytearray = field(default_factory=bytearray)
-    head_len: int = 0
-    tail: bytearray = field(default_factory=bytearray)
-    beyond: int = 0  # stderr bytes that did not fit in the head
+    __slots__ = ("stdout", "head_len", "tail", "beyond")
+    stdout: bytearray
+    head_len: int
+    tail: bytearray
+    # stderr bytes that did not fit in the head
+    beyond: int
+
+    def __init__(self, stdout: bytearray | None = None, head_len: int = 0, tail: bytearray | None = None,
+                 beyond: int = 0) -> None:
+        self.stdout = bytearray() if stdout is None else stdout
+        self.head_len = head_len
+        self.tail = bytearray() if tail is None else tail
+        self.beyond = beyond
+
+    def __repr__(self) -> str:
+        shown = ", ".join(f"{name}={getattr(self, name)!r}" for name in self.__slots__)
+        return f"Capture({shown})"
 
     @property
     def dropped(self) -> int:

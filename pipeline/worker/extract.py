@@ -20,11 +20,11 @@ lone UTF-16 surrogate and cannot be stored as UTF-8).
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import Any
 
 from ..context.boundedjson import TooDeep, loads_bounded
 from ..errors import WorkerFailed
+from ..frozen import FrozenValue
 from .agentstream import excerpt as _excerpt
 from .agentstream import final_message
 from .planjson import plan_json
@@ -40,16 +40,21 @@ _HINT = (
 _FENCE = re.compile(r"```(?:json)?[ \t]*\r?\n(.*?)\r?\n?[ \t]*```", re.DOTALL | re.IGNORECASE)
 
 
-@dataclass(frozen=True)
-class ExtractLimits:
+class ExtractLimits(FrozenValue):
     """Bounds on worker stdout; defaults follow DESIGN.md. ``builtin`` says whose output it is."""
 
-    max_stdout_bytes: int = 16 * MiB
-    max_lines: int = 65_536
-    max_line_bytes: int = 1 * MiB
-    max_plan_bytes: int = 8 * MiB
-    max_depth: int = 128
-    builtin: bool = False
+    __slots__ = ("max_stdout_bytes", "max_lines", "max_line_bytes", "max_plan_bytes", "max_depth", "builtin")
+    max_stdout_bytes: int
+    max_lines: int
+    max_line_bytes: int
+    max_plan_bytes: int
+    max_depth: int
+    builtin: bool
+
+    def __init__(self, max_stdout_bytes: int = 16 * MiB, max_lines: int = 65_536, max_line_bytes: int = 1 * MiB,
+                 max_plan_bytes: int = 8 * MiB, max_depth: int = 128, builtin: bool = False) -> None:
+        self._set(max_stdout_bytes=max_stdout_bytes, max_lines=max_lines, max_line_bytes=max_line_bytes,
+                  max_plan_bytes=max_plan_bytes, max_depth=max_depth, builtin=builtin)
 
 
 # The config key (under ``limits:`` in config.yaml) of each bound, for the hint that names it.
@@ -67,13 +72,16 @@ def bound_hint(limits: ExtractLimits, bound: str) -> str:
     return f"make the worker print only the plan, or raise {key} in config.yaml"
 
 
-@dataclass(frozen=True)
-class Extracted:
+class Extracted(FrozenValue):
     """The plan, the exact bytes stored as plan.json (``plan_json(plan)``) and where it came from."""
 
+    __slots__ = ("plan", "plan_bytes", "source")
     plan: dict[str, Any]
     plan_bytes: bytes
     source: str
+
+    def __init__(self, plan: dict[str, Any], plan_bytes: bytes, source: str) -> None:
+        self._set(plan=plan, plan_bytes=plan_bytes, source=source)
 
 
 def extract_plan(stdout: bytes, limits: ExtractLimits) -> Extracted:

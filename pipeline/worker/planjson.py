@@ -30,16 +30,28 @@ def _compact(value: object) -> str:
     return _ENCODE(value)
 
 
-def plan_json(plan: dict[str, object], line_budget: int = 0) -> bytes:
-    """The plan as compact JSON; a new line starts before an array item once a line passes ``line_budget``."""
+class TooLong(Exception):
+    """The text passed the ``limit`` given to ``plan_json``; nothing more of it was built."""
+
+
+def plan_json(plan: dict[str, object], line_budget: int = 0, limit: int | None = None) -> bytes:
+    """The plan as compact JSON; a new line starts before an array item once a line passes ``line_budget``.
+
+    With ``limit``, raises TooLong as soon as the text passes ``limit`` characters (so its UTF-8
+    bytes do too), instead of building the rest of a text the caller will not use.
+    """
     lines: list[str] = []
     current: list[str] = ["{"]
     size = 1
+    total = [1]
 
     def put(text: str) -> None:
         nonlocal size
         current.append(text)
         size += len(text)
+        total[0] += len(text)
+        if limit is not None and total[0] > limit:
+            raise TooLong
 
     def wrap() -> None:
         nonlocal size

@@ -11,12 +11,12 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, replace
 from pathlib import Path
 from types import FrameType
 from typing import Any
 
 from ..errors import WorkerFailed
+from ..frozen import FrozenValue
 from ..sandbox import DEFAULT_LIMITS, DEFAULT_RLIMITS, EXIT_LAUNCHER_ERROR, EXIT_REFUSED, MARKER, Policy, cgroup, procs
 from ..sandbox import scratch as scratch_dir
 from .capture import Capture, Run, file_tail, pump
@@ -30,30 +30,48 @@ DEVICES = ("/dev/null", "/dev/zero", "/dev/random", "/dev/urandom")
 SYSTEM_ETC = "/etc"
 
 
-@dataclass(frozen=True)
-class WorkerSpec:
+class WorkerSpec(FrozenValue):
+    __slots__ = ("argv", "cwd", "env", "timeout", "network", "sandbox", "require_fs_sandbox", "read_paths",
+                 "write_paths", "rlimits", "pids_max", "memory_bytes", "scratch", "scratch_bytes", "scratch_entries",
+                 "absent", "in_process")
     argv: tuple[str, ...]
     cwd: Path
     env: dict[str, str]
     timeout: float
-    network: bool = False
-    sandbox: bool = True
-    require_fs_sandbox: bool = False
-    read_paths: tuple[Path, ...] = ()
-    write_paths: tuple[Path, ...] = ()
-    rlimits: dict[str, int] | None = None
-    pids_max: int | None = DEFAULT_LIMITS["processes"]
-    memory_bytes: int | None = DEFAULT_LIMITS["memory_mb"] << 20
+    network: bool
+    sandbox: bool
+    require_fs_sandbox: bool
+    read_paths: tuple[Path, ...]
+    write_paths: tuple[Path, ...]
+    rlimits: dict[str, int] | None
+    pids_max: int | None
+    memory_bytes: int | None
     # When set: the worker's scratch dir, bounded while it runs and deleted after the run.
-    scratch: Path | None = None
-    scratch_bytes: int = DEFAULT_LIMITS["scratch_mb"] << 20
-    scratch_entries: int = scratch_dir.MAX_ENTRIES
+    scratch: Path | None
+    scratch_bytes: int
+    scratch_entries: int
     # Protections to treat as absent (``sandbox.absent_protections`` of the shell's environment).
-    absent: tuple[str, ...] = ()
+    absent: tuple[str, ...]
+    # The worker is the built-in planner: the launcher runs it in the confined process (no second exec).
+    in_process: bool
+
+    def __init__(self, argv: tuple[str, ...], cwd: Path, env: dict[str, str], timeout: float, network: bool = False,
+                 sandbox: bool = True, require_fs_sandbox: bool = False, read_paths: tuple[Path, ...] = (),
+                 write_paths: tuple[Path, ...] = (), rlimits: dict[str, int] | None = None,
+                 pids_max: int | None = DEFAULT_LIMITS["processes"],
+                 memory_bytes: int | None = DEFAULT_LIMITS["memory_mb"] << 20, scratch: Path | None = None,
+                 scratch_bytes: int = DEFAULT_LIMITS["scratch_mb"] << 20,
+                 scratch_entries: int = scratch_dir.MAX_ENTRIES, absent: tuple[str, ...] = (),
+                 in_process: bool = False) -> None:
+        self._set(argv=argv, cwd=cwd, env=env, timeout=timeout, network=network, sandbox=sandbox,
+                  require_fs_sandbox=require_fs_sandbox, read_paths=read_paths, write_paths=write_paths,
+                  rlimits=rlimits, pids_max=pids_max, memory_bytes=memory_bytes, scratch=scratch,
+                  scratch_bytes=scratch_bytes, scratch_entries=scratch_entries, absent=absent, in_process=in_process)
 
 
-@dataclass(frozen=True)
-class WorkerResult:
+class WorkerResult(FrozenValue):
+    __slots__ = ("returncode", "stdout", "stderr_tail", "timed_out", "killed_reason", "over_bound", "duration_s",
+                 "protections", "stderr_dropped")
     returncode: int | None
     stdout: bytes
     stderr_tail: bytes
@@ -62,7 +80,14 @@ class WorkerResult:
     over_bound: str | None
     duration_s: float
     protections: dict[str, Any]
-    stderr_dropped: int = 0
+    stderr_dropped: int
+
+    def __init__(self, returncode: int | None, stdout: bytes, stderr_tail: bytes, timed_out: bool,
+                 killed_reason: str | None, over_bound: str | None, duration_s: float, protections: dict[str, Any],
+                 stderr_dropped: int = 0) -> None:
+        self._set(returncode=returncode, stdout=stdout, stderr_tail=stderr_tail, timed_out=timed_out,
+                  killed_reason=killed_reason, over_bound=over_bound, duration_s=duration_s, protections=protections,
+                  stderr_dropped=stderr_dropped)
 
 
 def build_env(parent_env: Mapping[str, str], allow: Iterable[str], scratch: Path) -> dict[str, str]:
@@ -120,6 +145,7 @@ def _policy(spec: WorkerSpec, report_path: Path, cg: cgroup.RunCgroups) -> Polic
         cgroup_procs=cg.procs_files,
         parent_pid=os.getpid(),
         absent=spec.absent,
+        in_process=spec.in_process,
     )
 
 
@@ -227,7 +253,7 @@ def _watch(spec: WorkerSpec, launcher: int, cg: cgroup.RunCgroups) -> tuple[Call
 
         def scratch() -> str | None:
             used = scratch_dir.usage(root, entries)
-            used = replace(used, bytes=used.bytes + procs.unlinked_bytes(procs.tree_of(launcher)))
+            used = used.with_changes(bytes=used.bytes + procs.unlinked_bytes(procs.tree_of(launcher)))
             broken = used.over(most, entries)
             return None if broken is None else f"scratch-{broken}"
 

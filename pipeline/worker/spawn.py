@@ -8,11 +8,11 @@ import pwd
 import sys
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from ..errors import UsageError, WorkerFailed
+from ..frozen import FrozenValue
 from ..paths import Layout
 from .extract import PLAN_EVENT, Extracted, ExtractLimits, extract_plan
 from .task import WorkerChoice
@@ -21,12 +21,15 @@ PACKAGE_ROOT = Path(__file__).resolve().parents[2]
 _EVENT_BYTES = PLAN_EVENT.encode()
 
 
-@dataclass(frozen=True)
-class WorkerOutcome:
+class WorkerOutcome(FrozenValue):
+    __slots__ = ("extracted", "protections", "duration_s", "extract_ms")
     extracted: Extracted
     protections: dict[str, Any]
     duration_s: float
     extract_ms: float
+
+    def __init__(self, extracted: Extracted, protections: dict[str, Any], duration_s: float, extract_ms: float) -> None:
+        self._set(extracted=extracted, protections=protections, duration_s=duration_s, extract_ms=extract_ms)
 
 
 class PlanEventWatch:
@@ -163,6 +166,7 @@ def run_plan_worker(
         write_paths=(scratch,), pids_max=choice.limits["processes"],
         memory_bytes=choice.limits["memory_mb"] << 20, scratch=scratch, scratch_bytes=choice.limits["scratch_mb"] << 20,
         absent=absent_protections(parent_env),
+        in_process=choice.builtin,
     )
     try:
         result = run_worker(spec, stdout_path=run_dir / "stdout.jsonl", stderr_path=run_dir / "stderr.txt",
@@ -199,7 +203,7 @@ def run_plan_worker(
         raise WorkerFailed(f"worker {choice.name} exited with status {result.returncode}", code="worker.exit",
                            hint=where, data={"returncode": result.returncode})
     started = time.perf_counter()
-    extracted = extract_plan(result.stdout, replace(limits, builtin=choice.builtin))
+    extracted = extract_plan(result.stdout, limits.with_changes(builtin=choice.builtin))
     extract_ms = round((time.perf_counter() - started) * 1000, 3)
     from ..apply.runs import write_artifact
 

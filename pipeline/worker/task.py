@@ -6,11 +6,11 @@ import os
 import re
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..errors import UsageError
+from ..frozen import FrozenValue
 from ..resources import data_dir
 from ..sandbox import DEFAULT_LIMITS
 
@@ -38,18 +38,23 @@ def render_task(values: Mapping[str, str]) -> bytes:
     return _PLACEHOLDER.sub(substitute, template).encode("utf-8")
 
 
-@dataclass(frozen=True)
-class WorkerChoice:
+class WorkerChoice(FrozenValue):
     """A resolved worker: its argv (placeholders filled), timeout, extra env names, network, extra reads, limits."""
 
+    __slots__ = ("name", "argv", "timeout", "env", "network", "read_paths", "limits")
     name: str
     argv: tuple[str, ...]
     timeout: float
     env: tuple[str, ...]
     network: bool
-    read_paths: tuple[str, ...] = ()
+    read_paths: tuple[str, ...]
     # processes, memory_mb, scratch_mb: what one run may use.
-    limits: Mapping[str, int] = field(default_factory=lambda: dict(DEFAULT_LIMITS))
+    limits: Mapping[str, int]
+
+    def __init__(self, name: str, argv: tuple[str, ...], timeout: float, env: tuple[str, ...], network: bool,
+                 read_paths: tuple[str, ...] = (), limits: Mapping[str, int] | None = None) -> None:
+        self._set(name=name, argv=argv, timeout=timeout, env=env, network=network, read_paths=read_paths,
+                  limits=dict(DEFAULT_LIMITS) if limits is None else limits)
 
     @property
     def builtin(self) -> bool:

@@ -1,0 +1,190 @@
+"""The consolidation rows: the real command, the same run without the CLI shell, and its stage rows.
+
+Each repetition consolidates its own copy of the synthetic store. A user's store was written by
+earlier commands, seconds to months ago, and its state cache (``<project home>/cache/state.json``)
+holds what they learned: identities and hashes of files past the racy window, parsed frontmatter,
+clean privacy verdicts. A copy made just before the run has none of that (a copy changes every
+inode and ctime), so it measures a store that was rewritten a moment ago, which no user has. The
+settled rows therefore consolidate copies prepared in advance: copied, left to settle past the
+racy window, given the state an earlier transaction leaves (``python -m pipeline.bench.consolidate
+settle HOME PROJECT`` reads both roots and privacy-checks the mirror through the state cache, as
+the gate of a write does, and builds both search indexes, as every commit leaves them), then moved
+into place by renaming their directories, which changes no file's identity. "consolidate (cold)"
+keeps the copy-just-before figure next to them.
+
+``python -m pipeline.bench.consolidate settle HOME PROJECT`` is that preparation step.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from . import floors
+
+if TYPE_CHECKING:
+    from .run import Cli, Plan, Row
+
+STAGES = ("recover", "read", "snapshot", "manifest", "worker", "extraction", "validation", "stale-check",
+          "index", "post-verify", "commit")
+# Every stage's floor, by the name of a floor measured in the same run.
+STAGE_FLOORS = {"read": "read+hash", "stale-check": "read+hash", "worker": "python+read+hash",
+                "commit": "staged-writes+read+hash"}
+GOALS = {200: 200.0, 20_000: 5000.0}
+# Past this the CLI row is left out (the driver's row is the same run minus the CLI shell): the full
+# bench stays within minutes.
+CLI_CONSOLIDATE_MAX = 2000
+PARTS = ("project", "home/projects")
+RACY_S = 2.1
+
+
+def _copy(pristine: Path, target: Path) -> None:
+    for part in PARTS:
+        (target / part).parent.mkdir(parents=True, exist_ok=True)
+        subprocess.run(("cp", "-a", str(pristine / part), str(target / part)), check=True)
+
+
+def _swap_in(source: Path, live: Path) -> None:
+    """Put ``source``'s parts at ``live`` by renaming directories (no file's identity changes)."""
+    for part in PARTS:
+        if (live / part).exists():
+            shutil.rmtree(live / part)
+        os.rename(source / part, live / part)
+
+
+def _swap_out(live: Path, target: Path) -> None:
+    for part in PARTS:
+        (target / part).parent.mkdir(parents=True, exist_ok=True)
+        os.rename(live / part, target / part)
+
+
+def restore_cold(pristine: Path, live: Path) -> None:
+    """A copy made just now: every inode and ctime new, no state cache (config.yaml untouched)."""
+    for part in PARTS:
+        shutil.rmtree(live / part)
+    _copy(pristine, live)
+
+
+@contextmanager
+def settled_copies(pristine: Path, live: Path, count: int, env: dict[str, str]) -> Iterator[list[Path]]:
+    """``count`` copies of the store, settled and with the state an earlier transaction leaves; each
+    is swapped in by ``_swap_in`` before its run. Removed afterwards."""
+    base = live.parent / "settled"
+    copies = [base / str(i) for i in range(count)]
+    for copy in copies:
+        _copy(pristine, copy)
+    time.sleep(RACY_S)
+    home, project = live / "home", live / "project"
+    try:
+        for copy in copies:
+            _swap_in(copy, live)
+            subprocess.run([sys.executable, "-m", "pipeline.bench.consolidate", "settle", str(home), str(project)],
+                           env=env, check=True, capture_output=True)
+            _swap_out(live, copy)
+        yield copies
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+        if not (live / "project").exists():
+            _copy(pristine, live)
+
+
+def _driver(store: Any, env: dict[str, str]) -> tuple[float, dict[str, Any]]:
+    argv = [sys.executable, "-m", "pipeline.bench.driver", str(store.home), str(store.project)]
+    start = time.perf_counter()
+    proc = subprocess.run(argv, capture_output=True, env=env, check=False)
+    ms = floors.ms_since(start)
+    if proc.returncode != 0:
+        raise RuntimeError(f"consolidate exited {proc.returncode}: {proc.stderr.decode()[-2000:]}")
+    summary: dict[str, Any] = json.loads(proc.stdout)
+    return ms, summary
+
+
+def bench_consolidate(plan: Plan, n: int, cli: Cli, add: Callable[..., Row], pristine: Path, live: Path,
+                      env: dict[str, str], reps: int) -> dict[str, tuple[list[int], int]]:
+    """The consolidate rows for one size; returns the files the last commit wrote (for the floors)."""
+    from .run import _changed_files
+
+    store, small = cli.store, n <= 200
+    fl = plan.floors[str(n)]
+    cli_row = None
+    if n <= CLI_CONSOLIDATE_MAX:
+        plan.progress(f"n={n}: memfold consolidate (CLI) x{reps}")
+        cli_totals = []
+        with settled_copies(pristine, live, reps, env) as copies:
+            for copy in copies:
+                _swap_in(copy, live)
+                cli_totals.append(cli.run("--json", "consolidate", "--no-context")[0])
+        cli_row = add("consolidate (CLI)", cli_totals, None, "<= 1000 ms at 200" if small else "",
+                      (lambda r: r.median <= 1000) if small else None)
+    plan.progress(f"n={n}: consolidate x{reps} (settled) and x{reps} (cold)")
+    totals: list[float] = []
+    stages: dict[str, list[float]] = {s: [] for s in STAGES}
+    changed: dict[str, tuple[list[int], int]] = {}
+    with settled_copies(pristine, live, reps, env) as copies:
+        for copy in copies:
+            _swap_in(copy, live)
+            ms, summary = _driver(store, env)
+            totals.append(ms)
+            for stage in STAGES:
+                stages[stage].append(float(summary["timings"].get(stage, 0.0)))
+            changed = _changed_files(Path(summary["receipt"]), store.layout)
+    cold = []
+    for _ in range(reps):
+        restore_cold(pristine, live)
+        cold.append(_driver(store, env)[0])
+    fl["staged-writes"] = statistics.median(floors.staged_writes(changed, 3, where=plan.workdir))
+    fl["python+read+hash"] = fl["python"] + fl["read+hash"]
+    fl["staged-writes+read+hash"] = fl["staged-writes"] + fl["read+hash"]
+    fl["consolidate"] = 2 * fl["python"] + fl["read+hash"] + fl["staged-writes"]
+    fl["writtenFiles"] = sum(len(sizes) for sizes, _ in changed.values())
+    fl["deletedFiles"] = sum(deleted for _, deleted in changed.values())
+    goal = GOALS.get(n)
+    add("consolidate", totals, "consolidate", f"<= {goal:g} ms at {n}" if goal else "",
+        (lambda r: r.median <= goal) if goal else None)
+    add("consolidate (cold)", cold, "consolidate")
+    if cli_row is not None:
+        cli_row.floor_name, cli_row.floor_ms = "consolidate", fl["consolidate"]
+    for stage in STAGES:
+        floor = STAGE_FLOORS.get(stage)
+        tgt = "<= 150 ms at 2000" if stage == "validation" and n == 2000 else ""
+        add(f"  {stage}", stages[stage], floor, tgt, (lambda r: r.median <= 150) if tgt else None)
+    return changed
+
+
+def settle(home: Path, project: Path) -> int:
+    """Leave the state a finished transaction leaves: both roots entered in the state cache (every
+    file is past the racy window), their memories parsed, the mirror's files privacy-checked, and
+    both search indexes built."""
+    from ..commands.context import STATE, config, services
+    from ..mirror.guard import privacy_issues
+    from ..state import compute_post, read_pre
+    from ..store.searchcache import cache_file, rebuild
+    from ..store.statecache import cache_for, flush_all
+
+    STATE.home, STATE.project = home, project
+    svc = services()
+    pre = read_pre(svc.layout, config().store_limits())
+    found = list(privacy_issues(compute_post(pre, []), svc.ruleset, cache_for(svc.layout.project_home)))
+    flush_all()
+    limits = config().store_limits()
+    # Every commit leaves each root's search index current (the per-prompt path reads it).
+    for kind, root in (("memory", svc.layout.harness), ("mirror", svc.layout.mirror)):
+        if root is not None:
+            rebuild(str(root), cache_file(str(svc.layout.project_home), kind), limits.max_file_bytes,
+                    limits.max_files)
+    return 1 if found else 0
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 4 or sys.argv[1] != "settle":
+        sys.exit("usage: python -m pipeline.bench.consolidate settle HOME PROJECT")
+    sys.exit(settle(Path(sys.argv[2]), Path(sys.argv[3])))
