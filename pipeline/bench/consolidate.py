@@ -167,7 +167,8 @@ def settle(home: Path, project: Path) -> int:
     from ..commands.context import STATE, config, services
     from ..mirror.guard import privacy_issues
     from ..state import compute_post, read_pre
-    from ..store.searchcache import cache_file, rebuild
+    from ..store.indexbuild import rebuild
+    from ..store.searchcache import cache_file
     from ..store.statecache import cache_for, flush_all
 
     STATE.home, STATE.project = home, project
