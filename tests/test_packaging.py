@@ -16,15 +16,17 @@ from conftest import REPO
 @pytest.mark.integration
 def test_a_wheel_installed_in_a_fresh_venv_runs_init_and_consolidate_from_anywhere(tmp_path: Path) -> None:
     wheels = tmp_path / "wheels"
+    # pip and the build backend keep caches under HOME, which the test fixture makes unusable on purpose.
+    build_env = {**os.environ, "HOME": str(tmp_path / "build-home")}
     subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w",
-                    str(wheels), str(REPO)], check=True, timeout=300)
+                    str(wheels), str(REPO)], check=True, timeout=300, env=build_env)
     wheel = next(wheels.glob("memfold-*.whl"))
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
     target = subprocess.run([str(venv / "bin" / "python"), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
                             capture_output=True, text=True, check=True).stdout.strip()
     subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", target, str(wheel)],
-                   check=True, timeout=300)
+                   check=True, timeout=300, env=build_env)
     # Dependencies come from this interpreter's site-packages; memfold itself only from the wheel.
     deps = os.pathsep.join([sysconfig.get_path("purelib"), *site.getsitepackages()])
     project = tmp_path / "project"
