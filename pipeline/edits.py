@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import re
-from collections.abc import Callable, Collection
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from .apply.commit import RunRecord, Services, commit_run, gate
@@ -14,6 +13,7 @@ from .errors import InputRejected, PrivacyRejected, StaleState
 from .frozen import Frozen
 from .fsutil import dump_json, sha256_bytes
 from .state import Operation, PostState, PreState, compute_post, read_pre
+from .store.duplicates import near_duplicate
 from .store.index import capacity
 from .store.memory import INDEX_NAME, TYPES, VISIBILITIES, Memory, render_memory, sanitize_line, stamp, today
 from .store.state import find_name
@@ -25,7 +25,6 @@ EDIT_PLAN_KIND = "memory-edit-plan"
 DIRECT = "direct"  # the context mode and scope of a direct edit: the parent chose the operations
 PARENT_WORKER: dict[str, Any] = {"name": "parent", "kind": "parent"}
 NO_SANDBOX: dict[str, Any] = {"kind": "none", "reason": "direct edit: no worker runs"}
-_TRAILING = re.compile(r"[\s.,;:!?]+$")
 
 
 class TxResult:
@@ -53,11 +52,6 @@ class TxResult:
     def as_dict(self) -> dict[str, Any]:
         return {"ok": True, "command": self.command, "runId": self.run_id, "operations": self.operations,
                 "receipt": self.receipt, "warnings": self.warnings}
-
-
-def fold(text: str) -> str:
-    """Case, whitespace and trailing punctuation folded: the near-duplicate key."""
-    return _TRAILING.sub("", " ".join(text.lower().split()))
 
 
 def direct_transaction(
@@ -203,58 +197,6 @@ def _check_choice(value: str | None, choices: tuple[str, ...], what: str) -> Non
         raise InputRejected(f"{what} {value!r} is not one of {', '.join(choices)}", code=f"memory.{what}")
 
 
-KEY_KINDS = ("name", "description", "body")
-# Folded name, description and body digests (sets, or the lists the state cache holds: anything that is
-# not a digest string there simply matches nothing).
-Keys = tuple[Collection[Any], Collection[Any], Collection[Any]]
-# Folded keys per stored memory: the MCP server checks every add against the same Memory objects.
-# Keyed by object identity; the entry holds the object, so its id is not reused meanwhile.
-_KEYS: dict[int, tuple[Memory, str, Keys]] = {}
-_KEYS_MAX = 20_000
-
-
-def _fold_keys(name: str, memory: Memory) -> tuple[frozenset[str], frozenset[str], frozenset[str]]:
-    """Digests of the folded name, description and body: equal digests, equal folded texts."""
-    return (frozenset({_key(name.removesuffix(".md")), _key(memory.name)}), frozenset({_key(memory.description)}),
-            frozenset({_key(memory.body)} - {_key("")}))
-
-
-def _key(text: str) -> str:
-    return sha256_bytes(fold(text).encode("utf-8"))[:32]
-
-
-def _keys(name: str, memory: Memory, pre: PreState) -> Keys:
-    hit = _KEYS.get(id(memory))
-    if hit is not None and hit[0] is memory and hit[1] == name:
-        return hit[2]
-    # The state cache keeps them by content hash, so a later process need not fold every body again.
-    digest = pre.harness.hashes.get(name)
-    slot = f"{name} {digest}"
-    stored = pre.cache.get("fold", slot) if pre.cache is not None and digest else None
-    if type(stored) is list and len(stored) == 3 and all(type(part) is list for part in stored):
-        keys: Keys = (stored[0], stored[1], stored[2])
-    else:
-        keys = _fold_keys(name, memory)
-        if pre.cache is not None and digest:
-            pre.cache.put("fold", slot, [sorted(part) for part in keys])
-    if len(_KEYS) >= _KEYS_MAX:
-        _KEYS.clear()
-    _KEYS[id(memory)] = (memory, name, keys)
-    return keys
-
-
-def _near_duplicate(pre: PreState, name: str, memory: Memory) -> str | None:
-    mine = _fold_keys(name, memory)
-    for other, existing in sorted(pre.memories.items()):
-        if other == name:
-            continue
-        theirs = _keys(other, existing, pre)
-        for what, ours, their in zip(KEY_KINDS, mine, theirs, strict=True):
-            if not ours.isdisjoint(their):
-                return f"{other} (same {what})"
-    return None
-
-
 def add_ops(raw: str, data: MemoryInput, now: Any) -> Callable[[PreState], list[Operation]]:
     """``raw`` is a file name (used as given) or a title in words (its file is derived, or found by title)."""
 
@@ -282,7 +224,7 @@ def add_ops(raw: str, data: MemoryInput, now: Any) -> Callable[[PreState], list[
             extra=existing.extra if existing else {},
         )
         if existing is None:
-            twin = _near_duplicate(pre, name, memory)
+            twin = near_duplicate(pre, name, memory)
             if twin:
                 raise InputRejected(
                     f"{name} is a near-duplicate of {twin}; not stored twice",

@@ -7,10 +7,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..edits import fold
 from ..errors import InputRejected, MemfoldError
 from ..fsutil import read_bounded
 from ..state import Operation, PreState
+from ..store.duplicates import fold
 from ..store.memory import TYPES, Memory, check_name, render_memory, sanitize_line
 from .source import decode, file_name, read_source, to_memory
 
