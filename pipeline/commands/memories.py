@@ -100,10 +100,11 @@ def forget(name: str, global_: bool, json_out: bool) -> int:
 
 
 def read_memories() -> tuple[Any, dict[str, Any]]:
-    from ..store.state import parse_all, read_root
+    from ..state import parsed_memories
+    from ..store.state import read_root
 
     svc = services(privacy=False)
-    return svc, parse_all(read_root(svc.layout.harness, svc.limits))
+    return svc, parsed_memories(read_root(svc.layout.harness, svc.limits))
 
 
 def row(name: str, m: Any) -> dict[str, Any]:

@@ -11,7 +11,7 @@ from pathlib import Path
 from ..errors import InputRejected, StaleState, UnsafePath
 from ..frozen import FrozenValue
 from ..fsutil import TEMP_PREFIX, read_bounded, sha256_bytes
-from .memory import INDEX_NAME, Memory, is_memory_name, parse_memory
+from .memory import INDEX_NAME, Memory, is_memory_name
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -385,23 +385,6 @@ def broken_file(root: Path, name: str, exc: InputRejected) -> Broken:
     fix = (f"{exc.hint}; " if exc.hint else "") + (
         f"`memfold edit {name}` opens it, `memfold forget {name}` removes it")
     return Broken(name, str(root / name), exc.code, problem, fix)
-
-
-def parse_root(state: RootState) -> tuple[dict[str, Memory], dict[str, Broken]]:
-    """The memories of a root that parse, and every file that does not (one broken file stops nothing)."""
-    memories: dict[str, Memory] = {}
-    broken: dict[str, Broken] = {}
-    for name, data in state.memories().items():
-        try:
-            memories[name] = parse_memory(data, name)
-        except InputRejected as exc:
-            broken[name] = broken_file(state.path, name, exc)
-    return memories, broken
-
-
-def parse_all(state: RootState) -> dict[str, Memory]:
-    """The memories of a root that parse; ``parse_root`` also says which files do not."""
-    return parse_root(state)[0]
 
 
 def find_name(names: Iterable[str], name: str) -> str | None:
