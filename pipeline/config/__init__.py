@@ -1,6 +1,6 @@
 """The user config (``<home>/config.yaml``): each section is validated on its own, and never rewritten.
 
-The pydantic models defined by ``section_models`` validate the file. Importing pydantic costs more than a
+The pydantic models defined by ``models.section_models`` validate the file. Importing pydantic costs more than a
 whole ``memfold add``, so the models are built on first use only, and the validated sections (and the
 problems found) are cached under
 ``<home>/cache/config.json`` by the identity of the file and of the validating modules; any change to
@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import os
 
-from .errors import ConfigError, Issue
-from .fsutil import read_bounded
-from .sandbox import DEFAULT_LIMITS
-from .store import filecache
-from .store import jsontext as json
+from ..errors import ConfigError, Issue
+from ..fsutil import read_bounded
+from ..sandbox import DEFAULT_LIMITS
+from ..store import filecache
+from ..store import jsontext as json
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -23,8 +23,8 @@ if TYPE_CHECKING:
     from pathlib import Path
     from typing import Any
 
-    from .store.state import Limits
-    from .worker.extract import ExtractLimits
+    from ..store.state import Limits
+    from ..worker.extract import ExtractLimits
 
 # Every section's defaults; the models in section_models take theirs from here.
 DEFAULTS: dict[str, dict[str, Any]] = {
@@ -194,7 +194,7 @@ class Config:
         return self.section("workers")  # type: ignore[no-any-return]
 
     def store_limits(self) -> Limits:
-        from .store.state import Limits
+        from ..store.state import Limits
 
         limits = self.limits
         return Limits(max_file_bytes=limits.max_file_bytes, max_files=limits.max_files,
@@ -202,7 +202,7 @@ class Config:
 
     def extract_limits(self) -> ExtractLimits:
         """Bounds on a worker's stdout and its plan (DESIGN.md defaults, configurable)."""
-        from .worker.extract import ExtractLimits
+        from ..worker.extract import ExtractLimits
 
         limits = self.limits
         return ExtractLimits(max_stdout_bytes=limits.worker_output_bytes, max_lines=limits.worker_output_lines,
@@ -237,8 +237,9 @@ def _parse(path: Path | str) -> tuple[Any, list[Issue]]:
 
 
 def _validator_identity() -> list[Any]:
-    """What decides the validation result besides the file: this module, which holds the models."""
-    return [filecache.identity(os.path.abspath(__file__))]
+    """What decides the validation result besides the file: this package's modules (the models)."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    return [filecache.identity(os.path.join(here, name)) for name in ("__init__.py", "models.py")]
 
 
 def load_config(path: Path | str) -> Config:
@@ -262,142 +263,7 @@ def _validate(path: Path | str) -> tuple[dict[str, Any], list[Issue]]:
     data, problems = _parse(path)
     if data is None:
         return {}, problems
+    from .models import validate_sections
+
     values, found = validate_sections(data)
     return values, problems + found
-
-
-_MODELS: tuple[dict[str, Any], Any] | None = None
-
-
-def section_models() -> tuple[dict[str, Any], Any]:
-    """The pydantic model of each section, and of one worker entry; built (and pydantic imported) once.
-
-    Only a config file that changed since it was cached, and ``memfold config check``, need them.
-    """
-    global _MODELS
-    if _MODELS is None:
-        _MODELS = _define_models()
-    return _MODELS
-
-
-def _define_models() -> tuple[dict[str, Any], Any]:
-    from typing import Annotated, Any  # noqa: F401 - pydantic evaluates the annotations below at runtime
-
-    from pydantic import BaseModel, ConfigDict, Field
-
-    limits = DEFAULTS["limits"]
-    inject = DEFAULTS["inject"]
-    consolidate = DEFAULTS["consolidate"]
-
-    class _Strict(BaseModel):
-        model_config = ConfigDict(extra="forbid", frozen=True)
-
-    class LimitsConfig(_Strict):
-        max_file_bytes: int = Field(limits["max_file_bytes"], ge=256, le=16 << 20)
-        max_files: int = Field(limits["max_files"], ge=1, le=1_000_000)
-        index_lines: int = Field(limits["index_lines"], ge=1)
-        index_bytes: int = Field(limits["index_bytes"], ge=256)
-        worker_output_bytes: int = Field(limits["worker_output_bytes"], ge=1 << 16, le=1 << 32)
-        worker_output_lines: int = Field(limits["worker_output_lines"], ge=16, le=1 << 26)
-        worker_output_line_bytes: int = Field(limits["worker_output_line_bytes"], ge=1 << 10, le=1 << 32)
-        plan_bytes: int = Field(limits["plan_bytes"], ge=1 << 12, le=1 << 32)
-        plan_depth: int = Field(limits["plan_depth"], ge=8, le=1024)
-
-    class LockConfig(_Strict):
-        timeout: float = Field(DEFAULTS["lock"]["timeout"], ge=0, le=3600)
-
-    class RunsConfig(_Strict):
-        keep: int = Field(DEFAULTS["runs"]["keep"], ge=1, le=100_000)
-
-
-    _WORKERlimits = WORKER_DEFAULTS["limits"]
-
-    class WorkerLimits(_Strict):
-        """What one run of the worker may use; enforced for every uid (see README, Worker sandbox)."""
-
-        processes: int = Field(_WORKERlimits["processes"], ge=16, le=1 << 16)
-        memory_mb: int = Field(_WORKERlimits["memory_mb"], ge=64, le=1 << 20)
-        scratch_mb: int = Field(_WORKERlimits["scratch_mb"], ge=1, le=1 << 20)
-
-    class WorkerConfig(_Strict):
-        argv: list[str] = Field(min_length=1)
-        timeout: float = Field(WORKER_DEFAULTS["timeout"], gt=0, le=86_400)
-        env: list[str] = Field(default_factory=list)
-        network: bool = WORKER_DEFAULTS["network"]
-        # Extra directories the sandboxed worker may read (where its CLI is installed, e.g. ~/.npm-global).
-        read_paths: list[Annotated[str, Field(pattern=r"^(/|~/)")]] = Field(default_factory=list)
-        limits: WorkerLimits = Field(default_factory=lambda: WorkerLimits.model_validate({}))
-
-    class PrivacyConfig(_Strict):
-        rules: list[dict[str, Any]] = Field(default_factory=list)
-        allowlist: list[str] = Field(default_factory=list)
-
-    class InjectConfig(_Strict):
-        guidance: bool = inject["guidance"]
-        max_bytes: int = Field(inject["max_bytes"], ge=512)
-        max_files: int = Field(inject["max_files"], ge=0, le=1000)
-        # The block goes to the model provider: credentials in private memories are masked unless turned off.
-        mask_credentials: bool = inject["mask_credentials"]
-
-    class ConsolidateConfig(_Strict):
-        due_hours: float = Field(consolidate["due_hours"], gt=0)
-        due_writes: int = Field(consolidate["due_writes"], ge=1)
-
-    class McpConfig(_Strict):
-        # An agent may make a memory it names safe only when the user says so here; a copy of another
-        # private memory still needs a person's --allow-publish.
-        allow_publish: bool = DEFAULTS["mcp"]["allow_publish"]
-
-    class Workers(BaseModel):
-        model_config = ConfigDict(frozen=True)
-        workers: dict[str, WorkerConfig] = Field(default_factory=dict)
-
-
-    sections: dict[str, type[BaseModel]] = {
-        "limits": LimitsConfig, "lock": LockConfig, "runs": RunsConfig, "workers": Workers,
-        "privacy": PrivacyConfig, "inject": InjectConfig, "consolidate": ConsolidateConfig, "mcp": McpConfig,
-    }
-    return sections, WorkerConfig
-
-
-def validate_sections(data: dict[Any, Any]) -> tuple[dict[str, Any], list[Issue]]:
-    """Each known section validated on its own: plain values of the valid ones, problems of the rest."""
-    from pydantic import ValidationError
-
-    sections, _ = section_models()
-    workers = sections["workers"]
-    values: dict[str, Any] = {}
-    problems: list[Issue] = []
-    for key, value in data.items():
-        model = sections.get(str(key))
-        if model is None:
-            problems.append(Issue("config.unknown", f"$.{key}",
-                                  f"unknown section (known: {', '.join(sorted(sections))})"))
-            continue
-        try:
-            valid = model.model_validate({"workers": value} if model is workers else value or {})
-        except ValidationError as exc:
-            for err in exc.errors(include_url=False):
-                loc = [str(p) for p in err["loc"] if not (model is workers and p == "workers")]
-                problems.append(Issue("config.invalid", ".".join(["$", str(key), *loc]), err["msg"]))
-            continue
-        dumped = valid.model_dump()
-        values[str(key)] = dumped["workers"] if model is workers else dumped
-    return values, problems
-
-
-def config_schema() -> dict[str, Any]:
-    """The JSON Schema of the whole file, generated from the section models."""
-    sections, worker = section_models()
-    defs: dict[str, Any] = {}
-
-    def hoisted(schema: dict[str, Any]) -> dict[str, Any]:
-        # "#/$defs/..." resolves against the document root, so nested models' definitions live there.
-        defs.update(schema.pop("$defs", {}))
-        return schema
-
-    properties = {name: hoisted(model.model_json_schema()) for name, model in sections.items()
-                  if model is not sections["workers"]}
-    properties["workers"] = {"type": "object", "additionalProperties": hoisted(worker.model_json_schema())}
-    return {"$schema": "https://json-schema.org/draft/2020-12/schema", "title": "memfold user config",
-            "type": "object", "additionalProperties": False, "properties": properties, "$defs": defs}
