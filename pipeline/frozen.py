@@ -61,3 +61,14 @@ class FrozenValue(Frozen):
 
     def __hash__(self) -> int:
         return hash(self._values())
+
+
+class Slotted:
+    """A mutable value with ``__slots__``: its repr names every field, as a dataclass's would."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        names: tuple[str, ...] = type(self).__slots__
+        shown = ", ".join(f"{name}={getattr(self, name)!r}" for name in names)
+        return f"{type(self).__name__}({shown})"

@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputRejected
-from ..frozen import FrozenValue
+from ..frozen import FrozenValue, Slotted
 from ..fsutil import dump_json
 from .boundedjson import TooDeep, loads_bounded
 from .transcripts import Entry, Record, detect_format, normaliser
@@ -66,7 +66,7 @@ class ContextLimits(FrozenValue):
                   max_candidates=max_candidates, max_text_bytes=max_text_bytes)
 
 
-class _Parsed:
+class _Parsed(Slotted):
     __slots__ = ("document", "records", "lines", "skipped")
     # the whole input as one JSON value, or None in line mode
     document: Any
@@ -80,9 +80,6 @@ class _Parsed:
         self.lines = lines
         self.skipped = skipped
 
-    def __repr__(self) -> str:
-        shown = ", ".join(f"{name}={getattr(self, name)!r}" for name in self.__slots__)
-        return f"_Parsed({shown})"
 
 
 _NO_DOCUMENT = object()

@@ -9,6 +9,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from ..frozen import Slotted
+
 # memfold-<pid namespace inode>-<owner pid>-<owner start time>-<random>: the owner can be
 # recognised later, and a recycled pid cannot pass for it (its start time differs).
 _NAME = re.compile(r"^memfold-(\d+)-(\d+)-(\d+)-[0-9a-f]+$")
@@ -198,7 +200,7 @@ def sweep_dead(bases: dict[str, Path] | None = None) -> list[str]:
     return removed
 
 
-class RunCgroups:
+class RunCgroups(Slotted):
     """The cgroups made for one run; ``procs_files`` go into the policy for the launcher."""
 
     __slots__ = ("dirs", "kill_file", "pids_max", "memory_max", "swept")
@@ -216,9 +218,6 @@ class RunCgroups:
         self.memory_max = memory_max
         self.swept = list() if swept is None else swept
 
-    def __repr__(self) -> str:
-        shown = ", ".join(f"{name}={getattr(self, name)!r}" for name in self.__slots__)
-        return f"RunCgroups({shown})"
 
     @property
     def procs_files(self) -> tuple[str, ...]:

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputRejected, Issue, IssueList, PrivacyRejected
+from ..frozen import Slotted
 from ..privacy import RuleSet
 from ..state import Operation, PreState
 from ..store.state import Limits
@@ -38,7 +39,7 @@ RULES: dict[str, RuleSpec] = {
 }
 
 
-class ValidationResult:
+class ValidationResult(Slotted):
     """``checks`` names the checks that ran and passed; ``operations`` is filled for a valid plan."""
 
     __slots__ = ("ok", "checks", "errors", "plan", "operations")
@@ -56,9 +57,6 @@ class ValidationResult:
         self.plan = plan
         self.operations = list() if operations is None else operations
 
-    def __repr__(self) -> str:
-        shown = ", ".join(f"{name}={getattr(self, name)!r}" for name in self.__slots__)
-        return f"ValidationResult({shown})"
 
     def as_dict(self) -> dict[str, Any]:
         return {"ok": self.ok, "checks": list(self.checks), "errors": [e.as_dict() for e in self.errors]}

@@ -9,6 +9,7 @@ from functools import lru_cache
 from typing import Any
 
 from ..errors import Issue
+from ..frozen import Slotted
 from ..resources import load_schema
 from .context import json_path, valid_name
 
@@ -249,7 +250,7 @@ def _length_check(key: str, bound: int) -> Check:
     return lambda x: not isinstance(x, kind) or len(x) <= bound
 
 
-class SchemaReport:
+class SchemaReport(Slotted):
     """Schema issues (capped), the top-level fields they touch, and whether jsonschema passed."""
 
     __slots__ = ("issues", "broken", "passed")
@@ -262,9 +263,6 @@ class SchemaReport:
         self.broken = broken
         self.passed = passed
 
-    def __repr__(self) -> str:
-        shown = ", ".join(f"{name}={getattr(self, name)!r}" for name in self.__slots__)
-        return f"SchemaReport({shown})"
 
 
 def check_schema(plan: object, required: tuple[str, ...], flagged: Callable[[str], bool]) -> SchemaReport:

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from ..frozen import Slotted
 from ..sandbox import cgroup
 
 TAIL_BYTES = 64 << 10
@@ -20,7 +21,7 @@ _DRAIN_GRACE = 2.0  # seconds to collect output still buffered in pipes after th
 CHECK_INTERVAL = 0.2
 
 
-class Capture:
+class Capture(Slotted):
     __slots__ = ("stdout", "head_len", "tail", "beyond")
     stdout: bytearray
     head_len: int
@@ -35,9 +36,6 @@ class Capture:
         self.tail = bytearray() if tail is None else tail
         self.beyond = beyond
 
-    def __repr__(self) -> str:
-        shown = ", ".join(f"{name}={getattr(self, name)!r}" for name in self.__slots__)
-        return f"Capture({shown})"
 
     @property
     def dropped(self) -> int:
