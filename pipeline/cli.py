@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from .errors import MemfoldError
+from .errors import MemfoldError, exit_flushed
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -49,14 +49,7 @@ def run() -> int:
     if _command_of(args)[0] in FAST_COMMANDS:
         # The per-prompt path has closed its indexes and written its session file by now: tearing
         # down ~80 modules and the SQLite library would add ~3 ms to every prompt for nothing.
-        import os
-
-        try:
-            sys.stdout.flush()
-            sys.stderr.flush()
-        except (OSError, ValueError):
-            code = code or 1
-        os._exit(code)
+        exit_flushed(code)
     return code
 
 

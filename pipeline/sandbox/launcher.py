@@ -210,12 +210,9 @@ def _run_planner(argv: list[str], env: dict[str, str]) -> NoReturn:
         import traceback
 
         traceback.print_exc()
-    try:
-        sys.stdout.flush()
-        sys.stderr.flush()
-    except (OSError, ValueError):
-        code = code or 1
-    os._exit(code)
+    from ..errors import exit_flushed
+
+    exit_flushed(code)
 
 
 def _read_all(fd: int) -> str:
