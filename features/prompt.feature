@@ -34,3 +34,14 @@ Feature: Each prompt reads what the last transaction left, and never a memory th
     When a teammate's memory "project_theirs.md" saying "THEIRS-KAFKA-BODY" lands in the mirror
     And Claude Code's prompt hook runs for "kafka stream theirs" in a new session
     Then the hook context shows "THEIRS-KAFKA-BODY" and not "OLD-ALPHA-WORD"
+
+  Scenario: A memory file that does not parse neither makes every write re-read the store nor stays hidden once fixed
+    Given settled memories with "OLD-ALPHA-WORD" in "feedback_alpha.md", served once
+    And a memory file "project_broken.md" that does not parse, named by the next session start
+    When a memory "project_gamma" saying "GAMMA-BODY" is added
+    Then the search index was updated in place, "project_broken.md" still left out
+    When I fix "project_broken.md" in place, without changing its directory, so that it says "FIXED-REDIS-WORD"
+    And a session starts
+    Then the session block shows "FIXED-REDIS-WORD" and not "do not parse"
+    When Claude Code's prompt hook runs for "where redis listens" in a new session
+    Then the hook context shows "FIXED-REDIS-WORD" and not "OLD-ALPHA-WORD"

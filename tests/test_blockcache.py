@@ -102,3 +102,23 @@ def test_a_resumed_session_and_a_new_one_each_get_their_own_block(env: Env) -> N
         again = _hook_start(env, "resumed")
         assert "OLD-ALPHA-WORD" not in again and "feedback_alpha.md" in again
     assert "OLD-ALPHA-WORD" in _hook_start(env, "fresh")
+
+
+def test_a_broken_file_fixed_in_place_is_never_hidden_by_the_kept_block(env: Env) -> None:
+    _settled_store(env)
+    path = env.harness / "project_broken.md"
+    path.write_bytes(b"---\nname: project_broken\n  bad: [\n---\nx\n")
+    time.sleep(2.1)
+    first = env.run("inject")
+    assert "do not parse: project_broken.md" in first.err
+    time.sleep(2.1)
+    env.run("inject")  # settles what the block rests on; the next start is served from it
+    assert _kept(env).exists()
+    directory = os.stat(env.harness).st_mtime_ns
+    with open(path, "r+b") as fh:
+        fh.write(b"---\nname: project_broken\ndescription: where redis listens\ntype: feedback\n"
+                 b"visibility: private\ncreated: 2026-11-01\nmodified: 2026-11-01T00:00:00Z\n---\nFIXED-REDIS-WORD\n")
+        fh.truncate()
+    assert os.stat(env.harness).st_mtime_ns == directory
+    result = env.run("inject")
+    assert result.code == 0 and "FIXED-REDIS-WORD" in result.out and "do not parse" not in result.err

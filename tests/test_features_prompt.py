@@ -132,3 +132,47 @@ def block_shows(ctx: dict[str, Any], shown: str, hidden: str) -> None:
 @then(parsers.parse('the hook context shows "{shown}" and not "{hidden}"'))
 def hook_shows(ctx: dict[str, Any], shown: str, hidden: str) -> None:
     assert shown in ctx["hook"] and hidden not in ctx["hook"], ctx["hook"]
+
+
+_BROKEN = b"---\nname: project_broken\n  bad: [\n---\nx\n"
+_FIXED = ("---\nname: project_broken\ndescription: where redis listens\ntype: project\nvisibility: private\n"
+          "created: 2026-11-01\nmodified: 2026-11-01T00:00:00Z\n---\n{body} is on port 6380.\n")
+
+
+def _skipped_files(env: Env) -> set[str]:
+    import _sqlite3
+
+    conn = _sqlite3.connect(cache_file(str(env.project_home), "memory"))
+    try:
+        return {str(r[0]) for r in conn.execute("SELECT file FROM skipped")}
+    finally:
+        conn.close()
+
+
+@given(parsers.parse('a memory file "{name}" that does not parse, named by the next session start'))
+def broken_file(env: Env, ctx: dict[str, Any], name: str) -> None:
+    (env.harness / name).write_bytes(_BROKEN)
+    result = env.run("inject")
+    assert result.code == 0 and f"do not parse: {name}" in result.out, result
+    assert _skipped_files(env) == {name}
+    ctx["index inode"] = Path(cache_file(str(env.project_home), "memory")).stat().st_ino
+
+
+@when(parsers.parse('a memory "{name}" saying "{body}" is added'))
+def add_memory(env: Env, name: str, body: str) -> None:
+    _add(env, name, "-d", "gamma deploys use the red script", "-b", body)
+
+
+@then(parsers.parse('the search index was updated in place, "{name}" still left out'))
+def updated_in_place(env: Env, ctx: dict[str, Any], name: str) -> None:
+    assert Path(cache_file(str(env.project_home), "memory")).stat().st_ino == ctx["index inode"]
+    assert _skipped_files(env) == {name}
+
+
+@when(parsers.parse('I fix "{name}" in place, without changing its directory, so that it says "{body}"'))
+def fix_in_place(env: Env, name: str, body: str) -> None:
+    before = (env.harness.stat().st_mtime_ns, env.harness.stat().st_ctime_ns)
+    with open(env.harness / name, "r+b") as fh:
+        fh.write(_FIXED.format(body=body).encode())
+        fh.truncate()
+    assert (env.harness.stat().st_mtime_ns, env.harness.stat().st_ctime_ns) == before

@@ -5,6 +5,7 @@ from __future__ import annotations
 import _sqlite3 as sqlite3
 import os
 import shutil
+import time
 from pathlib import Path
 
 from conftest import Env
@@ -94,3 +95,88 @@ def test_an_index_that_missed_a_hand_edit_before_the_transaction_is_written_anew
     _add(env, "project_beta", "beta deploys use the green script", "BETA-BODY")
     assert set(_rows(env)) == {"project_alpha.md", "project_beta.md", "project_hand.md"}
     assert "HAND-BODY" in _prompt(env, "hand notes deploys")
+
+
+BROKEN = b"---\nname: project_broken\n  bad: [\n---\nREDIS-PORT-WORD\n"
+FIXED = (b"---\nname: project_broken\ndescription: where redis listens\ntype: project\nvisibility: private\n"
+         b"created: 2026-11-01\nmodified: 2026-11-01T00:00:00Z\n---\nREDIS-PORT-WORD is 6380.\n")
+
+
+def _skipped(env: Env) -> dict[str, tuple[str, str | None, int]]:
+    conn = sqlite3.connect(str(_index(env)))
+    try:
+        return {file: (sha, st, racy) for file, sha, st, racy in conn.execute("SELECT file, sha, st, racy FROM skipped")}
+    finally:
+        conn.close()
+
+
+def test_a_file_that_does_not_parse_does_not_make_every_commit_rewrite_the_index(env: Env) -> None:
+    _add(env, "project_alpha", "alpha deploys use the blue script", "ALPHA-BODY")
+    (env.harness / "project_broken.md").write_bytes(BROKEN)
+    assert "ALPHA-BODY" in _prompt(env, "alpha blue script")  # the reader rescans: the directory changed
+    from pipeline.fsutil import sha256_bytes
+
+    assert _skipped(env)["project_broken.md"][0] == sha256_bytes(BROKEN)
+    inode = _index(env).stat().st_ino
+    _add(env, "project_beta", "beta deploys use the green script", "BETA-BODY")
+    _add(env, "project_gamma", "gamma deploys use the red script", "GAMMA-BODY")
+    # Updated in place by both commits, the broken file still named, never indexed.
+    assert _index(env).stat().st_ino == inode
+    assert set(_rows(env)) == {"project_alpha.md", "project_beta.md", "project_gamma.md"}
+    assert set(_skipped(env)) == {"project_broken.md"}
+    assert "GAMMA-BODY" in _prompt(env, "gamma red script")
+
+
+def test_a_broken_file_fixed_in_place_is_indexed_and_served(env: Env) -> None:
+    _add(env, "project_alpha", "alpha deploys use the blue script", "ALPHA-BODY")
+    path = env.harness / "project_broken.md"
+    path.write_bytes(BROKEN)
+    assert "REDIS-PORT-WORD" not in _prompt(env, "where redis listens")
+    directory = os.stat(env.harness)
+    # Rewritten in place: the directory's stat does not change, only the file's.
+    with open(path, "r+b") as fh:
+        fh.write(FIXED)
+        fh.truncate()
+    assert os.stat(env.harness).st_mtime_ns == directory.st_mtime_ns
+    assert "REDIS-PORT-WORD is 6380" in _prompt(env, "where redis listens")
+    assert _skipped(env) == {} and "project_broken.md" in _rows(env)
+    result = env.run("inject")
+    assert result.code == 0 and "do not parse" not in result.err
+
+
+def _open_index(env: Env) -> None:
+    from pipeline.store.searchcache import Index
+
+    Index.open(str(env.harness), str(_index(env)), 1 << 20, 10_000).close()
+
+
+def _record_stat(env: Env, path: Path, racy: int) -> None:
+    """Make the skipped entry's recorded stat the file's current one, as a write in the same clock
+    tick as the scan leaves it (a test cannot keep a ctime)."""
+    from pipeline.store.searchcache import stat_key
+
+    conn = sqlite3.connect(str(_index(env)))
+    with conn:
+        conn.execute("UPDATE skipped SET st = ?, racy = ? WHERE file = ?", (stat_key(os.stat(path)), racy, path.name))
+    conn.close()
+
+
+def test_a_broken_file_recorded_within_the_racy_window_is_checked_by_its_bytes(env: Env) -> None:
+    _add(env, "project_alpha", "alpha deploys use the blue script", "ALPHA-BODY")
+    path = env.harness / "project_broken.md"
+    path.write_bytes(BROKEN)
+    _open_index(env)
+    assert _skipped(env)["project_broken.md"][2] == 1  # just written: racy when scanned
+    # Same bytes, stat as recorded: kept, and settled once outside the racy window.
+    inode = _index(env).stat().st_ino
+    _record_stat(env, path, 1)
+    os.utime(path, ns=(os.stat(path).st_atime_ns, os.stat(path).st_mtime_ns - 5_000_000_000))
+    _record_stat(env, path, 1)
+    time.sleep(2.1)
+    _open_index(env)
+    assert _index(env).stat().st_ino == inode and _skipped(env)["project_broken.md"][2] == 0
+    # Other bytes behind a stat that still matches a racy record: the hash tells, the file is scanned.
+    path.write_bytes(FIXED)
+    _record_stat(env, path, 1)
+    _open_index(env)
+    assert _skipped(env) == {} and "project_broken.md" in _rows(env)

@@ -133,8 +133,10 @@ def gather(home: str, project_dir: str, *, query: str | None, max_bytes: int | N
             if block is not None:
                 from ..store import blockcache
 
+                # A file left out as unparsable shows once fixed, even in place: the block rests on it too.
+                skipped = [entry for s in sources for entry in s.index.skipped()]
                 blockcache.save(project_home, block, [(s.path, s.index.settled_generation()) for s in sources],
-                                result.served, {f: getattr(result, f) for f in blockcache.RESULT_FIELDS})
+                                [*result.served, *skipped], {f: getattr(result, f) for f in blockcache.RESULT_FIELDS})
         except Stale:
             # A file changed after its index was read: the index was rebuilt, build the block again.
             if attempt == 2:

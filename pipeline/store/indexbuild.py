@@ -33,6 +33,10 @@ def create(conn: Connection) -> None:
                  "created TEXT, modified TEXT, expires TEXT, body TEXT, masks TEXT, prio INTEGER NOT NULL)")
     # Session start without a query takes durable guidance first, then the newest: read in index order.
     conn.execute("CREATE INDEX docs_priority ON docs(prio, modified DESC, file)")
+    # Files left out because they do not parse, with what they held: a reader checks each one (see
+    # ``searchcache._current``), so a file fixed in place is indexed, and a commit that leaves them as
+    # they were still updates the index in place.
+    conn.execute("CREATE TABLE skipped(file TEXT PRIMARY KEY, sha TEXT NOT NULL, st TEXT, racy INTEGER NOT NULL)")
     for statement in fts.SCHEMA:
         conn.execute(statement)
 
@@ -55,19 +59,23 @@ def _set_meta(conn: Connection, **values: str) -> None:
     conn.executemany("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", values.items())
 
 
-def _scan(root: str, max_file_bytes: int, max_files: int, conn: Connection) -> list[str]:
+def skip(conn: Connection, file: str, sha: str, st: str | None, racy: int) -> None:
+    """Record a file left out because it does not parse (``sha`` empty: refused by its size alone)."""
+    conn.execute("INSERT OR REPLACE INTO skipped(file, sha, st, racy) VALUES (?, ?, ?, ?)", (file, sha, st, racy))
+
+
+def _scan(root: str, max_file_bytes: int, max_files: int, conn: Connection) -> None:
     """Every memory file of ``root`` into ``conn``: stat first, then read, so a write during the read
-    leaves a stat that no longer matches. Returns the files that were read but do not parse."""
+    leaves a stat that no longer matches. A file read but not parsed is recorded as skipped."""
     from ..errors import InputRejected
     from ..fsutil import read_bounded
     from .memory import is_memory_name, parse_memory
-
-    unparsable: list[str] = []
 
     fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
     try:
         names = sorted(n for n in os.listdir(fd) if n != INDEX_NAME and is_memory_name(n))[:max_files]
         for name in names:
+            data = b""
             try:
                 st = os.stat(name, dir_fd=fd, follow_symlinks=False)
                 if not stat.S_ISREG(st.st_mode):
@@ -76,14 +84,14 @@ def _scan(root: str, max_file_bytes: int, max_files: int, conn: Connection) -> l
                 data = read_bounded(name, max_file_bytes, dir_fd=fd)
                 memory = parse_memory(data, name)
             except InputRejected:
-                unparsable.append(name)  # left out, and named, so the block can say so
+                # Left out, and named, so the block can say so; an oversized file is never read.
+                skip(conn, name, sha_hex(data) if data else "", stat_key(st), is_racy(st, read_at))
                 continue
             except Exception:
                 continue  # unreadable: left out, as every reader of the store does
             add(conn, name, memory, sha_hex(data), stat_key(st), is_racy(st, read_at))
     finally:
         os.close(fd)
-    return unparsable
 
 
 def _swap_in(cache: str, fill: Any) -> None:
@@ -113,12 +121,10 @@ def rebuild(root: str, cache: str, max_file_bytes: int, max_files: int) -> None:
             dir_st = os.stat(root, follow_symlinks=False)
         except FileNotFoundError:
             dir_st = None
-        unparsable: list[str] = []
         if dir_st is not None and stat.S_ISDIR(dir_st.st_mode):
-            unparsable = _scan(root, max_file_bytes, max_files, conn)
+            _scan(root, max_file_bytes, max_files, conn)
         _set_meta(conn, format=FORMAT, root=root, dir=stat_key(dir_st) if dir_st else "absent",
-                  racy=str(is_racy(dir_st, started) if dir_st else 0), unparsable="\n".join(unparsable),
-                  count=str(_rows(conn)))
+                  racy=str(is_racy(dir_st, started) if dir_st else 0), count=str(_rows(conn)))
 
     _swap_in(cache, fill)
 
@@ -133,28 +139,42 @@ def _parsed(name: str, data: bytes, sha: str, known: Mapping[str, tuple[str, Mem
     return parse_memory(data, name)
 
 
+def _put(conn: Connection, name: str, data: bytes, sha: str, known: Mapping[str, tuple[str, Memory]]) -> None:
+    """The row of a file the transaction wrote, or its skipped entry when it does not parse. Just
+    written, so racy: a reader checks it by hash until it finds it settled."""
+    from ..errors import InputRejected
+
+    try:
+        memory = _parsed(name, data, sha, known)
+    except InputRejected:
+        skip(conn, name, sha, None, 1)
+        return
+    add(conn, name, memory, sha, None, 1)
+
+
 def _committed(root: str, cache: str, post: Mapping[str, str], files: Mapping[str, bytes],
                known: Mapping[str, tuple[str, Memory]], max_files: int) -> None:
     """A new index of exactly the committed post-state, from the bytes and memories the transaction
     holds: no file is read or hashed again. Its rows carry no stat, so each is hashed once when first
     served; the directory is recorded as it is now, racy, so its names are compared until it settles."""
-    from ..errors import InputRejected
 
     def fill(conn: Connection) -> None:
         started = time.time_ns()
-        unparsable: list[str] = []
         for name in sorted(n for n in post if n != INDEX_NAME)[:max_files]:
-            try:
-                memory = _parsed(name, files[name], post[name], known)
-            except InputRejected:
-                unparsable.append(name)
-                continue
-            add(conn, name, memory, post[name], None, 1)
+            _put(conn, name, files[name], post[name], known)
         dir_st = os.stat(root, follow_symlinks=False)
         _set_meta(conn, format=FORMAT, root=root, dir=stat_key(dir_st), racy=str(is_racy(dir_st, started)),
-                  unparsable="\n".join(unparsable), count=str(_rows(conn)))
+                  count=str(_rows(conn)))
 
     _swap_in(cache, fill)
+
+
+def _describes(indexed: Mapping[str, str], skipped: Mapping[str, str], state: Mapping[str, str]) -> bool:
+    """Whether rows and skipped entries are exactly the files of ``state``, each with its hash (a file
+    skipped for its size alone was never read: its stat, checked by every reader, stands for it)."""
+    if indexed.keys() | skipped.keys() != state.keys() or indexed.keys() & skipped.keys():
+        return False
+    return all(state[n] == h for n, h in indexed.items()) and all(not h or state[n] == h for n, h in skipped.items())
 
 
 def refresh(root: str, cache: str, pre: Mapping[str, str], post: Mapping[str, str], files: Mapping[str, bytes],
@@ -176,21 +196,23 @@ def refresh(root: str, cache: str, pre: Mapping[str, str], post: Mapping[str, st
         return
     try:
         indexed = dict(conn.execute("SELECT file, sha FROM docs"))
-        if indexed != {n: h for n, h in pre.items() if n != INDEX_NAME}:
+        skipped = dict(conn.execute("SELECT file, sha FROM skipped"))
+        if not _describes(indexed, skipped, {n: h for n, h in pre.items() if n != INDEX_NAME}):
             conn.close()
             return _committed(root, cache, post, files, known, max_files)
+        known_now = {**indexed, **skipped}
         with conn:
             started = time.time_ns()
-            for name in sorted(set(indexed) | set(post)):
-                if name == INDEX_NAME or post.get(name) == indexed.get(name):
+            for name in sorted(set(known_now) | set(post)):
+                if name == INDEX_NAME or post.get(name) == known_now.get(name):
                     continue
                 row = conn.execute("SELECT id FROM docs WHERE file = ?", (name,)).fetchone()
                 if row is not None:
                     fts.delete(conn, row[0])
                     conn.execute("DELETE FROM docs WHERE id = ?", row)
+                conn.execute("DELETE FROM skipped WHERE file = ?", (name,))
                 if name in post:
-                    # Just written, so racy: checked by hash until a reader finds it settled.
-                    add(conn, name, _parsed(name, files[name], post[name], known), post[name], None, 1)
+                    _put(conn, name, files[name], post[name], known)
             dir_st = os.stat(root, follow_symlinks=False)
             _set_meta(conn, dir=stat_key(dir_st), racy=str(is_racy(dir_st, started)), count=str(_rows(conn)))
     finally:

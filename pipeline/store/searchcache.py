@@ -39,7 +39,7 @@ if TYPE_CHECKING:
 
     from .memory import Memory
 
-FORMAT = "memfold-search-4"
+FORMAT = "memfold-search-5"
 PRIORITY = {"feedback": 0, "user": 1, "project": 2, "reference": 3}
 INDEX_DIR = "index"
 SETTLED_NS = 2_000_000_000
@@ -193,9 +193,13 @@ class Index:
         return str(found["dir"]) if found.get("racy") == "0" and "dir" in found else None
 
     def unparsable(self) -> list[str]:
-        """The files of the root that were left out because they do not parse (as of the last scan)."""
-        found = self.conn.execute("SELECT value FROM meta WHERE key = 'unparsable'").fetchone()
-        return [n for n in str(found[0]).split("\n") if n] if found else []
+        """The files of the root left out because they do not parse (each checked when the index was opened)."""
+        return [str(r[0]) for r in self.conn.execute("SELECT file FROM skipped ORDER BY file")]
+
+    def skipped(self) -> list[tuple[str, str | None, int]]:
+        """(path, recorded stat, racy) of each file left out: what a kept block that names them rests on."""
+        return [(os.path.join(self.root, str(f)), st, int(racy))
+                for f, st, racy in self.conn.execute("SELECT file, st, racy FROM skipped ORDER BY file")]
 
     def memo(self, key: str) -> str | None:
         found = self.conn.execute("SELECT value FROM meta WHERE key = ?", (f"memo:{key}",)).fetchone()
@@ -279,18 +283,56 @@ def _current(conn: Connection, root: str) -> bool:
         return meta.get("dir") == "absent"
     if not stat.S_ISDIR(dir_st.st_mode) or meta.get("dir") != stat_key(dir_st):
         return False
+    if not _skipped_current(conn, root):
+        return False
     if meta.get("racy") != "1":
         return True
     from .memory import is_memory_name
 
     names = {n for n in os.listdir(root) if n != INDEX_NAME and is_memory_name(n)}
-    if names != {r[0] for r in conn.execute("SELECT file FROM docs")}:
+    if names != {r[0] for r in conn.execute("SELECT file FROM docs UNION ALL SELECT file FROM skipped")}:
         return False
     if not is_racy(dir_st, now):
         try:
             with conn:
                 conn.execute("UPDATE meta SET value = '0' WHERE key = 'racy' AND "
                              "(SELECT value FROM meta WHERE key = 'dir') = ?", (stat_key(dir_st),))
+        except sqlite3.Error:
+            pass
+    return True
+
+
+def _skipped_current(conn: Connection, root: str) -> bool:
+    """Whether every file the index left out as unparsable is still as it was: a directory's stat does
+    not change when a file in it is rewritten in place, so a fixed file would otherwise stay unserved.
+    Each is checked like a row: its stat, and its hash while racy (a file refused for its size alone
+    was never read: a stat that still matches keeps that size). There are as many as broken files."""
+    settled = []
+    for file, sha, recorded, racy in conn.execute("SELECT file, sha, st, racy FROM skipped").fetchall():
+        path = os.path.join(root, file)
+        try:
+            st = os.stat(path, follow_symlinks=False)
+        except OSError:
+            return False
+        if recorded is not None and stat_key(st) != recorded:
+            return False
+        if recorded is not None and not racy:
+            continue
+        if not sha:
+            return False  # unknown stat and unknown bytes: scan again
+        from ..fsutil import read_bounded
+
+        read_at = time.time_ns()
+        try:
+            if sha_hex(read_bounded(path)) != sha:
+                return False
+        except Exception:
+            return False
+        settled.append((stat_key(st), is_racy(st, read_at), file))
+    if settled:
+        try:
+            with conn:
+                conn.executemany("UPDATE skipped SET st = ?, racy = ? WHERE file = ?", settled)
         except sqlite3.Error:
             pass
     return True
