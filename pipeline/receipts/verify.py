@@ -66,8 +66,9 @@ def _load_json(path: Path, report: Report, code: str) -> Any:
     return None
 
 
-def check_run(run_dir: Path, receipt: dict[str, Any], report: Report, where: str) -> None:
-    """The receipt against the exact plan bytes and the manifest kept in its run dir."""
+def check_run(run_dir: Path, receipt: dict[str, Any], report: Report, where: str) -> str | None:
+    """The receipt against the exact plan bytes and the manifest kept in its run dir. Returns the work
+    tree whose mirror the run wrote, as its manifest recorded it (None when that is unknown)."""
     if receipt.get("runId") != run_dir.name:
         report.fail("receipt.run-mismatch", f"{where}.runId",
                     f"receipt names run {receipt.get('runId')!r} but lies in run dir {run_dir.name}")
@@ -99,6 +100,9 @@ def check_run(run_dir: Path, receipt: dict[str, Any], report: Report, where: str
             if normalize_maps(pre_receipt.get("sourceHashes")) != normalize_maps(receipt.get("sourceHashes")):
                 report.fail("receipt.pre-source", f"{where}.pre.sourceHashes",
                             "the pre and post receipts disagree on the source state")
+    roots = manifest.get("roots") if isinstance(manifest, dict) else None
+    project = roots.get("project") if isinstance(roots, dict) else None
+    return project if isinstance(project, str) and project else None
 
 
 def _check_sources(run_dir: Path, manifest: dict[str, Any], receipt: dict[str, Any], report: Report,
@@ -253,6 +257,40 @@ def _check_link(entries: list[LogEntry], position: int, receipt: dict[str, Any],
         report.checks.append(f"{where}: chain link")
 
 
+class _Mirrors:
+    """The mirror side of the chain, by work tree.
+
+    Every linked worktree of a repository shares one private store but has a mirror of its own (its
+    checkout of ``.memory/``), and a receipt's ``public`` maps describe the mirror of the work tree it
+    ran in, as the run's manifest records. So the private side is one chain, and the mirror side is
+    compared with the last receipt written from the same work tree; a receipt whose work tree is not
+    known (its run dir pruned) is compared with the one before it, as in a single checkout.
+    """
+
+    def __init__(self) -> None:
+        self.final: dict[str | None, tuple[str, dict[str, str]]] = {}
+        self.seq: dict[str | None, int] = {}
+        self.last: tuple[str, dict[str, str]] | None = None
+        self.known = False
+
+    def before(self, tree: str | None) -> tuple[str, dict[str, str]] | None:
+        """(receipt, mirror map) to compare a receipt written from ``tree`` with: None for a work tree's first."""
+        if tree is None or not self.known:
+            return self.last
+        return self.final.get(tree)
+
+    def after(self, tree: str | None, where: str, public: dict[str, str], seq: int) -> None:
+        self.known = self.known or tree is not None
+        self.final[tree] = self.last = (where, public)
+        self.seq[tree] = seq
+
+
+def _drift(report: Report, before: dict[str, dict[str, str]], after: dict[str, dict[str, str]],
+           between: list[Any]) -> None:
+    for line in diff_maps(before, after):
+        report.drift.append({"between": between, "file": line})
+
+
 def audit(layout: Layout, limits: Limits, tick: Callable[[], None] = lambda: None) -> Report:
     """Walk the chain: each receipt's own checks, its link, and drift between receipts (``tick`` per receipt)."""
     report = Report()
@@ -260,6 +298,7 @@ def audit(layout: Layout, limits: Limits, tick: Callable[[], None] = lambda: Non
     previous_digest: str | None = None
     previous_final: dict[str, dict[str, str]] | None = None
     previous_name = None
+    mirrors = _Mirrors()
     digests: dict[int, str] = {}
     for entry in entries:
         tick()
@@ -278,20 +317,31 @@ def audit(layout: Layout, limits: Limits, tick: Callable[[], None] = lambda: Non
                 report.fail("receipt.chain", f"{where}.previous",
                             f"previous link does not match {previous_name or 'the start of the log'}")
             run_dir = layout.runs / entry.run_id
-            if run_dir.is_dir():
-                check_run(run_dir, receipt, report, where)
+            tree = check_run(run_dir, receipt, report, where) if run_dir.is_dir() else None
             source = normalize_maps(receipt["sourceHashes"])
             if previous_final is not None:
-                for line in diff_maps(previous_final, source):
-                    report.drift.append({"between": [previous_name, where], "file": line})
+                _drift(report, {"harness": previous_final["harness"]}, {"harness": source["harness"]},
+                       [previous_name, where])
+                mirror = mirrors.before(tree)
+                if mirror is not None:
+                    _drift(report, {"public": mirror[1]}, {"public": source["public"]}, [mirror[0], where])
             previous_final = normalize_maps(receipt["finalHashes"])
+            mirrors.after(tree, where, previous_final["public"], entry.seq)
         previous_digest = digests[entry.seq] = receipt_digest(receipt)
         previous_name = where
+    here = str(layout.project_root)
+    newest_here = mirrors.seq.get(here) if mirrors.known else None
     if previous_final is not None:
-        for line in diff_maps(previous_final, current_hashes(layout, limits)):
-            report.drift.append({"between": [previous_name, "now"], "file": line})
+        now = current_hashes(layout, limits)
+        _drift(report, {"harness": previous_final["harness"]}, {"harness": now["harness"]}, [previous_name, "now"])
+        mirror = mirrors.before(here)
+        if mirror is not None:
+            _drift(report, {"public": mirror[1]}, {"public": now["public"]}, [mirror[0], "now"])
+        elif layout.mirror is not None:
+            report.checks.append("mirror: no receipt was written from this work tree yet "
+                                 "(its mirror is checked from its first transaction on)")
     report.checks.append(f"{counted(report.receipts, 'receipt')} walked")
     chain = digests.get(entries[0].seq) if entries else None
     check_witness(layout.mirror, layout.project_root, chain, entries[-1].seq if entries else 0, digests.get,
-                  report, committed=True)
+                  report, committed=True, newest_here=newest_here)
     return report

@@ -20,8 +20,10 @@ from ..errors import Issue, UnsafePath
 from ..frozen import Frozen
 from ..fsutil import dump_json, read_bounded
 from ..paths import MIRROR_DIR
+from ..safetext import counted
 
 if TYPE_CHECKING:
+    from ..store.statecache import StateCache
     from .verify import Report
 
 HEAD_KIND = "memfold-chain-head"
@@ -96,11 +98,13 @@ DigestAt = Callable[[int], "str | None"]
 
 
 def check_witness(mirror: Path | None, project_root: Path, chain: str | None, newest: int, digest_at: DigestAt,
-                  report: Report, *, committed: bool) -> None:
+                  report: Report, *, committed: bool, newest_here: int | None = None) -> None:
     """The private chain against the head in the mirror and (``committed``) every head git holds.
 
     A head that names a receipt the chain lacks, or another digest at that place, is an error; a
     missing or older head in the working tree (a checkout of older mirror files) only a warning.
+    ``newest_here`` is the newest receipt written from this work tree, when the chain says: the
+    receipts after it were written from other worktrees sharing the store, and leave this head as it is.
     """
     if mirror is None:
         report.witness = {"available": False,
@@ -110,7 +114,7 @@ def check_witness(mirror: Path | None, project_root: Path, chain: str | None, ne
         report.witness = {"available": True, "head": None, "committed": None}
         return
     name = head_name(chain)
-    head = _check_working_head(mirror, name, chain, newest, digest_at, report)
+    head = _check_working_head(mirror, name, chain, newest, digest_at, report, newest_here)
     report.witness = {"available": True, "file": f"{MIRROR_DIR}/{name}",
                       "head": None if head is None else head.as_dict(),
                       "committed": _check_committed(project_root, name, chain, newest, digest_at, report)
@@ -118,7 +122,7 @@ def check_witness(mirror: Path | None, project_root: Path, chain: str | None, ne
 
 
 def _check_working_head(mirror: Path, name: str, chain: str, newest: int, digest_at: DigestAt,
-                        report: Report) -> Head | None:
+                        report: Report, newest_here: int | None = None) -> Head | None:
     where = f"{MIRROR_DIR}/{name}"
     try:
         raw = read_head_file(mirror, name)
@@ -133,7 +137,11 @@ def _check_working_head(mirror: Path, name: str, chain: str, newest: int, digest
     if isinstance(head, Issue):
         report.fail(head.code, head.path, head.message)
         return None
-    if head.seq < newest:
+    if head.seq < newest and head.seq == newest_here:
+        report.checks.append(f"witness: the mirror's head names the newest receipt written from this work tree "
+                             f"({head.seq}; {counted(newest - head.seq, 'later receipt')} came from other "
+                             "worktrees sharing the store)")
+    elif head.seq < newest:
         report.warn("witness.behind", where, f"the mirror's head names receipt {head.seq}, the log ends at "
                     f"{newest} (older mirror files checked out?)")
     else:
@@ -182,3 +190,31 @@ def _judge(head: Head | None, chain: str, newest: int, digest_at: DigestAt, wher
         return Issue(f"{code}-mismatch", where, f"{what} names receipt {head.seq} ({head.run_id}) with another "
                      f"digest: that receipt was rewritten")
     return head
+
+
+def written_here(receipts: Path, mirror: Path | None, cache: StateCache | None = None) -> dict[str, str] | None:
+    """The mirror files as the newest transaction run in this work tree left them (name to sha256).
+
+    Linked worktrees share one private store but each has its own mirror, and the head a transaction
+    writes lands in the mirror of the work tree it ran in: so this mirror's head names the receipt
+    whose ``finalHashes.public`` is what memfold last wrote here. A mirror file with exactly those
+    bytes is behind the store (changed since from another worktree, or an older checkout), not a hand
+    edit. None when that is unknown: no chain, no head here, or a head the log does not vouch for.
+    """
+    from .receipt import file_digest, genesis_digest, load_receipt, log_name, normalize_maps
+
+    if mirror is None:
+        return None
+    try:
+        chain = genesis_digest(receipts, cache)
+        if chain is None:
+            return None
+        head = parse_head(read_head_file(mirror, head_name(chain)) or b"")
+        if head is None or head.chain != chain:
+            return None
+        path = receipts / log_name(head.seq, head.run_id)
+        if file_digest(path, cache) != head.receipt:
+            return None
+        return normalize_maps(load_receipt(path).get("finalHashes"))["public"]
+    except (OSError, ValueError, UnsafePath):
+        return None
