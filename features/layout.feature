@@ -30,3 +30,37 @@ Feature: One project per repository
     When I run "audit" in the worktree
     Then the exit code is 0
     And the error does not mention "moved"
+
+  Scenario: A safe memory changed in one worktree neither blocks another worktree nor shows there as a hand edit
+    Given a repository with a linked worktree
+    When I run "add project_deploy -d 'deploys go through ops/deploy.sh' --visibility safe" in the main checkout
+    And I run "add project_cache -d 'the cache lives in redis' --visibility safe" in the worktree
+    And I run "update project_deploy -d 'deploys go through ops/ship.sh'" in the main checkout
+    And I run "--json status" in the worktree
+    Then the exit code is 0
+    And the status says the worktree's mirror is behind on "project_deploy.md", with no drift
+    When I run "mirror check" in the worktree
+    Then the exit code is 0
+    When I run "add project_queue -d 'the queue is sqs' --visibility safe" in the worktree
+    Then the exit code is 0
+    And the worktree's mirror copy of "project_deploy.md" is byte-identical to the private copy
+    When I run "audit --strict" in the worktree
+    Then the exit code is 0
+    And the output does not mention "drift"
+    When I run "audit --strict" in the main checkout
+    Then the exit code is 0
+    And the output mentions "came from other worktrees sharing the store"
+    And the output does not mention "drift"
+
+  Scenario: A hand edit of a worktree's mirror is still refused and reported by audit
+    Given a repository with a linked worktree
+    When I run "add project_deploy -d 'deploys go through ops/deploy.sh' --visibility safe" in the main checkout
+    And I run "add project_cache -d 'the cache lives in redis' --visibility safe" in the worktree
+    And I append a line to the worktree's mirror copy of "project_deploy.md"
+    And I run "add project_queue -d 'the queue is sqs'" in the worktree
+    Then the exit code is 7
+    And the error mentions "project_deploy.md in the mirror differs from the private copy"
+    When I run "audit" in the worktree
+    Then the output mentions "drift public/project_deploy.md changed"
+    When I run "audit" in the main checkout
+    Then the output does not mention "drift"

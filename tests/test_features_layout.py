@@ -80,3 +80,27 @@ def error_lacks(ctx: dict[str, Any], text: str) -> None:
 def old_store_gone(ctx: dict[str, Any]) -> None:
     assert not ctx["old home"].exists()
     assert (ctx["the worktree"].project_home / "memory" / "project_old.md").is_file()
+
+
+@then(parsers.parse('the status says the worktree\'s mirror is behind on "{name}", with no drift'))
+def status_behind(ctx: dict[str, Any], name: str) -> None:
+    import json
+
+    status = json.loads(ctx["result"].out)
+    assert status["drift"] == [], status["drift"]
+    assert any(line.startswith(f"{name} is as this work tree's last transaction wrote it") for line in status["behind"])
+    # Behind, not edited: the worktree's copy is still the old wording memfold wrote there.
+    wt = ctx["the worktree"]
+    assert b"ops/deploy.sh" in (wt.mirror / name).read_bytes() and b"ops/ship.sh" in (wt.harness / name).read_bytes()
+
+
+@then(parsers.parse('the worktree\'s mirror copy of "{name}" is byte-identical to the private copy'))
+def worktree_copy(ctx: dict[str, Any], name: str) -> None:
+    wt = ctx["the worktree"]
+    assert (wt.mirror / name).read_bytes() == (wt.harness / name).read_bytes()
+
+
+@when(parsers.parse('I append a line to the worktree\'s mirror copy of "{name}"'))
+def hand_edit_worktree_mirror(ctx: dict[str, Any], name: str) -> None:
+    with open(ctx["the worktree"].mirror / name, "a", encoding="utf-8") as fh:
+        fh.write("edited by hand\n")

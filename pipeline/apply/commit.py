@@ -14,7 +14,7 @@ from ..fsutil import dump_json, sha256_bytes
 from ..mirror.guard import privacy_gate, refuse_drift, refuse_safe_without_mirror, verify_post
 from ..paths import Layout
 from ..receipts.receipt import build_receipt, chain_head, diff_maps, genesis_digest, log_name, remember_written
-from ..receipts.witness import Head, head_name, read_head_file
+from ..receipts.witness import Head, head_name, read_head_file, written_here
 from ..state import PostState, PreState, changed_files, current_hashes, landed_hashes
 from ..store.memory import stamp
 from ..store.state import Limits
@@ -91,7 +91,8 @@ def gate(svc: Services, pre: PreState, post: PostState) -> None:
         refuse_safe_without_mirror(post)
         verify_post(post, svc.limits, None)
         return
-    refuse_drift(pre, {op.name for op in post.operations})
+    refuse_drift(pre, {op.name for op in post.operations},
+                 lambda: written_here(svc.layout.receipts, svc.layout.mirror, pre.cache))
     if svc.ruleset is not None:
         privacy_gate(post, svc.ruleset, cache_for(svc.layout.project_home))
     verify_post(post, svc.limits, None)

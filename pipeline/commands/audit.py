@@ -66,6 +66,8 @@ def status(global_: bool = GlobalOpt, json_out: bool = JsonOpt) -> int:
                      f"{len(data['git']['untracked'])} untracked")
     for line in data["drift"]:
         lines.append(f"drift        {line}")
+    for line in data.get("behind") or []:
+        lines.append(f"behind       {line}")
     for item in data.get("broken") or []:
         lines.append(f"broken       {item['path']}: {item['problem']}\n             fix: {item['fix']}")
     for warning in data["warnings"]:

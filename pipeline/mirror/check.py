@@ -11,12 +11,12 @@ from typing import TYPE_CHECKING
 from ..errors import Issue, MemfoldError, UsageError
 from ..fsutil import read_bounded
 from ..paths import Layout
-from ..receipts.witness import MAX_HEAD_BYTES, is_head_name
+from ..receipts.witness import MAX_HEAD_BYTES, is_head_name, written_here
 from ..state import PreState, read_pre
 from ..store.index import render_index
 from ..store.memory import INDEX_NAME, is_memory_name, windows_reserved
 from ..store.state import Limits
-from .guard import check_disk_mirror, mirror_drift
+from .guard import behind, check_disk_mirror, mirror_drift
 
 if TYPE_CHECKING:
     from ..privacy import RuleSet
@@ -36,9 +36,17 @@ def _targets(layout: Layout, mirror: Path, files: list[Path]) -> list[str]:
     return sorted(set(names))
 
 
-def differences(pre: PreState) -> list[Issue]:
+BEHIND = "mirror.behind"
+
+
+def differences(pre: PreState, layout: Layout | None = None) -> list[Issue]:
     """Every way ``.memory/`` differs from what the private store says it holds: each safe memory,
-    byte for byte, nothing else, and an index that lists exactly those."""
+    byte for byte, nothing else, and an index that lists exactly those.
+
+    With ``layout``, a difference that is only the mirror being behind the store (a file still as this
+    work tree's last transaction wrote it, a memory written since from another worktree sharing the
+    store) is ``mirror.behind``: not a hand edit, and the next transaction here brings it up to date.
+    """
     index = pre.public.files.get(INDEX_NAME)
     listed = set(_LINK.findall(index.decode("utf-8", "replace"))) if index is not None else set()
     issues = []
@@ -66,7 +74,29 @@ def differences(pre: PreState) -> list[Issue]:
         detail = f": not listed {', '.join(unindexed[:5])}" if unindexed else ""
         issues.append(Issue("mirror.index-stale", ".memory/MEMORY.md",
                             f"the mirror index does not list exactly the safe memories{detail}"))
+    if issues and layout is not None:
+        issues = _behind(issues, pre, written_here(layout.receipts, layout.mirror, pre.cache))
     return issues
+
+
+def _behind(issues: list[Issue], pre: PreState, ours: dict[str, str] | None) -> list[Issue]:
+    """Issues of files memfold itself left this way here, turned into ``mirror.behind`` notes."""
+    if ours is None:
+        return issues
+    kept = behind(pre, ours)
+    out = []
+    for issue in issues:
+        name = issue.path.removeprefix(".memory/")
+        if name in kept and issue.code in ("mirror.differs", "mirror.extra", "mirror.not-safe", "mirror.index-stale"):
+            out.append(Issue(BEHIND, issue.path, f"{name} is as this work tree's last transaction wrote it; the "
+                             "private store changed since (from another worktree?): the next transaction here "
+                             "updates it"))
+        elif issue.code == "mirror.missing" and name not in ours:
+            out.append(Issue(BEHIND, issue.path, f"safe memory {name} was written since from another worktree; "
+                             "the next transaction here mirrors it"))
+        else:
+            out.append(issue)
+    return out
 
 
 def _drift_code(line: str) -> str:
@@ -131,8 +161,10 @@ def check_mirror(layout: Layout, ruleset: RuleSet, limits: Limits, files: list[P
         pre = read_pre(layout, limits)
     except MemfoldError:
         pre = None  # a symlink or the count bound: reported above, file by file
-    issues.extend(check_disk_mirror(contents, pre.harness.files if pre else None, ruleset, limits))
-    if pre is not None:
-        seen = {i.path.split(":", 1)[0] for i in issues}  # one finding per file is enough
-        issues.extend(i for i in differences(pre) if i.path not in seen)
+    found = differences(pre, layout) if pre is not None else []
+    # A file only behind the store is not a problem of the mirror (its bytes are still scanned here).
+    late = {i.path.removeprefix(".memory/") for i in found if i.code == BEHIND}
+    issues.extend(check_disk_mirror(contents, pre.harness.files if pre else None, ruleset, limits, behind=late))
+    seen = {i.path.split(":", 1)[0] for i in issues}  # one finding per file is enough
+    issues.extend(i for i in found if i.path not in seen and i.code != BEHIND)
     return issues

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING
 
 from ..errors import InputRejected, Issue, IssueList, PrivacyRejected, VerifyFailed
@@ -37,9 +37,24 @@ def mirror_drift(pre: PreState) -> list[str]:
     return drift
 
 
-def refuse_drift(pre: PreState, touched: set[str]) -> None:
+def behind(pre: PreState, written_here: Mapping[str, str] | None) -> set[str]:
+    """Mirror files holding exactly the bytes memfold last wrote in this work tree (see
+    ``receipts.witness.written_here``): behind the store, not edited by hand, so a transaction may
+    replace them and nothing is lost."""
+    if not written_here:
+        return set()
+    return {n for n, digest in pre.public.hashes.items() if written_here.get(n) == digest}
+
+
+def refuse_drift(pre: PreState, touched: set[str],
+                 written_here: Callable[[], Mapping[str, str] | None] | None = None) -> None:
+    """Refuse to write over a hand edit of the mirror. ``written_here`` (asked only when the mirror
+    differs) names what memfold itself wrote here: a file still as written is only behind the store."""
     # A mirror copy of a broken private file is withdrawn by the transaction (fail closed), not refused.
     lines = [line for line in mirror_drift(pre) if line.split(" ", 1)[0] not in touched | set(pre.broken)]
+    if lines and written_here is not None:
+        ours = behind(pre, written_here())
+        lines = [line for line in lines if line.split(" ", 1)[0] not in ours]
     if lines:
         raise VerifyFailed(
             "the mirror (.memory/) does not match the private store: " + "; ".join(lines[:5]),
@@ -192,8 +207,9 @@ def verify_post(post: PostState, limits: Limits, ruleset: RuleSet | None) -> Non
 
 
 def check_disk_mirror(files: dict[str, bytes], harness: Mapping[str, bytes] | None,
-                      ruleset: RuleSet, limits: Limits) -> list[Issue]:
-    """`memfold mirror check`: the mirror as it is on disk, hand edits included."""
+                      ruleset: RuleSet, limits: Limits, behind: set[str] | None = None) -> list[Issue]:
+    """`memfold mirror check`: the mirror as it is on disk, hand edits included (a file in ``behind``
+    is as memfold last wrote it here, so differing from the private copy is no hand edit)."""
     issues: list[Issue] = []
     for name, data in sorted(files.items()):
         if is_head_name(name):
@@ -217,7 +233,8 @@ def check_disk_mirror(files: dict[str, bytes], harness: Mapping[str, bytes] | No
             continue
         if not memory.is_safe:
             issues.append(Issue("mirror.not-safe", f".memory/{name}", f"{name} is not marked safe"))
-        if harness is not None and harness.get(name) is not None and sha256_bytes(harness[name]) != sha256_bytes(data):
+        if harness is not None and harness.get(name) is not None and name not in (behind or ()) \
+                and sha256_bytes(harness[name]) != sha256_bytes(data):
             issues.append(Issue("mirror.differs", f".memory/{name}", f"{name} differs from the private copy"))
     for name, data in sorted(files.items()):
         hidden = _invisible(data.decode("utf-8", errors="replace"))

@@ -19,8 +19,8 @@ def diagnose(layout: Layout, limits: Limits) -> dict[str, Any]:
         fix = exc.hint or "see the message"
         return {"ok": False, "broken": [], "stray": [], "mirror": [],
                 "store": [{"code": exc.code, "problem": exc.message, "fix": fix}]}
-    return {"ok": not _problems(pre), "broken": [b.as_dict() for b in pre.broken.values()],
-            "stray": _stray(pre, layout), "mirror": _mirror(pre), "store": []}
+    return {"ok": not _problems(pre, layout), "broken": [b.as_dict() for b in pre.broken.values()],
+            "stray": _stray(pre, layout), "mirror": _mirror(pre, layout), "store": []}
 
 
 def _stray(pre: PreState, layout: Layout) -> list[dict[str, str]]:
@@ -32,15 +32,17 @@ def _stray(pre: PreState, layout: Layout) -> list[dict[str, str]]:
     return out
 
 
-def _mirror(pre: PreState) -> list[dict[str, str]]:
+def _mirror(pre: PreState, layout: Layout) -> list[dict[str, str]]:
+    """Differences of the mirror (one only behind the store, as after a write in another worktree, is none)."""
     if not pre.mirrored:
         return []
-    from ..mirror.check import differences
+    from ..mirror.check import BEHIND, differences
 
     return [{"code": i.code, "path": i.path, "problem": i.message,
              "fix": "the next memfold transaction rewrites the mirror from the private store; move a hand "
-                    "edit into the store with `memfold update` first"} for i in differences(pre)]
+                    "edit into the store with `memfold update` first"}
+            for i in differences(pre, layout) if i.code != BEHIND]
 
 
-def _problems(pre: PreState) -> bool:
-    return bool(pre.broken or pre.harness.ignored or pre.harness.temps or _mirror(pre))
+def _problems(pre: PreState, layout: Layout) -> bool:
+    return bool(pre.broken or pre.harness.ignored or pre.harness.temps or _mirror(pre, layout))
