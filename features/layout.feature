@@ -64,3 +64,15 @@ Feature: One project per repository
     Then the output mentions "drift public/project_deploy.md changed"
     When I run "audit" in the main checkout
     Then the output does not mention "drift"
+
+  Scenario: A session start in a worktree whose store predates sharing shows its memories before anything moved it
+    Given a repository with a worktree that has a store of its own
+    When I run "inject" in the worktree
+    Then the exit code is 0
+    And the output mentions "project_old"
+    And the worktree's own store is still in place
+    When I run "list" in the worktree
+    Then the error mentions "moved to the repository's store"
+    And no store is left under the worktree's own path
+    When I run "inject" in the worktree
+    Then the output mentions "project_old"

@@ -104,3 +104,10 @@ def worktree_copy(ctx: dict[str, Any], name: str) -> None:
 def hand_edit_worktree_mirror(ctx: dict[str, Any], name: str) -> None:
     with open(ctx["the worktree"].mirror / name, "a", encoding="utf-8") as fh:
         fh.write("edited by hand\n")
+
+
+@then("the worktree's own store is still in place")
+def old_store_kept(ctx: dict[str, Any]) -> None:
+    assert (ctx["old home"] / "memory" / "project_old.md").is_file()
+    # Read where it is: no store was made (or moved) under the repository's key by a session start.
+    assert list((ctx["the worktree"].home / "projects").iterdir()) == [ctx["old home"]]

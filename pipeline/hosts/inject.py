@@ -92,6 +92,12 @@ def gather(home: str, project_dir: str, *, query: str | None, max_bytes: int | N
     home = os.path.abspath(home)
     root = paths.project_root(os.fspath(project_dir))
     project_home = paths.project_home(home, paths.project_key(root))
+    if not os.path.isdir(project_home):
+        # A linked worktree's store from before worktrees shared one, which the next command run here
+        # moves into place: until then a session start reads it where it is (this path writes no store).
+        old = paths.project_home(home, paths.scope_key(root))
+        if old != project_home and os.path.isdir(old) and not os.path.islink(old):
+            project_home = old
     harness = os.path.join(project_home, paths.MEMORY_DIR)
     config = _config(home)
     settings = config.inject
