@@ -87,7 +87,8 @@ def _behind(issues: list[Issue], pre: PreState, ours: dict[str, str] | None) -> 
     out = []
     for issue in issues:
         name = issue.path.removeprefix(".memory/")
-        if name in kept and issue.code in ("mirror.differs", "mirror.extra", "mirror.not-safe", "mirror.index-stale"):
+        # A memory made private since stays an issue: its text is in this mirror until the next write here.
+        if name in kept and issue.code in ("mirror.differs", "mirror.extra", "mirror.index-stale"):
             out.append(Issue(BEHIND, issue.path, f"{name} is as this work tree's last transaction wrote it; the "
                              "private store changed since (from another worktree?): the next transaction here "
                              "updates it"))
