@@ -8,6 +8,7 @@ import random
 import shutil
 import signal
 import sys
+import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -307,10 +308,13 @@ class CountingFault:
     def __init__(self, mp: pytest.MonkeyPatch, op: str, nth: int, err: int) -> None:
         self.calls = 0
         original = getattr(fsutil.ops, op)
+        lock = threading.Lock()  # fsyncs are issued from worker threads: count each call exactly once
 
         def failing(*args: Any) -> Any:
-            self.calls += 1
-            if self.calls == nth:
+            with lock:
+                self.calls += 1
+                hit = self.calls == nth
+            if hit:
                 raise OSError(err, os.strerror(err))
             return original(*args)
 
@@ -332,11 +336,13 @@ def _op_counts(env: Env, command: list[str]) -> tuple[Counter[str], Counter[str]
             return original_apply(*args, **kwargs)
 
         mp.setattr(commit, "apply_changes", apply_changes)
+        lock = threading.Lock()
         for name in OPS:
             original = getattr(fsutil.ops, name)
 
             def inner(*args: Any, _fn: Callable[..., Any] = original, _n: str = name) -> Any:
-                counts[_n] += 1
+                with lock:
+                    counts[_n] += 1
                 return _fn(*args)
 
             mp.setattr(fsutil.ops, name, inner)
@@ -362,14 +368,19 @@ def fault_sweep(env: Env, tmp_path: Path, stride: int) -> Counter[str]:
                 use_inprocess_worker(mp)
                 fault = CountingFault(mp, op, nth, err)
                 result = env.run(*CONSOLIDATE)
-            assert fault.calls >= nth
-            figures["faults swept"] += 1
             assert env.run("recover").code == 0
             state = roots_state(env)
-            if result.code == 0:
+            if fault.calls < nth:
+                # This run needed fewer calls than the counted one (what is re-read or re-synced depends
+                # on how old the restored files are): no fault was injected, so it must simply commit.
+                figures["not reached: committed"] += 1
+                assert result.code == 0 and state == post, f"{op} #{nth}: {result.err}"
+            elif result.code == 0:
+                figures["faults swept"] += 1
                 figures["failed past the commit point: committed"] += 1
                 assert state == post, f"{op} #{nth}"
             else:
+                figures["faults swept"] += 1
                 assert os.strerror(err) in result.err, result.err
                 assert result.code == 6, f"{op} #{nth} ({os.strerror(err)}): exit {result.code}: {result.err}"
                 figures["rolled back, exit 6" if nth > before_apply[op] else "failed before apply, exit 6"] += 1
@@ -378,6 +389,8 @@ def fault_sweep(env: Env, tmp_path: Path, stride: int) -> Counter[str]:
             assert temps_anywhere(env.home, env.project) == [], f"{op} #{nth}"
             audit = env.run("audit", "--json")
             assert audit.code == 0 and audit.json()["drift"] == [], (op, nth, audit.out)
+    # Only the last few calls of an op may be missing from a run: the sweep still reaches nearly all.
+    assert figures["not reached: committed"] <= max(2, figures["faults swept"] // 20), figures
     figures.update({f"{op} calls in one consolidation": counts[op] for op in OPS})
     figures.update({f"{op} calls before apply": before_apply[op] for op in OPS})
     return figures
