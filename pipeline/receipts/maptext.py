@@ -39,22 +39,15 @@ class MapText:
         marks = self._marks(doc, keys)
         if not marks:
             return dump_json(doc)
-        text = dump_json({**doc, **{key: mark for key, mark in marks.items()}})
-        for key, mark in marks.items():
-            text = _replace_once(text, f'"{mark}"'.encode("ascii"), self._indented_of(doc[key]))
-            if not text:
-                return dump_json(doc)
-        return text
+        text = _splice(dump_json({**doc, **marks}), {mark: self._indented_of(doc[key]) for key, mark in marks.items()})
+        return dump_json(doc) if text is None else text
 
     def digest(self, doc: dict[str, Any], keys: tuple[str, ...] = MAP_KEYS) -> str:
         """Exactly ``digest_json(doc)``: the sha256 of its RFC 8785 bytes."""
         marks = self._marks(doc, keys)
-        text = canonical_json({**doc, **{key: mark for key, mark in marks.items()}})
-        for key, mark in marks.items():
-            text = _replace_once(text, f'"{mark}"'.encode("ascii"), self._canonical_of(doc[key]))
-            if not text:
-                return sha256_bytes(canonical_json(doc))
-        return sha256_bytes(text)
+        text = _splice(canonical_json({**doc, **marks}),
+                       {mark: self._canonical_of(doc[key]) for key, mark in marks.items()})
+        return sha256_bytes(canonical_json(doc) if text is None else text)
 
     def _marks(self, doc: dict[str, Any], keys: tuple[str, ...]) -> dict[str, str]:
         return {key: f"{self._token}:{key}" for key in keys if type(doc.get(key)) is dict}
@@ -74,9 +67,20 @@ class MapText:
         return text
 
 
-def _replace_once(text: bytes, mark: bytes, value: bytes) -> bytes:
-    """``text`` with its one occurrence of ``mark`` replaced; empty when ``mark`` is not there exactly once."""
-    at = text.find(mark)
-    if at < 0 or text.find(mark, at + len(mark)) >= 0:
-        return b""
-    return text[:at] + value + text[at + len(mark):]
+def _splice(text: bytes, values: dict[str, bytes]) -> bytes | None:
+    """``text`` with each marker (a JSON string) replaced by its value, joined once; None unless each
+    marker is there exactly once."""
+    cuts = []
+    for mark, value in values.items():
+        quoted = f'"{mark}"'.encode("ascii")
+        at = text.find(quoted)
+        if at < 0 or text.find(quoted, at + len(quoted)) >= 0:
+            return None
+        cuts.append((at, at + len(quoted), value))
+    parts: list[bytes] = []
+    last = 0
+    for start, end, value in sorted(cuts, key=lambda cut: cut[0]):
+        parts += (text[last:start], value)
+        last = end
+    parts.append(text[last:])
+    return b"".join(parts)
