@@ -28,7 +28,8 @@ def _doc(source: dict[str, Any], final: dict[str, Any], note: Any) -> dict[str, 
 
 
 @settings(max_examples=100, deadline=None)
-@given(MAPS, MAPS, st.none() | TEXT | st.integers(-(2**53) + 1, 2**53 - 1))
+@given(MAPS, MAPS, st.none() | TEXT | st.integers(-(2**53) + 1, 2**53 - 1)
+       | st.floats(allow_nan=False, allow_infinity=False))
 def test_spliced_documents_are_byte_identical_to_whole_encodings(source: Any, final: Any, note: Any) -> None:
     texts = MapText()
     snapshot = {"kind": "memfold-direct-edit", "sourceHashes": source}
