@@ -13,3 +13,13 @@ Feature: Writes near the floor: a write reads what changed, and never trusts a s
     And I add "project_delta" in a new process
     Then the newest receipt's source hash of "project_alpha.md" is the hash of the edited bytes
     And the private index shows "ALPHA DEPLOYS USE the blue green script"
+
+  Scenario: A write encodes the store's hash maps once, and its documents are still exact
+    Given three settled memories written by separate processes
+    When I add "project_delta" in a new process
+    And I add "project_epsilon" in a new process
+    Then each document of the newest run is the stable JSON form of its own content
+    And the receipt log holds the same bytes as the newest run's post receipt
+    And the newest receipt's previous is the RFC 8785 digest of the receipt before it
+    And the newest receipt's final hashes are the hashes of the files on disk
+    And memfold verify and memfold audit exit 0

@@ -12,6 +12,7 @@ from .context.manifest import build_manifest
 from .errors import InputRejected, PrivacyRejected, StaleState
 from .frozen import Frozen
 from .fsutil import dump_json, sha256_bytes
+from .receipts.maptext import MapText
 from .state import Operation, PostState, PreState, compute_post, read_pre
 from .store.duplicates import near_duplicate
 from .store.index import capacity
@@ -118,14 +119,15 @@ def _edit(svc: Services, run_id: str, command: str, build: Callable[[PreState], 
     operations = build(pre)
     refuse_publishing(pre, operations, publish)
     post = compute_post(pre, operations)
-    source = pre.hash_maps()
-    if post.hash_maps() == source:
+    source, final = pre.hash_maps(), post.hash_maps()
+    if final == source:
         return TxResult(None, command, warnings=["nothing to change"]), None
     gate(svc, pre, post)
     run_dir = create_run_dir(layout.runs, layout.home, run_id)
     selected = sorted(op.name for op in operations if op.name in pre.memories)
-    snapshot = dump_json({"kind": "memfold-direct-edit", "command": command, **(extra or {}),
-                          "sourceHashes": source})
+    texts = MapText()  # the snapshot, the manifest and both receipts carry the same maps
+    snapshot = texts.dump({"kind": "memfold-direct-edit", "command": command, **(extra or {}),
+                           "sourceHashes": source})
     artifact = sha256_bytes(snapshot)
     manifest = build_manifest(
         layout=layout, run_id=run_id, run_dir=run_dir, snapshot_digest=artifact, context_mode=DIRECT,
@@ -137,9 +139,10 @@ def _edit(svc: Services, run_id: str, command: str, build: Callable[[PreState], 
             "operations": [{**op.summary(), "content": op.content.decode("utf-8") if op.content else None}
                            for op in operations]}
     plan_bytes = dump_json(plan)
-    artifacts = {"snapshot.json": snapshot, "manifest.json": dump_json(manifest), "plan.json": plan_bytes}
+    artifacts = {"snapshot.json": snapshot, "manifest.json": texts.dump(manifest), "plan.json": plan_bytes}
     rec = RunRecord(run_id, manifest["scopeDigest"], artifact, selected, command, PARENT_WORKER, NO_SANDBOX)
-    log_path = commit_run(svc, run_dir, rec, pre, post, plan_bytes, artifacts)[1]
+    log_path = commit_run(svc, run_dir, rec, pre, post, plan_bytes, artifacts, hashes=(source, final),
+                          texts=texts)[1]
     return TxResult(run_id, command, [op.summary() for op in operations], str(log_path)), post
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import errno
 import os
 import stat
+import sys
 
 from .errors import InputRejected, UnsafePath
 from .store.jsontext import canonical_json as canonical_json
@@ -47,9 +48,16 @@ ops = _Ops()
 def sha256_bytes(data: bytes) -> str:
     """The one SHA-256 helper (hex digest).
 
-    CPython's own module where it exists: hashlib also loads OpenSSL and BLAKE2, two more shared
-    libraries, and the per-prompt path hashes the project root before every prompt.
+    CPython's own module for small inputs: hashlib also loads OpenSSL and BLAKE2, two more shared
+    libraries (~5 ms), and the per-prompt path hashes the project root before every prompt. Past
+    ``_LARGE`` bytes, or once hashlib is loaded anyway, OpenSSL's digest is used: with the CPU's SHA
+    instructions it is ten times faster (0.9 against 8.6 ms for a 700 KB receipt on the bench VM).
     """
+    if len(data) >= _LARGE or "_hashlib" in sys.modules:
+        import hashlib
+
+        large: str = hashlib.sha256(data).hexdigest()
+        return large
     try:
         from _sha256 import sha256  # type: ignore[import-not-found, unused-ignore]  # CPython 3.11
     except ImportError:
@@ -59,6 +67,9 @@ def sha256_bytes(data: bytes) -> str:
             from hashlib import sha256
     digest: str = sha256(data).hexdigest()
     return digest
+
+
+_LARGE = 256 << 10
 
 
 def sha256_file(path: Path, limit: int | None = None) -> str:

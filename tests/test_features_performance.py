@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 from pathlib import Path
 from typing import Any
@@ -75,3 +76,58 @@ def receipt_has_edit(env: Env, ctx: dict[str, Any], name: str) -> None:
 @then(parsers.parse('the private index shows "{text}"'))
 def index_shows(env: Env, text: str) -> None:
     assert text in (env.harness / "MEMORY.md").read_text(encoding="utf-8")
+
+
+def _newest_run(env: Env) -> Path:
+    """The run of the newest receipt (run ids made within one second do not sort by time)."""
+    run_id = json.loads(max((env.project_home / "receipts").iterdir()).read_bytes())["runId"]
+    return env.project_home / "runs" / str(run_id)
+
+
+@then("each document of the newest run is the stable JSON form of its own content")
+def documents_exact(env: Env) -> None:
+    run = _newest_run(env)
+    names = ("snapshot.json", "manifest.json", "pre-receipt.json", "post-receipt.json")
+    for name in names:
+        data = (run / name).read_bytes()
+        stable = json.dumps(json.loads(data), indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+        assert data == stable.encode("utf-8"), name
+    post = json.loads((run / "post-receipt.json").read_bytes())
+    for name in ("snapshot.json", "manifest.json", "pre-receipt.json"):
+        assert json.loads((run / name).read_bytes())["sourceHashes"] == post["sourceHashes"], name
+    assert json.loads((run / "pre-receipt.json").read_bytes())["finalHashes"] == post["finalHashes"]
+    assert "project_epsilon.md" in post["finalHashes"]["harness"]
+    assert "project_epsilon.md" not in post["sourceHashes"]["harness"]
+
+
+@then("the receipt log holds the same bytes as the newest run's post receipt")
+def log_matches_run(env: Env) -> None:
+    run = _newest_run(env)
+    logged = max((env.project_home / "receipts").iterdir())
+    assert logged.name.endswith(f"-{run.name}.json")
+    assert logged.read_bytes() == (run / "post-receipt.json").read_bytes()
+
+
+@then("the newest receipt's previous is the RFC 8785 digest of the receipt before it")
+def previous_is_digest(env: Env) -> None:
+    import rfc8785
+
+    *_, before, newest = sorted((env.project_home / "receipts").iterdir())
+    expected = hashlib.sha256(rfc8785.dumps(json.loads(before.read_bytes()))).hexdigest()
+    assert json.loads(newest.read_bytes())["previous"] == expected
+
+
+@then("the newest receipt's final hashes are the hashes of the files on disk")
+def final_hashes_on_disk(env: Env) -> None:
+    final = _newest_receipt(env)["finalHashes"]
+    for root, folder in (("harness", env.harness), ("public", env.project / ".memory")):
+        on_disk = {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in folder.iterdir()
+                   if p.name == "MEMORY.md" or (p.name.endswith(".md") and not p.name.startswith("."))}
+        assert final[root] == on_disk, root
+
+
+@then("memfold verify and memfold audit exit 0")
+def verify_and_audit(env: Env) -> None:
+    for command in ("verify", "audit"):
+        result = env.spawn(command)
+        assert result.code == 0, (command, result.out, result.err)

@@ -10,10 +10,19 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import VerifyFailed
 from ..frozen import Frozen
-from ..fsutil import dump_json, sha256_bytes
+from ..fsutil import sha256_bytes
 from ..mirror.guard import privacy_gate, refuse_drift, refuse_safe_without_mirror, verify_post
 from ..paths import Layout
-from ..receipts.receipt import build_receipt, chain_head, diff_maps, genesis_digest, log_name, remember_written
+from ..receipts.maptext import MapText
+from ..receipts.receipt import (
+    HashMaps,
+    build_receipt,
+    chain_head,
+    diff_maps,
+    genesis_digest,
+    log_name,
+    remember_written,
+)
 from ..receipts.witness import Head, head_name, read_head_file, written_here
 from ..state import PostState, PreState, changed_files, current_hashes, landed_hashes
 from ..store.memory import stamp
@@ -100,14 +109,18 @@ def gate(svc: Services, pre: PreState, post: PostState) -> None:
 
 def commit_run(svc: Services, run_dir: Path, rec: RunRecord, pre: PreState, post: PostState,
                plan_bytes: bytes, artifacts: Mapping[str, bytes] | None = None,
-               outcome: dict[str, Any] | None = None) -> tuple[dict[str, Any], Path]:
+               outcome: dict[str, Any] | None = None, *, hashes: tuple[HashMaps, HashMaps] | None = None,
+               texts: MapText | None = None) -> tuple[dict[str, Any], Path]:
     """Pre receipt, stage, journal, commit, re-verify on disk. Returns the post receipt and its log path.
 
     ``artifacts`` are run-dir files not yet written (a direct edit's plan and manifest): they are made
     durable in one batch with the pre receipt and the staged files, before the commit point.
+    ``hashes`` are the source and final hash maps if the caller built them already, ``texts`` the
+    encodings of them its own documents made: each map is then encoded once for the whole run.
     """
     layout = svc.layout
-    source, final = pre.hash_maps(), post.hash_maps()
+    source, final = (pre.hash_maps(), post.hash_maps()) if hashes is None else hashes
+    texts = MapText() if texts is None else texts
     ops = [op.summary() for op in post.operations]
     seq, previous = chain_head(layout.receipts, cache_for(layout.project_home))
     common: dict[str, Any] = dict(
@@ -116,12 +129,12 @@ def commit_run(svc: Services, run_dir: Path, rec: RunRecord, pre: PreState, post
         source_hashes=source, final_hashes=final, operations=ops, worker=rec.worker,
         sandbox=rec.sandbox, previous=previous, command=rec.command, outcome=outcome,
     )
-    pre_receipt = dump_json(build_receipt(phase="pre", created_at=svc.now(), **common))
+    pre_receipt = texts.dump(build_receipt(phase="pre", created_at=svc.now(), **common))
     receipt = build_receipt(phase="post", created_at=svc.now(), **common)
-    receipt_bytes = dump_json(receipt)
-    digest = remember_written(receipt, receipt_bytes)
+    receipt_bytes = texts.dump(receipt)
     # The next commit reads this receipt back as the chain head: its digest is kept by the file's hash.
     written = sha256_bytes(receipt_bytes)
+    digest = remember_written(receipt, receipt_bytes, texts=texts, data_sha=written)
     cache = cache_for(layout.project_home)
     cache.seen.add(written)
     cache.put("receipt", f"{log_name(seq, rec.run_id)} {written}", digest)
@@ -130,8 +143,8 @@ def commit_run(svc: Services, run_dir: Path, rec: RunRecord, pre: PreState, post
     head = _head_change(layout, seq, rec.run_id, digest, any(c.root == "public" for c in changes))
     if head is not None:
         changes.append(head)
-    changes.append(Change("receipts", log_name(seq, rec.run_id), receipt_bytes, None))
-    changes.append(Change("run", "post-receipt.json", receipt_bytes, None))
+    changes.append(Change("receipts", log_name(seq, rec.run_id), receipt_bytes, None, written))
+    changes.append(Change("run", "post-receipt.json", receipt_bytes, None, written))
     apply_changes(layout.project_home, run_dir, svc.resolver(run_dir), changes,
                   artifacts={**(artifacts or {}), "pre-receipt.json": pre_receipt})
     reverify_on_disk(svc, final, head, pre)

@@ -32,20 +32,26 @@ BACKUP = "backup"
 
 
 class Change(Frozen):
-    """One file of the post-state: ``data`` None deletes it. ``root`` is a key of Layout.root or run."""
+    """One file of the post-state: ``data`` None deletes it. ``root`` is a key of Layout.root or run.
 
-    __slots__ = ("root", "name", "data", "pre")
+    ``digest`` is the sha256 of ``data`` when the caller has it already (it hashed the bytes it built).
+    """
+
+    __slots__ = ("root", "name", "data", "pre", "digest")
     root: str
     name: str
     data: bytes | None
     pre: str | None
+    digest: str | None
 
-    def __init__(self, root: str, name: str, data: bytes | None, pre: str | None) -> None:
-        self._set(root=root, name=name, data=data, pre=pre)
+    def __init__(self, root: str, name: str, data: bytes | None, pre: str | None, digest: str | None = None) -> None:
+        self._set(root=root, name=name, data=data, pre=pre, digest=digest)
 
     @property
     def post(self) -> str | None:
-        return None if self.data is None else sha256_bytes(self.data)
+        if self.data is None:
+            return None
+        return sha256_bytes(self.data) if self.digest is None else self.digest
 
 
 RootResolver = Callable[[str], Path]
@@ -121,6 +127,7 @@ def apply_changes(
     made: list[str] = []
     fds: list[int] = []
     staged: list[tuple[str, str, os.stat_result, str]] = []  # (name, staged path, its state once written, hash)
+    hashed: dict[int, str] = {}  # id of a change's bytes (held by ``changes``) -> their sha256
     try:
         try:
             # `pending` comes first: from here on a kill leaves temps the next recovery sweeps away.
@@ -145,7 +152,10 @@ def apply_changes(
                     fd = _create(made, path, change.data, 0o644 if change.root == "public" else 0o600)
                     fds.append(fd)
                     # What the staged copy is right after the write: checked again before the commit point.
-                    post = sha256_bytes(change.data)
+                    # The same bytes staged twice (the receipt in the log and in the run dir) are hashed once.
+                    post = hashed.get(id(change.data)) if change.digest is None else change.digest
+                    if post is None:
+                        post = hashed[id(change.data)] = sha256_bytes(change.data)
                     staged.append((change.name, path, os.fstat(fd), post))
                 entries.append({"root": change.root, "name": change.name, "temp": temp,
                                 "pre": change.pre, "post": post})

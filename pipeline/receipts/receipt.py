@@ -15,6 +15,7 @@ from ..frozen import Frozen
 from ..fsutil import digest_json, read_bounded, sha256_bytes
 from ..resources import load_schema
 from ..store.statecache import SETTLED_NS
+from .maptext import MAP_KEYS, MapText
 
 RECEIPT_SCHEMA = "receipt.schema.json"
 RECEIPT_KIND = "memory-consolidation-receipt"
@@ -199,15 +200,32 @@ def _remember(key: str, digest: str) -> None:
     _DIGESTS[key] = digest
 
 
-def remember_written(receipt: dict[str, Any], data: bytes) -> str:
+def remember_written(receipt: dict[str, Any], data: bytes, *, texts: MapText | None = None,
+                     data_sha: str | None = None) -> str:
     """The digest of a receipt about to be written as ``data``, recorded for later reads of the file.
 
     From the value itself only when JSON reads it back as equal (str keys, lists, no tuples), so the
     digest is the one a later reader computes from the file; otherwise from the bytes, as a reader does.
+    ``texts`` holds the canonical form of its hash maps if already made; ``data_sha`` is the sha256
+    of ``data`` if the caller has it.
     """
-    digest = receipt_digest(receipt) if _json_native(receipt) else receipt_digest(parse_receipt(data))
-    _remember(sha256_bytes(data), digest)
+    # The hash maps are checked for plain string pairs in C; the rest of the receipt is walked.
+    rest = {k: (None if k in MAP_KEYS and _hash_maps(v) else v) for k, v in receipt.items()}
+    if _json_native(rest):
+        digest = (texts or MapText()).digest(receipt)
+    else:
+        digest = receipt_digest(parse_receipt(data))
+    _remember(sha256_bytes(data) if data_sha is None else data_sha, digest)
     return digest
+
+
+def _hash_maps(value: Any) -> bool:
+    return type(value) is dict and all(
+        type(root) is str and type(files) is dict and set(map(type, files)) <= _STR
+        and set(map(type, files.values())) <= _STR for root, files in value.items())
+
+
+_STR = {str}
 
 
 def _json_native(value: Any) -> bool:
@@ -251,6 +269,8 @@ def diff_maps(before: HashMaps, after: HashMaps) -> list[str]:
     lines = []
     for root in ("harness", "public"):
         a, b = before.get(root, {}), after.get(root, {})
+        if a == b:
+            continue  # compared in C: the answer after every commit that landed as staged
         for name in sorted(set(a) | set(b)):
             if a.get(name) != b.get(name):
                 state = "added" if name not in a else "removed" if name not in b else "changed"

@@ -45,10 +45,23 @@ def _line(file: str, memory: Memory, private_marker: bool) -> str:
 
 def render_index(memories: dict[str, Memory], *, mirror: bool) -> bytes:
     """Sorted by file name. The mirror index lists only safe memories, never the marker."""
+    items = list(memories.items())
+    last = _LAST.get(mirror)
+    # The same (immutable) Memory objects under the same names render the same bytes: a write renders
+    # each index for its post-state, then checks both again, from the very same mapping.
+    if last is not None and last[0] is memories and last[1] == items:
+        return last[2]
     marker = not mirror
     lines = [_line(name, memories[name], marker) for name in sorted(memories) if marker or memories[name].is_safe]
     text = HEADER + ("\n" + "\n".join(lines) + "\n" if lines else "")
-    return text.encode("utf-8")
+    data = text.encode("utf-8")
+    _LAST[mirror] = (memories, items, data)
+    return data
+
+
+# The last rendering of each index: the mapping it came from (held, so its id is never reused), its
+# items as they were (compared by identity, element by element, so a mutated mapping misses), the bytes.
+_LAST: dict[bool, tuple[dict[str, Memory], list[tuple[str, Memory]], bytes]] = {}
 
 
 class Capacity(Frozen):

@@ -1,0 +1,69 @@
+"""Hash maps encoded once and spliced give exactly the bytes and digests of encoding each document whole."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+import rfc8785
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pipeline.fsutil import dump_json, sha256_bytes
+from pipeline.receipts.maptext import MapText
+from pipeline.receipts.receipt import remember_written
+
+# File names and hashes as a store could hold them, and worse: quotes, backslashes, newlines, control
+# characters, BMP letters past U+E000 and non-BMP ones (RFC 8785 sorts keys by UTF-16 code units).
+TEXT = st.text(st.characters(blacklist_categories=("Cs",)), max_size=12) | st.sampled_from(
+    ["MEMORY.md", "a\"b.md", "back\\slash.md", "line\nbreak.md", "\ufb01le.md", "\U0001f600.md", "\ue000.md"])
+MAPS = st.fixed_dictionaries({"harness": st.dictionaries(TEXT, TEXT, max_size=20),
+                              "public": st.dictionaries(TEXT, TEXT, max_size=20)})
+
+
+def _doc(source: dict[str, Any], final: dict[str, Any], note: Any) -> dict[str, Any]:
+    return {"kind": "memory-consolidation-receipt", "phase": "post", "note": note, "previous": None,
+            "operations": [{"name": "a.md", "kind": "create"}], "sourceHashes": source, "finalHashes": final}
+
+
+@settings(max_examples=100, deadline=None)
+@given(MAPS, MAPS, st.none() | TEXT | st.integers(-(2**53) + 1, 2**53 - 1)
+       | st.floats(allow_nan=False, allow_infinity=False))
+def test_spliced_documents_are_byte_identical_to_whole_encodings(source: Any, final: Any, note: Any) -> None:
+    texts = MapText()
+    snapshot = {"kind": "memfold-direct-edit", "sourceHashes": source}
+    receipt = _doc(source, final, note)
+    assert texts.dump(snapshot) == dump_json(snapshot)
+    assert texts.dump(receipt) == dump_json(receipt)
+    # The RFC 8785 reference implementation, on the document as a reader loads it from the file.
+    expected = hashlib.sha256(rfc8785.dumps(json.loads(dump_json(receipt)))).hexdigest()
+    assert texts.digest(receipt) == expected
+    assert remember_written(receipt, texts.dump(receipt), texts=texts) == expected
+
+
+def test_a_document_without_maps_or_with_a_marker_lookalike_is_encoded_whole() -> None:
+    texts = MapText()
+    plain = {"kind": "x", "sourceHashes": None, "finalHashes": [1, 2]}
+    assert texts.dump(plain) == dump_json(plain)
+    assert texts.digest(plain) == hashlib.sha256(rfc8785.dumps(plain)).hexdigest()
+    maps = {"harness": {"a.md": "0" * 64}, "public": {}}
+    # A value that holds the marker itself: the marker is then not unique and the document is encoded whole.
+    marker = texts._marks({"sourceHashes": maps}, ("sourceHashes",))["sourceHashes"]
+    doc = {"kind": "x", "sourceHashes": maps, "note": marker}
+    assert texts.dump(doc) == dump_json(doc)
+    assert texts.digest(doc) == hashlib.sha256(rfc8785.dumps(doc)).hexdigest()
+
+
+def test_a_receipt_that_json_does_not_read_back_as_equal_gets_the_digest_of_its_bytes() -> None:
+    # Integer keys become strings in the file and sort differently there: the file's bytes decide.
+    receipt = {"kind": "x", "sourceHashes": {"harness": {"a.md": "1"}, "public": {}},
+               "outcome": {10: "ten", 9: "nine"}}
+    data = dump_json(receipt)
+    assert remember_written(receipt, data) == hashlib.sha256(rfc8785.dumps(json.loads(data))).hexdigest()
+
+
+def test_the_one_hash_helper_agrees_with_hashlib_below_and_past_the_large_input_size() -> None:
+    for size in (0, 1, 4096, (256 << 10) - 1, 256 << 10, 1 << 20):
+        data = bytes(range(256)) * (size // 256) + b"x" * (size % 256)
+        assert sha256_bytes(data) == hashlib.sha256(data).hexdigest()
