@@ -188,3 +188,36 @@ def test_a_unicode_rule_is_compiled_only_once_its_outline_matches() -> None:
     findings = ruleset.scan("Maria Gonzalez Ruiz, 14.03.1986 is on the guest list")
     assert "date-of-birth-named" in {f.rule_id for f in findings}
     assert ruleset.rules[named].pattern._compiled is not None
+
+
+def test_a_user_rule_gets_the_needs_its_own_pattern_says() -> None:
+    ruleset = loader.load_ruleset([{"id": "ticket-code", "category": "credential", "description": "a ticket code",
+                                    "pattern": r"\bTK-[0-9]{9}\b"}])
+    gate = ruleset._rule_needs()[-1]
+    assert gate is not None and gate.needs == Needs(b"-", 9, (9, 9, 9))
+    assert ruleset.scan("see TK-12345 and TK-987654321 today")[0].rule_id == "ticket-code"
+
+
+def test_a_stored_row_that_is_not_this_versions_shape_is_read_from_the_pattern(monkeypatch: Any) -> None:
+    document = _document()
+    card = next(str(r["pattern"]) for r in document["rules"] if r["id"] == "payment-card-number")
+    monkeypatch.setitem(loader._MEMO, "needs", {card: ["", 99]})  # too short: not a row this version wrote
+    ruleset = _ruleset(prefiltered=True)
+    index = next(i for i, r in enumerate(ruleset.rules) if r.id == "payment-card-number")
+    gate = ruleset._rule_needs()[index]
+    assert gate is not None and gate.needs == needs(card)
+    assert "payment-card-number" in {f.rule_id for f in ruleset.scan("card on file: 4539 1488 0343 6467")}
+
+
+def test_the_rule_sets_digest_follows_the_stored_needs(tmp_path: Path, monkeypatch: Any) -> None:
+    """Verdicts kept under the digest are dropped when the needs table changes."""
+    document = _document()
+    rules = list(document["rules"])
+    before = loader._digest(rules, [], [])
+    schemas = tmp_path / "schemas"
+    schemas.mkdir()
+    stored = json.loads((data_dir("schemas") / prefilter.NEEDS_FILE).read_text("utf-8"))
+    stored[next(iter(stored))][1] += 1
+    (schemas / prefilter.NEEDS_FILE).write_text(json.dumps(stored), "utf-8")
+    monkeypatch.setattr(loader, "data_dir", lambda kind: schemas)
+    assert loader._digest(rules, [], []) != before
