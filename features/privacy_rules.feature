@@ -61,3 +61,20 @@ Feature: The privacy rules hold on data nobody wrote for them
     And the output mentions "[redacted: databricks-token]"
     And the output does not show "dapi9f3c1b7e2a5d4c8f0b6e1a3d9c7f2b4e"
     And that process imported neither phonenumbers nor stdnum
+
+  Scenario Outline: A rule that reads only texts able to hold its match still refuses <what>
+    A rule runs only on a text holding what every match of it must contain (its digits, its
+    separators, the letters its Unicode classes allow), and one whose Unicode classes are costly
+    is compiled only once a widened copy of it matches. Skipping is never a verdict.
+    Given I remember the state of both roots
+    When I add a safe memory "project_note" whose body says "<text>"
+    Then the exit code is 1
+    And the error names the rule "<rule>"
+    And the error does not show "<value>"
+    And both roots are as remembered
+
+    Examples:
+      | what                             | text                                                    | rule                    | value               |
+      | a card number in groups          | the card on file is 4539 1488 0343 6467 for refunds      | payment-card-number     | 4539 1488 0343 6467 |
+      | a birth date after a Unicode name | Zoë Ångström-Berg, 14.03.1986 joins the on-call rota     | date-of-birth-named     | 14.03.1986          |
+      | a street address with ß          | deliveries go to Lindenstraße 12, 10115 Berlin from now  | postal-address-compound | Lindenstraße 12     |

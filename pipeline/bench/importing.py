@@ -1,4 +1,8 @@
-"""The import row: `memfold import claude` of a Claude Code memory dir of 300 and 3,000 files, and its growth."""
+"""The import rows: `memfold import claude` of a Claude Code memory dir of 300, 1,000 and 3,000 files, and
+its growth from the first size to the last.
+
+``python -m pipeline.bench.importing [--reps R] [N...]`` prints these rows alone.
+"""
 
 from __future__ import annotations
 
@@ -11,7 +15,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-SIZES = (300, 3000)
+SIZES = (300, 1000, 3000)
 TARGET_MS = 3000.0
 MAX_EXPONENT = 1.1
 _KINDS = ("user", "feedback", "project", "reference")
@@ -56,7 +60,8 @@ def time_import(workdir: Path, source: Path, env: dict[str, str]) -> float:
     return elapsed
 
 
-def bench_import(plan: Any, env: dict[str, str], python_ms: float, row: Any) -> dict[str, Any]:
+def bench_import(plan: Any, env: dict[str, str], python_ms: float, row: Any,
+                 sizes: tuple[int, ...] = SIZES) -> dict[str, Any]:
     """Adds one row per size to ``plan.rows``; returns the growth figures.
 
     The floor of a row: ``python -c pass`` plus staging the same files durably (create, write, one
@@ -66,25 +71,54 @@ def bench_import(plan: Any, env: dict[str, str], python_ms: float, row: Any) -> 
     from .floors import staged_writes
 
     medians: dict[int, float] = {}
-    for n in SIZES:
+    for n in sizes:
         plan.progress(f"import claude: {n:,} files")
         source = plan.workdir / f"claude-{n}"
         shutil.rmtree(source, ignore_errors=True)
         write_claude_dir(source, n)
         samples = [time_import(plan.workdir / f"import-{n}-{k}", source, env) for k in range(max(plan.reps // 2, 2))]
         medians[n] = statistics.median(samples)
-        sizes = [p.stat().st_size for p in sorted(source.iterdir()) if p.name != "MEMORY.md"]
-        floor = python_ms + statistics.median(staged_writes({"harness": (sizes, 0)}, 3, where=plan.workdir))
-        target = f"<= {TARGET_MS:.0f} ms" if n == SIZES[-1] else ""
+        file_sizes = [p.stat().st_size for p in sorted(source.iterdir()) if p.name != "MEMORY.md"]
+        floor = python_ms + statistics.median(staged_writes({"harness": (file_sizes, 0)}, 3, where=plan.workdir))
+        target = f"<= {TARGET_MS:.0f} ms" if n == 3000 else ""
         plan.rows.append(row("import claude", n, samples, "python+staged-writes", floor, target,
                              medians[n] <= TARGET_MS if target else None))
-    ratio = medians[SIZES[-1]] / medians[SIZES[0]]
-    exponent = math.log(ratio) / math.log(SIZES[-1] / SIZES[0])
-    return {"import t(3000)/t(300)": round(ratio, 2), "exponent": round(exponent, 3),
+    low, high = sizes[0], sizes[-1]
+    ratio = medians[high] / medians[low]
+    exponent = math.log(ratio) / math.log(high / low) if high != low else 0.0
+    return {f"import t({high})/t({low})": round(ratio, 2), "exponent": round(exponent, 3),
             "target": f"exponent <= {MAX_EXPONENT}", "met": exponent <= MAX_EXPONENT}
 
 
 def scaling_line(scaling: dict[str, Any]) -> str:
     verdict = "ok" if scaling["met"] else "MISSED"
-    return (f"import t(3000)/t(300) = {scaling['import t(3000)/t(300)']}, growth exponent {scaling['exponent']} "
-            f"({scaling['target']}) {verdict}")
+    label = next(k for k in scaling if k.startswith("import t("))
+    return f"{label} = {scaling[label]}, growth exponent {scaling['exponent']} ({scaling['target']}) {verdict}"
+
+
+def main(argv: list[str]) -> int:
+    """The import rows alone, with their floors and the growth line."""
+    import tempfile
+
+    from . import floors
+    from .run import Plan, Row, cli_env, compile_bytecode, format_table, machine
+
+    reps = 6
+    if argv[:1] == ["--reps"]:
+        reps, argv = int(argv[1]), argv[2:]
+    sizes = tuple(int(a) for a in argv) or SIZES
+    with tempfile.TemporaryDirectory(prefix="memfold-import-bench-") as tmp:
+        plan = Plan(sizes=(), reps=reps, consolidate_reps=0, workdir=Path(tmp),
+                    progress=lambda msg: print(msg, file=sys.stderr))
+        env = cli_env(plan.workdir)
+        compile_bytecode(env)
+        python_ms = statistics.median(floors.interpreter(env, 5))
+        scaling = bench_import(plan, env, python_ms, Row, sizes)
+    result = {"rows": [r.as_dict() for r in plan.rows], "machine": machine()}
+    print(format_table(result), end="")
+    print(scaling_line(scaling))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))

@@ -58,34 +58,43 @@ def require_dir(path: Path) -> None:
                             hint="give the directory the tool keeps its memory files in")
 
 
-def memory_files(path: Path, parsed: Parsed) -> Iterator[Path]:
-    """The ``*.md`` files of a source dir but its ``MEMORY.md`` index."""
+def memory_names(path: Path) -> list[str]:
+    """The names of a source dir's ``*.md`` files but its ``MEMORY.md`` index, sorted."""
     require_dir(path)
     import os
 
     with os.scandir(path) as entries:
         names = sorted(e.name for e in entries if e.is_file() and e.name.lower().endswith(".md"))
-    for name in names:
-        if name.lower() != "memory.md":
-            yield path / name
+    return [name for name in names if name.lower() != "memory.md"]
 
 
-def read_candidate(parsed: Parsed, file: Path, *, data: bytes | None = None, default_type: str = "project",
+def memory_files(path: Path, parsed: Parsed) -> Iterator[Path]:
+    """The ``*.md`` files of a source dir but its ``MEMORY.md`` index."""
+    for name in memory_names(path):
+        yield path / name
+
+
+def read_candidate(parsed: Parsed, file: Path | str, *, data: bytes | None = None, default_type: str = "project",
                    visibility: str | None = None) -> None:
-    """One source file as its tool reads it: a candidate (with what reading it decided) or a skip."""
+    """One source file as its tool reads it: a candidate (with what reading it decided) or a skip.
+
+    ``file`` may be a plain string: thousands of files are cheaper to name without pathlib."""
+    import os
+
+    source_name = os.path.basename(file)
     try:
         source = read_source(decode(read_bounded(file, MAX_SOURCE_BYTES) if data is None else data))
-        memory = to_memory(source, file.name.removesuffix(".md"), default_type=default_type)
+        memory = to_memory(source, source_name.removesuffix(".md"), default_type=default_type)
     except (OSError, MemfoldError) as exc:
-        parsed.skip(file.name, f"not imported: {getattr(exc, 'message', None) or exc}")
+        parsed.skip(source_name, f"not imported: {getattr(exc, 'message', None) or exc}")
         return
     if visibility is not None:
         memory = memory.with_changes(visibility=visibility)
-    name = file_name(file.name, memory, parsed.used)
+    name = file_name(source_name, memory, parsed.used)
     notes = list(source.notes)
-    if name != file.name:
+    if name != source_name:
         notes.append(f"stored as {name}")
-    parsed.candidates.append(Candidate(name, memory, file.name, tuple(notes)))
+    parsed.candidates.append(Candidate(name, memory, source_name, tuple(notes)))
 
 
 def slug(text: str, words: int = 6) -> str:
@@ -136,8 +145,9 @@ def plan_import(
                 existing = taken.memories.get(existing_name)
                 why = ("already imported" if existing is not None and _same(existing, cand.memory)
                        else f"{existing_name} already exists with other content (not overwritten)")
-            if why is None:
-                twin = taken.twin(cand.memory)
+            keys = taken.keys(cand.memory) if why is None else None
+            if keys is not None:
+                twin = taken.twin(keys)
                 if twin is not None:
                     why = f"near-duplicate of {twin}"
             content = render_memory(cand.memory) if why is None else b""
@@ -149,7 +159,7 @@ def plan_import(
             ops.append(Operation(cand.file, "create", cand.memory.visibility, content))
             imported.append({"name": cand.file, "source": cand.source, "visibility": cand.memory.visibility,
                              "notes": list(cand.notes)})
-            taken.add(cand.file, cand.memory)
+            taken.add(cand.file, cand.memory, keys)
         report["imported"] = imported
         report["skipped"] = [s.as_dict() for s in skipped]
         return ops
@@ -168,21 +178,25 @@ class _Taken:
         for name in sorted(memories):
             self.add(name, memories[name])
 
-    def add(self, name: str, memory: Memory) -> None:
+    @staticmethod
+    def keys(memory: Memory) -> tuple[str, str]:
+        """The folded description and body, the keys a near-duplicate shares."""
+        return fold(memory.description), fold(memory.body)
+
+    def add(self, name: str, memory: Memory, keys: tuple[str, str] | None = None) -> None:
         self.memories[name] = memory
         self.names[name.lower()] = name
-        self.descriptions.setdefault(fold(memory.description), name)
-        body = fold(memory.body)
+        description, body = keys or self.keys(memory)
+        self.descriptions.setdefault(description, name)
         if body:
             self.bodies.setdefault(body, name)
 
     def name(self, file: str) -> str | None:
         return self.names.get(file.lower())
 
-    def twin(self, memory: Memory) -> str | None:
-        body = fold(memory.body)
-        hits = [n for n in (self.descriptions.get(fold(memory.description)),
-                            self.bodies.get(body) if body else None) if n]
+    def twin(self, keys: tuple[str, str]) -> str | None:
+        description, body = keys
+        hits = [n for n in (self.descriptions.get(description), self.bodies.get(body) if body else None) if n]
         return min(hits) if hits else None
 
 

@@ -5,14 +5,17 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from . import Parsed, memory_files, ordered, read_candidate
+from . import Parsed, memory_names, ordered, read_candidate
 
 
 def parse_dir(path: Path, tick: Callable[[], None] = lambda: None) -> Parsed:
     """Every ``*.md`` but the ``MEMORY.md`` index, read as Claude Code reads it (see ``source``)."""
+    import os
+
     parsed = Parsed()
-    for file in memory_files(path, parsed):
-        read_candidate(parsed, file)
+    folder = os.fspath(path)
+    for name in memory_names(path):
+        read_candidate(parsed, os.path.join(folder, name))
         tick()
     parsed.candidates = ordered(parsed.candidates)
     return parsed

@@ -8,6 +8,7 @@ from typing import Any
 
 from ..frozen import Frozen
 from .model import Finding, Rule, redact
+from .prefilter import Features, Gate
 
 # A hostile text can hold thousands of hits for one rule; past this many reported hits the
 # verdict is clear. Allowlisted matches do not count, so padding cannot hide a later secret.
@@ -68,7 +69,8 @@ class RuleSet:
     """An immutable, compiled set of rules with one global allowlist."""
 
     def __init__(self, rules: tuple[Rule, ...], allowlist: Any, keyword_set: Any = None,
-                 digest: Callable[[], str | None] | None = None, benign: Any = None) -> None:
+                 digest: Callable[[], str | None] | None = None, benign: Any = None,
+                 needs: Callable[[], list[Gate | None]] | None = None) -> None:
         self.rules = rules
         self._digest = digest
         self._digested: list[str | None] = []
@@ -90,6 +92,10 @@ class RuleSet:
         # memory as plan content (validation) and again as a mirror file (the gate).
         self._memo: dict[str, list[_Hit]] = {}
         self._memo_chars = 0
+        # What each rule's matches must contain (see ``prefilter``), read on the first scan: a rule
+        # whose needs a text lacks cannot match it, so it is neither compiled nor run there.
+        self._needs_source = needs
+        self._needs: list[Gate | None] | None = None
 
     def __repr__(self) -> str:
         return f"RuleSet({len(self.rules)} rules)"
@@ -148,9 +154,14 @@ class RuleSet:
         woken = set(self._always)
         for keyword in present:
             woken.update(self._by_keyword.get(keyword, ()))
+        needs = self._rule_needs()
+        features = Features(data)
         for index in sorted(woken):
             rule = self.rules[index]
             if categories is not None and rule.category not in categories:
+                continue
+            gate = needs[index]
+            if gate is not None and not features.opens(gate, getattr(rule.pattern, "ready", True)):
                 continue
             hits.extend(self._hits(rule, data, known))
         if known and hits:
@@ -162,6 +173,12 @@ class RuleSet:
             if spans:
                 hits = [h for h in hits if not (h.rule.fallback and _inside(h, spans))]
         return _dedupe(hits, self.rules) if hits else []
+
+    def _rule_needs(self) -> list[Gate | None]:
+        if self._needs is None:
+            found = self._needs_source() if self._needs_source is not None else []
+            self._needs = found if len(found) == len(self.rules) else [None] * len(self.rules)
+        return self._needs
 
     def forget(self) -> None:
         """Drop the remembered hits (a throughput measurement scans the same texts again)."""

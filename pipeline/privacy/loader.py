@@ -10,6 +10,7 @@ from ..resources import data_dir, load_schema
 from .checks import CHECKS
 from .engine import RuleSet
 from .model import Rule
+from .prefilter import NEEDS_FILE, Gate, from_row, needs
 
 RULES_FILE = "privacy-rules.yaml"
 CACHE_NAME = "privacy-rules.json"
@@ -51,6 +52,11 @@ class LazyPattern:
         if self._compiled is None:
             self._compiled = _compile(self._source, self._where)
         return self._compiled
+
+    @property
+    def ready(self) -> bool:
+        """Compiled already: running it costs no more than any cheaper test that could skip it."""
+        return self._compiled is not None
 
     @property
     def groups(self) -> int:
@@ -191,7 +197,40 @@ def _build(rules: list[dict[str, Any]], sources: list[str], allowlist: list[str]
         _keyword_set(keywords),
         lambda: _digest(rules, allowlist, benign or []),
         _compile_alternation(list(benign or ()), "privacy benign spans", lazy=shipped_allowlist),
+        lambda: _rule_needs(rules),
     )
+
+
+def _shipped_needs() -> dict[str, Any]:
+    """The needs of the shipped patterns, by pattern text, as the test suite checks them."""
+    if "needs" not in _MEMO:
+        import json
+
+        try:
+            with open(data_dir("schemas") / NEEDS_FILE, encoding="utf-8") as fh:
+                table = json.load(fh)
+        except (OSError, ValueError):
+            table = {}
+        _MEMO["needs"] = table if isinstance(table, dict) else {}
+    return _MEMO["needs"]  # type: ignore[no-any-return]
+
+
+def _rule_needs(rules: list[dict[str, Any]]) -> list[Gate | None]:
+    """Each rule's gate: the shipped table's row for its pattern, else read from the pattern now."""
+    known = _shipped_needs()
+    out: list[Gate | None] = []
+    for raw in rules:
+        pattern = str(raw["pattern"])
+        row = known.get(pattern)
+        found = from_row(row) if row is not None else None
+        if found is None:
+            found = needs(pattern)
+        if found.trivial:
+            out.append(None)
+            continue
+        widened = LazyPattern(found.outline, f"privacy rule {raw['id']!r} outline") if found.outline else None
+        out.append(Gate(found, widened))
+    return out
 
 
 def _digest(rules: list[dict[str, Any]], allowlist: list[str], benign: list[str]) -> str | None:
@@ -201,10 +240,13 @@ def _digest(rules: list[dict[str, Any]], allowlist: list[str], benign: list[str]
 
     digest = hashlib.sha256(json.dumps([rules, allowlist, benign], sort_keys=True, default=repr).encode("utf-8"))
     here = os.path.dirname(os.path.abspath(__file__))
-    for name in sorted(n for n in os.listdir(here) if n.endswith(".py")):
+    paths = [os.path.join(here, n) for n in sorted(os.listdir(here)) if n.endswith(".py")]
+    for path in [*paths, str(data_dir("schemas") / NEEDS_FILE)]:
         try:
-            with open(os.path.join(here, name), "rb") as fh:
+            with open(path, "rb") as fh:
                 digest.update(fh.read())
+        except FileNotFoundError:
+            digest.update(b"-")  # no shipped needs: each is read from its pattern
         except OSError:
             return None  # the code cannot be named, so no verdict is kept
     return digest.hexdigest()

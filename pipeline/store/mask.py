@@ -27,8 +27,8 @@ def _rules_identity(privacy: Any) -> list[Any]:
     from . import jsontext as json
 
     files = [os.path.join(_PIPELINE, "privacy", name)
-             for name in ("engine.py", "checks.py", "loader.py", "tokens.py", "personal.py")]
-    files += [os.path.join(base, "privacy-rules.yaml")
+             for name in ("engine.py", "checks.py", "loader.py", "tokens.py", "personal.py", "prefilter.py")]
+    files += [os.path.join(base, name) for name in ("privacy-rules.yaml", "privacy-needs.json")
               for base in (os.path.join(_PIPELINE, "_data", "schemas"), os.path.join(_PIPELINE, "..", "schemas"))]
     user = json.dumps([privacy.rules, privacy.allowlist], sort_keys=True)
     return ["inject-masks-2", [filecache.identity(f) for f in files], user]

@@ -8,11 +8,12 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from ..errors import Issue, UsageError
+from ..errors import InputRejected, Issue, UsageError
 from ..frozen import FrozenValue
+from ..fsutil import sha256_bytes
 from ..privacy import RuleSet
 from ..state import PreState
-from ..store.memory import INDEX_NAME, is_memory_name
+from ..store.memory import INDEX_NAME, Memory, is_memory_name, parse_memory
 from ..store.state import Limits
 
 IDENTITY = ("runId", "scopeKey", "scopeDigest", "artifactHash")
@@ -94,9 +95,19 @@ class Context:
         self.limits = limits
         self.broken = broken
         self._labels = {} if labels is None else labels
+        self._contents: dict[int, Content] = {}
 
     def __repr__(self) -> str:
         return f"Context(plan={self.plan!r}, manifest={self.manifest!r})"
+
+    def content(self, index: int, op: dict[str, Any]) -> Content:
+        """Operation ``index``'s content as bytes, hash and parsed memory, each made once for every rule
+        that needs it (three rules read each operation's content)."""
+        found = self._contents.get(index)
+        if found is None or found.op is not op:
+            found = Content(op)
+            self._contents[index] = found
+        return found
 
     def intact(self, key: str) -> bool:
         return key not in self.broken
@@ -142,6 +153,43 @@ class Context:
                 return f"<withheld: matches privacy rule {findings[0].rule_id}>"
         text = value if len(value) <= _SHOW_LIMIT else value[:_SHOW_LIMIT] + "…"
         return repr(text) if quote or not text.isprintable() else text
+
+
+class Content:
+    """One operation's content: its UTF-8 bytes (None when it holds a lone surrogate), their sha256
+    and the memory they parse as (or the error saying why not), each found on first ask."""
+
+    __slots__ = ("op", "data", "_digest", "_memory", "_error")
+
+    def __init__(self, op: dict[str, Any]) -> None:
+        self.op = op
+        try:
+            self.data: bytes | None = bytes(op["content"].encode("utf-8"))
+        except UnicodeEncodeError:
+            self.data = None
+        self._digest: str | None = None
+        self._memory: Memory | None = None
+        self._error: InputRejected | None = None
+
+    @property
+    def digest(self) -> str:
+        assert self.data is not None
+        if self._digest is None:
+            self._digest = sha256_bytes(self.data)
+        return self._digest
+
+    def memory(self) -> Memory:
+        """The parsed memory; raises the parser's InputRejected (again) when it does not parse."""
+        if self._memory is None and self._error is None:
+            assert self.data is not None
+            try:
+                self._memory = parse_memory(self.data, self.op["name"])
+            except InputRejected as exc:
+                self._error = exc
+        if self._error is not None:
+            raise self._error
+        assert self._memory is not None
+        return self._memory
 
 
 class Subject:

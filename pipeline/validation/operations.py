@@ -6,10 +6,9 @@ from collections.abc import Iterator
 from typing import Any
 
 from ..errors import InputRejected, Issue
-from ..fsutil import sha256_bytes
 from ..planner.text import fact_key, known_keys
 from ..privacy.nearcopy import NEAR_COPY, near_copies, near_copy_message
-from ..store.memory import Memory, parse_memory, windows_reserved
+from ..store.memory import Memory, windows_reserved
 from .context import Context, Subject, json_path, valid_name
 
 _MIRROR_NOTE = "safe memories are copied to the git-tracked mirror"
@@ -54,7 +53,8 @@ def operations(ctx: Context) -> Iterator[Issue]:
 
 def _content(ctx: Context, index: int, op: dict[str, Any], subject: Subject) -> Iterator[Issue]:
     at = json_path("operations", index, "content")
-    data = _encoded(op)
+    content = ctx.content(index, op)
+    data = content.data
     if data is None:
         yield Issue("plan.operation.content", at, f"{subject}: content is not valid Unicode text "
                     "(it holds a lone surrogate)")
@@ -64,11 +64,11 @@ def _content(ctx: Context, index: int, op: dict[str, Any], subject: Subject) -> 
                     f"over the {ctx.limits.max_file_bytes}-byte bound")
         return
     digest = op.get("contentSha256")
-    if digest is not None and digest.removeprefix("sha256:") != sha256_bytes(data):
+    if digest is not None and digest.removeprefix("sha256:") != content.digest:
         yield Issue("plan.operation.hash", json_path("operations", index, "contentSha256"),
                     f"{subject}: contentSha256 is not the sha256 of the content's UTF-8 bytes")
     try:
-        memory = parse_memory(data, op["name"])
+        memory = content.memory()
     except InputRejected as exc:
         # parse_memory names the file first; the subject already does.
         detail = exc.message.removeprefix(f"{op['name']}: ")
@@ -79,13 +79,6 @@ def _content(ctx: Context, index: int, op: dict[str, Any], subject: Subject) -> 
         yield Issue("plan.operation.disagrees", at,
                     f"{subject}: the content's frontmatter says visibility {memory.visibility} "
                     f"but the operation's classification is {op['classification']}")
-
-
-def _encoded(op: dict[str, Any]) -> bytes | None:
-    try:
-        return bytes(op["content"].encode("utf-8"))
-    except UnicodeEncodeError:
-        return None
 
 
 def bounds(ctx: Context) -> Iterator[Issue]:
@@ -122,12 +115,13 @@ def publish(ctx: Context) -> Iterator[Issue]:
             yield Issue("privacy.publish", json_path("operations", index, "classification"),
                         f"{subject}: the memory is private and this makes it safe ({_MIRROR_NOTE}); {hint}")
             continue
-        data = _encoded(op)
+        content = ctx.content(index, op)
+        data = content.data
         if data is None or len(data) > ctx.limits.max_file_bytes or ctx.pre.harness.hashes.get(name) == \
-                sha256_bytes(data):
+                content.digest:
             continue  # unchanged, or refused by the operations rule
         try:
-            written[name] = parse_memory(data, name)
+            written[name] = content.memory()
         except InputRejected:
             continue
         where[name] = (index, subject)
@@ -147,12 +141,13 @@ def privacy(ctx: Context) -> Iterator[Issue]:
     for index, op in ctx.items("operations"):
         if op["kind"] == "delete" or op["classification"] != "safe":
             continue
-        data = _encoded(op)
+        content = ctx.content(index, op)
+        data = content.data
         if data is None or len(data) > ctx.limits.max_file_bytes:
             continue  # the operations rule rejects it; scanning it would be unbounded work
         name = op["name"]
         current = ctx.pre.memories.get(name)
-        if current is not None and current.is_safe and ctx.pre.harness.hashes.get(name) == sha256_bytes(data):
+        if current is not None and current.is_safe and ctx.pre.harness.hashes.get(name) == content.digest:
             continue
         subject = Subject(ctx, "operations", index, op["name"], op["kind"])
         # A file name enters the mirror (and its index) when the memory first becomes safe.

@@ -100,7 +100,7 @@ def validate_plan(
     if not result.errors:
         result.ok = True
         result.plan = plan
-        result.operations = _operations(plan)
+        result.operations = _operations(ctx)
     return result
 
 
@@ -120,10 +120,11 @@ def _flagger(ruleset: RuleSet | None) -> Callable[[str], bool]:
     return lambda text: bool(ruleset.scan(text, "<field name>"))
 
 
-def _operations(plan: dict[str, Any]) -> list[Operation]:
+def _operations(ctx: Context) -> list[Operation]:
+    """The valid plan's operations, with the content bytes the rules already encoded."""
     out = []
-    for op in plan["operations"]:
-        content = None if op["kind"] == "delete" else op["content"].encode("utf-8")
+    for index, op in enumerate(ctx.plan["operations"]):
+        content = None if op["kind"] == "delete" else ctx.content(index, op).data
         out.append(Operation(op["name"], op["kind"], op["classification"], content))
     return out
 
