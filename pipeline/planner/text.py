@@ -51,6 +51,10 @@ def fact_key(line: str) -> str:
 
 def _unmarked(line: str) -> str:
     """The line without its list or quote markers (_MARKER is anchored: it matches once, at the start)."""
+    # A marker starts with a bullet, ">", a digit (\d: isdecimal) or a space (\s: isspace).
+    first = line[:1]
+    if first not in "-*+>" and not first.isspace() and not first.isdecimal():
+        return line
     match = _MARKER.match(line)
     return line[match.end():] if match else line
 
@@ -165,12 +169,19 @@ def name_stem(name: str) -> str:
 _VERSIONISH = re.compile(r"^(?:v?\d+|old|new|copy|bak|backup|updated|latest|final|draft|\d{4}|\d{2})$")
 
 
+@lru_cache(maxsize=1 << 20)
 def subject_stem(name: str) -> str:
     """The name stem without trailing version-like parts, so ``api-port-v2`` meets ``api-port``."""
     parts = [p for p in re.split(r"[-_]+", name_stem(name).lower()) if p]
     while len(parts) > 1 and _VERSIONISH.match(parts[-1]):
         parts.pop()
     return "-".join(parts)
+
+
+@lru_cache(maxsize=1 << 20)
+def title_words(title: str) -> str:
+    """A title's fact key with single spaces: what two memories with one title share."""
+    return " ".join(fact_key(title).split())
 
 
 def memory_tokens(name: str, memory: Memory) -> frozenset[str]:
@@ -286,6 +297,6 @@ def short_list(names: list[str], limit: int = 8) -> str:
 
 def clear_caches() -> None:
     """Drop memoised results so one plan's inputs do not hold memory (or speed) into the next."""
-    for cached in (body_facts, _fact_keys, tokens, _stem, name_stem, _memory_tokens, masked, _value_lines,
-                   identifiers):
+    for cached in (body_facts, _fact_keys, tokens, _stem, name_stem, subject_stem, _memory_tokens, masked,
+                   _value_lines, identifiers, title_words):
         cached.cache_clear()
