@@ -150,14 +150,14 @@ def _evalset() -> Store:
 
 
 def stores() -> dict[str, tuple[Callable[[], Store], bool]]:
-    """Label → (store maker, whether it is large enough to be a stress run)."""
+    """Label → (store maker, whether it takes long enough to be a stress run: 2,000 memories and more)."""
     out: dict[str, tuple[Callable[[], Store], bool]] = {}
     for seed in (7, 11, 23):
         out[f"synthetic-200-seed{seed}"] = (lambda s=seed: _synthetic(200, s), False)
-    out["synthetic-2000-seed7"] = (lambda: _synthetic(2000, 7), False)
+    out["synthetic-2000-seed7"] = (lambda: _synthetic(2000, 7), True)
     out["synthetic-20000-seed7"] = (lambda: _synthetic(20000, 7), True)
     for count, seed in ((300, 1), (300, 2), (3000, 3)):
-        out[f"valued-{count}-seed{seed}"] = (lambda c=count, s=seed: _valued(c, s), False)
+        out[f"valued-{count}-seed{seed}"] = (lambda c=count, s=seed: _valued(c, s), count >= 2000)
     out["valued-20000-seed4"] = (lambda: _valued(20000, 4), True)
     out["evalset"] = (_evalset, False)
     for label, make in _projects().items():

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 from pathlib import Path
 
 from ..frozen import FrozenValue
@@ -112,26 +113,47 @@ def extract(memory: Memory) -> Claims:
 class Tree:
     """Stat-only lookups below one project root, cached across memories."""
 
-    __slots__ = ("root", "real", "_status", "_text")
+    __slots__ = ("root", "real", "_inside", "_status", "_text", "_dirs")
 
     def __init__(self, root: Path) -> None:
         self.root = root
         self.real = os.path.realpath(root)
+        self._inside = self.real.rstrip(os.sep) + os.sep
         self._status: dict[str, str] = {}
         self._text: dict[str, str] = {}
+        self._dirs: dict[str, str] = {}
 
     def status(self, rel: str) -> str:
         """``found`` for a regular file inside the root after resolving links, ``dir``, or ``missing``."""
         if rel not in self._status:
-            resolved = os.path.realpath(os.path.join(self.real, rel))
-            inside = resolved.startswith(self.real.rstrip(os.sep) + os.sep)
-            if inside and os.path.isfile(resolved):
-                self._status[rel] = "found"
-            elif inside and os.path.isdir(resolved):
-                self._status[rel] = "dir"
-            else:
-                self._status[rel] = "missing"
+            self._status[rel] = self._looked_up(rel)
         return self._status[rel]
+
+    def _looked_up(self, rel: str) -> str:
+        # A parent directory resolves once for all its files; a leaf that is no link resolves to
+        # itself, so one lstat tells what realpath and a stat of its result would (a link, or a
+        # path ending in a slash, goes the long way).
+        head, _, leaf = rel.rpartition("/")
+        if leaf:
+            parent = self._dirs.get(head)
+            if parent is None:
+                parent = self._dirs[head] = os.path.realpath(os.path.join(self.real, head))
+            path = os.path.join(parent, leaf)
+            try:
+                mode: int | None = os.lstat(path).st_mode
+            except OSError:
+                mode = None
+            if mode is None or not stat.S_ISLNK(mode):
+                if mode is None or not path.startswith(self._inside):
+                    return "missing"
+                return "found" if stat.S_ISREG(mode) else "dir" if stat.S_ISDIR(mode) else "missing"
+        resolved = os.path.realpath(os.path.join(self.real, rel))
+        inside = resolved.startswith(self._inside)
+        if inside and os.path.isfile(resolved):
+            return "found"
+        if inside and os.path.isdir(resolved):
+            return "dir"
+        return "missing"
 
     def text(self, rel: str) -> str:
         if rel not in self._text:
