@@ -106,3 +106,29 @@ def test_tree_lookups_through_a_linked_root(tmp_path: Path) -> None:
     tree = Tree(tmp_path / "alias")
     assert [tree.status(r) for r in ("src/app.py", "src/none.py", "src")] == ["found", "missing", "dir"]
     assert re.fullmatch(re.escape(str(real.resolve())), tree.real)
+
+
+def _signature_reference(items: frozenset[str]) -> tuple[int, ...]:
+    mins = [dedupe._EMPTY] * dedupe.BINS
+    for b, v in map(dedupe._slot, items):
+        if v < mins[b]:
+            mins[b] = v
+    out = list(mins)
+    nxt: int | None = None
+    for i in range(2 * dedupe.BINS - 1, -1, -1):
+        j = i % dedupe.BINS
+        if mins[j] <= dedupe._MASK:
+            nxt = i
+        elif i < dedupe.BINS and nxt is not None:
+            out[j] = (mins[nxt % dedupe.BINS] + (nxt - i) * 0x9E3779B97F4A7C15) & dedupe._MASK
+    return tuple(out)
+
+
+def test_signatures_densify_empty_bins_as_the_two_turn_scan_did() -> None:
+    rng = random.Random(3)
+    words = [f"w{i}" for i in range(400)]
+    for size in (0, 1, 2, 3, 5, 8, 13, 21, 34, 55, 89, 144):
+        for _ in range(60):
+            items = frozenset(rng.sample(words, size))
+            assert dedupe.signature(items) == _signature_reference(items)
+    dedupe.clear_caches()

@@ -52,8 +52,12 @@ def _slot(token: str) -> tuple[int, int]:
     return h % BINS, (h // BINS) & _MASK
 
 
+@lru_cache(maxsize=1 << 16)
 def signature(items: frozenset[str]) -> tuple[int, ...]:
-    """One-permutation MinHash with rotation densification: one hash per token, BINS minima."""
+    """One-permutation MinHash with rotation densification: one hash per token, BINS minima.
+
+    Kept per token set: the candidates' index and the duplicate grouping's sign the same sets.
+    """
     mins = [_EMPTY] * BINS
     for b, v in map(_slot, items):
         if v < mins[b]:
@@ -61,14 +65,17 @@ def signature(items: frozenset[str]) -> tuple[int, ...]:
     if _EMPTY not in mins:
         return tuple(mins)
     out = list(mins)
-    # An empty bin borrows the next filled bin to its right (circularly), shifted by the distance.
-    nxt: int | None = None
-    for i in range(2 * BINS - 1, -1, -1):
-        j = i % BINS
-        if mins[j] <= _MASK:
-            nxt = i
-        elif i < BINS and nxt is not None:
-            out[j] = (mins[nxt % BINS] + (nxt - i) * 0x9E3779B97F4A7C15) & _MASK
+    # An empty bin borrows the next filled bin to its right (circularly), shifted by the distance;
+    # right of the last filled bin, the next one is the first filled bin of the next turn.
+    nxt = next((j for j in range(BINS) if mins[j] != _EMPTY), None)
+    if nxt is None:
+        return tuple(out)
+    nxt += BINS
+    for j in range(BINS - 1, -1, -1):
+        if mins[j] != _EMPTY:
+            nxt = j
+        else:
+            out[j] = (mins[nxt % BINS] + (nxt - j) * 0x9E3779B97F4A7C15) & _MASK
     return tuple(out)
 
 
@@ -202,7 +209,7 @@ _KEYS: dict[frozenset[str], dict[tuple[str, str, str, str], tuple[tuple[object, 
 
 def clear_caches() -> None:
     _KEYS.clear()
-    for cached in (_statements_of, _newer, _outdated):
+    for cached in (_statements_of, _newer, _outdated, signature):
         cached.cache_clear()
 
 
