@@ -7,11 +7,12 @@ from functools import lru_cache
 
 from ..store.memory import TYPES, Memory
 from ..store.search import ASCII_WORDS
+from .lazyre import Lazy
 
 _MARKER = re.compile(r"^\s*(?:[-*+]\s+\[[ xX]\]\s+|[-*+]\s+|\d+[.)]\s+|>\s*)+")
-_PUNCT = re.compile(r"[^\w\s]|_")
-_WORD = re.compile(r"[a-z0-9]+")
-_LINK = re.compile(r"\[\[[^\]\n]*\]\]")
+_PUNCT = Lazy(r"[^\w\s]|_")
+_WORD = Lazy(r"[a-z0-9]+")
+_LINK = Lazy(r"\[\[[^\]\n]*\]\]")
 # Values are what two statements of the same subject can disagree on: commands in
 # backticks, URLs, paths, versions and numbers (ports, sizes, dates). One alternation, in this order.
 _EXTENSIONS = "py|sh|js|ts|tsx|jsx|go|rs|rb|java|toml|ya?ml|json|cfg|ini|lock|txt|sql|env|conf"
@@ -26,7 +27,7 @@ _VALUE_PARTS = (
     r"\b[a-z]*\d[a-z0-9]*(?:[.:_-][a-z0-9]+)*\b",
 )
 _VALUE_EXT = re.compile(r"\.(?:" + _EXTENSIONS + r")\b")
-_DIGIT = re.compile(r"\d")
+_DIGIT = Lazy(r"\d")
 _NOT_DIGIT_BYTES = bytes(b for b in range(256) if b not in b"0123456789")
 _VALUE_BY_PARTS: dict[tuple[bool, ...], re.Pattern[str]] = {}
 # _PUNCT as a byte table for ASCII text (nearly every line): the same spaces, several times faster.
@@ -63,7 +64,7 @@ def _spaced(text: str) -> str:
     """``text`` with punctuation and ``_`` turned into spaces and runs of whitespace into one space."""
     if text.isascii():
         return " ".join(text.encode("ascii").translate(_PUNCT_BYTES).decode("ascii").split())
-    return " ".join(_PUNCT.sub(" ", text).split())
+    return " ".join(_PUNCT().sub(" ", text).split())
 
 
 def _value_pattern(text: str) -> re.Pattern[str] | None:
@@ -76,7 +77,7 @@ def _value_pattern(text: str) -> re.Pattern[str] | None:
     if text.isascii():
         digit = bool(text.encode("ascii").translate(None, _NOT_DIGIT_BYTES))
     else:
-        digit = _DIGIT.search(text) is not None
+        digit = _DIGIT().search(text) is not None
     parts = ("`" in text, "://" in text, "/" in text, _VALUE_EXT.search(text) is not None, digit)
     if not any(parts):
         return None
@@ -148,8 +149,8 @@ def tokens(text: str) -> frozenset[str]:
     else:
         folded = text.casefold()
         if "[[" in folded:
-            folded = _LINK.sub(" ", folded)
-        words = set(_WORD.findall(folded))
+            folded = _LINK().sub(" ", folded)
+        words = set(_WORD().findall(folded))
     # Each distinct word is stemmed once.
     words -= _NOT_TOKENS
     return frozenset(map(_stem, words))
