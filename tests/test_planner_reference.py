@@ -132,3 +132,20 @@ def test_signatures_densify_empty_bins_as_the_two_turn_scan_did() -> None:
             items = frozenset(rng.sample(words, size))
             assert dedupe.signature(items) == _signature_reference(items)
     dedupe.clear_caches()
+
+
+def test_the_length_bound_of_the_full_plan_text_never_passes_its_length(tmp_path: Path) -> None:
+    from planner_golden import stores
+    from test_planner_support import plan_store
+
+    from pipeline.planner.run import _surely_longer
+    from pipeline.worker.planjson import PRINT_LINE_BUDGET, plan_json
+
+    for label in ("synthetic-200-seed11", "valued-300-seed2", "evalset", "fixture-infra"):
+        store = stores()[label][0]()
+        repo = tmp_path / label
+        repo.mkdir()
+        plan = plan_store(store.files, repo, candidates=store.candidates)
+        length = len(plan_json(plan, PRINT_LINE_BUDGET).decode("utf-8"))
+        assert not _surely_longer(plan, length), label
+        assert _surely_longer(plan, length // 4), label  # a bound worth having: most of the text
