@@ -229,6 +229,9 @@ def masked(line: str) -> tuple[str, tuple[str, ...]]:
     "web02 uses port 9090" are two subjects, not one subject with two values.
     """
     text = _unmarked(line).casefold()
+    pattern = _value_pattern(text)
+    if pattern is None:
+        return _spaced(text), ()  # no value can match: where the predicate stands changes nothing
     values: list[str] = []
     predicate = _PREDICATE.search(text)
     subject_end = predicate.start() if predicate is not None else 0
@@ -240,9 +243,7 @@ def masked(line: str) -> tuple[str, tuple[str, ...]]:
         values.append(value)
         return f" {VALUE_MARK} "
 
-    pattern = _value_pattern(text)
-    replaced = pattern.sub(keep, text) if pattern is not None else text
-    return _spaced(replaced), tuple(values)
+    return _spaced(pattern.sub(keep, text)), tuple(values)
 
 
 @lru_cache(maxsize=1 << 20)
