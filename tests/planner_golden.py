@@ -1,9 +1,8 @@
-"""Stores the planner's golden plans are taken from, and the planner's printed bytes for each.
+"""The stores the recorded planner plans come from, and the bytes the planner prints for each."""
 
-``python tests/planner_golden.py --write`` records the sha256 and length of the plan the current
-planner prints for every store below in ``tests/data/planner_golden.json``; the test compares the
-planner against that record. Only a deliberate change of the plan's contents regenerates it.
-"""
+# ``python tests/planner_golden.py --write`` records the sha256, length and line count of the plan
+# the planner prints for every store below in ``tests/data/planner_golden.json``; ``--check``
+# compares. Only a deliberate change of what a plan says regenerates the record.
 
 from __future__ import annotations
 

@@ -1,10 +1,8 @@
-"""The planner prints the same bytes for the same snapshot: compared with plans recorded from the planner itself.
+"""The planner prints the same bytes for the same snapshot: compared with plans recorded from the planner itself."""
 
-The record (``tests/data/planner_golden.json``) holds the sha256, length and line count of the plan the
-planner printed for each store in ``planner_golden.stores()``: synthetic stores of 200, 2,000 and 20,000
-memories, stores full of values, hosts, paths, reminders and shared titles, the labelled evaluation set
-and the planner fixtures. A faster planner must print exactly these plans.
-"""
+# The record holds the sha256, length and line count of the plan the planner printed for each store
+# of ``planner_golden.stores()``: synthetic stores of 200, 2,000 and 20,000 memories, stores full of
+# values, hosts, paths, reminders and shared titles, the labelled evaluation set and the fixtures.
 
 from __future__ import annotations
 

@@ -1,9 +1,8 @@
-"""The built-in planner alone: its imports and its plan, CPU time in a fresh interpreter per sample.
+"""The built-in planner alone: its imports and its plan, CPU time in a fresh interpreter per sample."""
 
-The consolidate rows time the whole worker stage (the launcher, its confinement and the planner);
-these rows isolate the planner's part, on the run directory a consolidation of the same store gives
-it: the manifest, an empty snapshot, and the store's own roots, read in place.
-"""
+# The consolidate rows time the whole worker stage (the launcher, its confinement and the planner);
+# these isolate the planner's part, on the run directory a consolidation of the same store gives it:
+# the manifest, an empty snapshot, and the store's own roots, read in place.
 
 from __future__ import annotations
 
