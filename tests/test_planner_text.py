@@ -20,7 +20,7 @@ pieces = st.lists(st.one_of(st.sampled_from(_PIECES), st.text(max_size=3)), max_
 
 
 def _fact_key(line: str) -> str:
-    return " ".join(text._PUNCT.sub(" ", text._MARKER.sub("", line).casefold()).split())
+    return " ".join(text._PUNCT().sub(" ", text._MARKER.sub("", line).casefold()).split())
 
 
 def _masked(line: str) -> tuple[str, tuple[str, ...]]:
@@ -37,11 +37,11 @@ def _masked(line: str) -> tuple[str, tuple[str, ...]]:
         return f" {text.VALUE_MARK} "
 
     replaced = _VALUE.sub(keep, folded)
-    return " ".join(text._PUNCT.sub(" ", replaced).split()), tuple(values)
+    return " ".join(text._PUNCT().sub(" ", replaced).split()), tuple(values)
 
 
 def _tokens(value: str) -> frozenset[str]:
-    words = text._WORD.findall(text._LINK.sub(" ", value.casefold()).replace("_", " "))
+    words = text._WORD().findall(text._LINK().sub(" ", value.casefold()).replace("_", " "))
     return frozenset(text._stem(w) for w in words if w not in text.STOPWORDS and len(w) > 1)
 
 
@@ -81,17 +81,17 @@ def test_every_ascii_character_is_spaced_as_the_punctuation_pattern_spaces_it() 
 @settings(max_examples=2000, deadline=None)
 @given(line=pieces)
 def test_a_reminder_date_is_what_the_reminder_pattern_finds(line: str) -> None:
-    match = _REMINDER.search(line)
+    match = _REMINDER().search(line)
     assert _reminder_date(line) == (next(g for g in match.groups() if g) if match else None)
 
 
 @settings(max_examples=3000, deadline=None)
 @given(prose=pieces)
 def test_the_literal_checks_before_the_claim_patterns_never_skip_a_match(prose: str) -> None:
-    assert _PATHISH.search(prose) is None or _PATH_HINT.search(prose) is not None
-    assert _URL.search(prose) is None or "://" in prose
-    assert _LINK.search(prose) is None or "[" in prose
-    assert _TICKS.search(prose) is None or "`" in prose
+    assert _PATHISH().search(prose) is None or _PATH_HINT.search(prose) is not None
+    assert _URL().search(prose) is None or "://" in prose
+    assert _LINK().search(prose) is None or "[" in prose
+    assert _TICKS().search(prose) is None or "`" in prose
 
 
 def test_claims_in_prose_backticks_and_links_are_all_found() -> None:

@@ -18,6 +18,7 @@ from typing import Any
 from . import floors, importing
 from . import mcp as mcp_bench
 from .consolidate import bench_consolidate, restore_cold
+from .planner import bench_planner
 from .prompt import bench_prompt
 from .synth import Synthetic, write_store
 from .writes import bench_writes
@@ -173,6 +174,8 @@ def bench_size(plan: Plan, n: int, env: dict[str, str], python_ms: float) -> Non
         (lambda r: r.median <= 200) if small else None)
 
     bench_consolidate(plan, n, cli, add, pristine, live, env, consolidate_reps)
+    restore_cold(pristine, live)
+    bench_planner(store, base / "planner-run", env, consolidate_reps, add)
 
     plan.progress(f"n={n}: apply in-process")
     restore_cold(pristine, live)

@@ -6,7 +6,7 @@ from collections import defaultdict
 
 from ..store.memory import Memory
 from .dedupe import outdated_lines
-from .text import distinct_subjects, fact_key, fact_lines, masked, newness, subject_stem
+from .text import distinct_subjects, fact_key, fact_lines, masked, newness, subject_stem, title_words
 from .work import Fate, Work, canonical_body
 
 MAX_SUBJECT_GROUP = 32
@@ -17,7 +17,7 @@ def note_line(older: str) -> str:
 
 
 def title_key(memory: Memory) -> str:
-    return " ".join(fact_key(memory.name).split())
+    return title_words(memory.name)
 
 
 def _subjects(work: Work) -> list[tuple[str, list[str]]]:

@@ -52,8 +52,12 @@ def _slot(token: str) -> tuple[int, int]:
     return h % BINS, (h // BINS) & _MASK
 
 
+@lru_cache(maxsize=1 << 16)
 def signature(items: frozenset[str]) -> tuple[int, ...]:
-    """One-permutation MinHash with rotation densification: one hash per token, BINS minima."""
+    """One-permutation MinHash with rotation densification: one hash per token, BINS minima.
+
+    Kept per token set: the candidates' index and the duplicate grouping's sign the same sets.
+    """
     mins = [_EMPTY] * BINS
     for b, v in map(_slot, items):
         if v < mins[b]:
@@ -61,14 +65,17 @@ def signature(items: frozenset[str]) -> tuple[int, ...]:
     if _EMPTY not in mins:
         return tuple(mins)
     out = list(mins)
-    # An empty bin borrows the next filled bin to its right (circularly), shifted by the distance.
-    nxt: int | None = None
-    for i in range(2 * BINS - 1, -1, -1):
-        j = i % BINS
-        if mins[j] <= _MASK:
-            nxt = i
-        elif i < BINS and nxt is not None:
-            out[j] = (mins[nxt % BINS] + (nxt - i) * 0x9E3779B97F4A7C15) & _MASK
+    # An empty bin borrows the next filled bin to its right (circularly), shifted by the distance;
+    # right of the last filled bin, the next one is the first filled bin of the next turn.
+    nxt = next((j for j in range(BINS) if mins[j] != _EMPTY), None)
+    if nxt is None:
+        return tuple(out)
+    nxt += BINS
+    for j in range(BINS - 1, -1, -1):
+        if mins[j] != _EMPTY:
+            nxt = j
+        else:
+            out[j] = (mins[nxt % BINS] + (nxt - j) * 0x9E3779B97F4A7C15) & _MASK
     return tuple(out)
 
 
@@ -145,11 +152,21 @@ def _statements_of(description: str, body: str) -> tuple[tuple[str, frozenset[st
     return tuple(out)
 
 
-def _restates(words: frozenset[str], values: tuple[str, ...],
-              newer: tuple[tuple[str, frozenset[str], tuple[str, ...]], ...]) -> bool:
-    """Some newer statement says the same thing as (words, values), with other values."""
-    for _, other, new_values in newer:
-        if set(values) == set(new_values):
+def _restates(words: frozenset[str], values: tuple[str, ...], newer: _Newer) -> bool:
+    """Some newer statement says the same thing as (words, values), with other values.
+
+    Both tests need a shared word, so only the newer statements sharing one are measured.
+    """
+    statements, postings = newer
+    seen: set[int] = set()
+    for word in words:
+        seen.update(postings.get(word, ()))
+    if not seen:
+        return False
+    value_set = set(values)
+    for i in seen:
+        other, new_values = statements[i]
+        if value_set == new_values:
             continue
         shared, union, smaller = len(words & other), len(words | other), min(len(words), len(other))
         if union and (shared / union >= SAME_STATEMENT or (smaller >= 2 and shared / smaller >= CONTAINED)):
@@ -157,25 +174,64 @@ def _restates(words: frozenset[str], values: tuple[str, ...],
     return False
 
 
-def outdated_lines(older: Memory, newer: Memory) -> set[str]:
+# A memory's value statements as (words, value set), with which statements use each word.
+_Newer = tuple[tuple[tuple[frozenset[str], frozenset[str]], ...], dict[str, tuple[int, ...]]]
+
+
+@lru_cache(maxsize=1 << 16)
+def _newer(description: str, body: str) -> _Newer:
+    statements = tuple((words, frozenset(values)) for _, words, values in _statements_of(description, body))
+    postings: dict[str, list[int]] = defaultdict(list)
+    for i, (words, _) in enumerate(statements):
+        for word in words:
+            postings[word].append(i)
+    return statements, {w: tuple(ids) for w, ids in postings.items()}
+
+
+def outdated_lines(older: Memory, newer: Memory) -> frozenset[str]:
     """Keys of the older memory's lines (description included) that the newer states with a new value."""
-    newer_statements = _statements(newer)
-    return {fact_key(raw) for raw, words, values in _statements(older) if _restates(words, values, newer_statements)}
+    return _outdated(older.description, older.body, newer.description, newer.body)
 
 
+@lru_cache(maxsize=1 << 16)
+def _outdated(description: str, body: str, newer_description: str, newer_body: str) -> frozenset[str]:
+    newer = _newer(newer_description, newer_body)
+    if not newer[0]:
+        return frozenset()
+    return frozenset(fact_key(raw) for raw, words, values in _statements_of(description, body)
+                     if _restates(words, values, newer))
+
+
+# Bucket keys of each memory as one index's common tokens see them, kept across the indexes of one
+# plan: the candidates' index and each pass of ``groups`` see the same memories again.
+_KEYS: dict[frozenset[str], dict[tuple[str, str, str, str], tuple[tuple[object, ...], ...]]] = {}
+
+
+def clear_caches() -> None:
+    _KEYS.clear()
+    for cached in (_statements_of, _newer, _outdated, signature):
+        cached.cache_clear()
 
 
 class Index:
     """LSH buckets over memories; tokens most memories share are left out of the signatures."""
 
-    __slots__ = ("common", "buckets")
+    __slots__ = ("common", "buckets", "_keys")
 
     def __init__(self, common: frozenset[str]) -> None:
         self.common = common
         self.buckets: dict[tuple[object, ...], list[str]] = defaultdict(list)
+        self._keys = _KEYS.setdefault(common, {})
 
-    def keys(self, name: str, memory: Memory) -> list[tuple[object, ...]]:
+    def keys(self, name: str, memory: Memory) -> tuple[tuple[object, ...], ...]:
         """One bucket for the exact fact set, one per band of the text and description signatures."""
+        ident = (name, memory.type, memory.description, memory.body)
+        known = self._keys.get(ident)
+        if known is None:
+            known = self._keys[ident] = self._computed(name, memory)
+        return known
+
+    def _computed(self, name: str, memory: Memory) -> tuple[tuple[object, ...], ...]:
         keys: list[tuple[object, ...]] = [("exact", memory.type, tuple(sorted(fact_keys(memory))))]
         rare = memory_tokens(name, memory) - self.common
         if rare:
@@ -189,7 +245,7 @@ class Index:
         if len(desc) >= MIN_TOKENS:
             dsig = signature(desc)
             keys.extend(("desc", memory.type, b, dsig[b : b + 2 * ROWS]) for b in range(0, BINS, 2 * ROWS))
-        return keys
+        return tuple(keys)
 
     def add(self, name: str, memory: Memory) -> None:
         for key in self.keys(name, memory):

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 from pathlib import Path
 
 from ..frozen import FrozenValue
 from ..store.memory import Memory
+from .lazyre import Lazy
 
 # The planner starts once per consolidation: typing stays out of its imports.
 TYPE_CHECKING = False
@@ -30,15 +32,15 @@ _TOP_DIRS = frozenset({"src", "lib", "app", "apps", "ops", "deploy", "scripts", 
                        "packages", "services", "web", "api", "migrations", "db", "charts", "k8s", ".github",
                        "frontend", "backend", "server", "client", "examples", "benchmarks", "etc", "ios", "android",
                        "dags", "jobs", "dbt", "terraform", "ansible", "helm", "crates"})
-_LINK = re.compile(r"\[\[[^\]\n]*\]\]|\[[^\]\n]*\]\([a-z][a-z0-9+.-]*://[^)\s]*\)")
-_URL = re.compile(r"[a-z][a-z0-9+.-]*://\S+", re.IGNORECASE)
-_TICKS = re.compile(r"`([^`\n]+)`")
-_PATHISH = re.compile(
+_LINK = Lazy(r"\[\[[^\]\n]*\]\]|\[[^\]\n]*\]\([a-z][a-z0-9+.-]*://[^)\s]*\)")
+_URL = Lazy(r"[a-z][a-z0-9+.-]*://\S+", re.IGNORECASE)
+_TICKS = Lazy(r"`([^`\n]+)`")
+_PATHISH = Lazy(
     r"(?<![\w/.~$-])(\.{0,2}/?(?:[\w.-]+/)+[\w.-]+/?|[\w.-]+\.(?:" + _EXT + r")\b|"
     + "|".join(sorted(_BARE)) + r")(?![\w/])"
 )
-_SYMBOL = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*)(?:\(\))?$")
-_FILE_TAIL = re.compile(r"\.(?:" + _EXT + r")$")
+_SYMBOL = Lazy(r"^([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*)(?:\(\))?$")
+_FILE_TAIL = Lazy(r"\.(?:" + _EXT + r")$")
 # What every _PATHISH match contains (a slash, a known extension or a bare file name): _PATHISH
 # is tried at every offset, this hint is a cheap scan that rules out most prose.
 _PATH_HINT = re.compile(r"/|\.(?:" + _EXT + r")\b|" + "|".join(sorted(_BARE)))
@@ -74,7 +76,7 @@ def _is_claim(path: str, ticked: bool) -> bool:
     if path.endswith("/"):
         return False  # directories are context, not a file the memory depends on
     last = path.rsplit("/", 1)[-1]
-    if _FILE_TAIL.search(last) or last in _BARE:
+    if _FILE_TAIL().search(last) or last in _BARE:
         return True
     return "/" in path and (ticked or path.split("/", 1)[0] in _TOP_DIRS)
 
@@ -83,26 +85,26 @@ def extract(memory: Memory) -> Claims:
     text = f"{memory.description}\n{memory.body}"
     # Each pattern starts with a literal its text must contain; without it the pattern cannot match.
     if "[" in text:
-        text = _LINK.sub(" ", text)
+        text = _LINK().sub(" ", text)
     if "://" in text:
-        text = _URL.sub(" ", text)
+        text = _URL().sub(" ", text)
     ticked = "`" in text
     paths: list[str] = []
     symbols: list[str] = []
-    for span in _TICKS.findall(text) if ticked else ():
+    for span in _TICKS().findall(text) if ticked else ():
         word = span.strip().split(" ")[0] if span.strip() else ""
         path = _clean(word)
-        if path is not None and ("/" in path or _FILE_TAIL.search(path) or path in _BARE):
+        if path is not None and ("/" in path or _FILE_TAIL().search(path) or path in _BARE):
             if _is_claim(path, True):
                 paths.append(path)
             continue
-        sym = _SYMBOL.match(span.strip())
+        sym = _SYMBOL().match(span.strip())
         # Only identifiers that look like code (snake_case, CamelCase, dotted, a call) are symbols.
         if sym and ("_" in sym.group(1) or "." in sym.group(1) or span.strip().endswith("()")
                     or re.search(r"[a-z][A-Z]", sym.group(1))):
             symbols.append(sym.group(1))
-    prose = _TICKS.sub(" ", text) if ticked else text
-    for match in _PATHISH.finditer(prose) if _PATH_HINT.search(prose) else ():
+    prose = _TICKS().sub(" ", text) if ticked else text
+    for match in _PATHISH().finditer(prose) if _PATH_HINT.search(prose) else ():
         path = _clean(match.group(1))
         if path is not None and _is_claim(path, False):
             paths.append(path)
@@ -112,26 +114,47 @@ def extract(memory: Memory) -> Claims:
 class Tree:
     """Stat-only lookups below one project root, cached across memories."""
 
-    __slots__ = ("root", "real", "_status", "_text")
+    __slots__ = ("root", "real", "_inside", "_status", "_text", "_dirs")
 
     def __init__(self, root: Path) -> None:
         self.root = root
         self.real = os.path.realpath(root)
+        self._inside = self.real.rstrip(os.sep) + os.sep
         self._status: dict[str, str] = {}
         self._text: dict[str, str] = {}
+        self._dirs: dict[str, str] = {}
 
     def status(self, rel: str) -> str:
         """``found`` for a regular file inside the root after resolving links, ``dir``, or ``missing``."""
         if rel not in self._status:
-            resolved = os.path.realpath(os.path.join(self.real, rel))
-            inside = resolved.startswith(self.real.rstrip(os.sep) + os.sep)
-            if inside and os.path.isfile(resolved):
-                self._status[rel] = "found"
-            elif inside and os.path.isdir(resolved):
-                self._status[rel] = "dir"
-            else:
-                self._status[rel] = "missing"
+            self._status[rel] = self._looked_up(rel)
         return self._status[rel]
+
+    def _looked_up(self, rel: str) -> str:
+        # A parent directory resolves once for all its files; a leaf that is no link resolves to
+        # itself, so one lstat tells what realpath and a stat of its result would (a link, or a
+        # path ending in a slash, goes the long way).
+        head, _, leaf = rel.rpartition("/")
+        if leaf:
+            parent = self._dirs.get(head)
+            if parent is None:
+                parent = self._dirs[head] = os.path.realpath(os.path.join(self.real, head))
+            path = os.path.join(parent, leaf)
+            try:
+                mode: int | None = os.lstat(path).st_mode
+            except OSError:
+                mode = None
+            if mode is None or not stat.S_ISLNK(mode):
+                if mode is None or not path.startswith(self._inside):
+                    return "missing"
+                return "found" if stat.S_ISREG(mode) else "dir" if stat.S_ISDIR(mode) else "missing"
+        resolved = os.path.realpath(os.path.join(self.real, rel))
+        inside = resolved.startswith(self._inside)
+        if inside and os.path.isfile(resolved):
+            return "found"
+        if inside and os.path.isdir(resolved):
+            return "dir"
+        return "missing"
 
     def text(self, rel: str) -> str:
         if rel not in self._text:

@@ -60,13 +60,29 @@ def plan_run(run_dir: Path) -> bytes:
     bound = (manifest.get("limits") or {}).get("maxPlanBytes")
     half = bound // 2 if isinstance(bound, int) else None
     try:
-        data = plan_json(plan, PRINT_LINE_BUDGET, limit=half)
-        if half is None or len(data) <= half:
-            return data
+        if half is None or not _surely_longer(plan, half):
+            data = plan_json(plan, PRINT_LINE_BUDGET, limit=half)
+            if half is None or len(data) <= half:
+                return data
     except TooLong:
         pass
     # Far past the default store bound only the compact shape fits; smaller stores keep the seed shape.
     return plan_json(compacted(plan), PRINT_LINE_BUDGET)
+
+
+def _surely_longer(plan: dict[str, Any], limit: int) -> bool:
+    """Whether the full text surely passes ``limit`` characters, from a lower bound of its length.
+
+    Every selected name is printed, quoted, in ``selected``, ``inventory``, a cluster's files and
+    the staleness, grounding and report items, each item with its reason or summary; a JSON string
+    is never shorter than its text. Past the bound the full text would stop at ``limit`` anyway
+    (TooLong), so the plan printed is the same, without building its first ``limit`` characters.
+    """
+    total = 3 * sum(len(name) + 2 for name in plan["selected"])
+    for artifact, field in (("staleness", "reason"), ("grounding", "reason"), ("report", "summary")):
+        for item in plan[artifact]:
+            total += len(item["name"]) + 2 + len(str(item.get(field, "")))
+    return total > limit
 
 
 def _run_dir(argv: list[str]) -> Path:

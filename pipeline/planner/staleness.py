@@ -5,11 +5,12 @@ from __future__ import annotations
 import re
 
 from ..store.memory import Memory
+from .lazyre import Lazy
 from .text import body_facts
 
 _DATE = r"(\d{4}-\d{2}-\d{2})"
 # A reminder names a task and a date; the date alone (e.g. "created 2025-01-01") is not one.
-_REMINDER = re.compile(
+_REMINDER = Lazy(
     r"(?:\bremind(?:er)?\b[^\n]{0,40}?\b(?:on|by|at|before)?\s*" + _DATE
     + r"|\b(?:todo|to do|follow[- ]up|due|deadline|until)\b\s*(?:by|before|on|until)?\s*:?\s*" + _DATE
     + r"|\bon\s+" + _DATE + r"\s*[:,]?\s*(?:remind|todo|follow up|check|ping|ask|do)\b)",
@@ -25,7 +26,7 @@ _TASK_LINES = 3
 def _reminder_date(text: str) -> str | None:
     if _ANY_DATE.search(text) is None:
         return None
-    match = _REMINDER.search(text)
+    match = _REMINDER().search(text)
     if match is None:
         return None
     return next(g for g in match.groups() if g)

@@ -7,11 +7,12 @@ from functools import lru_cache
 
 from ..store.memory import TYPES, Memory
 from ..store.search import ASCII_WORDS
+from .lazyre import Lazy
 
 _MARKER = re.compile(r"^\s*(?:[-*+]\s+\[[ xX]\]\s+|[-*+]\s+|\d+[.)]\s+|>\s*)+")
-_PUNCT = re.compile(r"[^\w\s]|_")
-_WORD = re.compile(r"[a-z0-9]+")
-_LINK = re.compile(r"\[\[[^\]\n]*\]\]")
+_PUNCT = Lazy(r"[^\w\s]|_")
+_WORD = Lazy(r"[a-z0-9]+")
+_LINK = Lazy(r"\[\[[^\]\n]*\]\]")
 # Values are what two statements of the same subject can disagree on: commands in
 # backticks, URLs, paths, versions and numbers (ports, sizes, dates). One alternation, in this order.
 _EXTENSIONS = "py|sh|js|ts|tsx|jsx|go|rs|rb|java|toml|ya?ml|json|cfg|ini|lock|txt|sql|env|conf"
@@ -26,7 +27,7 @@ _VALUE_PARTS = (
     r"\b[a-z]*\d[a-z0-9]*(?:[.:_-][a-z0-9]+)*\b",
 )
 _VALUE_EXT = re.compile(r"\.(?:" + _EXTENSIONS + r")\b")
-_DIGIT = re.compile(r"\d")
+_DIGIT = Lazy(r"\d")
 _NOT_DIGIT_BYTES = bytes(b for b in range(256) if b not in b"0123456789")
 _VALUE_BY_PARTS: dict[tuple[bool, ...], re.Pattern[str]] = {}
 # _PUNCT as a byte table for ASCII text (nearly every line): the same spaces, several times faster.
@@ -51,6 +52,10 @@ def fact_key(line: str) -> str:
 
 def _unmarked(line: str) -> str:
     """The line without its list or quote markers (_MARKER is anchored: it matches once, at the start)."""
+    # A marker starts with a bullet, ">", a digit (\d: isdecimal) or a space (\s: isspace).
+    first = line[:1]
+    if first not in "-*+>" and not first.isspace() and not first.isdecimal():
+        return line
     match = _MARKER.match(line)
     return line[match.end():] if match else line
 
@@ -59,7 +64,7 @@ def _spaced(text: str) -> str:
     """``text`` with punctuation and ``_`` turned into spaces and runs of whitespace into one space."""
     if text.isascii():
         return " ".join(text.encode("ascii").translate(_PUNCT_BYTES).decode("ascii").split())
-    return " ".join(_PUNCT.sub(" ", text).split())
+    return " ".join(_PUNCT().sub(" ", text).split())
 
 
 def _value_pattern(text: str) -> re.Pattern[str] | None:
@@ -72,7 +77,7 @@ def _value_pattern(text: str) -> re.Pattern[str] | None:
     if text.isascii():
         digit = bool(text.encode("ascii").translate(None, _NOT_DIGIT_BYTES))
     else:
-        digit = _DIGIT.search(text) is not None
+        digit = _DIGIT().search(text) is not None
     parts = ("`" in text, "://" in text, "/" in text, _VALUE_EXT.search(text) is not None, digit)
     if not any(parts):
         return None
@@ -144,8 +149,8 @@ def tokens(text: str) -> frozenset[str]:
     else:
         folded = text.casefold()
         if "[[" in folded:
-            folded = _LINK.sub(" ", folded)
-        words = set(_WORD.findall(folded))
+            folded = _LINK().sub(" ", folded)
+        words = set(_WORD().findall(folded))
     # Each distinct word is stemmed once.
     words -= _NOT_TOKENS
     return frozenset(map(_stem, words))
@@ -165,12 +170,19 @@ def name_stem(name: str) -> str:
 _VERSIONISH = re.compile(r"^(?:v?\d+|old|new|copy|bak|backup|updated|latest|final|draft|\d{4}|\d{2})$")
 
 
+@lru_cache(maxsize=1 << 20)
 def subject_stem(name: str) -> str:
     """The name stem without trailing version-like parts, so ``api-port-v2`` meets ``api-port``."""
     parts = [p for p in re.split(r"[-_]+", name_stem(name).lower()) if p]
     while len(parts) > 1 and _VERSIONISH.match(parts[-1]):
         parts.pop()
     return "-".join(parts)
+
+
+@lru_cache(maxsize=1 << 20)
+def title_words(title: str) -> str:
+    """A title's fact key with single spaces: what two memories with one title share."""
+    return " ".join(fact_key(title).split())
 
 
 def memory_tokens(name: str, memory: Memory) -> frozenset[str]:
@@ -217,6 +229,9 @@ def masked(line: str) -> tuple[str, tuple[str, ...]]:
     "web02 uses port 9090" are two subjects, not one subject with two values.
     """
     text = _unmarked(line).casefold()
+    pattern = _value_pattern(text)
+    if pattern is None:
+        return _spaced(text), ()  # no value can match: where the predicate stands changes nothing
     values: list[str] = []
     predicate = _PREDICATE.search(text)
     subject_end = predicate.start() if predicate is not None else 0
@@ -228,9 +243,7 @@ def masked(line: str) -> tuple[str, tuple[str, ...]]:
         values.append(value)
         return f" {VALUE_MARK} "
 
-    pattern = _value_pattern(text)
-    replaced = pattern.sub(keep, text) if pattern is not None else text
-    return _spaced(replaced), tuple(values)
+    return _spaced(pattern.sub(keep, text)), tuple(values)
 
 
 @lru_cache(maxsize=1 << 20)
@@ -286,6 +299,6 @@ def short_list(names: list[str], limit: int = 8) -> str:
 
 def clear_caches() -> None:
     """Drop memoised results so one plan's inputs do not hold memory (or speed) into the next."""
-    for cached in (body_facts, _fact_keys, tokens, _stem, name_stem, _memory_tokens, masked, _value_lines,
-                   identifiers):
+    for cached in (body_facts, _fact_keys, tokens, _stem, name_stem, subject_stem, _memory_tokens, masked,
+                   _value_lines, identifiers, title_words):
         cached.cache_clear()

@@ -116,4 +116,6 @@ def canonical_body(body: str) -> str:
 
 
 def canonical(memory: Memory) -> Memory:
-    return memory.with_changes(body=canonical_body(memory.body))
+    """The memory with its body as it reads back; the memory itself when it already does (most do)."""
+    body = canonical_body(memory.body)
+    return memory if body == memory.body else memory.with_changes(body=body)
