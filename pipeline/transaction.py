@@ -20,8 +20,9 @@ from .state import PreState, compute_post, read_pre
 from .timing import Timings
 from .worker.extract import ExtractLimits
 from .worker.meanwhile import meanwhile
+from .worker.run import start_launcher
 from .worker.spawn import requested_protections, run_plan_worker
-from .worker.task import WorkerChoice, choose_worker, placeholders, write_task
+from .worker.task import BUILTIN, WorkerChoice, choose_worker, placeholders, write_task
 
 
 class ConsolidateRequest(FrozenValue):
@@ -82,7 +83,10 @@ def consolidate_request(config: _Configured, parent_env: Mapping[str, str], **ch
 def consolidate(svc: Services, req: ConsolidateRequest) -> dict[str, Any]:
     """lock → recover → run dir + snapshot → worker → plan → validate → stale check → commit."""
     layout, t = svc.layout, Timings()
-    with transaction(svc, "consolidate", lock_timeout=req.lock_timeout, timings=t) as tx:
+    # The launcher boots while the stages before the worker run; it starts nothing until handed the policy.
+    with t.stage("launcher-start"):
+        launcher = start_launcher(planner=req.worker == BUILTIN)
+    with launcher, transaction(svc, "consolidate", lock_timeout=req.lock_timeout, timings=t) as tx:
         with t.stage("read"):
             pre = read_pre(layout, svc.limits)
         run_dir = create_run_dir(layout.runs, layout.home, tx.run_id)
@@ -93,7 +97,8 @@ def consolidate(svc: Services, req: ConsolidateRequest) -> dict[str, Any]:
             manifest, choice = _manifest(svc, req, run_dir, snapshot, snapshot_digest, pre)
         with t.stage("worker"), meanwhile(*_later_stages(svc)):
             outcome = run_plan_worker(choice, run_dir=run_dir, layout=layout, parent_env=req.parent_env,
-                                      unsafe_no_sandbox=req.unsafe_no_sandbox, limits=req.extract_limits)
+                                      unsafe_no_sandbox=req.unsafe_no_sandbox, limits=req.extract_limits,
+                                      launcher=launcher)
         t.add("extraction", outcome.extract_ms)
         plan_bytes = outcome.extracted.plan_bytes
         from .apply.summary import receipt_outcome, summarize
