@@ -18,9 +18,9 @@ from .frozen import FrozenValue
 from .fsutil import sha256_bytes
 from .state import PreState, compute_post, read_pre
 from .timing import Timings
+from .worker.ahead import Launcher, start_launcher
 from .worker.extract import ExtractLimits
 from .worker.meanwhile import meanwhile
-from .worker.run import start_launcher
 from .worker.spawn import requested_protections, run_plan_worker
 from .worker.task import BUILTIN, WorkerChoice, choose_worker, placeholders, write_task
 
@@ -80,12 +80,17 @@ def consolidate_request(config: _Configured, parent_env: Mapping[str, str], **ch
                               parent_env=dict(parent_env), **choices)
 
 
-def consolidate(svc: Services, req: ConsolidateRequest) -> dict[str, Any]:
-    """lock → recover → run dir + snapshot → worker → plan → validate → stale check → commit."""
+def consolidate(svc: Services, req: ConsolidateRequest, launcher: Launcher | None = None) -> dict[str, Any]:
+    """lock → recover → run dir + snapshot → worker → plan → validate → stale check → commit.
+
+    ``launcher``: one the caller started (``start_launcher``) as early as it could; this run uses it
+    and stops it if it never reaches the worker. Without one, it is started here.
+    """
     layout, t = svc.layout, Timings()
     # The launcher boots while the stages before the worker run; it starts nothing until handed the policy.
-    with t.stage("launcher-start"):
-        launcher = start_launcher(planner=req.worker == BUILTIN)
+    if launcher is None:
+        with t.stage("launcher-start"):
+            launcher = start_launcher(planner=req.worker == BUILTIN)
     with launcher, transaction(svc, "consolidate", lock_timeout=req.lock_timeout, timings=t) as tx:
         with t.stage("read"):
             pre = read_pre(layout, svc.limits)
@@ -131,12 +136,19 @@ def consolidate(svc: Services, req: ConsolidateRequest) -> dict[str, Any]:
 
 
 def _later_stages(svc: Services) -> tuple[Callable[[], object], ...]:
-    """What validation and the summary set up on first use, prepared while the worker plans: their
-    modules (imported by ``consolidate`` only after the worker stage, so the import is paid here),
-    the schema pre-check and the privacy patterns every scan runs."""
+    """What the stages after the worker set up on first use, prepared while the worker plans: the
+    modules of validation, the summary and the commit's index and receipt code (imported only after
+    the worker stage, so the import is paid here), the schema pre-check and the privacy patterns
+    every scan runs."""
 
     def imports() -> None:
+        import hashlib  # noqa: F401
+
+        import rfc8785  # noqa: F401
+
+        from . import safetext  # noqa: F401
         from .apply import summary  # noqa: F401
+        from .store import indexbuild  # noqa: F401  (and sqlite3: the commit leaves the search index current)
         from .validation import plan  # noqa: F401
 
     def schema() -> None:

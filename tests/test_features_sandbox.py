@@ -423,14 +423,17 @@ def records_protections(env: Env) -> None:
 @given("the launchers that consolidations start ahead of their worker are watched")
 def watch_launchers(monkeypatch: pytest.MonkeyPatch, ctx: dict[str, Any]) -> None:
     import pipeline.transaction as transaction
+    import pipeline.worker.ahead as ahead
 
     started: list[Any] = []
-    real = transaction.start_launcher
+    real = ahead.start_launcher
 
     def recorded(*, planner: bool) -> Any:
         started.append(real(planner=planner))
         return started[-1]
 
+    # The command starts it (through the module), a direct caller of the transaction through its own name.
+    monkeypatch.setattr(ahead, "start_launcher", recorded)
     monkeypatch.setattr(transaction, "start_launcher", recorded)
     ctx["launchers"] = started
 

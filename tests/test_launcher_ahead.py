@@ -16,7 +16,8 @@ import pytest
 from conftest import survivors
 
 from pipeline.sandbox import AWAIT, EXIT_LAUNCHER_ERROR
-from pipeline.worker.run import WorkerSpec, build_env, run_worker, start_launcher
+from pipeline.worker.ahead import start_launcher
+from pipeline.worker.run import WorkerSpec, build_env, run_worker
 
 ROOT = Path(__file__).resolve().parent.parent
 HOSTILE = Path(__file__).parent / "workers" / "hostile.py"

@@ -7,7 +7,6 @@ import os
 import shutil
 import signal
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
@@ -17,8 +16,9 @@ from typing import Any
 
 from ..errors import WorkerFailed
 from ..frozen import FrozenValue
-from ..sandbox import AWAIT, DEFAULT_LIMITS, EXIT_LAUNCHER_ERROR, EXIT_REFUSED, MARKER, cgroup, procs
+from ..sandbox import DEFAULT_LIMITS, EXIT_LAUNCHER_ERROR, EXIT_REFUSED, MARKER, cgroup, procs
 from ..sandbox import scratch as scratch_dir
+from .ahead import Launcher, launcher_argv, launcher_env
 from .capture import Capture, Run, file_tail, pump
 from .confine import policy_for
 
@@ -105,12 +105,6 @@ def sandbox_description(probe_or_report: Mapping[str, Any]) -> dict[str, Any]:
     return enforced(probe_or_report)
 
 
-def _launcher_env() -> dict[str, str]:
-    # The launcher must import this package from wherever it is installed, and nothing else.
-    root = str(Path(__file__).resolve().parents[2])
-    return {"PYTHONPATH": root, "LC_ALL": "C.UTF-8"}
-
-
 class _Terminated(Exception):
     """SIGTERM arrived while a worker was running; re-delivered after cleanup."""
 
@@ -142,74 +136,6 @@ def _resolve(argv0: str, env: Mapping[str, str]) -> str | None:
     return shutil.which(argv0, path=env.get("PATH", os.defpath))
 
 
-def _launcher_argv(*options: str) -> list[str]:
-    return [sys.executable, "-S", "-P", "-m", "pipeline.sandbox", *options]
-
-
-class Launcher:
-    """A sandbox launcher started ahead of its run: it boots (and imports the built-in planner) while
-    the parent reads the store and writes the run's inputs, and confines and starts the worker only
-    once ``run_worker`` hands it the policy. Until then it has started nothing and can read nothing
-    of the run: the policy, the run dir's name and the worker's argv do not exist for it yet."""
-
-    def __init__(self, proc: subprocess.Popen[bytes], policy_w: int) -> None:
-        self.proc = proc
-        self._policy_w: int | None = policy_w
-
-    def hand_over(self, policy_json: str) -> subprocess.Popen[bytes]:
-        """Write the policy (never on disk: the env may hold API keys) and close the pipe: the launcher
-        starts. A launcher that died meanwhile is reported by its exit status and stderr, as a spawn is."""
-        fd, self._policy_w = self._policy_w, None
-        if fd is None:
-            raise WorkerFailed("the sandbox launcher was already used", code="worker.spawn")
-        data = memoryview(policy_json.encode())
-        try:
-            while data:
-                data = data[os.write(fd, data):]
-        except BrokenPipeError:
-            pass
-        finally:
-            os.close(fd)
-        return self.proc
-
-    def __enter__(self) -> Launcher:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def close(self) -> None:
-        """Give up a launcher that was never handed a policy."""
-        if self._policy_w is None:
-            return  # handed over: the run it started is cleaned up by ``run_worker``
-        os.close(self._policy_w)
-        self._policy_w = None
-        # Without a policy it has forked nothing: stopping it stops everything it is.
-        self.proc.kill()
-        self.proc.wait()
-        for pipe in (self.proc.stdout, self.proc.stderr):
-            if pipe is not None:
-                pipe.close()
-
-
-def start_launcher(*, planner: bool) -> Launcher:
-    """Start a launcher now for a worker that starts later (``run_worker(..., launcher=...)``); use it as
-    a context manager, so that it is given up if it was never handed a policy. ``planner``: the worker
-    will be the built-in planner."""
-    policy_r, policy_w = os.pipe2(os.O_CLOEXEC)
-    try:
-        proc = subprocess.Popen(
-            _launcher_argv(AWAIT, str(policy_r), *(["--planner"] if planner else [])), cwd="/",
-            env=_launcher_env(), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            close_fds=True, pass_fds=(policy_r,), start_new_session=True)
-    except OSError as exc:
-        os.close(policy_w)
-        raise WorkerFailed(f"could not start the sandbox launcher: {exc}", code="worker.spawn") from exc
-    finally:
-        os.close(policy_r)
-    return Launcher(proc, policy_w)
-
-
 def _spawn(spec: WorkerSpec, report_path: Path, stdout_path: Path,
            launcher: Launcher | None = None) -> tuple[subprocess.Popen[bytes], cgroup.RunCgroups]:
     """Start the launcher, or hand the policy to one started ahead (policy on a memfd or a pipe, never on
@@ -225,12 +151,12 @@ def _spawn(spec: WorkerSpec, report_path: Path, stdout_path: Path,
     fd = os.memfd_create("memfold-policy", os.MFD_CLOEXEC)
     try:
         os.write(fd, policy.to_json().encode())
-        argv = _launcher_argv("--policy-fd", str(fd), "--", *spec.argv)
+        argv = launcher_argv("--policy-fd", str(fd), "--", *spec.argv)
         try:
             proc = subprocess.Popen(
                 argv,
                 cwd=spec.cwd,
-                env=_launcher_env(),
+                env=launcher_env(),
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,

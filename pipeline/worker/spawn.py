@@ -19,7 +19,7 @@ from .task import WorkerChoice
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from .run import Launcher
+    from .ahead import Launcher
 
 PACKAGE_ROOT = Path(__file__).resolve().parents[2]
 _EVENT_BYTES = PLAN_EVENT.encode()
@@ -145,7 +145,7 @@ def run_plan_worker(
     choice: WorkerChoice, *, run_dir: Path, layout: Layout, parent_env: Mapping[str, str],
     unsafe_no_sandbox: bool, limits: ExtractLimits, launcher: Launcher | None = None,
 ) -> WorkerOutcome:
-    """The worker's run; ``launcher``: one started ahead of the run (``run.start_launcher``)."""
+    """The worker's run; ``launcher``: one started ahead of the run (``ahead.start_launcher``)."""
     from ..sandbox import absent_protections
     from ..sandbox.describe import enforced
     from .run import WorkerSpec, build_env, run_worker
