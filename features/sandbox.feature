@@ -74,6 +74,13 @@ Feature: A hostile worker cannot touch anything but its scratch dir
     And the launcher recorded its protections, then ran the built-in planner itself, which exited 0
     And the manifest and the receipt record every protection this machine enforces
 
+  Scenario: A run refused before its worker starts leaves no launcher behind
+    Given the launchers that consolidations start ahead of their worker are watched
+    And the project lock is held by another process
+    When I run "consolidate --no-context"
+    Then the exit code is 3
+    And every launcher started ahead was stopped before it started anything
+
   Scenario: Without Landlock a configured worker is refused
     Given Landlock is unavailable
     And the configured worker "evil" attempts "write-store" and then prints "plan"

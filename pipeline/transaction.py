@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -10,7 +10,6 @@ from .apply.commit import RunRecord, Services, commit_run, gate
 from .apply.runs import create_run_dir
 from .apply.skeleton import transaction
 from .apply.stale import refuse_if_stale
-from .apply.summary import receipt_outcome, summarize
 from .context.manifest import build_manifest, write_manifest
 from .context.scope import default_scope, select
 from .context.snapshot import ContextLimits, snapshot_run
@@ -19,10 +18,11 @@ from .frozen import FrozenValue
 from .fsutil import sha256_bytes
 from .state import PreState, compute_post, read_pre
 from .timing import Timings
-from .validation.plan import raise_for, validate_run
+from .worker.ahead import Launcher, start_launcher
 from .worker.extract import ExtractLimits
+from .worker.meanwhile import meanwhile
 from .worker.spawn import requested_protections, run_plan_worker
-from .worker.task import WorkerChoice, choose_worker, placeholders, write_task
+from .worker.task import BUILTIN, WorkerChoice, choose_worker, placeholders, write_task
 
 
 class ConsolidateRequest(FrozenValue):
@@ -80,10 +80,18 @@ def consolidate_request(config: _Configured, parent_env: Mapping[str, str], **ch
                               parent_env=dict(parent_env), **choices)
 
 
-def consolidate(svc: Services, req: ConsolidateRequest) -> dict[str, Any]:
-    """lock → recover → run dir + snapshot → worker → plan → validate → stale check → commit."""
+def consolidate(svc: Services, req: ConsolidateRequest, launcher: Launcher | None = None) -> dict[str, Any]:
+    """lock → recover → run dir + snapshot → worker → plan → validate → stale check → commit.
+
+    ``launcher``: one the caller started (``start_launcher``) as early as it could; this run uses it
+    and stops it if it never reaches the worker. Without one, it is started here.
+    """
     layout, t = svc.layout, Timings()
-    with transaction(svc, "consolidate", lock_timeout=req.lock_timeout, timings=t) as tx:
+    # The launcher boots while the stages before the worker run; it starts nothing until handed the policy.
+    if launcher is None:
+        with t.stage("launcher-start"):
+            launcher = start_launcher(planner=req.worker == BUILTIN)
+    with launcher, transaction(svc, "consolidate", lock_timeout=req.lock_timeout, timings=t) as tx:
         with t.stage("read"):
             pre = read_pre(layout, svc.limits)
         run_dir = create_run_dir(layout.runs, layout.home, tx.run_id)
@@ -92,11 +100,15 @@ def consolidate(svc: Services, req: ConsolidateRequest) -> dict[str, Any]:
                                                      limits=req.context_limits)
         with t.stage("manifest"):
             manifest, choice = _manifest(svc, req, run_dir, snapshot, snapshot_digest, pre)
-        with t.stage("worker"):
+        with t.stage("worker"), meanwhile(*_later_stages(svc)):
             outcome = run_plan_worker(choice, run_dir=run_dir, layout=layout, parent_env=req.parent_env,
-                                      unsafe_no_sandbox=req.unsafe_no_sandbox, limits=req.extract_limits)
+                                      unsafe_no_sandbox=req.unsafe_no_sandbox, limits=req.extract_limits,
+                                      launcher=launcher)
         t.add("extraction", outcome.extract_ms)
         plan_bytes = outcome.extracted.plan_bytes
+        from .apply.summary import receipt_outcome, summarize
+        from .validation.plan import raise_for, validate_run
+
         with t.stage("validation"):
             validation = validate_run(run_dir, outcome.extracted.plan, manifest, pre=pre,
                                       repo_root=layout.project_root, ruleset=svc.ruleset,
@@ -121,6 +133,31 @@ def consolidate(svc: Services, req: ConsolidateRequest) -> dict[str, Any]:
                                          outcome=receipt_outcome(summary))
     return {**summary, "dryRun": False, "runDir": str(run_dir), "receipt": str(log_path),
             "planDigest": sha256_bytes(plan_bytes), "previous": receipt["previous"], "timings": t.stages}
+
+
+def _later_stages(svc: Services) -> tuple[Callable[[], object], ...]:
+    """What the stages after the worker set up on first use, prepared while the worker plans: the
+    modules of validation, the summary and the commit's index and receipt code (imported only after
+    the worker stage, so the import is paid here), the schema pre-check and the privacy patterns
+    every scan runs."""
+
+    def imports() -> None:
+        import hashlib  # noqa: F401
+
+        import rfc8785  # noqa: F401
+
+        from . import safetext  # noqa: F401
+        from .apply import summary  # noqa: F401
+        from .store import indexbuild  # noqa: F401  (and sqlite3: the commit leaves the search index current)
+        from .validation import plan  # noqa: F401
+
+    def schema() -> None:
+        from .validation.schema import fast_check
+
+        fast_check()
+
+    ruleset = svc.ruleset
+    return (imports, schema) if ruleset is None else (imports, schema, ruleset.prepare)
 
 
 def _redactor(svc: Services) -> Any:

@@ -7,6 +7,7 @@ import json
 import os
 import secrets
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -417,6 +418,33 @@ def records_protections(env: Env) -> None:
     assert got["worker_end"] == "exit" and got["missing"] == planned["missing"]
     if abi >= 6 and PROBE["seccomp"] and PROBE["pid_namespace"]:
         assert got["missing"] == []
+
+
+@given("the launchers that consolidations start ahead of their worker are watched")
+def watch_launchers(monkeypatch: pytest.MonkeyPatch, ctx: dict[str, Any]) -> None:
+    import pipeline.transaction as transaction
+    import pipeline.worker.ahead as ahead
+
+    started: list[Any] = []
+    real = ahead.start_launcher
+
+    def recorded(*, planner: bool) -> Any:
+        started.append(real(planner=planner))
+        return started[-1]
+
+    # The command starts it (through the module), a direct caller of the transaction through its own name.
+    monkeypatch.setattr(ahead, "start_launcher", recorded)
+    monkeypatch.setattr(transaction, "start_launcher", recorded)
+    ctx["launchers"] = started
+
+
+@then("every launcher started ahead was stopped before it started anything")
+def launchers_stopped(ctx: dict[str, Any]) -> None:
+    assert len(ctx["launchers"]) == 1
+    for launcher in ctx["launchers"]:
+        # Killed while it waited for a policy it never got (a launcher that ran a worker exits on its own).
+        assert launcher.proc.returncode == -signal.SIGKILL
+        assert not Path(f"/proc/{launcher.proc.pid}").exists()
 
 
 @then("the launcher recorded its protections, then ran the built-in planner itself, which exited 0")

@@ -60,3 +60,20 @@ def test_importing_it_loads_neither_json_nor_re() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
                          env={"PYTHONPATH": str(REPO)}, check=True).stdout
     assert out.strip() == "[]"
+
+
+@settings(max_examples=300, deadline=None)
+@given(_VALUES)
+def test_dump_json_writes_exactly_the_indented_bytes_json_writes(value: object) -> None:
+    assert jsontext.dump_json(value) == (json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False)
+                                         + "\n").encode("utf-8")
+
+
+def test_a_finite_float_stays_in_the_fast_writer(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A run manifest names the worker's timeout (300.0): one float used to send it to json's slow writer.
+    def no_fallback() -> object:
+        raise AssertionError("fell back to json.dumps")
+
+    monkeypatch.setattr(jsontext, "_stdlib", no_fallback)
+    value = {"worker": {"timeout": 300.0, "ratio": -0.0, "tiny": 5e-324}, "hashes": {"a.md": "00"}}
+    assert jsontext.dump_json(value) == (json.dumps(value, indent=2, sort_keys=True) + "\n").encode()

@@ -5,6 +5,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from pipeline.worker.planjson import PRINT_LINE_BUDGET, compacted, expanded, plan_json
 
 
@@ -71,3 +75,26 @@ def test_a_limit_stops_the_text_past_it_and_leaves_a_text_within_it_unchanged() 
     assert plan_json(plan, PRINT_LINE_BUDGET, limit=len(whole)) == whole
     with pytest.raises(TooLong):
         plan_json(plan, PRINT_LINE_BUDGET, limit=len(whole) // 3)
+
+
+_SCALARS = st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text()
+_VALUES = st.recursive(_SCALARS, lambda inner: st.lists(inner, max_size=4)
+                       | st.dictionaries(st.text(max_size=6), inner, max_size=4), max_leaves=20)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.dictionaries(st.text(max_size=8), _VALUES, max_size=6))
+def test_each_item_is_written_exactly_as_compact_sorted_json_dumps_writes_it(plan: dict[str, Any]) -> None:
+    lines = plan_json(plan).decode("utf-8").removesuffix("\n").split("\n")
+    assert "".join(lines) == json.dumps(plan, ensure_ascii=False, separators=(",", ":"), sort_keys=True)
+
+
+def test_a_plan_that_cannot_be_written_leaves_the_writer_as_it_was() -> None:
+    looped: list[Any] = []
+    looped.append(looped)
+    with pytest.raises(ValueError, match="Circular reference"):
+        plan_json({"operations": [{"content": looped}]})
+    with pytest.raises(TypeError):
+        plan_json({"operations": [{"content": object()}]})
+    plan = _plan(3)
+    assert json.loads(plan_json(plan)) == plan  # no container of a failed call is still marked

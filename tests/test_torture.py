@@ -128,8 +128,9 @@ def roots_state(env: Env) -> dict[str, dict[str, str]]:
 
 
 def inprocess_worker(choice: Any, *, run_dir: Path, layout: Any, parent_env: Any, unsafe_no_sandbox: bool,
-                     limits: Any) -> Any:
+                     limits: Any, launcher: Any = None) -> Any:
     """The built-in planner called in this process: the parent's I/O is what is under test, not the sandbox.
+    (The launcher started ahead is left unused: the transaction stops it.)
 
     Like the worker stage it stands in for, it writes the plan's exact bytes as the run's plan.json.
     """

@@ -34,6 +34,22 @@ def consolidate(context: str | None = None, no_context: bool = False, scope: str
                 if_due: bool = False, skip_if_locked: bool = False, global_: bool = False,
                 json_out: bool = False) -> int:
     """Consolidate the store: snapshot, sandboxed worker, validated plan, atomic apply, receipt."""
+    if all_projects or if_due or skip_if_locked:
+        return _consolidate(None, context, no_context, scope, select_, worker, allow_publish, dry_run,
+                            unsafe_no_sandbox, all_projects, if_due, skip_if_locked, global_, json_out)
+    from ..worker.ahead import start_launcher
+    from ..worker.task import BUILTIN
+
+    # First of all: the sandbox launcher boots on the other core while this process imports and reads.
+    with start_launcher(planner=worker == BUILTIN) as launcher:
+        return _consolidate(launcher, context, no_context, scope, select_, worker, allow_publish, dry_run,
+                            unsafe_no_sandbox, all_projects, if_due, skip_if_locked, global_, json_out)
+
+
+def _consolidate(launcher: Any, context: str | None, no_context: bool, scope: str | None,
+                 select_: list[str] | None, worker: str, allow_publish: bool, dry_run: bool,
+                 unsafe_no_sandbox: bool, all_projects: bool, if_due: bool, skip_if_locked: bool, global_: bool,
+                 json_out: bool) -> int:
     use_global(global_)
     from ..apply.summary import summary_text
     from ..context.snapshot import ContextLimits
@@ -55,7 +71,7 @@ def consolidate(context: str | None = None, no_context: bool = False, scope: str
     from .progress import progress
 
     with progress("consolidating", None, quiet=want_json(json_out)):
-        summary = run(services(), request)
+        summary = run(services(), request, launcher)
     emit(summary, summary_text(summary), as_json=want_json(json_out))
     return 0
 

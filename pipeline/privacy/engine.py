@@ -180,6 +180,15 @@ class RuleSet:
             self._needs = found if len(found) == len(self.rules) else [None] * len(self.rules)
         return self._needs
 
+    def prepare(self) -> None:
+        """Compile what every scan runs (the rules no keyword gates, the allowlists) before the first scan."""
+        for index in sorted(self._always):
+            rule = self.rules[index]
+            for pattern in (rule.pattern, rule.allowlist):
+                getattr(pattern, "compiled", None)  # a lazy pattern compiles on this first access
+        for pattern in (self.allowlist, self.benign):
+            getattr(pattern, "compiled", None)
+
     def forget(self) -> None:
         """Drop the remembered hits (a throughput measurement scans the same texts again)."""
         self._memo.clear()

@@ -21,6 +21,7 @@ EXIT_REFUSED = 125  # require_fs was set and Landlock could not be applied
 EXIT_LAUNCHER_ERROR = 126  # the launcher itself failed before exec
 EXIT_EXEC_FAILED = 127  # execvpe of the worker failed
 MARKER = "memfold-sandbox:"  # prefix of the launcher's own stderr lines
+AWAIT = "--await-policy"  # a launcher started ahead of its run reads the policy from this pipe
 
 DEFAULT_RLIMITS: dict[str, int | None] = {
     "cpu": 600,

@@ -51,8 +51,10 @@ class Policy(FrozenValue):
                   pid_namespace=pid_namespace, cgroup_procs=cgroup_procs, parent_pid=parent_pid, absent=absent,
                   in_process=in_process)
 
-    def to_json(self) -> str:
-        return json.dumps({name: getattr(self, name) for name in self.__slots__}, sort_keys=True)
+    def to_json(self, **extra: Any) -> str:
+        """The policy as the launcher reads it; ``extra`` adds what a launcher started ahead of its run
+        learns with it (``argv``, ``cwd``)."""
+        return json.dumps({**{name: getattr(self, name) for name in self.__slots__}, **extra}, sort_keys=True)
 
     @classmethod
     def from_json(cls, text: str | bytes) -> Policy:

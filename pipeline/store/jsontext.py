@@ -186,5 +186,7 @@ def _indented(value: Any, newline: str, out: list[str]) -> None:
         out.append("false")
     elif kind is int:
         out.append(int.__repr__(value))
+    elif kind is float and value - value == 0:  # finite (json.dumps spells the others NaN, Infinity)
+        out.append(float.__repr__(value))  # json.dumps' own float text (a run's timeout, a duration)
     else:
         raise _Unplain

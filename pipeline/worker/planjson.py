@@ -8,6 +8,7 @@ so it stays readable and diffs item by item.
 from __future__ import annotations
 
 import json
+from _json import encode_basestring, make_encoder
 from collections import Counter
 
 # The built-in planner imports this module: typing stays out of its imports.
@@ -21,13 +22,21 @@ if TYPE_CHECKING:
 PRINT_LINE_BUDGET = 256 * 1024
 
 
-# One encoder for every item: json.dumps with these options builds a new one per call, which cost
-# more than the encoding itself on a plan of 20,000 memories.
-_ENCODE = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), sort_keys=True).encode
+# One C encoder for every item, built once: json.dumps builds a new one per call, and even a kept
+# JSONEncoder's encode() does in iterencode(), which cost as much as the encoding of an item itself.
+# The arguments are those JSONEncoder(ensure_ascii=False, separators=(",", ":"), sort_keys=True)
+# passes, so the text is the same; the encoder is not re-entered (the C code holds the GIL).
+_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), sort_keys=True)
+_MARKERS: dict[int, object] = {}  # the containers being encoded (circular references are refused)
+_ITEM = make_encoder(_MARKERS, _ENCODER.default, encode_basestring, None, ":", ",", True, False, True)
 
 
 def _compact(value: object) -> str:
-    return _ENCODE(value)
+    try:
+        return "".join(_ITEM(value, 0))
+    except BaseException:
+        _MARKERS.clear()  # a failed call leaves its open containers marked: the next call starts clean
+        raise
 
 
 class TooLong(Exception):

@@ -7,7 +7,6 @@ import os
 import shutil
 import signal
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
@@ -19,6 +18,7 @@ from ..errors import WorkerFailed
 from ..frozen import FrozenValue
 from ..sandbox import DEFAULT_LIMITS, EXIT_LAUNCHER_ERROR, EXIT_REFUSED, MARKER, cgroup, procs
 from ..sandbox import scratch as scratch_dir
+from .ahead import Launcher, launcher_argv, launcher_env
 from .capture import Capture, Run, file_tail, pump
 from .confine import policy_for
 
@@ -105,12 +105,6 @@ def sandbox_description(probe_or_report: Mapping[str, Any]) -> dict[str, Any]:
     return enforced(probe_or_report)
 
 
-def _launcher_env() -> dict[str, str]:
-    # The launcher must import this package from wherever it is installed, and nothing else.
-    root = str(Path(__file__).resolve().parents[2])
-    return {"PYTHONPATH": root, "LC_ALL": "C.UTF-8"}
-
-
 class _Terminated(Exception):
     """SIGTERM arrived while a worker was running; re-delivered after cleanup."""
 
@@ -142,23 +136,27 @@ def _resolve(argv0: str, env: Mapping[str, str]) -> str | None:
     return shutil.which(argv0, path=env.get("PATH", os.defpath))
 
 
-def _spawn(spec: WorkerSpec, report_path: Path, stdout_path: Path) -> tuple[subprocess.Popen[bytes], cgroup.RunCgroups]:
-    """Start the launcher (policy on a memfd, never on disk: the env may hold API keys)."""
+def _spawn(spec: WorkerSpec, report_path: Path, stdout_path: Path,
+           launcher: Launcher | None = None) -> tuple[subprocess.Popen[bytes], cgroup.RunCgroups]:
+    """Start the launcher, or hand the policy to one started ahead (policy on a memfd or a pipe, never on
+    disk: the env may hold API keys)."""
     cg = cgroup.create(spec.pids_max, spec.memory_bytes)
     try:
         policy = policy_for(spec, report_path, cg)
     except WorkerFailed:
         cg.remove()
         raise
+    if launcher is not None:
+        return launcher.hand_over(policy.to_json(argv=list(spec.argv), cwd=str(spec.cwd))), cg
     fd = os.memfd_create("memfold-policy", os.MFD_CLOEXEC)
     try:
         os.write(fd, policy.to_json().encode())
-        argv = [sys.executable, "-S", "-P", "-m", "pipeline.sandbox", "--policy-fd", str(fd), "--", *spec.argv]
+        argv = launcher_argv("--policy-fd", str(fd), "--", *spec.argv)
         try:
             proc = subprocess.Popen(
                 argv,
                 cwd=spec.cwd,
-                env=_launcher_env(),
+                env=launcher_env(),
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
@@ -220,6 +218,7 @@ def run_worker(
     stdout_limit: int = 16 << 20,
     stderr_limit: int = 1 << 20,
     stop_when: Callable[[bytearray], bool] | None = None,
+    launcher: Launcher | None = None,
 ) -> WorkerResult:
     """Run ``spec`` to completion, timeout, stop or bound; every descendant is dead on return.
 
@@ -228,6 +227,7 @@ def run_worker(
     ``stderr_path`` keeps the first and last ``stderr_limit // 2`` bytes with a
     note of how much was dropped between them. A nonzero exit is not an error here.
     ``stop_when`` is shown the stdout buffer itself after each read; it must not keep or change it.
+    ``launcher``: one started ahead by ``start_launcher``, used instead of starting one now.
     """
     if not spec.argv:
         raise WorkerFailed("empty worker command", code="worker.spawn")
@@ -267,7 +267,7 @@ def run_worker(
         if main_thread:
             old[signal.SIGINT] = signal.signal(signal.SIGINT, signal.default_int_handler)
             old[signal.SIGTERM] = signal.signal(signal.SIGTERM, on_term)
-        proc, cg = _spawn(spec, report_path, stdout_path)
+        proc, cg = _spawn(spec, report_path, stdout_path, launcher)
         run = Run(proc, cg, report_path)
         assert proc.stdout is not None and proc.stderr is not None
         check, watched = _watch(spec, proc.pid, cg)

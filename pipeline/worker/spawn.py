@@ -17,6 +17,10 @@ from ..paths import Layout
 from .extract import PLAN_EVENT, Extracted, ExtractLimits, extract_plan
 from .task import WorkerChoice
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from .ahead import Launcher
+
 PACKAGE_ROOT = Path(__file__).resolve().parents[2]
 _EVENT_BYTES = PLAN_EVENT.encode()
 
@@ -139,8 +143,9 @@ def _raise_hint(choice: WorkerChoice, key: str) -> str:
 
 def run_plan_worker(
     choice: WorkerChoice, *, run_dir: Path, layout: Layout, parent_env: Mapping[str, str],
-    unsafe_no_sandbox: bool, limits: ExtractLimits,
+    unsafe_no_sandbox: bool, limits: ExtractLimits, launcher: Launcher | None = None,
 ) -> WorkerOutcome:
+    """The worker's run; ``launcher``: one started ahead of the run (``ahead.start_launcher``)."""
     from ..sandbox import absent_protections
     from ..sandbox.describe import enforced
     from .run import WorkerSpec, build_env, run_worker
@@ -170,7 +175,7 @@ def run_plan_worker(
     )
     try:
         result = run_worker(spec, stdout_path=run_dir / "stdout.jsonl", stderr_path=run_dir / "stderr.txt",
-                            stdout_limit=limits.max_stdout_bytes, stop_when=PlanEventWatch())
+                            stdout_limit=limits.max_stdout_bytes, stop_when=PlanEventWatch(), launcher=launcher)
     except WorkerFailed as exc:
         if exc.code == "worker.sandbox-unavailable":
             raise WorkerFailed(f"worker {choice.name} refused: {exc}", code=exc.code, hint=exc.hint,

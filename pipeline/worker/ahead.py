@@ -1,0 +1,85 @@
+"""A sandbox launcher started ahead of its run, so that its start overlaps the parent's stages before the worker."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from ..errors import WorkerFailed
+from ..sandbox import AWAIT
+
+
+def launcher_env() -> dict[str, str]:
+    # The launcher must import this package from wherever it is installed, and nothing else.
+    root = str(Path(__file__).resolve().parents[2])
+    return {"PYTHONPATH": root, "LC_ALL": "C.UTF-8"}
+
+
+def launcher_argv(*options: str) -> list[str]:
+    return [sys.executable, "-S", "-P", "-m", "pipeline.sandbox", *options]
+
+
+class Launcher:
+    """A sandbox launcher started ahead of its run: it boots (and imports the built-in planner) while
+    the parent reads the store and writes the run's inputs, and confines and starts the worker only
+    once ``run_worker`` hands it the policy. Until then it has started nothing and can read nothing
+    of the run: the policy, the run dir's name and the worker's argv do not exist for it yet."""
+
+    def __init__(self, proc: subprocess.Popen[bytes], policy_w: int) -> None:
+        self.proc = proc
+        self._policy_w: int | None = policy_w
+
+    def hand_over(self, policy_json: str) -> subprocess.Popen[bytes]:
+        """Write the policy (never on disk: the env may hold API keys) and close the pipe: the launcher
+        starts. A launcher that died meanwhile is reported by its exit status and stderr, as a spawn is."""
+        fd, self._policy_w = self._policy_w, None
+        if fd is None:
+            raise WorkerFailed("the sandbox launcher was already used", code="worker.spawn")
+        data = memoryview(policy_json.encode())
+        try:
+            while data:
+                data = data[os.write(fd, data):]
+        except BrokenPipeError:
+            pass
+        finally:
+            os.close(fd)
+        return self.proc
+
+    def __enter__(self) -> Launcher:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Give up a launcher that was never handed a policy."""
+        if self._policy_w is None:
+            return  # handed over: the run it started is cleaned up by ``run_worker``
+        os.close(self._policy_w)
+        self._policy_w = None
+        # Without a policy it has forked nothing: stopping it stops everything it is.
+        self.proc.kill()
+        self.proc.wait()
+        for pipe in (self.proc.stdout, self.proc.stderr):
+            if pipe is not None:
+                pipe.close()
+
+
+def start_launcher(*, planner: bool) -> Launcher:
+    """Start a launcher now for a worker that starts later (``run_worker(..., launcher=...)``); use it as
+    a context manager, so that it is given up if it was never handed a policy. ``planner``: the worker
+    will be the built-in planner."""
+    policy_r, policy_w = os.pipe2(os.O_CLOEXEC)
+    try:
+        proc = subprocess.Popen(
+            launcher_argv(AWAIT, str(policy_r), *(["--planner"] if planner else [])), cwd="/",
+            env=launcher_env(), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            close_fds=True, pass_fds=(policy_r,), start_new_session=True)
+    except OSError as exc:
+        os.close(policy_w)
+        raise WorkerFailed(f"could not start the sandbox launcher: {exc}", code="worker.spawn") from exc
+    finally:
+        os.close(policy_r)
+    return Launcher(proc, policy_w)

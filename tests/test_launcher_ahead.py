@@ -1,0 +1,101 @@
+"""A launcher started ahead of its run: nothing started before its policy, the same confinement, stopped when unused."""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from conftest import survivors
+
+from pipeline.sandbox import AWAIT, EXIT_LAUNCHER_ERROR
+from pipeline.worker.ahead import start_launcher
+from pipeline.worker.run import WorkerSpec, build_env, run_worker
+
+ROOT = Path(__file__).resolve().parent.parent
+HOSTILE = Path(__file__).parent / "workers" / "hostile.py"
+
+
+def _children(pid: int) -> list[str]:
+    return Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+
+
+def _spec(tmp_path: Path, token: str, *attack: str) -> WorkerSpec:
+    scratch = tmp_path / "scratch"
+    scratch.mkdir(exist_ok=True)
+    return WorkerSpec(argv=(sys.executable, str(HOSTILE), *attack[:1], token, *attack[1:]), cwd=scratch,
+                      env=build_env(os.environ, [], scratch), timeout=20,
+                      read_paths=(tmp_path, ROOT), write_paths=(scratch,))
+
+
+@pytest.mark.integration
+def test_a_launcher_started_ahead_starts_nothing_until_handed_a_policy_and_is_stopped_unused() -> None:
+    launcher = start_launcher(planner=True)
+    pid = launcher.proc.pid
+    time.sleep(0.5)  # past its boot (and the planner's import): it now waits on the policy pipe
+    assert launcher.proc.poll() is None and _children(pid) == []
+    assert launcher.proc.stdout is not None and os.get_blocking(launcher.proc.stdout.fileno())
+    with launcher:
+        pass
+    assert launcher.proc.returncode == -signal.SIGKILL
+    assert not Path(f"/proc/{pid}").exists()
+
+
+@pytest.mark.integration
+def test_a_worker_through_a_launcher_started_ahead_is_confined_exactly_as_one_started_at_once(tmp_path: Path) -> None:
+    outside = tmp_path / "outside.txt"
+    results = []
+    for ahead in (False, True):
+        token = f"tok-{secrets.token_hex(6)}"
+        spec = _spec(tmp_path, token, "write", str(outside), str(tmp_path / "scratch" / "inside"))
+        launcher = start_launcher(planner=False) if ahead else None
+        res = run_worker(spec, stdout_path=tmp_path / "out", stderr_path=tmp_path / "err", launcher=launcher)
+        assert survivors(token) == [] and res.returncode == 0
+        results.append(res)
+        if launcher is not None:
+            launcher.close()  # handed over: nothing left to stop
+            assert launcher.proc.returncode == 0
+    fresh, ahead_ = results
+    assert fresh.protections == ahead_.protections and fresh.protections["reads"] == "narrowed"
+    for res in results:
+        verdicts = json.loads(res.stdout)
+        assert verdicts[str(outside)] == "failed: PermissionError 13"
+        assert verdicts[str(tmp_path / "scratch" / "inside")] == "succeeded"
+    assert not outside.exists()
+
+
+def test_a_launcher_whose_policy_pipe_closes_empty_exits_having_started_nothing() -> None:
+    read_end, write_end = os.pipe()
+    proc = subprocess.Popen([sys.executable, "-S", "-P", "-m", "pipeline.sandbox", AWAIT, str(read_end)],
+                            cwd=ROOT, pass_fds=(read_end,), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            env={"PYTHONPATH": str(ROOT), "LC_ALL": "C.UTF-8"})
+    os.close(read_end)
+    os.close(write_end)
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == EXIT_LAUNCHER_ERROR and out == b""
+    assert b"no policy: the run was given up before its worker started" in err
+
+
+def test_the_launcher_writes_the_planner_bytecode_a_confined_worker_cannot(tmp_path: Path) -> None:
+    shutil.copytree(ROOT / "pipeline", tmp_path / "pipeline", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(ROOT / "schemas", tmp_path / "schemas")
+    read_end, write_end = os.pipe()
+    proc = subprocess.Popen([sys.executable, "-S", "-P", "-m", "pipeline.sandbox", AWAIT, str(read_end), "--planner"],
+                            cwd=tmp_path, pass_fds=(read_end,), stderr=subprocess.PIPE,
+                            env={"PYTHONPATH": str(tmp_path), "LC_ALL": "C.UTF-8"})
+    os.close(read_end)
+    deadline = time.monotonic() + 30
+    cache = tmp_path / "pipeline" / "planner" / "__pycache__"
+    while not list(cache.glob("run.*.pyc")) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    os.close(write_end)
+    proc.communicate(timeout=30)
+    assert [p.name.split(".")[0] for p in cache.glob("run.*.pyc")] == ["run"]
+    assert list((tmp_path / "pipeline" / "store" / "__pycache__").glob("memory.*.pyc"))

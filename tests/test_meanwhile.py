@@ -1,0 +1,62 @@
+"""The parent's work while the worker runs: steps in order, waited for, failures left to their real caller."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from pipeline.worker.meanwhile import meanwhile
+
+
+def test_meanwhile_runs_its_steps_in_order_in_another_thread_and_waits_for_them() -> None:
+    seen: list[tuple[str, bool]] = []
+
+    def step(name: str) -> None:
+        time.sleep(0.02)
+        seen.append((name, threading.current_thread() is threading.main_thread()))
+
+    with meanwhile(lambda: step("a"), lambda: step("b")):
+        assert len(seen) < 2  # the block does not wait for them to start
+    assert seen == [("a", False), ("b", False)]
+
+
+def test_a_failing_step_skips_the_rest_and_raises_nothing_in_the_block() -> None:
+    seen: list[str] = []
+
+    def broken() -> None:
+        raise ValueError("the real caller reports this")
+
+    with meanwhile(broken, lambda: seen.append("after")):
+        pass
+    assert seen == []
+
+
+def test_the_block_s_own_error_still_propagates_after_the_steps_finished() -> None:
+    seen: list[str] = []
+    with pytest.raises(KeyError), meanwhile(lambda: (time.sleep(0.02), seen.append("done"))):
+        raise KeyError("worker failed")
+    assert seen == ["done"]
+
+
+def test_prepare_compiles_what_every_scan_runs_and_changes_no_finding() -> None:
+    code = (
+        "from pipeline.privacy import load_ruleset\n"
+        "rs = load_ruleset()\n"
+        "always = [rs.rules[i] for i in sorted(rs._always)]\n"
+        "before = sum(r.pattern._compiled is not None for r in always)\n"
+        "rs.prepare()\n"
+        "after = sum(r.pattern._compiled is not None for r in always)\n"
+        "gated = sum(r.pattern._compiled is not None for r in rs.rules if r.keywords)\n"
+        "text = 'token ghp_' + 'Zq7Lm2Xc9Vb4Nn8Kp1Rt6Yw3Hs5Jd0Fg2Aa9 and /home/alice/notes'\n"
+        "print(before, after == len(always) > 0, gated, rs.allowlist._compiled is not None,"
+        " ','.join(sorted({f.category for f in rs.scan(text)})))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         cwd=Path(__file__).resolve().parents[1]).stdout.split()
+    # Nothing compiled before, every ungated rule after, no keyword-gated rule compiled ahead of need.
+    assert out == ["0", "True", "0", "True", "credential,path"]
