@@ -327,7 +327,7 @@ def test_explicit_read_paths_still_run_an_interpreter_with_tls_and_users(run: An
 
 def test_the_launcher_imports_no_typing_dataclasses_or_json_schema_machinery() -> None:
     """It starts before every sandboxed worker, with -S: only what it uses."""
-    code = ("import sys\nimport pipeline.sandbox.launcher\n"
+    code = ("import sys\nimport pipeline.sandbox.entry\n"
             "print(sorted(m for m in ('typing', 'dataclasses', 'inspect', 'pathlib', 'jsonschema', 'pydantic')"
             " if m in sys.modules))")
     out = subprocess.run([sys.executable, "-S", "-c", code], capture_output=True, text=True, check=True,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import sys
 
-from .launcher import main
+from .entry import main
 
 code = main(sys.argv[1:])
 # Skip interpreter teardown: the worker tree is gone and every record is written.
