@@ -57,11 +57,12 @@ class Launcher:
         """Give up a launcher that was never handed a policy."""
         if self._policy_w is None:
             return  # handed over: the run it started is cleaned up by ``run_worker``
-        os.close(self._policy_w)
-        self._policy_w = None
-        # Without a policy it has forked nothing: stopping it stops everything it is.
+        # Without a policy it has forked nothing: stopping it stops everything it is. Killed before its
+        # pipe closes, so that it never sees the close (and never starts its error path).
         self.proc.kill()
         self.proc.wait()
+        os.close(self._policy_w)
+        self._policy_w = None
         for pipe in (self.proc.stdout, self.proc.stderr):
             if pipe is not None:
                 pipe.close()
