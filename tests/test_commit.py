@@ -113,3 +113,41 @@ def test_old_run_dirs_are_pruned_to_the_newest_n_and_receipts_never(env: Env) ->
                 [Operation(f"project_{i}.md", "create", "private", _content(f"project_{i}", f"fact {i}", "private"))])
     assert len(list_runs(env.project_home / "runs")) == 2
     assert len(list((env.project_home / "receipts").iterdir())) == 4
+
+
+def test_a_prune_killed_while_removing_files_leaves_no_partial_run_dir(env: Env, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A run dir leaves by one rename before its files go: killed mid-removal, audit sees no half run."""
+    import shutil
+
+    assert env.run("init").code == 0
+    svc = _services(env, keep=2)
+    runs = env.project_home / "runs"
+    removed: list[str] = []
+    written: dict[str, list[str]] = {}
+
+    def dies_after_one_file(path: Path, ignore_errors: bool = False) -> None:
+        removed.append(Path(path).name)
+        first = min(p for p in Path(path).iterdir() if p.is_file())
+        first.unlink()  # the removal got this far, then the process died
+        raise KeyboardInterrupt
+
+    for i in range(1, 4):
+        if i == 3:
+            monkeypatch.setattr(shutil, "rmtree", dies_after_one_file)
+        run_id = f"20261130T12000{i}Z-0000000{i}"
+        try:
+            _commit(svc, run_id,
+                    [Operation(f"project_{i}.md", "create", "private", _content(f"project_{i}", f"fact {i}", "private"))])
+        except KeyboardInterrupt:
+            pass
+        written[run_id] = sorted(p.name for p in (runs / run_id).iterdir())
+    monkeypatch.undo()
+    # Removal only ever starts on a hidden name: no run dir lost a file, and the run is simply gone.
+    assert removed == [".memfold-pruned-20261130T120001Z-00000001"]
+    assert list_runs(runs) == ["20261130T120002Z-00000002", "20261130T120003Z-00000003"]
+    for name in list_runs(runs):  # every run dir still has all its files
+        assert sorted(p.name for p in (runs / name).iterdir()) == written[name], name
+    # The next prune finishes the removal.
+    _commit(svc, "20261130T120004Z-00000004",
+            [Operation("project_4.md", "create", "private", _content("project_4", "fact 4", "private"))])
+    assert sorted(p.name for p in runs.iterdir()) == ["20261130T120003Z-00000003", "20261130T120004Z-00000004"]

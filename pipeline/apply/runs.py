@@ -45,13 +45,33 @@ def list_runs(runs: Path) -> list[str]:
     return [e.name for e in sorted(entries, key=lambda e: (e.stat(follow_symlinks=False).st_mtime_ns, e.name))]
 
 
+PRUNED_PREFIX = ".memfold-pruned-"
+
+
 def prune_runs(runs: Path, keep: int, protect: set[str]) -> list[str]:
-    """Delete all but the newest ``keep`` run dirs. The receipt log is never pruned."""
+    """Delete all but the newest ``keep`` run dirs. The receipt log is never pruned.
+
+    Each run dir leaves under its own name in one rename before its files are removed: a process
+    killed while removing them leaves a hidden dir that nothing reads as a run (and the next prune
+    removes), never a run dir with some of its files gone (a receipt whose manifest is missing).
+    """
     names = list_runs(runs)
     doomed = [n for n in names[: max(len(names) - keep, 0)] if n not in protect]
-    for name in doomed:
-        import shutil  # only when a run dir is pruned
+    try:
+        leftovers = [e.name for e in os.scandir(runs) if e.name.startswith(PRUNED_PREFIX)]
+    except FileNotFoundError:
+        leftovers = []
+    if not doomed and not leftovers:
+        return doomed
+    import shutil  # only when a run dir is pruned
 
+    for name in doomed:
+        try:
+            os.rename(runs / name, runs / f"{PRUNED_PREFIX}{name}")
+        except OSError:
+            continue  # left in place, whole: the next prune tries again
+        leftovers.append(f"{PRUNED_PREFIX}{name}")
+    for name in leftovers:
         shutil.rmtree(runs / name, ignore_errors=True)
     return doomed
 
