@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import operator
 import os
 from collections.abc import Callable, Mapping, MutableMapping
+from functools import partial
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -19,12 +21,12 @@ from .store.state import (
     Files,
     Limits,
     RootState,
-    StoredMemory,
     broken_file,
     known_digest,
     landed_file,
     read_root,
     size_of,
+    stored_memories,
 )
 from .store.statecache import StateCache, cache_for
 
@@ -158,10 +160,14 @@ def parsed_memories(state: RootState, cache: StateCache | None = None) -> dict[s
 
 def parsed_root(state: RootState, cache: StateCache | None = None) -> tuple[dict[str, Memory], dict[str, Broken]]:
     """``parsed_memories`` and the files that do not parse, each with its problem and fix."""
+    names = [name for name in state.files if name != INDEX_NAME]
+    kept = _from_cache(names, state, cache) if cache is not None else {}
     memories: dict[str, Memory] = {}
     broken: dict[str, Broken] = {}
-    for name in state.files:
-        if name == INDEX_NAME:
+    for name in names:
+        memory = kept.get(name)
+        if memory is not None:
+            memories[name] = memory
             continue
         try:
             memories[name] = _parsed(name, state, cache)
@@ -182,44 +188,44 @@ def _parsed(name: str, state: RootState, cache: StateCache | None) -> Memory:
     if memory is None:
         if len(_PARSED) >= _PARSED_MAX:
             _PARSED.clear()
-        memory = _PARSED[key] = _from_cache(name, state, cache) if cache is not None \
-            else parse_memory(state.files[name], name)
+        data = state.files[name]
+        memory = _PARSED[key] = parse_memory(data, name)
+        if cache is not None:
+            _keep_fields(cache, name, key[1], data, memory)
     return memory
 
 
-def _from_cache(name: str, state: RootState, cache: StateCache) -> Memory:
-    """The fields parsed from these very bytes before (keyed by their hash), with the body to be read
-    at the offset recorded. Files the canonical shape does not describe exactly are parsed."""
-    digest = state.hashes[name]
-    key = f"{name} {digest}"
-    fields = cache.get("memory", key)
-    files = state.files
-    if _well_formed(fields, size_of(files, name)):
-        offset = fields[7]
-
-        def body() -> str:
-            return files[name][offset:].decode("utf-8")
-
-        title, description, mtype, visibility, created, modified, expires = fields[:7]
-        return StoredMemory(title, description, mtype, visibility, created, modified, expires, body)
-    data = files[name]
-    memory = parse_memory(data, name)
+def _keep_fields(cache: StateCache, name: str, digest: str, data: bytes, memory: Memory) -> None:
+    """Keep the fields of a file the canonical shape describes exactly (its body is the file's tail)."""
     encoded = memory.body.encode("utf-8")
     if not memory.extra and b"\r" not in data and data.endswith(encoded):
-        cache.put("memory", key, [memory.name, memory.description, memory.type, memory.visibility, memory.created,
-                                  memory.modified, memory.expires, len(data) - len(encoded)])
-    return memory
+        cache.put_fields(name, (digest, memory.name, memory.description, memory.type, memory.visibility,
+                                memory.created, memory.modified, memory.expires, len(data) - len(encoded)))
 
 
-def _well_formed(fields: Any, size: int) -> bool:
-    if type(fields) is not list or len(fields) != 8:
-        return False
-    title, description, mtype, visibility, created, modified, expires, offset = fields
-    # Spelled out: this runs for every memory of the store on every write.
-    return (type(offset) is int and 0 <= offset <= size and type(title) is str and type(description) is str
-            and mtype in TYPES and visibility in VISIBILITIES and type(mtype) is str and type(visibility) is str
-            and (created is None or type(created) is str) and (modified is None or type(modified) is str)
-            and (expires is None or type(expires) is str))
+_TYPES, _VISIBILITIES = frozenset(TYPES), frozenset(VISIBILITIES)
+_TEXT, _OPTIONAL = {str}, {str, type(None)}
+
+
+def _from_cache(names: list[str], state: RootState, cache: StateCache) -> dict[str, Memory]:
+    """The memories whose fields were parsed from these very bytes before (bound to their hash), each
+    with its body to be read at the offset recorded. Their shapes are checked column by column (in C),
+    and a column that is not what this code writes is not used at all."""
+    rows, hashes = cache.memory, state.hashes
+    hits = [name for name in names if (row := rows.get(name)) is not None and row[0] == hashes[name]]
+    if not hits:
+        return {}
+    columns = list(zip(*map(rows.__getitem__, hits), strict=True))[1:]
+    title, description, mtype, visibility, created, modified, expires, offset = columns
+    files = state.files
+    if not (set(map(type, title)) <= _TEXT and set(map(type, description)) <= _TEXT
+            and set(map(type, mtype)) <= _TEXT and set(mtype) <= _TYPES
+            and set(map(type, visibility)) <= _TEXT and set(visibility) <= _VISIBILITIES
+            and set(map(type, created)) <= _OPTIONAL and set(map(type, modified)) <= _OPTIONAL
+            and set(map(type, expires)) <= _OPTIONAL and set(map(type, offset)) <= {int}
+            and min(offset) >= 0 and all(map(operator.le, offset, map(partial(size_of, files), hits)))):
+        return {}
+    return dict(zip(hits, stored_memories(files, hits, columns), strict=True))
 
 
 def current_hashes(layout: Layout, limits: Limits) -> HashMaps:

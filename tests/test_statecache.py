@@ -14,7 +14,7 @@ import pytest
 from conftest import REPO, Env
 
 from pipeline.bench.synth import write_store
-from pipeline.store.statecache import FOLDER, NAME
+from pipeline.store.statecache import FOLDER, MAGIC, NAME, StateCache, _load
 
 # Counts every open of a file inside the store roots, then runs the real CLI in this interpreter.
 _COUNT_OPENS = """
@@ -70,10 +70,15 @@ def test_add_opens_as_many_store_files_at_ten_times_the_size(tmp_path: Path) -> 
     assert counts[1] <= 12, counts
 
 
-def _cache(env: Env) -> dict[str, dict[str, list[object]]]:
-    data = json.loads((env.project_home / FOLDER / NAME).read_bytes())
-    roots: dict[str, dict[str, list[object]]] = data["roots"]
-    return roots
+def _stored(env: Env) -> StateCache:
+    """The cache as the next process loads it from disk."""
+    path = env.project_home / FOLDER / NAME
+    return _load(str(path), tuple(path.stat()))
+
+
+def _cache(env: Env) -> dict[str, dict[str, str]]:
+    """The content hash entered for each file, by root."""
+    return _stored(env).digests
 
 
 def _newest_receipt(env: Env) -> dict[str, dict[str, dict[str, str]]]:
@@ -89,7 +94,7 @@ def _seed(env: Env) -> None:
     _settle()
     assert env.spawn("add", "project_gamma", "-d", "gamma tags after review", "-b", "gamma").code == 0
     harness = _cache(env)[str(env.harness)]
-    assert harness["project_alpha.md"][5] == _sha(env.harness / "project_alpha.md")
+    assert harness["project_alpha.md"] == _sha(env.harness / "project_alpha.md")
 
 
 @pytest.mark.integration
@@ -131,7 +136,7 @@ def test_a_forgotten_memory_leaves_the_cache_and_a_new_file_of_that_name_is_read
 def test_after_a_crash_and_recovery_the_rolled_forward_bytes_are_read(env: Env) -> None:
     _seed(env)
     old = _sha(env.harness / "project_alpha.md")
-    assert _cache(env)[str(env.harness)]["project_alpha.md"][5] == old
+    assert _cache(env)[str(env.harness)]["project_alpha.md"] == old
     from pipeline.apply import journal
 
     def crash(*_args: object) -> None:
@@ -161,16 +166,17 @@ def test_a_torn_or_foreign_cache_file_is_ignored_and_rewritten(env: Env) -> None
 
     assert cache_for(env.project_home).roots == {}
     assert env.spawn("add", "project_beta", "-d", "beta runs the smoke tests first", "-b", "b").code == 0
-    assert json.loads(cache.read_bytes())["version"] == 1
+    assert cache.read_bytes().startswith(MAGIC)
     assert (env.harness / "project_beta.md").is_file()
 
 
 @pytest.mark.integration
 def test_a_near_duplicate_is_refused_from_the_folded_keys_another_process_kept(env: Env) -> None:
     _seed(env)
-    data = json.loads((env.project_home / FOLDER / NAME).read_bytes())
+    stored = _stored(env)
     digest = _sha(env.harness / "project_beta.md")
-    assert len(data["derived"]["fold"][f"project_beta.md {digest}"]) == 3
+    assert stored.folded["project_beta.md"] == digest
+    assert sum(("project_beta.md", digest) in holders for holders in stored.fold.values()) == 3
     result = env.spawn("add", "project_beta_again", "-d", "Beta runs the SMOKE tests first.", "-b", "other words")
     assert result.code == 1 and "memory.near-duplicate" in result.err and "project_beta.md" in result.err
     assert not (env.harness / "project_beta_again.md").exists()

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Collection
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ..fsutil import sha256_bytes
 
 if TYPE_CHECKING:
     from ..state import PreState
     from .memory import Memory
+    from .statecache import StateCache
 
 _TRAILING = re.compile(r"[\s.,;:!?]+$")
 
@@ -21,16 +21,11 @@ def fold(text: str) -> str:
 
 
 KEY_KINDS = ("name", "description", "body")
-# Folded name, description and body digests (sets, or the lists the state cache holds: anything that is
-# not a digest string there simply matches nothing).
-Keys = tuple[Collection[Any], Collection[Any], Collection[Any]]
-# Folded keys per stored memory: the MCP server checks every add against the same Memory objects.
-# Keyed by object identity; the entry holds the object, so its id is not reused meanwhile.
-_KEYS: dict[int, tuple[Memory, str, Keys]] = {}
-_KEYS_MAX = 20_000
+_PREFIXES = ("n", "d", "b")  # a key's kind, in front of its digest in the state cache's table
+Keys = tuple[frozenset[str], frozenset[str], frozenset[str]]
 
 
-def _fold_keys(name: str, memory: Memory) -> tuple[frozenset[str], frozenset[str], frozenset[str]]:
+def _fold_keys(name: str, memory: Memory) -> Keys:
     """Digests of the folded name, description and body: equal digests, equal folded texts."""
     return (frozenset({_key(name.removesuffix(".md")), _key(memory.name)}), frozenset({_key(memory.description)}),
             frozenset({_key(memory.body)} - {_key("")}))
@@ -40,34 +35,43 @@ def _key(text: str) -> str:
     return sha256_bytes(fold(text).encode("utf-8"))[:32]
 
 
-def _keys(name: str, memory: Memory, pre: PreState) -> Keys:
-    hit = _KEYS.get(id(memory))
-    if hit is not None and hit[0] is memory and hit[1] == name:
-        return hit[2]
-    # The state cache keeps them by content hash, so a later process need not fold every body again.
-    digest = pre.harness.hashes.get(name)
-    slot = f"{name} {digest}"
-    stored = pre.cache.get("fold", slot) if pre.cache is not None and digest else None
-    if type(stored) is list and len(stored) == 3 and all(type(part) is list for part in stored):
-        keys: Keys = (stored[0], stored[1], stored[2])
-    else:
-        keys = _fold_keys(name, memory)
-        if pre.cache is not None and digest:
-            pre.cache.put("fold", slot, [sorted(part) for part in keys])
-    if len(_KEYS) >= _KEYS_MAX:
-        _KEYS.clear()
-    _KEYS[id(memory)] = (memory, name, keys)
-    return keys
-
-
 def near_duplicate(pre: PreState, name: str, memory: Memory) -> str | None:
-    """The memory ``memory`` would repeat (same folded name, description or body), named with what matched."""
+    """The memory ``memory`` would repeat (same folded name, description or body), named with what matched:
+    of several, the first by file name, with the first kind of key that matched it."""
     mine = _fold_keys(name, memory)
+    if pre.cache is None:
+        return _first_of(pre, name, mine)
+    cache = pre.cache
+    hashes, memories = pre.harness.hashes, pre.memories
+    # The table holds the keys of the contents it was told about: fold the rest now (the files changed
+    # since, in C: the store's hash map against the table's), and keep them for later processes.
+    for other, digest in hashes.items() - cache.folded.items():
+        if other in memories and other != name:
+            _enter(cache, other, digest, _fold_keys(other, memories[other]))
+    found: dict[str, str] = {}
+    for what, prefix, keys in zip(KEY_KINDS, _PREFIXES, mine, strict=True):
+        for key in keys:
+            for holder in cache.fold.get(prefix + key, ()):
+                # A holder counts while its file still holds the content the key was folded from.
+                if type(holder) is tuple and len(holder) == 2 and holder[0] != name and holder[0] in memories \
+                        and hashes.get(holder[0]) == holder[1]:
+                    found.setdefault(holder[0], what)
+    if not found:
+        return None
+    first = min(found)
+    return f"{first} (same {found[first]})"
+
+
+def _enter(cache: StateCache, name: str, digest: str, keys: Keys) -> None:
+    cache.put_fold(name, digest, [prefix + key for prefix, part in zip(_PREFIXES, keys, strict=True) for key in part])
+
+
+def _first_of(pre: PreState, name: str, mine: Keys) -> str | None:
+    """``near_duplicate`` without a state cache: every memory folded."""
     for other, existing in sorted(pre.memories.items()):
         if other == name:
             continue
-        theirs = _keys(other, existing, pre)
-        for what, ours, their in zip(KEY_KINDS, mine, theirs, strict=True):
-            if not ours.isdisjoint(their):
+        for what, ours, theirs in zip(KEY_KINDS, mine, _fold_keys(other, existing), strict=True):
+            if not ours.isdisjoint(theirs):
                 return f"{other} (same {what})"
     return None

@@ -6,10 +6,17 @@ that identity, so an entry whose identity matches describes the bytes on disk. A
 than two seconds before it was read may change again within one timestamp tick unseen (git's "racy
 clean" case): it is never entered, and is read again every time until it has settled.
 
-Besides the entries, the cache keeps values derived from content alone, keyed by content hash: a
-memory's parsed frontmatter, its near-duplicate keys, and which (name, hash) pairs the privacy rules
-found clean, under the digest of the rule set that scanned them. A value keyed by a content hash can
-never describe other bytes, so a hand edit, a forget or a recovery only makes entries unused.
+Besides the entries, the cache keeps values derived from content alone, each bound to the content hash
+it was derived from: a memory's parsed frontmatter, the near-duplicate keys of the private store
+(as a table from key to the (name, hash) pairs holding it, so a check looks up its own keys instead of
+visiting every memory), and which (name, hash) pairs the privacy rules found clean, under the digest
+of the rule set that scanned them. A value bound to a content hash never describes other bytes, so a
+hand edit, a forget or a recovery only makes entries unused.
+
+The file is the entries in marshal's format (CPython's own serializer for its code objects, read in
+C: a JSON object per entry cost a write ~15 ms at 2,000 memories) behind a magic and a CRC-32 of
+the payload. Only this process's own kinds of value are ever loaded from it (no code objects are
+built, none is run), and each entry is checked for its shape where it is used.
 
 The cache is advisory: missing, unreadable, foreign or torn, it is simply rebuilt.
 """
@@ -17,6 +24,7 @@ The cache is advisory: missing, unreadable, foreign or torn, it is simply rebuil
 from __future__ import annotations
 
 import json
+import marshal
 import os
 
 TYPE_CHECKING = False
@@ -24,18 +32,25 @@ if TYPE_CHECKING:
     from pathlib import Path
     from typing import Any
 
-VERSION = 1
+VERSION = 2
 FOLDER = "cache"
-NAME = "state.json"
+NAME = "state.bin"
+FORMER_NAMES = ("state.json",)  # earlier versions' caches: removed when this one is written
+MAGIC = b"memfold state\n"
 SETTLED_NS = 2_000_000_000
-# Derived values by kind, each keyed by "<name> <hash>" ("clean": "<ruleset digest> <name> <hash>");
-# "receipt" holds a receipt file's digest by the sha256 of its bytes, and by the file's identity once
-# it has settled ("<file> @"): in a small file of its own, written whenever it changes (the chain head
-# is read back by every commit).
-KINDS = ("memory", "fold", "clean", "receipt")
+# Derived values kept by key: "clean" by "<ruleset digest> <name> <hash>"; "receipt" holds a receipt
+# file's digest by the sha256 of its bytes, and by the file's identity once it has settled ("<file> @"):
+# in a small JSON file of its own, written whenever it changes (the chain head is read back by every
+# commit).
+KINDS = ("clean", "receipt")
 RECEIPTS_NAME = "receipts.json"
+RECEIPTS_VERSION = 1
 
 Identity = tuple[int, int, int, int, int]
+# A memory's frontmatter as parsed from the bytes with that hash: (sha256, name, description, type,
+# visibility, created, modified, expires, offset of the body in the file).
+Fields = tuple[str, str, str, str, str, "str | None", "str | None", "str | None", int]
+FoldHolders = tuple[tuple[str, str], ...]
 
 
 def identity_of(st: os.stat_result) -> Identity:
@@ -45,52 +60,78 @@ def identity_of(st: os.stat_result) -> Identity:
 class StateCache:
     """One project's cache as loaded, with what this process learned since; ``flush`` writes it."""
 
-    __slots__ = ("path", "roots", "derived", "dirty", "seen", "loaded", "changes", "receipts_dirty")
+    __slots__ = ("path", "roots", "digests", "memory", "fold", "folded", "derived", "dirty", "seen", "loaded",
+                 "changes", "receipts_dirty")
 
     def __init__(self, path: str | None) -> None:
         self.path = path
-        # root path -> file name -> [dev, ino, size, mtime_ns, ctime_ns, sha256]
-        self.roots: dict[str, dict[str, list[Any]]] = {}
+        # root path -> file name -> identity, and -> the sha256 its bytes had with that identity
+        self.roots: dict[str, dict[str, Identity]] = {}
+        self.digests: dict[str, dict[str, str]] = {}
+        self.memory: dict[str, Fields] = {}  # file name -> its fields, bound to a content hash
+        # near-duplicate key -> (file name, content hash) of every memory whose content gives it, and
+        # (file name -> content hash) of the contents whose keys the table holds
+        self.fold: dict[str, FoldHolders] = {}
+        self.folded: dict[str, str] = {}
         self.derived: dict[str, dict[str, Any]] = {kind: {} for kind in KINDS}
         self.dirty = False
         self.changes = 0  # entries and values added, changed or dropped since loaded
         self.receipts_dirty = False
-        self.seen: set[str] = set()  # content hashes read or written by this process
+        self.seen: set[str] = set()  # receipt content hashes read or written by this process
         self.loaded: tuple[int, ...] | None = None
+
+    def entries(self, root: str) -> tuple[dict[str, Identity], dict[str, str]]:
+        """The identities and hashes entered for ``root`` (empty when none)."""
+        return self.roots.get(root, {}), self.digests.get(root, {})
 
     def digest(self, root: str, name: str, ident: Identity) -> str | None:
         """The sha256 of the file when its identity is the one entered, else None."""
-        entry = self.roots.get(root, {}).get(name)
-        if not isinstance(entry, list) or len(entry) != 6 or tuple(entry[:5]) != ident:
+        if self.roots.get(root, {}).get(name) != ident:
             return None
-        sha: str = entry[5]
-        self.seen.add(sha)
-        return sha
+        return self.digests.get(root, {}).get(name)
 
     def enter(self, root: str, name: str, ident: Identity, sha: str, read_started_ns: int) -> None:
         """Record a file just read, unless it changed too recently to trust its identity."""
-        self.seen.add(sha)
         if read_started_ns - max(ident[3], ident[4]) <= SETTLED_NS:
             self.drop(root, name)
             return
-        entries = self.roots.setdefault(root, {})
-        entry = [*ident, sha]
-        if entries.get(name) != entry:
-            entries[name] = entry
+        idents, digests = self.roots.setdefault(root, {}), self.digests.setdefault(root, {})
+        if idents.get(name) != ident or digests.get(name) != sha:
+            idents[name] = ident
+            digests[name] = sha
             self._changed()
 
     def drop(self, root: str, name: str) -> None:
         if self.roots.get(root, {}).pop(name, None) is not None:
+            self.digests.get(root, {}).pop(name, None)
             self._changed()
 
-    def keep_only(self, root: str, names: set[str]) -> None:
+    def keep_only(self, root: str, names: set[str] | dict[str, str]) -> None:
         """Forget the entries of files that are gone from the root (forgotten, renamed)."""
-        entries = self.roots.get(root)
-        if entries is None:
+        idents = self.roots.get(root)
+        if idents is None:
             return
-        for name in [n for n in entries if n not in names]:
-            del entries[name]
+        gone = idents.keys() - names.keys() if isinstance(names, dict) else idents.keys() - names
+        for name in gone:
+            self.drop(root, name)
+
+    def fields(self, name: str) -> Any:
+        return self.memory.get(name)
+
+    def put_fields(self, name: str, fields: Fields) -> None:
+        if self.memory.get(name) != fields:
+            self.memory[name] = fields
             self._changed()
+
+    def put_fold(self, name: str, sha: str, keys: list[str]) -> None:
+        """Enter the near-duplicate keys of ``name`` as it holds the content ``sha``."""
+        if self.folded.get(name) == sha:
+            return
+        self.folded[name] = sha
+        holder = (name, sha)
+        for key in keys:
+            self.fold[key] = (*self.fold.get(key, ()), holder)
+        self._changed()
 
     def get(self, kind: str, key: str) -> Any:
         return self.derived[kind].get(key)
@@ -121,28 +162,50 @@ class StateCache:
             return
         table = {k: v for k, v in self.derived["receipt"].items() if _content_of(k, v) in self.seen}
         _write(os.path.join(os.path.dirname(self.path), RECEIPTS_NAME),
-               json.dumps({"version": VERSION, "receipt": table}, sort_keys=True).encode("utf-8"))
+               json.dumps({"version": RECEIPTS_VERSION, "receipt": table}, sort_keys=True).encode("utf-8"))
         self.receipts_dirty = False
 
     def flush(self) -> None:
-        """Write the cache if this process learned something; values of hashes no file holds go."""
+        """Write the cache if this process learned something; values of contents no file holds go."""
         self.flush_receipts()
         if not self.dirty or self.path is None:
             return
-        live = self.seen | {entry[5] for entries in self.roots.values() for entry in entries.values()}
-        for kind, table in self.derived.items():
-            for key in [k for k in table if k.rsplit(" ", 1)[-1] not in live and kind != "receipt"]:
-                del table[key]
-        kept = {kind: table for kind, table in self.derived.items() if kind != "receipt"}
-        payload = json.dumps({"version": VERSION, "roots": self.roots, "derived": kept},
-                             separators=(",", ":"), ensure_ascii=False, check_circular=False)
-        _write(self.path, payload.encode("utf-8"))
+        self._prune()
+        payload = marshal.dumps((VERSION, self.roots, self.digests, self.memory, self.fold, self.folded,
+                                 self.derived["clean"]))
+        _write(self.path, MAGIC + _crc(payload) + payload)
+        for former in FORMER_NAMES:
+            try:
+                os.unlink(os.path.join(os.path.dirname(self.path), former))
+            except OSError:
+                pass
         self.dirty = False
         self.changes = 0
         try:
             self.loaded = identity_of(os.stat(self.path, follow_symlinks=False))
         except OSError:
             self.loaded = None
+
+    def _prune(self) -> None:
+        """Drop derived values whose content no entered file holds any more."""
+        live = {(name, sha) for digests in self.digests.values() for name, sha in digests.items()}
+        self.memory = {name: fields for name, fields in self.memory.items() if (name, fields[0]) in live}
+        self.folded = {name: sha for name, sha in self.folded.items() if (name, sha) in live}
+        fold: dict[str, FoldHolders] = {}
+        for key, holders in self.fold.items():
+            kept = tuple(holder for holder in holders if holder in live and self.folded.get(holder[0]) == holder[1])
+            if kept:
+                fold[key] = kept
+        self.fold = fold
+        hashes = {sha for _name, sha in live}
+        clean = self.derived["clean"]
+        self.derived["clean"] = {k: v for k, v in clean.items() if k.rsplit(" ", 1)[-1] in hashes}
+
+
+def _crc(payload: bytes) -> bytes:
+    import zlib
+
+    return zlib.crc32(payload).to_bytes(4, "big")
 
 
 def _content_of(key: str, value: Any) -> Any:
@@ -153,7 +216,7 @@ def _content_of(key: str, value: Any) -> Any:
 
 
 def _write(path: str, data: bytes) -> None:
-    from ..fsutil import atomic_write
+    from ..fsutil import replace_unsynced
 
     folder = os.path.dirname(path)
     if os.path.islink(folder):
@@ -163,7 +226,7 @@ def _write(path: str, data: bytes) -> None:
             os.mkdir(folder, 0o700)
         except FileExistsError:
             pass
-        atomic_write(path, data, durable=False)  # a cache: a crash may lose it, never corrupt a store
+        replace_unsynced(path, data)  # a cache: a crash may lose it, never corrupt a store
     except OSError:
         pass
 
@@ -203,21 +266,43 @@ def _load(path: str, stamp: tuple[int, ...] | None) -> StateCache:
     cache = StateCache(path)
     cache.loaded = stamp
     receipts = _read_json(os.path.join(os.path.dirname(path), RECEIPTS_NAME))
-    if isinstance(receipts, dict) and receipts.get("version") == VERSION and isinstance(receipts.get("receipt"), dict):
+    if isinstance(receipts, dict) and receipts.get("version") == RECEIPTS_VERSION \
+            and isinstance(receipts.get("receipt"), dict):
         cache.derived["receipt"] = receipts["receipt"]
-    data = _read_json(path) if stamp is not None else None
-    if not isinstance(data, dict) or data.get("version") != VERSION:
+    data = _read_payload(path) if stamp is not None else None
+    if type(data) is not tuple or len(data) != 7 or data[0] != VERSION \
+            or not all(type(part) is dict for part in data[1:]):
         return cache
-    roots, derived = data.get("roots"), data.get("derived")
-    if not isinstance(roots, dict) or not isinstance(derived, dict):
+    _version, roots, digests, memory, fold, folded, clean = data
+    # Shapes checked in bulk (in C): an entry of the wrong kind is never served, the file is rebuilt.
+    if not _all_of(roots.values(), dict) or not _all_of(digests.values(), dict) or roots.keys() != digests.keys() \
+            or not all(_all_of(table.values(), str) and set(map(len, table.values())) <= {64}
+                       and table.keys() == roots[root].keys() for root, table in digests.items()) \
+            or not _all_of(memory.values(), tuple) or set(map(len, memory.values())) - {9} \
+            or not _all_of(fold.values(), tuple) or not _all_of(folded.values(), str):
         return cache
-    if all(isinstance(v, dict) for v in roots.values()):
-        cache.roots = roots
-    for kind in KINDS:
-        table = derived.get(kind)
-        if isinstance(table, dict) and kind != "receipt":
-            cache.derived[kind] = table
+    cache.roots, cache.digests = roots, digests
+    cache.memory, cache.fold, cache.folded, cache.derived["clean"] = memory, fold, folded, clean
     return cache
+
+
+def _all_of(values: Any, kind: type) -> bool:
+    return set(map(type, values)) <= {kind}
+
+
+def _read_payload(path: str) -> Any:
+    try:
+        with open(path, "rb") as fh:
+            raw = fh.read()
+    except OSError:
+        return None
+    head = len(MAGIC)
+    if raw[:head] != MAGIC or raw[head:head + 4] != _crc(raw[head + 4:]):
+        return None  # foreign or torn
+    try:
+        return marshal.loads(memoryview(raw)[head + 4:])
+    except (EOFError, ValueError, TypeError):
+        return None
 
 
 def _read_json(path: str) -> Any:
