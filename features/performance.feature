@@ -23,3 +23,10 @@ Feature: Writes near the floor: a write reads what changed, and never trusts a s
     And the newest receipt's previous is the RFC 8785 digest of the receipt before it
     And the newest receipt's final hashes are the hashes of the files on disk
     And memfold verify and memfold audit exit 0
+
+  Scenario: A memory rewritten by hand is checked for near-duplicates by what it says now
+    Given three settled memories written by separate processes
+    When I rewrite "project_alpha.md" by hand to describe "alpha now waits for the nightly window"
+    Then adding "project_zeta" described as "Alpha deploys use the BLUE green script." in a new process succeeds
+    And adding "project_eta" described as "alpha now waits for the NIGHTLY window" in a new process is refused as a near-duplicate of "project_alpha.md"
+    And memfold verify and memfold audit exit 0

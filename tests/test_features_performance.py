@@ -131,3 +131,28 @@ def verify_and_audit(env: Env) -> None:
     for command in ("verify", "audit"):
         result = env.spawn(command)
         assert result.code == 0, (command, result.out, result.err)
+
+
+@when(parsers.parse('I rewrite "{name}" by hand to describe "{words}"'))
+def rewrite_description(env: Env, name: str, words: str) -> None:
+    from pipeline.store.memory import parse_memory, render_memory
+
+    path = env.harness / name
+    memory = parse_memory(path.read_bytes(), name)
+    path.write_bytes(render_memory(memory.with_changes(description=words)))
+    assert words in path.read_text(encoding="utf-8")
+
+
+@then(parsers.parse('adding "{name}" described as "{words}" in a new process succeeds'))
+def add_described(env: Env, name: str, words: str) -> None:
+    result = env.spawn("add", name, "-d", words, "-b", f"{name} body")
+    assert result.code == 0, result.err
+    assert (env.harness / f"{name}.md").is_file()
+
+
+@then(parsers.parse('adding "{name}" described as "{words}" in a new process is refused as a near-duplicate '
+                    'of "{twin}"'))
+def add_refused(env: Env, name: str, words: str, twin: str) -> None:
+    result = env.spawn("add", name, "-d", words, "-b", f"{name} body")
+    assert result.code == 1 and "memory.near-duplicate" in result.err and f"{twin} (same description)" in result.err
+    assert not (env.harness / f"{name}.md").exists()

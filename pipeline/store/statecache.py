@@ -187,19 +187,19 @@ class StateCache:
             self.loaded = None
 
     def _prune(self) -> None:
-        """Drop derived values whose content no entered file holds any more."""
-        live = {(name, sha) for digests in self.digests.values() for name, sha in digests.items()}
-        self.memory = {name: fields for name, fields in self.memory.items() if (name, fields[0]) in live}
-        self.folded = {name: sha for name, sha in self.folded.items() if (name, sha) in live}
+        """Drop derived values of contents that no entered file holds and this process did not read."""
+        live = self.seen.union(*(digests.values() for digests in self.digests.values()))
+        self.memory = {name: fields for name, fields in self.memory.items() if fields[0] in live}
+        self.folded = {name: sha for name, sha in self.folded.items() if sha in live}
+        folded = self.folded
         fold: dict[str, FoldHolders] = {}
         for key, holders in self.fold.items():
-            kept = tuple(holder for holder in holders if holder in live and self.folded.get(holder[0]) == holder[1])
+            kept = tuple(holder for holder in holders if folded.get(holder[0]) == holder[1])
             if kept:
                 fold[key] = kept
         self.fold = fold
-        hashes = {sha for _name, sha in live}
         clean = self.derived["clean"]
-        self.derived["clean"] = {k: v for k, v in clean.items() if k.rsplit(" ", 1)[-1] in hashes}
+        self.derived["clean"] = {k: v for k, v in clean.items() if k.rsplit(" ", 1)[-1] in live}
 
 
 def _crc(payload: bytes) -> bytes:
