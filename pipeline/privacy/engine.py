@@ -186,7 +186,7 @@ class RuleSet:
             rule = self.rules[index]
             for pattern in (rule.pattern, rule.allowlist):
                 getattr(pattern, "compiled", None)  # a lazy pattern compiles on this first access
-        for pattern in (self.allowlist, self.benign):
+        for pattern in (self.allowlist, self.benign, self._keyword_set):
             getattr(pattern, "compiled", None)
 
     def forget(self) -> None:
