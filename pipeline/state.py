@@ -223,9 +223,17 @@ def _from_cache(names: list[str], state: RootState, cache: StateCache) -> dict[s
             and set(map(type, visibility)) <= _TEXT and set(visibility) <= _VISIBILITIES
             and set(map(type, created)) <= _OPTIONAL and set(map(type, modified)) <= _OPTIONAL
             and set(map(type, expires)) <= _OPTIONAL and set(map(type, offset)) <= {int}
-            and min(offset) >= 0 and all(map(operator.le, offset, map(partial(size_of, files), hits)))):
+            and min(offset) >= 0 and all(map(operator.le, offset, _sizes(state, hits)))):
         return {}
     return dict(zip(hits, stored_memories(files, hits, columns), strict=True))
+
+
+def _sizes(state: RootState, names: list[str]) -> Any:
+    """The files' sizes: from their identities as read, else asked of the files one by one."""
+    identities = state.identities
+    if identities.keys() >= set(names):
+        return map(operator.itemgetter(2), map(identities.__getitem__, names))
+    return map(partial(size_of, state.files), names)
 
 
 def current_hashes(layout: Layout, limits: Limits) -> HashMaps:

@@ -155,7 +155,7 @@ class Files(MutableMapping[str, bytes]):
     def known_digests(self) -> dict[str, str]:
         """``digest_of`` for every file whose hash is known without hashing, in one pass."""
         digests = self._digests
-        out = {n: v.digest for n, v in self._entries.items() if type(v) is Stored}
+        out = {n: v[2] for n, v in self._entries.items() if type(v) is Stored}
         for name, (data, digest) in digests.items():
             if self._entries.get(name) is data:
                 out[name] = digest
@@ -163,7 +163,7 @@ class Files(MutableMapping[str, bytes]):
 
     def size_of(self, name: str) -> int:
         value = self._entries[name]
-        return value.size if isinstance(value, Stored) else len(value)
+        return value[1] if type(value) is Stored else len(value)
 
 
 def known_digest(files: Mapping[str, bytes], name: str) -> str | None:
