@@ -76,5 +76,7 @@ def test_another_process_answers_from_the_kept_table(env: Env) -> None:
 
     statecache._OPEN.clear()
     loaded = cache_for(env.project_home)
-    assert loaded is not cache and loaded.folded == cache.folded and loaded.fold == cache.fold
-    assert "project_alpha.md" in loaded.folded
+    assert loaded is not cache and loaded.folded == cache.folded and loaded.fold_text == cache.fold_text
+    assert "project_alpha.md" in loaded.folded and loaded.fold == {}
+    alpha = [line for line in loaded.fold_text.split("\n") if line.endswith(f" project_alpha.md {loaded.folded['project_alpha.md']}")]
+    assert len(alpha) == 3 and all(loaded.holders(line.split(" ")[0]) for line in alpha)

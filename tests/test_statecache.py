@@ -176,7 +176,8 @@ def test_a_near_duplicate_is_refused_from_the_folded_keys_another_process_kept(e
     stored = _stored(env)
     digest = _sha(env.harness / "project_beta.md")
     assert stored.folded["project_beta.md"] == digest
-    assert sum(("project_beta.md", digest) in holders for holders in stored.fold.values()) == 3
+    assert f" project_beta.md {digest}\n" in stored.fold_text
+    assert sum(line.endswith(f" project_beta.md {digest}") for line in stored.fold_text.split("\n")) == 3
     result = env.spawn("add", "project_beta_again", "-d", "Beta runs the SMOKE tests first.", "-b", "other words")
     assert result.code == 1 and "memory.near-duplicate" in result.err and "project_beta.md" in result.err
     assert not (env.harness / "project_beta_again.md").exists()

@@ -125,12 +125,14 @@ def _write_payload(path: Path, payload: object) -> None:
 
 def test_a_checksummed_cache_whose_entries_have_another_shape_is_not_used(tmp_path: Path) -> None:
     path = tmp_path / "state.bin"
-    good = (VERSION, {"r": {"a.md": (1, 2, 3, 4, 5)}}, {"r": {"a.md": "0" * 64}}, {}, {}, {}, {})
+    good = (VERSION, {"r": {"a.md": (1, 2, 3, 4, 5)}}, {"r": {"a.md": "0" * 64}}, {}, "\n", {}, {})
     _write_payload(path, good)
     assert _load(str(path), (1,)).digests == {"r": {"a.md": "0" * 64}}
-    for bad in ((VERSION, {"r": {"a.md": (1, 2, 3, 4, 5)}}, {"r": {"a.md": 7}}, {}, {}, {}, {}),
-                (VERSION, {"r": {"a.md": (1, 2, 3, 4, 5)}}, {"r": {}}, {}, {}, {}, {}),
-                (VERSION, {}, {}, {"a.md": ("x",)}, {}, {}, {}),
+    for bad in ((VERSION, {"r": {"a.md": (1, 2, 3, 4, 5)}}, {"r": {"a.md": 7}}, {}, "\n", {}, {}),
+                (VERSION, {"r": {"a.md": (1, 2, 3, 4, 5)}}, {"r": {}}, {}, "\n", {}, {}),
+                (VERSION, {}, {}, {"a.md": ("x",)}, "\n", {}, {}),
+                (VERSION, {}, {}, {}, {"k": ()}, {}, {}),
+                (VERSION, {}, {}, {}, "\n", {}, {"scope": {"a.md": 1}}),
                 (VERSION + 1, *good[1:])):
         _write_payload(path, bad)
         loaded = _load(str(path), (1,))
@@ -138,3 +140,18 @@ def test_a_checksummed_cache_whose_entries_have_another_shape_is_not_used(tmp_pa
     data = marshal.dumps(good)
     path.write_bytes(MAGIC + _crc(data) + data[:-3])  # torn
     assert _load(str(path), (1,)).roots == {}
+
+
+def test_a_privacy_verdict_holds_for_its_rule_set_name_and_content_only(tmp_path: Path) -> None:
+    cache = StateCache(str(tmp_path / "cache" / "state.bin"))
+    cache.digests = {"r": {"a.md": "1" * 64}}
+    cache.roots = {"r": {"a.md": (1, 2, 3, 4, 5)}}
+    cache.put("clean", f"{'s' * 64} a.md {'1' * 64}", 1)
+    assert cache.get("clean", f"{'s' * 64} a.md {'1' * 64}") == 1
+    assert cache.get("clean", f"{'s' * 64} a.md {'2' * 64}") is None  # other bytes
+    assert cache.get("clean", f"{'t' * 64} a.md {'1' * 64}") is None  # other rules
+    assert cache.get("clean", f"{'s' * 64} b.md {'1' * 64}") is None  # other file
+    cache.put("clean", f"{'s' * 64} gone.md {'9' * 64}", 1)  # a content no file holds any more
+    cache.flush()
+    loaded = _load(str(tmp_path / "cache" / "state.bin"), (1,))
+    assert loaded.clean == {"s" * 64: {"a.md": "1" * 64}}, "verdicts of other rule sets and gone contents go"

@@ -51,11 +51,10 @@ def near_duplicate(pre: PreState, name: str, memory: Memory) -> str | None:
     found: dict[str, str] = {}
     for what, prefix, keys in zip(KEY_KINDS, _PREFIXES, mine, strict=True):
         for key in keys:
-            for holder in cache.fold.get(prefix + key, ()):
+            for other, digest in cache.holders(prefix + key):
                 # A holder counts while its file still holds the content the key was folded from.
-                if type(holder) is tuple and len(holder) == 2 and holder[0] != name and holder[0] in memories \
-                        and hashes.get(holder[0]) == holder[1]:
-                    found.setdefault(holder[0], what)
+                if other != name and other in memories and hashes.get(other) == digest:
+                    found.setdefault(other, what)
     if not found:
         return None
     first = min(found)

@@ -38,11 +38,11 @@ NAME = "state.bin"
 FORMER_NAMES = ("state.json",)  # earlier versions' caches: removed when this one is written
 MAGIC = b"memfold state\n"
 SETTLED_NS = 2_000_000_000
-# Derived values kept by key: "clean" by "<ruleset digest> <name> <hash>"; "receipt" holds a receipt
-# file's digest by the sha256 of its bytes, and by the file's identity once it has settled ("<file> @"):
-# in a small JSON file of its own, written whenever it changes (the chain head is read back by every
-# commit).
-KINDS = ("clean", "receipt")
+# Values kept by key (``get``/``put``): "clean" by "<ruleset digest> <name> <hash>" (held by digest and
+# name, so the hashes are the entries' own strings); "receipt" holds a receipt file's digest by the
+# sha256 of its bytes, and by the file's identity once it has settled ("<file> @"): in a small JSON file
+# of its own, written whenever it changes (the chain head is read back by every commit).
+KINDS = ("receipt",)
 RECEIPTS_NAME = "receipts.json"
 RECEIPTS_VERSION = 1
 
@@ -60,8 +60,8 @@ def identity_of(st: os.stat_result) -> Identity:
 class StateCache:
     """One project's cache as loaded, with what this process learned since; ``flush`` writes it."""
 
-    __slots__ = ("path", "roots", "digests", "memory", "fold", "folded", "derived", "dirty", "seen", "loaded",
-                 "changes", "receipts_dirty")
+    __slots__ = ("path", "roots", "digests", "memory", "fold_text", "fold", "folded", "clean", "scopes", "derived",
+                 "dirty", "seen", "loaded", "changes", "receipts_dirty")
 
     def __init__(self, path: str | None) -> None:
         self.path = path
@@ -69,10 +69,16 @@ class StateCache:
         self.roots: dict[str, dict[str, Identity]] = {}
         self.digests: dict[str, dict[str, str]] = {}
         self.memory: dict[str, Fields] = {}  # file name -> its fields, bound to a content hash
-        # near-duplicate key -> (file name, content hash) of every memory whose content gives it, and
-        # (file name -> content hash) of the contents whose keys the table holds
+        # Near-duplicate keys: one line "<key> <file name> <content hash>" per memory holding the key, in
+        # one text (a line is found by str.find, so loading the table builds one object, not 6,000),
+        # the keys entered by this process, and which content of each file the table describes.
+        self.fold_text = "\n"
         self.fold: dict[str, FoldHolders] = {}
         self.folded: dict[str, str] = {}
+        # The privacy verdicts: rule set digest -> file name -> the content hash found clean under it,
+        # and the digests asked about by this process (the others go when the file is written).
+        self.clean: dict[str, dict[str, str]] = {}
+        self.scopes: set[str] = set()
         self.derived: dict[str, dict[str, Any]] = {kind: {} for kind in KINDS}
         self.dirty = False
         self.changes = 0  # entries and values added, changed or dropped since loaded
@@ -133,10 +139,35 @@ class StateCache:
             self.fold[key] = (*self.fold.get(key, ()), holder)
         self._changed()
 
+    def holders(self, key: str) -> list[tuple[str, str]]:
+        """The (file name, content hash) pairs entered under a near-duplicate key."""
+        found = list(self.fold.get(key, ()))
+        text, needle = self.fold_text, f"\n{key} "
+        at = text.find(needle)
+        while at >= 0:
+            end = text.find("\n", at + 1)
+            parts = text[at + 1:end].split(" ")
+            if len(parts) == 3:
+                found.append((parts[1], parts[2]))
+            at = text.find(needle, end)
+        return found
+
     def get(self, kind: str, key: str) -> Any:
+        if kind == "clean":
+            scope, name, sha = _clean_key(key)
+            self.scopes.add(scope)
+            return 1 if self.clean.get(scope, {}).get(name) == sha else None
         return self.derived[kind].get(key)
 
     def put(self, kind: str, key: str, value: Any) -> None:
+        if kind == "clean":
+            scope, name, sha = _clean_key(key)
+            self.scopes.add(scope)
+            table = self.clean.setdefault(scope, {})
+            if value == 1 and table.get(name) != sha:
+                table[name] = sha
+                self._changed()
+            return
         table = self.derived[kind]
         if table.get(key) != value:
             table[key] = value
@@ -171,8 +202,8 @@ class StateCache:
         if not self.dirty or self.path is None:
             return
         self._prune()
-        payload = marshal.dumps((VERSION, self.roots, self.digests, self.memory, self.fold, self.folded,
-                                 self.derived["clean"]))
+        payload = marshal.dumps((VERSION, self.roots, self.digests, self.memory, self.fold_text, self.folded,
+                                 self.clean))
         _write(self.path, MAGIC + _crc(payload) + payload)
         for former in FORMER_NAMES:
             try:
@@ -192,14 +223,21 @@ class StateCache:
         self.memory = {name: fields for name, fields in self.memory.items() if fields[0] in live}
         self.folded = {name: sha for name, sha in self.folded.items() if sha in live}
         folded = self.folded
-        fold: dict[str, FoldHolders] = {}
-        for key, holders in self.fold.items():
-            kept = tuple(holder for holder in holders if folded.get(holder[0]) == holder[1])
-            if kept:
-                fold[key] = kept
-        self.fold = fold
-        clean = self.derived["clean"]
-        self.derived["clean"] = {k: v for k, v in clean.items() if k.rsplit(" ", 1)[-1] in live}
+        lines = {f"{key} {name} {sha}" for key, holders in self.fold.items() for name, sha in holders}
+        lines.update(self.fold_text.strip("\n").split("\n") if self.fold_text.strip("\n") else ())
+        kept = sorted(line for line in lines if (parts := line.split(" ")) and len(parts) == 3
+                      and folded.get(parts[1]) == parts[2])
+        self.fold_text = "\n" + "".join(f"{line}\n" for line in kept)
+        self.fold = {}
+        used = self.scopes & self.clean.keys() or self.clean.keys()
+        self.clean = {scope: {name: sha for name, sha in self.clean[scope].items() if sha in live} for scope in used}
+
+
+def _clean_key(key: str) -> tuple[str, str, str]:
+    """A privacy verdict's key, "<rule set digest> <file name> <content hash>" (names hold no space)."""
+    scope, _, rest = key.partition(" ")
+    name, _, sha = rest.rpartition(" ")
+    return scope, name, sha
 
 
 def _crc(payload: bytes) -> bytes:
@@ -270,19 +308,20 @@ def _load(path: str, stamp: tuple[int, ...] | None) -> StateCache:
             and isinstance(receipts.get("receipt"), dict):
         cache.derived["receipt"] = receipts["receipt"]
     data = _read_payload(path) if stamp is not None else None
-    if type(data) is not tuple or len(data) != 7 or data[0] != VERSION \
-            or not all(type(part) is dict for part in data[1:]):
+    if type(data) is not tuple or len(data) != 7 or data[0] != VERSION or type(data[4]) is not str \
+            or not all(type(part) is dict for part in (*data[1:4], *data[5:])):
         return cache
-    _version, roots, digests, memory, fold, folded, clean = data
+    _version, roots, digests, memory, fold_text, folded, clean = data
     # Shapes checked in bulk (in C): an entry of the wrong kind is never served, the file is rebuilt.
     if not _all_of(roots.values(), dict) or not _all_of(digests.values(), dict) or roots.keys() != digests.keys() \
             or not all(_all_of(table.values(), str) and set(map(len, table.values())) <= {64}
                        and table.keys() == roots[root].keys() for root, table in digests.items()) \
             or not _all_of(memory.values(), tuple) or set(map(len, memory.values())) - {9} \
-            or not _all_of(fold.values(), tuple) or not _all_of(folded.values(), str):
+            or not fold_text.startswith("\n") or not _all_of(folded.values(), str) \
+            or not _all_of(clean.values(), dict) or not all(_all_of(table.values(), str) for table in clean.values()):
         return cache
     cache.roots, cache.digests = roots, digests
-    cache.memory, cache.fold, cache.folded, cache.derived["clean"] = memory, fold, folded, clean
+    cache.memory, cache.fold_text, cache.folded, cache.clean = memory, fold_text, folded, clean
     return cache
 
 
