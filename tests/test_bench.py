@@ -102,3 +102,15 @@ def test_a_settled_copy_keeps_the_state_an_earlier_transaction_left(tmp_path: Pa
         pre = read_pre(layout, Limits())
         assert list(pre.harness.files.loaded()) == [], "no store file is read: the cache vouches for each"
     _OPEN.clear()
+
+
+@pytest.mark.integration
+def test_the_add_rows_run_alone_with_their_floors() -> None:
+    proc = subprocess.run([sys.executable, "-m", "pipeline.bench.writes", "add", "--reps", "1", "30"],
+                          capture_output=True, text=True, timeout=300, env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    rows = {line.split()[0] + " " + line.split()[1]: line for line in proc.stdout.splitlines()
+            if line.startswith(("add (CLI)", "floor: stat"))}
+    assert set(rows) == {"add (CLI)", "floor: stat"}
+    assert "add floor" in rows["add (CLI)"]
+    assert proc.stdout.splitlines()[-1].startswith("machine: ")

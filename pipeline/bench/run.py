@@ -149,12 +149,7 @@ def bench_size(plan: Plan, n: int, env: dict[str, str], python_ms: float) -> Non
     reps = plan.reps if n <= 2000 else max(2, plan.reps // 3)
     consolidate_reps = plan.consolidate_reps if n <= 2000 else max(1, plan.consolidate_reps - 1)
 
-    def add(path: str, samples: list[float], floor: str | None, target: str = "",
-            met: Callable[[Row], bool] | None = None) -> Row:
-        row = Row(path, n, samples, floor, fl.get(floor) if floor else None, target)
-        row.met = met(row) if met is not None else None
-        plan.rows.append(row)
-        return row
+    add = row_adder(plan, n)
 
     small = n <= 200
     plan.progress(f"n={n}: inject, hook, search, memory_search, list")
@@ -187,6 +182,20 @@ def bench_size(plan: Plan, n: int, env: dict[str, str], python_ms: float) -> Non
     add("audit", cli.timed(reps, "audit"), "python+read+hash")
     bench_writes(plan, n, cli, add)
     shutil.rmtree(base, ignore_errors=True)
+
+
+def row_adder(plan: Plan, n: int) -> Callable[..., Row]:
+    """What appends a row of size ``n`` to the plan, its floor looked up among the size's floors."""
+    fl = plan.floors.setdefault(str(n), {})
+
+    def add(path: str, samples: list[float], floor: str | None, target: str = "",
+            met: Callable[[Row], bool] | None = None) -> Row:
+        row = Row(path, n, samples, floor, fl.get(floor) if floor else None, target)
+        row.met = met(row) if met is not None else None
+        plan.rows.append(row)
+        return row
+
+    return add
 
 
 def _apply_in_process(store: Synthetic) -> list[float]:

@@ -9,6 +9,7 @@ reference validator of these files does.
 
 ``python -m pipeline.bench.writes mcp HOME PROJECT REPS`` is the warm-server driver: one process,
 one warm-up add, then REPS adds through the server's own backend; it prints the samples as JSON.
+``python -m pipeline.bench.writes add [--reps R] [N...]`` prints the ``add (CLI)`` rows alone.
 """
 
 from __future__ import annotations
@@ -51,28 +52,9 @@ def bench_writes(plan: Plan, n: int, cli: Cli, add: Any) -> None:
 
     store = cli.store
     layout = store.layout
-    roots = [layout.harness, layout.mirror]
     fl = plan.floors.setdefault(str(n), {})
     reps = plan.reps if n <= 2000 else max(2, plan.reps // 3)
-    _settle(layout.harness)
-    plan.progress(f"n={n}: add (CLI) against python + read + fsync")
-    samples = []
-    for i in range(reps + 1):
-        ms, _ = cli.run("add", f"project_write-probe-{i}", "-d", f"write probe {i} for the release checklist",
-                        "-b", f"Probe {i}: tag after the smoke tests.")
-        samples.append(ms)
-    changed = _changed_files(_newest_receipt(layout), layout)
-    fl["add fsync"] = statistics.median(floors.staged_writes(changed, 3, where=plan.workdir))
-    fl["add read"] = statistics.median(floors.read_hash([r for r in roots if r is not None], 3))
-    fl["add floor"] = fl["python"] + fl["add read"] + fl["add fsync"]
-    # What a stat-validated write cannot go below: python's start and one lstat of every store file (a
-    # hand edit must still show). At 20,000 memories this alone is near the 150 ms target on a small VM.
-    stat_samples = stat_roots([r for r in roots if r is not None], max(reps, 3))
-    fl["python+stat"] = fl["python"] + statistics.median(stat_samples)
-    add("floor: stat both roots", stat_samples, None)
-    target, factor = ADD_TARGETS.get(n, ("", None))
-    add("add (CLI)", samples[1:], "add floor", target,
-        (lambda r: (r.ratio or 0) <= factor) if factor else (lambda r: r.median <= 150) if target else None)
+    bench_add(plan, n, cli, add, reps)
 
     if n <= 2000:
         plan.progress(f"n={n}: memory_add (warm server) against its fsync waits")
@@ -94,6 +76,54 @@ def bench_writes(plan: Plan, n: int, cli: Cli, add: Any) -> None:
     for name, args in (("validate (process)", ("validate", "--run", run_dir.name)),
                        ("verify (process)", ("verify",)), ("audit (process)", ("audit",))):
         add(name, cli.timed(reps, *args), SCHEMA_FLOOR, "<= 1x floor", lambda r: (r.ratio or 0) <= 1.0)
+
+
+def bench_add(plan: Plan, n: int, cli: Cli, add: Any, reps: int) -> None:
+    """The ``add (CLI)`` row against python + read + fsync, and the stat floor beside it."""
+    from .run import _changed_files
+
+    layout = cli.store.layout
+    roots = [layout.harness, layout.mirror]
+    fl = plan.floors.setdefault(str(n), {})
+    _settle(layout.harness)
+    plan.progress(f"n={n}: add (CLI) against python + read + fsync")
+    samples = []
+    for i in range(reps + 1):
+        ms, _ = cli.run("add", f"project_write-probe-{i}", "-d", f"write probe {i} for the release checklist",
+                        "-b", f"Probe {i}: tag after the smoke tests.")
+        samples.append(ms)
+    changed = _changed_files(_newest_receipt(layout), layout)
+    fl["add fsync"] = statistics.median(floors.staged_writes(changed, 3, where=plan.workdir))
+    fl["add read"] = statistics.median(floors.read_hash([r for r in roots if r is not None], 3))
+    fl["add floor"] = fl["python"] + fl["add read"] + fl["add fsync"]
+    # What a stat-validated write cannot go below: python's start and one lstat of every store file (a
+    # hand edit must still show). At 20,000 memories this alone is near the 150 ms target on a small VM.
+    stat_samples = stat_roots([r for r in roots if r is not None], max(reps, 3))
+    fl["python+stat"] = fl["python"] + statistics.median(stat_samples)
+    add("floor: stat both roots", stat_samples, None)
+    target, factor = ADD_TARGETS.get(n, ("", None))
+    add("add (CLI)", samples[1:], "add floor", target,
+        (lambda r: (r.ratio or 0) <= factor) if factor else (lambda r: r.median <= 150) if target else None)
+
+
+def add_rows(sizes: tuple[int, ...], reps: int) -> str:
+    """The ``add (CLI)`` rows alone, each on a fresh synthetic store with its floors, as a table."""
+    import tempfile
+
+    from .run import Cli, Plan, cli_env, compile_bytecode, format_table, machine, row_adder
+    from .synth import write_store
+
+    with tempfile.TemporaryDirectory(prefix="memfold-add-bench-") as tmp:
+        plan = Plan(sizes=sizes, reps=reps, consolidate_reps=0, workdir=Path(tmp),
+                    progress=lambda msg: print(msg, file=sys.stderr))
+        env = cli_env(plan.workdir)
+        compile_bytecode(env)
+        python_ms = statistics.median(floors.interpreter(env, 5))
+        for n in sizes:
+            plan.floors.setdefault(str(n), {})["python"] = python_ms
+            cli = Cli(write_store(plan.workdir / f"n{n}", n), env)
+            bench_add(plan, n, cli, row_adder(plan, n), reps if n <= 2000 else max(2, reps // 3))
+        return format_table({"rows": [r.as_dict() for r in plan.rows], "machine": machine()})
 
 
 def stat_roots(roots: list[Path], reps: int) -> list[float]:
@@ -183,8 +213,16 @@ def _warm_adds(home: Path, project: Path, reps: int) -> list[float]:
 
 
 def main(argv: list[str]) -> int:
+    if argv[:1] == ["add"]:
+        reps, sizes = 5, argv[1:]
+        if sizes[:1] == ["--reps"] and len(sizes) >= 2 and sizes[1].isdigit():
+            reps, sizes = int(sizes[1]), sizes[2:]
+        if all(size.isdigit() for size in sizes):
+            sys.stdout.write(add_rows(tuple(int(size) for size in sizes) or (200, 2000), reps))
+            return 0
     if len(argv) != 4 or argv[0] != "mcp":
-        sys.stderr.write("usage: python -m pipeline.bench.writes mcp HOME PROJECT REPS\n")
+        sys.stderr.write("usage: python -m pipeline.bench.writes mcp HOME PROJECT REPS\n"
+                         "       python -m pipeline.bench.writes add [--reps R] [N...]\n")
         return 2
     sys.stdout.write(json.dumps(_warm_adds(Path(argv[1]), Path(argv[2]), int(argv[3]))) + "\n")
     return 0
