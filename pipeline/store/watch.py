@@ -60,21 +60,9 @@ class Watch:
                 out.add((root, os.fsdecode(name)))
 
     def close(self) -> None:
-        """Stop watching. The descriptor is closed on a thread of its own: the kernel's close of an
-        inotify instance waits for a grace period of its mark list (0.2-14 ms measured here), which
-        nothing that follows depends on; by then this watch reports nothing any more."""
         if self.fd >= 0:
-            fd, self.fd = self.fd, -1
-            import threading
-
-            threading.Thread(target=_close, args=(fd,), name="memfold-unwatch", daemon=True).start()
-
-
-def _close(fd: int) -> None:
-    try:
-        os.close(fd)
-    except OSError:
-        pass
+            os.close(self.fd)
+            self.fd = -1
 
 
 def open_watch(roots: list[str]) -> Watch | None:
