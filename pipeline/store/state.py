@@ -8,8 +8,8 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping, MutableMapping
 from functools import partial
-from itertools import repeat
-from operator import attrgetter, itemgetter
+from itertools import compress, repeat
+from operator import attrgetter, itemgetter, ne, not_
 from pathlib import Path
 
 from ..errors import InputRejected, StaleState, UnsafePath
@@ -255,10 +255,14 @@ def _vouched(root: Path, entries: list[os.DirEntry[str]], stats: list[os.stat_re
     if not idents:
         return None
     names = list(map(_NAME, entries))
-    current = dict(zip(names, map(_IDENTITY, stats), strict=True))
-    fresh = {name for name, _ident in current.items() - idents.items()}
-    kept = [name for name in names if name not in fresh]
-    kept_idents = list(map(current.__getitem__, kept))
+    now = list(map(_IDENTITY, stats))
+    current = dict(zip(names, now, strict=True))
+    # One flag per file, compared in C without building a pair per file (a fresh process pays for
+    # every object it allocates).
+    differs = list(map(ne, map(idents.get, names), now))
+    fresh = set(compress(names, differs))
+    kept = list(compress(names, map(not_, differs)))
+    kept_idents = list(compress(now, map(not_, differs)))
     index_limit, memory_limit = _index_limit(limits), limits.max_file_bytes
     sizes = list(map(_SIZE, kept_idents))
     index_at = kept.index(INDEX_NAME) if INDEX_NAME in current and INDEX_NAME not in fresh else None
@@ -270,7 +274,7 @@ def _vouched(root: Path, entries: list[os.DirEntry[str]], stats: list[os.stat_re
     state = RootState(path=root)
     hashes = dict(zip(kept, map(digests.__getitem__, kept), strict=True))
     if with_bytes:
-        paths = map(_PATH, [entry for entry in entries if entry.name not in fresh])
+        paths = map(_PATH, compress(entries, map(not_, differs)))
         vouched: dict[str, bytes | Stored] = dict(zip(kept, map(_stored, zip(  # repeat(): no strict
             paths, map(_SIZE, kept_idents), hashes.values(), repeat(memory_limit), strict=False)), strict=True))
         if index_at is not None:
@@ -280,9 +284,8 @@ def _vouched(root: Path, entries: list[os.DirEntry[str]], stats: list[os.stat_re
         state.files = Files(vouched)
     if fresh:
         # The files the cache does not vouch for (new, changed, within the racy window, not store files).
-        pairs = [(e, st) for e, st in zip(entries, stats, strict=True) if e.name in fresh]
-        others = _scanned(root, [e for e, _st in pairs], [st for _e, st in pairs], limits, with_bytes, cache,
-                          forget=False)
+        others = _scanned(root, list(compress(entries, differs)), list(compress(stats, differs)), limits,
+                          with_bytes, cache, forget=False)
         state.temps, state.ignored = others.temps, others.ignored
         hashes.update(others.hashes)
         hashes = dict(sorted(hashes.items()))
