@@ -10,7 +10,7 @@ from pipeline.state import PreState
 from pipeline.store.duplicates import near_duplicate
 from pipeline.store.memory import Memory, render_memory
 from pipeline.store.state import RootState
-from pipeline.store.statecache import StateCache, cache_for
+from pipeline.store.statecache import StateCache, _load, cache_for
 
 
 def _add(env: Env, name: str, description: str, body: str = "") -> tuple[int, str]:
@@ -80,3 +80,22 @@ def test_another_process_answers_from_the_kept_table(env: Env) -> None:
     assert "project_alpha.md" in loaded.folded and loaded.fold == {}
     alpha = [line for line in loaded.fold_text.split("\n") if line.endswith(f" project_alpha.md {loaded.folded['project_alpha.md']}")]
     assert len(alpha) == 3 and all(loaded.holders(line.split(" ")[0]) for line in alpha)
+
+
+def test_the_kept_table_drops_the_lines_of_changed_and_forgotten_contents(tmp_path: Path) -> None:
+    cache = StateCache(str(tmp_path / "cache" / "state.bin"))
+    cache.digests = {"r": {"a.md": "0" * 64, "b.md": "2" * 64}}
+    cache.roots = {"r": {"a.md": (1, 2, 3, 4, 5), "b.md": (1, 3, 3, 4, 5)}}
+    cache.put_fold("a.md", "0" * 64, ["nold", "dold"])  # what a.md held before
+    cache.put_fold("b.md", "2" * 64, ["nb", "dshared"])
+    cache.flush()
+    assert cache.holders("nold") == [("a.md", "0" * 64)]
+    cache.put_fold("a.md", "1" * 64, ["nnew", "dshared"])  # a.md changed
+    cache.digests = {"r": {"a.md": "1" * 64}}  # and b.md was forgotten
+    cache.roots = {"r": {"a.md": (1, 2, 3, 4, 5)}}
+    cache.dirty = True
+    cache.flush()
+    loaded = _load(str(tmp_path / "cache" / "state.bin"), (1,))
+    assert sorted(loaded.fold_text.strip("\n").split("\n")) == [f"dshared a.md {'1' * 64}", f"nnew a.md {'1' * 64}"]
+    assert loaded.holders("dshared") == [("a.md", "1" * 64)] and loaded.holders("nold") == []
+    assert loaded.folded == {"a.md": "1" * 64}

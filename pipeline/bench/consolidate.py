@@ -1,7 +1,7 @@
 """The consolidation rows: the real command, the same run without the CLI shell, and its stage rows.
 
 Each repetition consolidates its own copy of the synthetic store. A user's store was written by
-earlier commands, seconds to months ago, and its state cache (``<project home>/cache/state.json``)
+earlier commands, seconds to months ago, and its state cache (``<project home>/cache/state.bin``)
 holds what they learned: identities and hashes of files past the racy window, parsed frontmatter,
 clean privacy verdicts. A copy made just before the run has none of that (a copy changes every
 inode and ctime), so it measures a store that was rewritten a moment ago, which no user has. The

@@ -60,8 +60,8 @@ def identity_of(st: os.stat_result) -> Identity:
 class StateCache:
     """One project's cache as loaded, with what this process learned since; ``flush`` writes it."""
 
-    __slots__ = ("path", "roots", "digests", "memory", "fold_text", "fold", "folded", "clean", "scopes", "derived",
-                 "dirty", "seen", "loaded", "changes", "receipts_dirty")
+    __slots__ = ("path", "roots", "digests", "memory", "fold_text", "fold", "folded", "unfolded", "clean", "scopes",
+                 "derived", "dirty", "seen", "loaded", "changes", "receipts_dirty")
 
     def __init__(self, path: str | None) -> None:
         self.path = path
@@ -75,6 +75,7 @@ class StateCache:
         self.fold_text = "\n"
         self.fold: dict[str, FoldHolders] = {}
         self.folded: dict[str, str] = {}
+        self.unfolded: list[tuple[str, str]] = []  # (file, hash) whose lines in the text are out of date
         # The privacy verdicts: rule set digest -> file name -> the content hash found clean under it,
         # and the digests asked about by this process (the others go when the file is written).
         self.clean: dict[str, dict[str, str]] = {}
@@ -131,8 +132,11 @@ class StateCache:
 
     def put_fold(self, name: str, sha: str, keys: list[str]) -> None:
         """Enter the near-duplicate keys of ``name`` as it holds the content ``sha``."""
-        if self.folded.get(name) == sha:
+        before = self.folded.get(name)
+        if before == sha:
             return
+        if before is not None:
+            self.unfolded.append((name, before))
         self.folded[name] = sha
         holder = (name, sha)
         for key in keys:
@@ -221,16 +225,29 @@ class StateCache:
         """Drop derived values of contents that no entered file holds and this process did not read."""
         live = self.seen.union(*(digests.values() for digests in self.digests.values()))
         self.memory = {name: fields for name, fields in self.memory.items() if fields[0] in live}
-        self.folded = {name: sha for name, sha in self.folded.items() if sha in live}
-        folded = self.folded
-        lines = {f"{key} {name} {sha}" for key, holders in self.fold.items() for name, sha in holders}
-        lines.update(self.fold_text.strip("\n").split("\n") if self.fold_text.strip("\n") else ())
-        kept = sorted(line for line in lines if (parts := line.split(" ")) and len(parts) == 3
-                      and folded.get(parts[1]) == parts[2])
-        self.fold_text = "\n" + "".join(f"{line}\n" for line in kept)
-        self.fold = {}
+        self.unfolded.extend((name, sha) for name, sha in self.folded.items() if sha not in live)
+        self.folded = folded = {name: sha for name, sha in self.folded.items() if sha in live}
+        self.fold_text = _without(self.fold_text, self.unfolded) + "".join(
+            f"{key} {name} {sha}\n" for key, holders in self.fold.items() for name, sha in holders
+            if folded.get(name) == sha)
+        self.fold, self.unfolded = {}, []
         used = self.scopes & self.clean.keys() or self.clean.keys()
         self.clean = {scope: {name: sha for name, sha in self.clean[scope].items() if sha in live} for scope in used}
+
+
+def _without(text: str, holders: list[tuple[str, str]]) -> str:
+    """The fold text without the lines of ``holders`` (each line ends with its file and hash)."""
+    if len(holders) > 256:
+        gone = {f"{name} {sha}" for name, sha in holders}
+        return "\n" + "".join(f"{line}\n" for line in text.split("\n") if line and line.split(" ", 1)[-1] not in gone)
+    for name, sha in holders:
+        tail = f" {name} {sha}\n"
+        at = text.find(tail)
+        while at >= 0:
+            start = text.rfind("\n", 0, at) + 1
+            text = text[:start] + text[at + len(tail):]
+            at = text.find(tail, start)
+    return text
 
 
 def _clean_key(key: str) -> tuple[str, str, str]:
