@@ -287,16 +287,25 @@ def _vouched(root: Path, entries: list[os.DirEntry[str]], stats: list[os.stat_re
         others = _scanned(root, list(compress(entries, differs)), list(compress(stats, differs)), limits,
                           with_bytes, cache, forget=False)
         state.temps, state.ignored = others.temps, others.ignored
+        # Merged in the root's (sorted) order, in C: names neither part holds (temps, strays) go after.
         hashes.update(others.hashes)
-        hashes = dict(sorted(hashes.items()))
+        hashes = _in_order(names, hashes)
         if with_bytes:
-            state.files = Files(dict(sorted({**state.files._entries, **others.files._entries}.items())))
+            state.files = Files(_in_order(names, {**state.files._entries, **others.files._entries}))
     state.hashes = hashes
     state.identities = current
     if len(set(map(str.lower, hashes))) != len(hashes) or len(hashes) - (INDEX_NAME in hashes) > limits.max_files:
         return None  # the whole scan names the problem
     cache.keep_only(key, hashes)
     return state
+
+
+def _in_order(names: list[str], values: dict[str, Any]) -> dict[str, Any]:
+    """``values`` with its keys in the order of ``names`` (which holds every key)."""
+    ordered = dict(zip(names, map(values.get, names), strict=True))
+    for name in ordered.keys() - values.keys():
+        del ordered[name]
+    return ordered
 
 
 def _index_limit(limits: Limits) -> int:
