@@ -155,3 +155,26 @@ def test_a_privacy_verdict_holds_for_its_rule_set_name_and_content_only(tmp_path
     cache.flush()
     loaded = _load(str(tmp_path / "cache" / "state.bin"), (1,))
     assert loaded.clean == {"s" * 64: {"a.md": "1" * 64}}, "verdicts of other rule sets and gone contents go"
+
+
+def test_memories_built_from_cached_fields_equal_the_parsed_ones(tmp_path: Path) -> None:
+    import pickle
+
+    from pipeline import state as state_model
+    from pipeline.store.memory import parse_memory
+    from pipeline.store.state import StoredMemory
+
+    root = _store(tmp_path)
+    cache = _entered(root)
+    state_model.parsed_root(read_root(root, Limits(), cache=cache), cache)  # parses, keeps the fields
+    state_model._PARSED.clear()
+    again = read_root(root, Limits(), cache=cache)
+    memories, broken = state_model.parsed_root(again, cache)
+    assert broken == {} and list(again.files.loaded()) == []  # no file read for the fields
+    for name, memory in memories.items():
+        parsed = parse_memory((root / name).read_bytes(), name)
+        assert type(memory) is StoredMemory and memory == parsed and parsed == memory
+        assert memory.body == parsed.body and memory.extra == {} and memory.extra is not parsed.extra
+        assert pickle.loads(pickle.dumps(memory)) == parsed
+        assert type(memory.with_changes(description="other")) is not StoredMemory
+    assert len({id(m.extra) for m in memories.values()}) == len(memories)

@@ -402,19 +402,12 @@ def landed_file(path: str, limits: Limits, index: bool) -> str | None:
 
 class StoredMemory(Memory):
     """A memory whose fields the state cache gave; its body is read from the file when first asked for
-    (``files[file][offset:]``)."""
+    (``files[file][offset:]``). Built by ``stored_memories`` only."""
 
     __slots__ = ("_files", "_file", "_offset")
     _files: Mapping[str, bytes] | None
     _file: str
     _offset: int
-
-    def __init__(self, name: str, description: str, type: str, visibility: str, created: str | None,
-                 modified: str | None, expires: str | None, files: Mapping[str, bytes], file: str,
-                 offset: int) -> None:
-        for slot, value in zip(_STORED_SLOTS, (name, description, type, visibility, created, modified, expires,
-                                               {}, files, file, offset), strict=True):
-            slot.__set__(self, value)
 
     @property
     def body(self) -> str:  # type: ignore[override]  # the slot, filled on first read
