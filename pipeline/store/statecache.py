@@ -13,10 +13,11 @@ visiting every memory), and which (name, hash) pairs the privacy rules found cle
 of the rule set that scanned them. A value bound to a content hash never describes other bytes, so a
 hand edit, a forget or a recovery only makes entries unused.
 
-The file is the entries in marshal's format (CPython's own serializer for its code objects, read in
-C: a JSON object per entry cost a write ~15 ms at 2,000 memories) behind a magic and a CRC-32 of
-the payload. Only this process's own kinds of value are ever loaded from it (no code objects are
-built, none is run), and each entry is checked for its shape where it is used.
+The file is the entries in marshal's format (CPython's own serializer, read in C: a JSON object per
+entry cost a write ~15 ms at 2,000 memories) behind a magic and a CRC-32 of the payload, laid out so
+that a fresh process builds few objects from it (each one it builds grows its heap). It holds only
+dicts, tuples, strings and integers, whose shapes are checked in bulk when loaded; nothing loaded
+from it is ever run.
 
 The cache is advisory: missing, unreadable, foreign or torn, it is simply rebuilt.
 """
