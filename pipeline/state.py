@@ -12,7 +12,7 @@ from .frozen import FrozenValue
 from .fsutil import sha256_bytes
 from .paths import Layout
 from .receipts.receipt import HashMaps
-from .store.index import IndexText, render_index
+from .store.index import IndexText, index_text, render_index
 from .store.memory import INDEX_NAME, TYPES, VISIBILITIES, Memory, parse_memory
 from .store.state import (
     Broken,
@@ -130,8 +130,14 @@ class PostState:
         return {"harness": self._digests(self.harness), "public": self._digests(self.public)}
 
     def _digests(self, files: Mapping[str, bytes]) -> dict[str, str]:
-        if isinstance(files, PostFiles) and files.hashes is not None:
-            return dict(files.hashes)  # every hash known: a copy in C (documents sort their keys)
+        if isinstance(files, PostFiles):
+            if files.hashes is None:
+                # Hashed as the files are now, and kept until any of them is assigned again.
+                files.hashes = self._hashed(files)
+            return dict(files.hashes)  # a copy in C (documents sort their keys)
+        return self._hashed(files)
+
+    def _hashed(self, files: Mapping[str, bytes]) -> dict[str, str]:
         known = files.known_digests() if isinstance(files, Files) else {}
         return {n: known[n] if n in known else self.digest(files[n]) for n in sorted(files)}
 
@@ -333,11 +339,11 @@ class PostFiles(Files):
     __slots__ = ("hashes",)
     hashes: dict[str, str] | None
 
-    def __init__(self, base: Files, hashes: dict[str, str]) -> None:
+    def __init__(self, base: Files, hashes: dict[str, str] | None = None) -> None:
         super().__init__()
         self._entries = base._entries.copy()
         self._digests = base._digests.copy()
-        self.hashes = dict(hashes)
+        self.hashes = None if hashes is None else dict(hashes)
 
     def put(self, name: str, data: bytes, digest: str) -> None:
         Files.__setitem__(self, name, data)
@@ -445,15 +451,15 @@ def keep_proof(post: PostState, limits: Limits) -> None:
     if derived is not None and derived.holds_for(post):
         indexes = derived.indexes
     else:
-        indexes = (IndexText.of(post.memories, mirror=False),
-                   IndexText.of(post.memories, mirror=True) if post.mirrored else None)
+        indexes = (index_text(post.memories, mirror=False),
+                   index_text(post.memories, mirror=True) if post.mirrored else None)
         if post.harness.get(INDEX_NAME) != indexes[0].data or \
                 (indexes[1] is not None and post.public.get(INDEX_NAME) != indexes[1].data):
             _PROVEN.clear()
             return
     # Files that do not parse: a touched name was parsed or deleted, so it is not one any more.
     broken = derived.proof.broken.difference(derived.touched) if derived is not None and derived.holds_for(post) \
-        else frozenset(n for n in post.harness if n != INDEX_NAME and n not in post.memories)
+        else frozenset(post.harness.keys() - post.memories.keys() - {INDEX_NAME})
     _PROVEN[:] = [Proven(post, post.hash_maps(), limits, indexes, broken)]
 
 
@@ -478,12 +484,12 @@ def compute_post(pre: PreState, operations: list[Operation]) -> PostState:
             memories.pop(op.name, None)
             continue
         memories[op.name], files[op.name] = _parsed_op(op)
-    harness = files.copy()
+    harness = PostFiles(files)
     harness[INDEX_NAME] = render_index(memories, mirror=False)
-    public: Files = Files()
+    public = PostFiles(Files())
     if pre.mirrored:
         # A file that does not parse has no visibility: it is never mirrored (fail closed).
-        public = files.subset(name for name in files if name in memories and memories[name].is_safe)
+        public = PostFiles(files.subset(name for name in files if name in memories and memories[name].is_safe))
         public[INDEX_NAME] = render_index(memories, mirror=True)
     known = {id(data): (data, root.hashes[name]) for root in (pre.harness, pre.public)
              for name, data in root.files.loaded() if name in root.hashes}

@@ -115,20 +115,25 @@ class IndexText:
 
 def render_index(memories: dict[str, Memory], *, mirror: bool) -> bytes:
     """Sorted by file name. The mirror index lists only safe memories, never the marker."""
+    return index_text(memories, mirror=mirror).data
+
+
+def index_text(memories: dict[str, Memory], *, mirror: bool) -> IndexText:
+    """``render_index`` with its lines, to update for the next state (``IndexText.after``)."""
     items = list(memories.items())
     last = _LAST.get(mirror)
     # The same (immutable) Memory objects under the same names render the same bytes: a write renders
     # each index for its post-state, then checks both again, from the very same mapping.
     if last is not None and last[0] is memories and last[1] == items:
         return last[2]
-    data = IndexText.of(memories, mirror=mirror).data
-    _LAST[mirror] = (memories, items, data)
-    return data
+    index = IndexText.of(memories, mirror=mirror)
+    _LAST[mirror] = (memories, items, index)
+    return index
 
 
 # The last rendering of each index: the mapping it came from (held, so its id is never reused), its
-# items as they were (compared by identity, element by element, so a mutated mapping misses), the bytes.
-_LAST: dict[bool, tuple[dict[str, Memory], list[tuple[str, Memory]], bytes]] = {}
+# items as they were (compared by identity, element by element, so a mutated mapping misses), the index.
+_LAST: dict[bool, tuple[dict[str, Memory], list[tuple[str, Memory]], IndexText]] = {}
 
 
 class Capacity(Frozen):
