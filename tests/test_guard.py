@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from pipeline.errors import Issue, VerifyFailed
 from pipeline.mirror import guard
 from pipeline.mirror.guard import (
+    changed_names,
     derived_issues,
     full_issues,
     mirror_drift,
@@ -119,6 +120,10 @@ def _assert_same_state(derived: PostState, full: PostState, pre: PreState) -> No
     assert _as_tuples(derived_issues(derived, LIMITS)) == _as_tuples(full_issues(derived, LIMITS)) \
         == _as_tuples(full_issues(full, LIMITS))
     assert _as_tuples(privacy_issues(derived, RULES)) == _as_tuples(privacy_issues(full, RULES))
+    proof = derived.derived.proof
+    for root, before, files in (("harness", proof.harness, full.harness), ("public", proof.public, full.public)):
+        after = full.hash_maps()[root]
+        assert changed_names(derived, root) == sorted({n for n, _ in before.items() ^ after.items()} & files.keys())
 
 
 OPS = st.lists(st.tuples(st.sampled_from(["create", "rewrite", "delete"]), st.integers(0, len(NAMES) - 1),

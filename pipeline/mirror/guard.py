@@ -185,7 +185,8 @@ def changed_names(post: PostState, root: str) -> list[str]:
     before = derived.proof.harness if root == "harness" else derived.proof.public
     after = files.hashes if isinstance(files, PostFiles) else None
     assert after is not None
-    return sorted({name for name, _ in before.items() ^ after.items()} & files.keys())
+    # Derivation copies every other file with its hash: only a touched name or the index can differ.
+    return sorted(name for name in {*derived.touched, INDEX_NAME} if name in after and after[name] != before.get(name))
 
 
 def derived_issues(post: PostState, limits: Limits) -> Iterator[Issue]:
