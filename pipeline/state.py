@@ -386,10 +386,15 @@ class Proven:
     __slots__ = ("harness", "public", "memories", "ids", "broken", "mirrored", "limits", "clean", "indexes")
 
     def __init__(self, post: PostState, maps: HashMaps, limits: Limits,
-                 indexes: tuple[IndexText, IndexText | None], broken: frozenset[str]) -> None:
+                 indexes: tuple[IndexText, IndexText | None], broken: frozenset[str],
+                 derived: Derived | None = None) -> None:
         self.harness, self.public = maps["harness"], maps["public"]
-        self.memories = dict(post.memories)  # held: the ids below stay theirs
-        self.ids = list(map(id, self.memories.values()))
+        if derived is not None:
+            # ``post`` was just found to hold exactly these (the derivation's own copy, never changed).
+            self.memories, self.ids = derived.memories, derived.ids
+        else:
+            self.memories = dict(post.memories)  # held: the ids below stay theirs
+            self.ids = list(map(id, self.memories.values()))
         self.broken = broken
         self.mirrored = post.mirrored
         self.limits = limits
@@ -444,22 +449,26 @@ def proof_for(pre: PreState) -> Proven | None:
     return None
 
 
-def keep_proof(post: PostState, limits: Limits) -> None:
+def keep_proof(post: PostState, limits: Limits, as_derived: bool | None = None) -> None:
     """Record that ``post`` passed the whole post-state check under ``limits`` (and, when ``post.clean``
-    is set, the privacy scan): the next state derived from it is checked where it differs."""
+    is set, the privacy scan): the next state derived from it is checked where it differs.
+
+    ``as_derived``: whether the check just made found ``post`` still exactly as derived (None: look)."""
     derived = post.derived
-    if derived is not None and derived.holds_for(post):
-        indexes = derived.indexes
-    else:
-        indexes = (index_text(post.memories, mirror=False),
-                   index_text(post.memories, mirror=True) if post.mirrored else None)
-        if post.harness.get(INDEX_NAME) != indexes[0].data or \
-                (indexes[1] is not None and post.public.get(INDEX_NAME) != indexes[1].data):
-            _PROVEN.clear()
-            return
-    # Files that do not parse: a touched name was parsed or deleted, so it is not one any more.
-    broken = derived.proof.broken.difference(derived.touched) if derived is not None and derived.holds_for(post) \
-        else frozenset(post.harness.keys() - post.memories.keys() - {INDEX_NAME})
+    if as_derived is None:
+        as_derived = derived is not None and derived.holds_for(post)
+    if derived is not None and as_derived:
+        # Files that do not parse: a touched name was parsed or deleted, so it is not one any more.
+        _PROVEN[:] = [Proven(post, post.hash_maps(), limits, derived.indexes,
+                             derived.proof.broken.difference(derived.touched), derived)]
+        return
+    indexes = (index_text(post.memories, mirror=False),
+               index_text(post.memories, mirror=True) if post.mirrored else None)
+    if post.harness.get(INDEX_NAME) != indexes[0].data or \
+            (indexes[1] is not None and post.public.get(INDEX_NAME) != indexes[1].data):
+        _PROVEN.clear()
+        return
+    broken = frozenset(post.harness.keys() - post.memories.keys() - {INDEX_NAME})
     _PROVEN[:] = [Proven(post, post.hash_maps(), limits, indexes, broken)]
 
 

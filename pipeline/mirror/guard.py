@@ -171,10 +171,13 @@ def privacy_gate(post: PostState, ruleset: RuleSet, cache: StateCache | None = N
 def post_issues(post: PostState, limits: Limits) -> Iterator[Issue]:
     """What keeps ``post`` from being committed. A state derived from a proven one is checked where the
     operations changed it (``derived_issues``); any other, or one changed since, in full."""
+    return derived_issues(post, limits) if _as_derived(post, limits) else full_issues(post, limits)
+
+
+def _as_derived(post: PostState, limits: Limits) -> bool:
+    """Whether ``post`` is still exactly as derived from a state proven under ``limits``."""
     derived = post.derived
-    if derived is not None and derived.proof.limits == limits and derived.holds_for(post):
-        return derived_issues(post, limits)
-    return full_issues(post, limits)
+    return derived is not None and derived.proof.limits == limits and derived.holds_for(post)
 
 
 def changed_names(post: PostState, root: str) -> list[str]:
@@ -275,11 +278,12 @@ def verify_post(post: PostState, limits: Limits, ruleset: RuleSet | None) -> Non
     A state that passes is kept as proven (``state.keep_proof``): the next one derived from it in this
     process is checked where it differs."""
     found = IssueList()
-    found.extend(post_issues(post, limits))
+    as_derived = _as_derived(post, limits)
+    found.extend(derived_issues(post, limits) if as_derived else full_issues(post, limits))
     if ruleset is not None:
         found.extend(privacy_issues(post, ruleset))
     found.raise_if_any(VerifyFailed, "post-state verification failed; nothing was committed")
-    keep_proof(post, limits)
+    keep_proof(post, limits, as_derived)
 
 
 def check_disk_mirror(files: dict[str, bytes], harness: Mapping[str, bytes] | None,

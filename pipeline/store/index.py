@@ -10,6 +10,7 @@ from .memory import Memory
 from .state import Limits
 
 HEADER = "# Memory Index\n"
+_HEADER = HEADER.encode("ascii")
 PRIVATE_MARK = "(harness only)"
 MAX_DESCRIPTION = 150
 
@@ -60,15 +61,22 @@ class IndexText:
     Equal to ``render_index`` of the same memories (a test holds them together).
     """
 
-    __slots__ = ("mirror", "names", "lines", "data", "_digest")
+    __slots__ = ("mirror", "names", "lines", "data", "_digest", "_encoded")
     mirror: bool
     names: list[str]  # sorted
     lines: dict[str, str]
     data: bytes
 
-    def __init__(self, mirror: bool, names: list[str], lines: dict[str, str]) -> None:
+    def __init__(self, mirror: bool, names: list[str], lines: dict[str, str],
+                 encoded: dict[str, bytes] | None = None) -> None:
         self.mirror, self.names, self.lines = mirror, names, lines
-        self.data = _text(names, lines)
+        # Each line's UTF-8 bytes, once an update needed them: the next index is then a join of bytes
+        # (encoding a whole index with its non-ASCII dashes costs more than the join itself).
+        self._encoded = encoded
+        if encoded is None:
+            self.data = _text(names, lines)
+        else:
+            self.data = _HEADER + (b"\n" + b"\n".join(map(encoded.__getitem__, names)) + b"\n" if names else b"")
         self._digest: str | None = None
 
     def digest(self) -> str:
@@ -91,6 +99,9 @@ class IndexText:
         marker = not self.mirror
         names: list[str] | None = None
         lines = dict(self.lines)
+        if self._encoded is None:
+            self._encoded = {name: line.encode("utf-8") for name, line in lines.items()}
+        encoded = dict(self._encoded)
         for name in touched:
             memory = memories.get(name)
             listed = memory is not None and (marker or memory.is_safe)
@@ -102,15 +113,16 @@ class IndexText:
             present = at < len(names) and names[at] == name
             if listed:
                 assert memory is not None
-                lines[name] = _line(name, memory, marker)
+                line = lines[name] = _line(name, memory, marker)
+                encoded[name] = line.encode("utf-8")
                 if not present:
                     names.insert(at, name)
             else:
-                del lines[name]
+                del lines[name], encoded[name]
                 del names[at]
         if names is None:
             return self
-        return IndexText(self.mirror, names, lines)
+        return IndexText(self.mirror, names, lines, encoded)
 
 
 def render_index(memories: dict[str, Memory], *, mirror: bool) -> bytes:
