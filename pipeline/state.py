@@ -331,10 +331,11 @@ def _landed_in(fd: int, folder: str, names: list[str], before: Mapping[str, str]
 
 
 class PostFiles(Files):
-    """A root's files derived from a proven state by operations, with every file's hash kept as it
-    changes: hash maps and changed files come from a copy and set operations in C, not a hash or a
-    lookup per file. Any other change (``files[name] = data``) forgets the hashes, so they are never
-    served for bytes they do not describe."""
+    """A post-state root's files with every file's hash, once known, kept as ``put`` and ``drop``
+    change them (a state derived from a proven one knows them all from the start): hash maps and
+    changed files are then a copy and set operations in C, not a hash or a lookup per file. Any
+    other change (``files[name] = data``) forgets the hashes, so they are never served for bytes
+    they do not describe."""
 
     __slots__ = ("hashes",)
     hashes: dict[str, str] | None
@@ -379,8 +380,10 @@ class Proven:
 
     A pre-state with the same hash maps and the same memory objects is that state (hashes name the
     bytes, and a memory is the parse of its file): what was proven of it holds, and the next post-state
-    needs checking only where the operations change it. Memories are compared by identity, so only a
-    process that kept the objects (a warm server) matches; anything else is checked in full.
+    needs checking only where the operations change it. Memories are compared by identity: a pre-state
+    matches only when it holds this process's very objects (a warm server's kept state, or a re-read
+    that found every file as proven and was handed the same parsed memories); anything else is
+    checked in full.
     """
 
     __slots__ = ("harness", "public", "memories", "ids", "broken", "mirrored", "limits", "clean", "indexes")
