@@ -47,7 +47,8 @@ def test_the_private_and_the_mirror_index_of_one_mapping_are_kept_apart() -> Non
 
 
 CHANGES = st.lists(st.tuples(st.integers(0, 30), st.sampled_from(["safe", "private", "gone"]),
-                             st.sampled_from(["plain", "[bracketed] \\ title", "é non-ascii", "x" * 200])),
+                             st.sampled_from(["plain", "[bracketed] \\ title", "é non-ascii", "x" * 200,
+                                              "split\u2028- here", "ends\r", "new\n- line"])),
                    max_size=12)
 
 
@@ -75,6 +76,8 @@ def test_an_index_updated_where_memories_changed_renders_as_the_whole_index(
         for index in indexes:
             assert index.data == _fresh(memories, mirror=index.mirror) == render_index(memories, mirror=index.mirror)
             assert index.names == sorted(index.lines)
+            listed = sum(1 for line in index.data.decode("utf-8").splitlines() if line.startswith("- "))
+            assert capacity(index.data, Limits()).lines == listed == capacity(index.data + b" ", Limits()).lines
 
 
 def test_an_index_left_as_it_was_keeps_its_bytes_and_hash() -> None:

@@ -61,15 +61,16 @@ class IndexText:
     Equal to ``render_index`` of the same memories (a test holds them together).
     """
 
-    __slots__ = ("mirror", "names", "lines", "data", "_digest", "_encoded")
+    __slots__ = ("mirror", "names", "lines", "data", "_digest", "_encoded", "_count")
     mirror: bool
     names: list[str]  # sorted
     lines: dict[str, str]
     data: bytes
 
     def __init__(self, mirror: bool, names: list[str], lines: dict[str, str],
-                 encoded: dict[str, bytes] | None = None) -> None:
+                 encoded: dict[str, bytes] | None = None, count: int | None = None) -> None:
         self.mirror, self.names, self.lines = mirror, names, lines
+        self._count = count
         # Each line's UTF-8 bytes, once an update needed them: the next index is then a join of bytes
         # (encoding a whole index with its non-ASCII dashes costs more than the join itself).
         self._encoded = encoded
@@ -78,6 +79,14 @@ class IndexText:
         else:
             self.data = _HEADER + (b"\n" + b"\n".join(map(encoded.__getitem__, names)) + b"\n" if names else b"")
         self._digest: str | None = None
+        _RECENT[:] = [self, *_RECENT[:3]]
+
+    def count(self) -> int:
+        """How many lines of ``data`` start with "- " once split as ``str.splitlines`` splits (what
+        ``capacity`` counts), counted once per index and carried along by ``after``."""
+        if self._count is None:
+            self._count = _listed_lines(self.data.decode("utf-8"))
+        return self._count
 
     def digest(self) -> str:
         """The sha256 of ``data``, hashed once (an index a write leaves as it was keeps it)."""
@@ -102,6 +111,9 @@ class IndexText:
         if self._encoded is None:
             self._encoded = {name: line.encode("utf-8") for name, line in lines.items()}
         encoded = dict(self._encoded)
+        # The header holds no listed line and the lines are joined by "\n", so the count is a sum over
+        # lines: the touched ones are taken out and put back.
+        count = self._count
         for name in touched:
             memory = memories.get(name)
             listed = memory is not None and (marker or memory.is_safe)
@@ -111,10 +123,14 @@ class IndexText:
                 names = list(self.names)
             at = bisect_left(names, name)
             present = at < len(names) and names[at] == name
+            if count is not None and present:
+                count -= _listed_lines(lines[name])
             if listed:
                 assert memory is not None
                 line = lines[name] = _line(name, memory, marker)
                 encoded[name] = line.encode("utf-8")
+                if count is not None:
+                    count += _listed_lines(line)
                 if not present:
                     names.insert(at, name)
             else:
@@ -122,7 +138,11 @@ class IndexText:
                 del names[at]
         if names is None:
             return self
-        return IndexText(self.mirror, names, lines, encoded)
+        return IndexText(self.mirror, names, lines, encoded, count)
+
+
+# The indexes made last: ``capacity`` of their very bytes is their count.
+_RECENT: list[IndexText] = []
 
 
 def render_index(memories: dict[str, Memory], *, mirror: bool) -> bytes:
@@ -178,10 +198,13 @@ class Capacity(Frozen):
 _OTHER_LINE_ENDS = "\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
 
 
-def capacity(index: bytes, limits: Limits) -> Capacity:
-    text = index.decode("utf-8")
+def _listed_lines(text: str) -> int:
     if any(end in text for end in _OTHER_LINE_ENDS):
-        lines = sum(1 for line in text.splitlines() if line.startswith("- "))
-    else:
-        lines = text.startswith("- ") + text.count("\n- ")
+        return sum(1 for line in text.splitlines() if line.startswith("- "))
+    return text.startswith("- ") + text.count("\n- ")
+
+
+def capacity(index: bytes, limits: Limits) -> Capacity:
+    rendered = next((made for made in _RECENT if made.data is index), None)
+    lines = rendered.count() if rendered is not None else _listed_lines(index.decode("utf-8"))
     return Capacity(lines, len(index), limits.index_lines, limits.index_bytes)
