@@ -137,6 +137,7 @@ class IndexText:
                 del lines[name], encoded[name]
                 del names[at]
         if names is None:
+            _RECENT[:] = [self, *[made for made in _RECENT if made is not self][:3]]  # still in use
             return self
         return IndexText(self.mirror, names, lines, encoded, count)
 
