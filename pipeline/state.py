@@ -14,7 +14,7 @@ from .frozen import FrozenValue
 from .fsutil import sha256_bytes
 from .paths import Layout
 from .receipts.receipt import HashMaps
-from .store.index import render_index
+from .store.index import IndexText, index_text, render_index
 from .store.memory import INDEX_NAME, TYPES, VISIBILITIES, Memory, parse_memory
 from .store.state import (
     Broken,
@@ -96,7 +96,7 @@ class PreState:
 class PostState:
     """Both roots' files after the operations, and the resulting private memories."""
 
-    __slots__ = ("harness", "public", "memories", "operations", "mirrored", "known")
+    __slots__ = ("harness", "public", "memories", "operations", "mirrored", "known", "derived", "clean")
     harness: MutableMapping[str, bytes]
     public: MutableMapping[str, bytes]
     memories: dict[str, Memory]
@@ -106,17 +106,23 @@ class PostState:
     # unchanged files it shares): those need not be hashed again. Each entry holds its object, so the
     # id cannot be reused by other bytes meanwhile.
     known: dict[int, tuple[bytes, str]]
+    # How this state was derived from a proven one (``compute_post``), or None: checked in full.
+    derived: Derived | None
+    # The scan scope (rule set and scanner) under which every mirror file was found clean, once it was.
+    clean: str | None
 
     def __init__(self, harness: MutableMapping[str, bytes], public: MutableMapping[str, bytes],
                  memories: dict[str, Memory],
                  operations: list[Operation] | None = None, mirrored: bool = True,
-                 known: dict[int, tuple[bytes, str]] | None = None) -> None:
+                 known: dict[int, tuple[bytes, str]] | None = None, derived: Derived | None = None) -> None:
         self.harness = harness
         self.public = public
         self.memories = memories
         self.operations = [] if operations is None else operations
         self.mirrored = mirrored
         self.known = {} if known is None else known
+        self.derived = derived
+        self.clean = None
 
     def __repr__(self) -> str:
         return (f"PostState(harness={self.harness!r}, public={self.public!r}, memories={self.memories!r}, "
@@ -126,6 +132,14 @@ class PostState:
         return {"harness": self._digests(self.harness), "public": self._digests(self.public)}
 
     def _digests(self, files: Mapping[str, bytes]) -> dict[str, str]:
+        if isinstance(files, PostFiles):
+            if files.hashes is None:
+                # Hashed as the files are now, and kept until any of them is assigned again.
+                files.hashes = self._hashed(files)
+            return dict(files.hashes)  # a copy in C (documents sort their keys)
+        return self._hashed(files)
+
+    def _hashed(self, files: Mapping[str, bytes]) -> dict[str, str]:
         known = files.known_digests() if isinstance(files, Files) else {}
         return {n: known[n] if n in known else self.digest(files[n]) for n in sorted(files)}
 
@@ -256,9 +270,9 @@ def landed_hashes(layout: Layout, limits: Limits, pre: PreState, final: HashMaps
     """
     maps: HashMaps = {}
     roots = (("harness", layout.harness, pre.harness), ("public", layout.mirror, pre.public))
+    # The names whose hash the commit changed, by a set operation in C on each root's maps.
     ours = {(str(root), name) for key, root, state in roots if root is not None
-            for name in state.hashes.keys() | final.get(key, {}).keys()
-            if state.hashes.get(name) != final.get(key, {}).get(name)}
+            for name, _ in state.hashes.items() ^ final.get(key, {}).items()}
     # Drained before the written files are read back: a write by anyone else after this shows there.
     vouched = pre.vouched is not None and not pre.vouched.others_since(pre, ours)
     for key, root, state in roots:
@@ -283,8 +297,8 @@ def _landed(root: Path, state: RootState, final: Mapping[str, str], limits: Limi
     if vouched:
         # No store file changed but those written here since the state was read: the others hold their
         # hashes without a stat; the written ones are read back.
-        hashes = {name: digest for name, digest in final.items() if before.get(name) == digest}
-        for name in final.keys() - hashes.keys():
+        hashes = dict(final)
+        for name in {name for name, _ in final.items() - before.items()}:
             digest = landed_file(os.path.join(folder, name), limits, name == INDEX_NAME)
             if digest is None:
                 return None
@@ -330,8 +344,163 @@ def _landed_in(fd: int, folder: str, names: list[str], before: Mapping[str, str]
     return hashes
 
 
+class PostFiles(Files):
+    """A post-state root's files with every file's hash, once known, kept as ``put`` and ``drop``
+    change them (a state derived from a proven one knows them all from the start): hash maps and
+    changed files are then a copy and set operations in C, not a hash or a lookup per file. Any
+    other change (``files[name] = data``) forgets the hashes, so they are never served for bytes
+    they do not describe."""
+
+    __slots__ = ("hashes",)
+    hashes: dict[str, str] | None
+
+    def __init__(self, base: Files, hashes: dict[str, str] | None = None) -> None:
+        super().__init__()
+        self._entries = base._entries.copy()
+        self._digests = base._digests.copy()
+        self.hashes = None if hashes is None else dict(hashes)
+
+    def put(self, name: str, data: bytes, digest: str) -> None:
+        Files.__setitem__(self, name, data)
+        if self.hashes is not None:
+            self.hashes[name] = digest
+
+    def drop(self, name: str) -> None:
+        Files.__delitem__(self, name)
+        if self.hashes is not None:
+            del self.hashes[name]
+
+    def __setitem__(self, name: str, data: bytes) -> None:
+        self.hashes = None
+        super().__setitem__(name, data)
+
+    def __delitem__(self, name: str) -> None:
+        self.hashes = None
+        super().__delitem__(name)
+
+    def digest_of(self, name: str) -> str | None:
+        if self.hashes is not None:
+            return self.hashes.get(name)
+        return super().digest_of(name)
+
+    def known_digests(self) -> dict[str, str]:
+        return dict(self.hashes) if self.hashes is not None else super().known_digests()
+
+
+class Proven:
+    """A post-state that passed the whole post-state check: both roots' hash maps, its memories (the
+    very objects), the bounds it was held to, the scan scope its mirror was found clean under, and
+    its two indexes as rendered.
+
+    A pre-state with the same hash maps and the same memory objects is that state (hashes name the
+    bytes, and a memory is the parse of its file): what was proven of it holds, and the next post-state
+    needs checking only where the operations change it. Memories are compared by identity: a pre-state
+    matches only when it holds this process's very objects (a warm server's kept state, or a re-read
+    that found every file as proven and was handed the same parsed memories); anything else is
+    checked in full.
+    """
+
+    __slots__ = ("harness", "public", "memories", "ids", "broken", "mirrored", "limits", "clean", "indexes")
+
+    def __init__(self, post: PostState, maps: HashMaps, limits: Limits,
+                 indexes: tuple[IndexText, IndexText | None], broken: frozenset[str],
+                 derived: Derived | None = None) -> None:
+        self.harness, self.public = maps["harness"], maps["public"]
+        if derived is not None:
+            # ``post`` was just found to hold exactly these (the derivation's own copy, never changed).
+            self.memories, self.ids = derived.memories, derived.ids
+        else:
+            self.memories = dict(post.memories)  # held: the ids below stay theirs
+            self.ids = list(map(id, self.memories.values()))
+        self.broken = broken
+        self.mirrored = post.mirrored
+        self.limits = limits
+        self.clean = post.clean
+        self.indexes = indexes
+
+    def __repr__(self) -> str:
+        return f"Proven(files={len(self.harness)}+{len(self.public)}, clean={self.clean!r})"
+
+    def holds_for(self, pre: PreState) -> bool:
+        """Whether ``pre`` is this very state (compared in C: maps, names, memory identities)."""
+        memories = pre.memories
+        return (pre.mirrored == self.mirrored and len(memories) == len(self.memories)
+                and pre.harness.hashes == self.harness and pre.public.hashes == self.public
+                and memories.keys() == self.memories.keys() and list(map(id, memories.values())) == self.ids
+                and pre.broken.keys() == self.broken)
+
+
+class Derived:
+    """How a post-state came from a proven pre-state: the proof, the names the operations touched,
+    the memories as derived (to tell a later change of the mapping) and both indexes as rendered."""
+
+    __slots__ = ("proof", "touched", "memories", "ids", "indexes")
+
+    def __init__(self, proof: Proven, touched: list[str], memories: dict[str, Memory],
+                 indexes: tuple[IndexText, IndexText | None]) -> None:
+        self.proof = proof
+        self.touched = touched
+        self.memories = dict(memories)
+        self.ids = list(map(id, self.memories.values()))
+        self.indexes = indexes
+
+    def __repr__(self) -> str:
+        return f"Derived(touched={self.touched!r})"
+
+    def holds_for(self, post: PostState) -> bool:
+        """Whether ``post`` is still exactly what was derived (nothing assigned to it since)."""
+        memories = post.memories
+        return (isinstance(post.harness, PostFiles) and post.harness.hashes is not None
+                and isinstance(post.public, PostFiles) and post.public.hashes is not None
+                and memories.keys() == self.memories.keys() and list(map(id, memories.values())) == self.ids)
+
+
+# The last post-state proven in this process (a long-lived one writes from it next).
+_PROVEN: list[Proven] = []
+
+
+def proof_for(pre: PreState) -> Proven | None:
+    """The proof that ``pre`` passed the post-state check, when this process holds one."""
+    if _PROVEN and _PROVEN[0].holds_for(pre):
+        return _PROVEN[0]
+    return None
+
+
+def keep_proof(post: PostState, limits: Limits, as_derived: bool | None = None) -> None:
+    """Record that ``post`` passed the whole post-state check under ``limits`` (and, when ``post.clean``
+    is set, the privacy scan): the next state derived from it is checked where it differs.
+
+    ``as_derived``: whether the check just made found ``post`` still exactly as derived (None: look)."""
+    derived = post.derived
+    if as_derived is None:
+        as_derived = derived is not None and derived.holds_for(post)
+    if derived is not None and as_derived:
+        # Files that do not parse: a touched name was parsed or deleted, so it is not one any more.
+        _PROVEN[:] = [Proven(post, post.hash_maps(), limits, derived.indexes,
+                             derived.proof.broken.difference(derived.touched), derived)]
+        return
+    indexes = (index_text(post.memories, mirror=False),
+               index_text(post.memories, mirror=True) if post.mirrored else None)
+    if post.harness.get(INDEX_NAME) != indexes[0].data or \
+            (indexes[1] is not None and post.public.get(INDEX_NAME) != indexes[1].data):
+        _PROVEN.clear()
+        return
+    broken = frozenset(post.harness.keys() - post.memories.keys() - {INDEX_NAME})
+    _PROVEN[:] = [Proven(post, post.hash_maps(), limits, indexes, broken)]
+
+
+def forget_proofs() -> None:
+    _PROVEN.clear()
+
+
 def compute_post(pre: PreState, operations: list[Operation]) -> PostState:
-    """Apply operations to the harness, then derive the whole mirror and both indexes from it."""
+    """Apply operations to the harness, then derive the whole mirror and both indexes from it.
+
+    From a pre-state this process proved (see ``Proven``), the mirror and indexes are derived where the
+    operations change them, and every hash is carried along; the result is the same state."""
+    proof = proof_for(pre)
+    if proof is not None and (proof.indexes[1] is not None) == pre.mirrored:
+        return _derived_post(pre, operations, proof)
     files = pre.harness.memories()
     memories = dict(pre.memories)
     for op in operations:
@@ -340,23 +509,13 @@ def compute_post(pre: PreState, operations: list[Operation]) -> PostState:
                 del files[op.name]  # not pop(): that would read the bytes it returns
             memories.pop(op.name, None)
             continue
-        if op.content is None:
-            raise InputRejected(f"operation {op.kind} {op.name} has no content", code="plan.content")
-        memory = parse_memory(op.content, op.name)
-        if op.classification is not None and memory.visibility != op.classification:
-            raise InputRejected(
-                f"{op.name}: content says visibility {memory.visibility} but the operation says "
-                f"{op.classification}",
-                code="plan.content-disagrees",
-            )
-        files[op.name] = op.content
-        memories[op.name] = memory
-    harness = files.copy()
+        memories[op.name], files[op.name] = _parsed_op(op)
+    harness = PostFiles(files)
     harness[INDEX_NAME] = render_index(memories, mirror=False)
-    public: Files = Files()
+    public = PostFiles(Files())
     if pre.mirrored:
         # A file that does not parse has no visibility: it is never mirrored (fail closed).
-        public = files.subset(name for name in files if name in memories and memories[name].is_safe)
+        public = PostFiles(files.subset(name for name in files if name in memories and memories[name].is_safe))
         public[INDEX_NAME] = render_index(memories, mirror=True)
     known = {id(data): (data, root.hashes[name]) for root in (pre.harness, pre.public)
              for name, data in root.files.loaded() if name in root.hashes}
@@ -364,11 +523,68 @@ def compute_post(pre: PreState, operations: list[Operation]) -> PostState:
                      mirrored=pre.mirrored, known=known)
 
 
+def _parsed_op(op: Operation) -> tuple[Memory, bytes]:
+    """The memory a create or rewrite writes, and its bytes; refused unless it agrees with ``op``."""
+    if op.content is None:
+        raise InputRejected(f"operation {op.kind} {op.name} has no content", code="plan.content")
+    memory = parse_memory(op.content, op.name)
+    if op.classification is not None and memory.visibility != op.classification:
+        raise InputRejected(
+            f"{op.name}: content says visibility {memory.visibility} but the operation says "
+            f"{op.classification}",
+            code="plan.content-disagrees",
+        )
+    return memory, op.content
+
+
+def _derived_post(pre: PreState, operations: list[Operation], proof: Proven) -> PostState:
+    """``compute_post`` from a proven pre-state: its mirror holds exactly its safe memories, so only
+    the names the operations touch can change there; hashes and index lines are carried over."""
+    harness = PostFiles(pre.harness.files, pre.harness.hashes)
+    public = PostFiles(pre.public.files, pre.public.hashes) if pre.mirrored else PostFiles(Files(), {})
+    memories = dict(pre.memories)
+    touched: list[str] = []
+    digests: dict[str, str] = {}
+    for op in operations:
+        if op.name not in digests:
+            touched.append(op.name)
+        if op.kind == "delete":
+            if op.name in harness:
+                harness.drop(op.name)
+            memories.pop(op.name, None)
+            digests[op.name] = ""
+            continue
+        memory, content = _parsed_op(op)
+        digests[op.name] = digest = sha256_bytes(content)
+        harness.put(op.name, content, digest)
+        memories[op.name] = memory
+    for name in touched:
+        now = memories.get(name)
+        if now is not None and now.is_safe and pre.mirrored:
+            public.put(name, harness[name], digests[name])
+        elif name in public:
+            public.drop(name)
+    own, mirror = proof.indexes
+    indexes = (own.after(memories, touched), mirror.after(memories, touched) if mirror is not None else None)
+    harness.put(INDEX_NAME, indexes[0].data, indexes[0].digest())
+    if indexes[1] is not None:
+        public.put(INDEX_NAME, indexes[1].data, indexes[1].digest())
+    derived = Derived(proof, touched, memories, indexes)
+    return PostState(harness=harness, public=public, memories=memories,
+                     operations=list(operations), mirrored=pre.mirrored, derived=derived)
+
+
 def changed_files(pre: RootState, post: Mapping[str, bytes],
                   digest: Callable[[bytes], str] = sha256_bytes) -> list[tuple[str, bytes | None, str | None]]:
     """(name, new bytes or None for delete, pre-hash or None) for every file that differs. A file
     whose hash is known unchanged is not read."""
     out: list[tuple[str, bytes | None, str | None]] = []
+    if isinstance(post, PostFiles) and post.hashes is not None:
+        # Every hash known: the names that differ are a set operation in C.
+        before_map = pre.hashes
+        for name in sorted({name for name, _ in before_map.items() ^ post.hashes.items()}):
+            out.append((name, post[name] if name in post else None, before_map.get(name)))
+        return out
     digests = post.known_digests() if isinstance(post, Files) else {}
     for name in sorted(pre.hashes.keys() | post.keys()):
         before = pre.hashes.get(name)

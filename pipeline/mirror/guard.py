@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from ..errors import InputRejected, Issue, IssueList, PrivacyRejected, VerifyFailed
 from ..fsutil import sha256_bytes
 from ..receipts.witness import is_head_name, parse_head
-from ..state import PostState, PreState
+from ..state import PostFiles, PostState, PreState, keep_proof, proof_for
 from ..store.index import PRIVATE_MARK, render_index
 from ..store.memory import INDEX_NAME, is_memory_name, parse_memory
 from ..store.state import Limits, same_file, size_of
@@ -21,6 +21,8 @@ if TYPE_CHECKING:
 
 def mirror_drift(pre: PreState) -> list[str]:
     """Mirror memory files that the private store does not hold as safe, byte for byte."""
+    if proof_for(pre) is not None:
+        return []  # the very state that passed the post-state check: its mirror is its safe memories
     drift = []
     for name, digest in sorted(pre.public.hashes.items()):
         if name == INDEX_NAME:
@@ -77,18 +79,27 @@ def privacy_issues(post: PostState, ruleset: RuleSet, cache: StateCache | None =
     """Findings in every file the mirror will hold. With ``cache``, a (name, content) that this very
     rule set and scanner found clean before is not scanned again: a write scans what it changes, and
     a change of rules (or of the code applying them) scans everything once."""
-    scope = _scan_scope(ruleset) if cache is not None else None
-    for name in sorted(post.public):
-        if scope is None:
-            yield from _file_issues(name, post.public[name], ruleset)
-            continue
-        key = f"{scope} {name} {post.digest_of(post.public, name)}"
-        if cache is not None and cache.get("clean", key) == 1:
-            continue
-        issues = _file_issues(name, post.public[name], ruleset)
-        if not issues and cache is not None:
-            cache.put("clean", key, 1)
+    scope = _scan_scope(ruleset)
+    derived = post.derived
+    names: list[str] = sorted(post.public)
+    if scope is not None and derived is not None and derived.proof.clean == scope and derived.holds_for(post):
+        # Every other mirror file is the proven state's, found clean under this very scope.
+        names = changed_names(post, "public")
+    found = False
+    for name in names:
+        if cache is None or scope is None:
+            issues = _file_issues(name, post.public[name], ruleset)
+        else:
+            key = f"{scope} {name} {post.digest_of(post.public, name)}"
+            if cache.get("clean", key) == 1:
+                continue
+            issues = _file_issues(name, post.public[name], ruleset)
+            if not issues:
+                cache.put("clean", key, 1)
+        found = found or bool(issues)
         yield from issues
+    if not found:
+        post.clean = scope
 
 
 _SCOPES: list[tuple[RuleSet, str | None]] = []
@@ -158,6 +169,76 @@ def privacy_gate(post: PostState, ruleset: RuleSet, cache: StateCache | None = N
 
 
 def post_issues(post: PostState, limits: Limits) -> Iterator[Issue]:
+    """What keeps ``post`` from being committed. A state derived from a proven one is checked where the
+    operations changed it (``derived_issues``); any other, or one changed since, in full."""
+    return derived_issues(post, limits) if _as_derived(post, limits) else full_issues(post, limits)
+
+
+def _as_derived(post: PostState, limits: Limits) -> bool:
+    """Whether ``post`` is still exactly as derived from a state proven under ``limits``."""
+    derived = post.derived
+    return derived is not None and derived.proof.limits == limits and derived.holds_for(post)
+
+
+def changed_names(post: PostState, root: str) -> list[str]:
+    """The files of ``root`` that differ from the proven state ``post`` was derived from (sorted)."""
+    derived = post.derived
+    assert derived is not None
+    files = post.harness if root == "harness" else post.public
+    before = derived.proof.harness if root == "harness" else derived.proof.public
+    after = files.hashes if isinstance(files, PostFiles) else None
+    assert after is not None
+    # Derivation copies every other file with its hash: only a touched name or the index can differ.
+    return sorted(name for name in {*derived.touched, INDEX_NAME} if name in after and after[name] != before.get(name))
+
+
+def derived_issues(post: PostState, limits: Limits) -> Iterator[Issue]:
+    """``full_issues`` of a state derived from a proven one: every name the operations left alone holds
+    what it held there (same bytes, same memory, same place in both indexes), so only the touched
+    names and the two indexes can break a rule; they are checked as the full check checks them."""
+    derived = post.derived
+    assert derived is not None
+    touched = sorted(set(derived.touched))
+    if len(post.memories) > limits.max_files:
+        yield Issue("bounds.file-count", "harness", f"{len(post.memories)} memories exceed {limits.max_files}")
+    for root, files in (("harness", post.harness), ("public", post.public)):
+        for name in touched:
+            if name in files:
+                yield from _size_issue(root, files, name, limits)
+    own, mirror = derived.indexes
+    if not post.mirrored:
+        if post.public:
+            yield Issue("mirror.unexpected", "public", "a scope without a mirror would write mirror files")
+        if post.harness.get(INDEX_NAME) != own.data:
+            yield Issue("index.harness", "harness/MEMORY.md", "the private index is not complete and current")
+        return
+    safe = {n for n in touched if n in post.memories and post.memories[n].is_safe}
+    mirror_memories = {n for n in touched if n in post.public}
+    yield from _mirror_issues(post, safe, mirror_memories)
+    index = post.public.get(INDEX_NAME, b"")
+    if PRIVATE_MARK.encode() in index:
+        yield Issue("mirror.private-line", "public/MEMORY.md", f"the mirror index contains {PRIVATE_MARK}")
+    if mirror is None or index != mirror.data:
+        yield Issue("index.public", "public/MEMORY.md", "the mirror index is not complete and current")
+    if post.harness.get(INDEX_NAME) != own.data:
+        yield Issue("index.harness", "harness/MEMORY.md", "the private index is not complete and current")
+
+
+def _mirror_issues(post: PostState, safe: set[str], mirror_memories: set[str]) -> Iterator[Issue]:
+    for name in sorted(mirror_memories - safe):
+        yield Issue("mirror.not-safe", f"public/{name}", f"{name} would be in the mirror but is not safe")
+    for name in sorted(safe - mirror_memories):
+        yield Issue("mirror.missing", f"public/{name}", f"safe memory {name} is missing from the mirror")
+    for name in sorted(safe & mirror_memories):
+        if not same_file(post.public, post.harness, name):
+            yield Issue("mirror.differs", f"public/{name}", f"{name} in the mirror differs from the private copy")
+    for name in sorted(mirror_memories):
+        if not is_memory_name(name):
+            yield Issue("mirror.name", f"public/{name}", f"{name} is not a memory file name")
+
+
+def full_issues(post: PostState, limits: Limits) -> Iterator[Issue]:
+    """Every rule the post-state must meet, checked on every file."""
     yield from _bound_issues(post, limits)
     if not post.mirrored:
         if post.public:
@@ -167,16 +248,7 @@ def post_issues(post: PostState, limits: Limits) -> Iterator[Issue]:
         return
     safe = {n for n, m in post.memories.items() if m.is_safe}
     mirror_memories = {n for n in post.public if n != INDEX_NAME}
-    for name in sorted(mirror_memories - safe):
-        yield Issue("mirror.not-safe", f"public/{name}", f"{name} would be in the mirror but is not safe")
-    for name in sorted(safe - mirror_memories):
-        yield Issue("mirror.missing", f"public/{name}", f"safe memory {name} is missing from the mirror")
-    for name in sorted(safe & mirror_memories):
-        if not same_file(post.public, post.harness, name):
-            yield Issue("mirror.differs", f"public/{name}", f"{name} in the mirror differs from the private copy")
-    for name in post.public:
-        if name != INDEX_NAME and not is_memory_name(name):
-            yield Issue("mirror.name", f"public/{name}", f"{name} is not a memory file name")
+    yield from _mirror_issues(post, safe, mirror_memories)
     index = post.public.get(INDEX_NAME, b"")
     if PRIVATE_MARK.encode() in index:
         yield Issue("mirror.private-line", "public/MEMORY.md", f"the mirror index contains {PRIVATE_MARK}")
@@ -190,20 +262,28 @@ def _bound_issues(post: PostState, limits: Limits) -> Iterator[Issue]:
     if len(post.memories) > limits.max_files:
         yield Issue("bounds.file-count", "harness", f"{len(post.memories)} memories exceed {limits.max_files}")
     for root, files in (("harness", post.harness), ("public", post.public)):
-        for name in files:
-            size = size_of(files, name)
-            if name != INDEX_NAME and size > limits.max_file_bytes:
-                yield Issue("bounds.file-size", f"{root}/{name}",
-                            f"{name} is {size} bytes, over {limits.max_file_bytes}")
+        for name in sorted(files):
+            yield from _size_issue(root, files, name, limits)
+
+
+def _size_issue(root: str, files: Mapping[str, bytes], name: str, limits: Limits) -> Iterator[Issue]:
+    size = size_of(files, name)
+    if name != INDEX_NAME and size > limits.max_file_bytes:
+        yield Issue("bounds.file-size", f"{root}/{name}", f"{name} is {size} bytes, over {limits.max_file_bytes}")
 
 
 def verify_post(post: PostState, limits: Limits, ruleset: RuleSet | None) -> None:
-    """The post-state check run on what is about to be committed; raises before the commit point."""
+    """The post-state check run on what is about to be committed; raises before the commit point.
+
+    A state that passes is kept as proven (``state.keep_proof``): the next one derived from it in this
+    process is checked where it differs."""
     found = IssueList()
-    found.extend(post_issues(post, limits))
+    as_derived = _as_derived(post, limits)
+    found.extend(derived_issues(post, limits) if as_derived else full_issues(post, limits))
     if ruleset is not None:
         found.extend(privacy_issues(post, ruleset))
     found.raise_if_any(VerifyFailed, "post-state verification failed; nothing was committed")
+    keep_proof(post, limits, as_derived)
 
 
 def check_disk_mirror(files: dict[str, bytes], harness: Mapping[str, bytes] | None,

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from bisect import bisect_left
+
 from ..frozen import Frozen
+from ..fsutil import sha256_bytes
 from .memory import Memory
 from .state import Limits
 
 HEADER = "# Memory Index\n"
+_HEADER = HEADER.encode("ascii")
 PRIVATE_MARK = "(harness only)"
 MAX_DESCRIPTION = 150
 
@@ -43,25 +47,126 @@ def _line(file: str, memory: Memory, private_marker: bool) -> str:
     return line
 
 
+def _text(names: list[str], lines: dict[str, str]) -> bytes:
+    # One join in C: a line per listed memory, in the order of ``names``.
+    return (HEADER + ("\n" + "\n".join(map(lines.__getitem__, names)) + "\n" if names else "")).encode("utf-8")
+
+
+class IndexText:
+    """One index as rendered: its memories' file names in order, each one's line, and the bytes.
+
+    ``after`` renders the index of a state that differs from this one's in some named memories
+    only, touching those lines (a sorted insert or delete for a name that comes or goes) and joining
+    the rest as they were: a write costs its own memories plus one join, not a line per memory.
+    Equal to ``render_index`` of the same memories (a test holds them together).
+    """
+
+    __slots__ = ("mirror", "names", "lines", "data", "_digest", "_encoded", "_count")
+    mirror: bool
+    names: list[str]  # sorted
+    lines: dict[str, str]
+    data: bytes
+
+    def __init__(self, mirror: bool, names: list[str], lines: dict[str, str],
+                 encoded: dict[str, bytes] | None = None, count: int | None = None) -> None:
+        self.mirror, self.names, self.lines = mirror, names, lines
+        self._count = count
+        # Each line's UTF-8 bytes, once an update needed them: the next index is then a join of bytes
+        # (encoding a whole index with its non-ASCII dashes costs more than the join itself).
+        self._encoded = encoded
+        if encoded is None:
+            self.data = _text(names, lines)
+        else:
+            self.data = _HEADER + (b"\n" + b"\n".join(map(encoded.__getitem__, names)) + b"\n" if names else b"")
+        self._digest: str | None = None
+        _RECENT[:] = [self, *_RECENT[:3]]
+
+    def count(self) -> int:
+        """How many lines of ``data`` start with "- " once split as ``str.splitlines`` splits (what
+        ``capacity`` counts), counted once per index and carried along by ``after``."""
+        if self._count is None:
+            self._count = _listed_lines(self.data.decode("utf-8"))
+        return self._count
+
+    def digest(self) -> str:
+        """The sha256 of ``data``, hashed once (an index a write leaves as it was keeps it)."""
+        if self._digest is None:
+            self._digest = sha256_bytes(self.data)
+        return self._digest
+
+    def __repr__(self) -> str:
+        return f"IndexText(mirror={self.mirror!r}, names={len(self.names)})"
+
+    @classmethod
+    def of(cls, memories: dict[str, Memory], *, mirror: bool) -> IndexText:
+        marker = not mirror
+        names = [name for name in sorted(memories) if marker or memories[name].is_safe]
+        return cls(mirror, names, {name: _line(name, memories[name], marker) for name in names})
+
+    def after(self, memories: dict[str, Memory], touched: list[str]) -> IndexText:
+        """The index of ``memories``, which hold this index's memories except under ``touched``."""
+        marker = not self.mirror
+        names: list[str] | None = None
+        lines = dict(self.lines)
+        if self._encoded is None:
+            self._encoded = {name: line.encode("utf-8") for name, line in lines.items()}
+        encoded = dict(self._encoded)
+        # The header holds no listed line and the lines are joined by "\n", so the count is a sum over
+        # lines: the touched ones are taken out and put back.
+        count = self._count
+        for name in touched:
+            memory = memories.get(name)
+            listed = memory is not None and (marker or memory.is_safe)
+            if listed == (name in lines) and not listed:
+                continue
+            if names is None:
+                names = list(self.names)
+            at = bisect_left(names, name)
+            present = at < len(names) and names[at] == name
+            if count is not None and present:
+                count -= _listed_lines(lines[name])
+            if listed:
+                assert memory is not None
+                line = lines[name] = _line(name, memory, marker)
+                encoded[name] = line.encode("utf-8")
+                if count is not None:
+                    count += _listed_lines(line)
+                if not present:
+                    names.insert(at, name)
+            else:
+                del lines[name], encoded[name]
+                del names[at]
+        if names is None:
+            _RECENT[:] = [self, *[made for made in _RECENT if made is not self][:3]]  # still in use
+            return self
+        return IndexText(self.mirror, names, lines, encoded, count)
+
+
+# The indexes made last: ``capacity`` of their very bytes is their count.
+_RECENT: list[IndexText] = []
+
+
 def render_index(memories: dict[str, Memory], *, mirror: bool) -> bytes:
     """Sorted by file name. The mirror index lists only safe memories, never the marker."""
+    return index_text(memories, mirror=mirror).data
+
+
+def index_text(memories: dict[str, Memory], *, mirror: bool) -> IndexText:
+    """``render_index`` with its lines, to update for the next state (``IndexText.after``)."""
     items = list(memories.items())
     last = _LAST.get(mirror)
     # The same (immutable) Memory objects under the same names render the same bytes: a write renders
     # each index for its post-state, then checks both again, from the very same mapping.
     if last is not None and last[0] is memories and last[1] == items:
         return last[2]
-    marker = not mirror
-    lines = [_line(name, memories[name], marker) for name in sorted(memories) if marker or memories[name].is_safe]
-    text = HEADER + ("\n" + "\n".join(lines) + "\n" if lines else "")
-    data = text.encode("utf-8")
-    _LAST[mirror] = (memories, items, data)
-    return data
+    index = IndexText.of(memories, mirror=mirror)
+    _LAST[mirror] = (memories, items, index)
+    return index
 
 
 # The last rendering of each index: the mapping it came from (held, so its id is never reused), its
-# items as they were (compared by identity, element by element, so a mutated mapping misses), the bytes.
-_LAST: dict[bool, tuple[dict[str, Memory], list[tuple[str, Memory]], bytes]] = {}
+# items as they were (compared by identity, element by element, so a mutated mapping misses), the index.
+_LAST: dict[bool, tuple[dict[str, Memory], list[tuple[str, Memory]], IndexText]] = {}
 
 
 class Capacity(Frozen):
@@ -89,6 +194,18 @@ class Capacity(Frozen):
         )
 
 
+# What ``str.splitlines`` ends a line at besides "\n": an index holding none of them has its lines
+# counted by a search in C.
+_OTHER_LINE_ENDS = "\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
+
+
+def _listed_lines(text: str) -> int:
+    if any(end in text for end in _OTHER_LINE_ENDS):
+        return sum(1 for line in text.splitlines() if line.startswith("- "))
+    return text.startswith("- ") + text.count("\n- ")
+
+
 def capacity(index: bytes, limits: Limits) -> Capacity:
-    lines = sum(1 for line in index.decode("utf-8").splitlines() if line.startswith("- "))
+    rendered = next((made for made in _RECENT if made.data is index), None)
+    lines = rendered.count() if rendered is not None else _listed_lines(index.decode("utf-8"))
     return Capacity(lines, len(index), limits.index_lines, limits.index_bytes)
