@@ -100,10 +100,10 @@ def consolidate(svc: Services, req: ConsolidateRequest, launcher: Launcher | Non
                                                      limits=req.context_limits)
         with t.stage("manifest"):
             manifest, choice = _manifest(svc, req, run_dir, snapshot, snapshot_digest, pre)
-        with t.stage("worker"), meanwhile(*_later_stages(svc)):
+        with t.stage("worker"), meanwhile(*_later_stages(svc)) as started:
             outcome = run_plan_worker(choice, run_dir=run_dir, layout=layout, parent_env=req.parent_env,
                                       unsafe_no_sandbox=req.unsafe_no_sandbox, limits=req.extract_limits,
-                                      launcher=launcher)
+                                      launcher=launcher, started=started)
         t.add("extraction", outcome.extract_ms)
         plan_bytes = outcome.extracted.plan_bytes
         from .apply.summary import receipt_outcome, summarize

@@ -20,9 +20,22 @@ def test_meanwhile_runs_its_steps_in_order_in_another_thread_and_waits_for_them(
         time.sleep(0.02)
         seen.append((name, threading.current_thread() is threading.main_thread()))
 
-    with meanwhile(lambda: step("a"), lambda: step("b")):
+    with meanwhile(lambda: step("a"), lambda: step("b")) as start:
+        time.sleep(0.05)
+        assert seen == []  # nothing runs before the block says the worker is on its way
+        start()
+        start()  # a second call starts nothing more
         assert len(seen) < 2  # the block does not wait for them to start
     assert seen == [("a", False), ("b", False)]
+
+
+def test_a_block_that_never_starts_its_steps_runs_none_of_them() -> None:
+    seen: list[str] = []
+    with pytest.raises(KeyError), meanwhile(lambda: seen.append("ran")):
+        raise KeyError("the worker never started")
+    time.sleep(0.02)
+    assert seen == []
+    assert [t for t in threading.enumerate() if t.name == "memfold-meanwhile"] == []
 
 
 def test_a_failing_step_skips_the_rest_and_raises_nothing_in_the_block() -> None:
@@ -31,14 +44,15 @@ def test_a_failing_step_skips_the_rest_and_raises_nothing_in_the_block() -> None
     def broken() -> None:
         raise ValueError("the real caller reports this")
 
-    with meanwhile(broken, lambda: seen.append("after")):
-        pass
+    with meanwhile(broken, lambda: seen.append("after")) as start:
+        start()
     assert seen == []
 
 
 def test_the_block_s_own_error_still_propagates_after_the_steps_finished() -> None:
     seen: list[str] = []
-    with pytest.raises(KeyError), meanwhile(lambda: (time.sleep(0.02), seen.append("done"))):
+    with pytest.raises(KeyError), meanwhile(lambda: (time.sleep(0.02), seen.append("done"))) as start:
+        start()
         raise KeyError("worker failed")
     assert seen == ["done"]
 

@@ -70,6 +70,19 @@ def test_normal_exit_and_protections_recorded(tmp_path: Path) -> None:
 
 
 @pytest.mark.integration
+def test_started_is_called_once_the_launcher_runs_and_never_when_the_spawn_fails(tmp_path: Path) -> None:
+    seen: list[bool] = []
+    res, _ = hostile(tmp_path, "write", str(tmp_path / "scratch" / "f"),
+                     started=lambda: seen.append((tmp_path / "out").exists()))
+    # Called once, after the launcher was started and before the worker's output was collected.
+    assert res.returncode == 0 and seen == [False]
+    spec = WorkerSpec(argv=("no-such-worker-cli",), cwd=tmp_path, env={"PATH": "/usr/bin"}, timeout=5)
+    with pytest.raises(WorkerFailed):
+        run_worker(spec, stdout_path=tmp_path / "o", stderr_path=tmp_path / "e", started=lambda: seen.append(True))
+    assert seen == [False]
+
+
+@pytest.mark.integration
 def test_huge_stdout_is_cut_at_the_bound(tmp_path: Path) -> None:
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     t = time.monotonic()

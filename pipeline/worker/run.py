@@ -219,6 +219,7 @@ def run_worker(
     stderr_limit: int = 1 << 20,
     stop_when: Callable[[bytearray], bool] | None = None,
     launcher: Launcher | None = None,
+    started: Callable[[], object] | None = None,
 ) -> WorkerResult:
     """Run ``spec`` to completion, timeout, stop or bound; every descendant is dead on return.
 
@@ -228,6 +229,7 @@ def run_worker(
     note of how much was dropped between them. A nonzero exit is not an error here.
     ``stop_when`` is shown the stdout buffer itself after each read; it must not keep or change it.
     ``launcher``: one started ahead by ``start_launcher``, used instead of starting one now.
+    ``started``: called once the launcher has its policy (the worker is on its way).
     """
     if not spec.argv:
         raise WorkerFailed("empty worker command", code="worker.spawn")
@@ -269,6 +271,8 @@ def run_worker(
             old[signal.SIGTERM] = signal.signal(signal.SIGTERM, on_term)
         proc, cg = _spawn(spec, report_path, stdout_path, launcher)
         run = Run(proc, cg, report_path)
+        if started is not None:
+            started()
         assert proc.stdout is not None and proc.stderr is not None
         check, watched = _watch(spec, proc.pid, cg)
         with open(stdout_path, "wb") as out_f, open(stderr_path, "wb") as err_f:
