@@ -74,3 +74,29 @@ def test_prepare_compiles_what_every_scan_runs_and_changes_no_finding() -> None:
                          cwd=Path(__file__).resolve().parents[1]).stdout.split()
     # Nothing compiled before, every ungated rule after, no keyword-gated rule compiled ahead of need.
     assert out == ["0", "True", "0", "True", "credential,path"]
+
+
+def test_the_fact_keys_prepared_meanwhile_are_the_ones_the_summary_reads_and_follow_an_edit() -> None:
+    from types import SimpleNamespace
+
+    from pipeline.planner.text import _known_keys, fact_key, fact_keys, known_keys
+    from pipeline.store.memory import Memory
+    from pipeline.transaction import _later_stages
+
+    memories = {f"n{i}.md": Memory(f"n{i}", f"Port note {i}", body=f"- API port is {8000 + i}\n- Lives in `web{i}`\n")
+                for i in range(3)}
+    with meanwhile(*_later_stages(SimpleNamespace(ruleset=None), SimpleNamespace(memories=memories))) as start:
+        start()
+    before = _known_keys.cache_info()
+    for memory in memories.values():
+        known_keys(memory)
+    after = _known_keys.cache_info()
+    # Every memory read was prepared: the summary's lookups all hit.
+    assert (after.hits - before.hits, after.misses - before.misses) == (3, 0)
+    for memory in memories.values():
+        expected = fact_keys(memory) | {fact_key(memory.description)}
+        assert known_keys(memory) == expected
+        assert "api port is " + str(8000 + int(memory.name[1:])) in expected
+    # The same name with other words (a hand edit after the run read the store) gets its own keys.
+    edited = Memory("n0", "Port note 0", body="- API port is 9999\n")
+    assert known_keys(edited) == {"api port is 9999", "port note 0"}

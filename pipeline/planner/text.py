@@ -120,7 +120,12 @@ def _fact_keys(body: str, description: str) -> frozenset[str]:
 
 def known_keys(memory: Memory) -> frozenset[str]:
     """Every key a memory states, its description included."""
-    return fact_keys(memory) | {fact_key(memory.description)}
+    return _known_keys(memory.body, memory.description)
+
+
+@lru_cache(maxsize=1 << 20)
+def _known_keys(body: str, description: str) -> frozenset[str]:
+    return _fact_keys(body, description) | {fact_key(description)}
 
 
 # Everyday synonyms notes are paraphrased with; mapping them keeps a reworded note close to its original.
@@ -299,6 +304,6 @@ def short_list(names: list[str], limit: int = 8) -> str:
 
 def clear_caches() -> None:
     """Drop memoised results so one plan's inputs do not hold memory (or speed) into the next."""
-    for cached in (body_facts, _fact_keys, tokens, _stem, name_stem, subject_stem, _memory_tokens, masked,
+    for cached in (body_facts, _fact_keys, _known_keys, tokens, _stem, name_stem, subject_stem, _memory_tokens, masked,
                    _value_lines, identifiers, title_words):
         cached.cache_clear()
