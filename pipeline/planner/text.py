@@ -92,8 +92,18 @@ def _value_pattern(text: str) -> re.Pattern[str] | None:
 def body_facts(body: str) -> tuple[tuple[str, str], ...]:
     """(raw line, key) for every body line that carries text, in order."""
     out: list[tuple[str, str]] = []
-    for raw in body.split("\n"):
-        key = fact_key(raw)
+    lines = body.split("\n")
+    if not body.isascii():
+        for raw in lines:
+            key = fact_key(raw)
+            if key:
+                out.append((raw.rstrip(), key))
+        return tuple(out)
+    # ``fact_key`` of every line at once: ASCII case folding is lowering, and the punctuation table
+    # maps "\n" to itself and nothing else to it, so the folded body splits into the folded lines.
+    folded = "\n".join(map(_unmarked, lines)).lower().encode("ascii").translate(_PUNCT_BYTES).decode("ascii")
+    for raw, text in zip(lines, folded.split("\n"), strict=True):
+        key = " ".join(text.split())
         if key:
             out.append((raw.rstrip(), key))
     return tuple(out)
