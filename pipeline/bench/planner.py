@@ -1,4 +1,4 @@
-"""The built-in planner alone: its imports and its plan, CPU time in a fresh interpreter per sample."""
+"""The built-in planner alone: its imports, its plan and its parts, CPU ms in a fresh interpreter per sample."""
 
 # The consolidate rows time the whole worker stage (the launcher, its confinement and the planner);
 # these isolate the planner's part, on the run directory a consolidation of the same store gives it:
