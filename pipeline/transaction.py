@@ -144,6 +144,7 @@ def _later_stages(svc: Services, pre: PreState) -> tuple[Callable[[], object], .
 
     def imports() -> None:
         import hashlib  # noqa: F401
+        import shutil  # noqa: F401  (the worker's scratch dir is removed with it)
 
         import rfc8785  # noqa: F401
 
