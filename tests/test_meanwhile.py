@@ -100,3 +100,28 @@ def test_the_fact_keys_prepared_meanwhile_are_the_ones_the_summary_reads_and_fol
     # The same name with other words (a hand edit after the run read the store) gets its own keys.
     edited = Memory("n0", "Port note 0", body="- API port is 9999\n")
     assert known_keys(edited) == {"api port is 9999", "port note 0"}
+
+
+def test_the_command_reaches_its_worker_without_the_modules_the_thread_imports(tmp_path: Path) -> None:
+    # What the preparation thread imports while the worker plans is not imported before the worker:
+    # the stand-in worker records what the command had imported when its worker stage began.
+    code = (
+        "import sys\n"
+        "from pipeline import transaction\n"
+        "from pipeline.errors import WorkerFailed\n"
+        "from pipeline.cli import main\n"
+        "def worker(*args, **kwargs):\n"
+        "    seen = [m for m in ('pipeline.apply.summary', 'pipeline.planner.text', 'pipeline.validation.plan',\n"
+        "                        'shutil') if m in sys.modules]\n"
+        "    sys.__stdout__.write(repr(seen) + '\\n')\n"
+        "    raise WorkerFailed('stand-in worker', code='worker.spawn')\n"
+        "transaction.run_plan_worker = worker\n"
+        "raise SystemExit(main(sys.argv[1:]))\n"
+    )
+    home, project = tmp_path / "home", tmp_path / "project"
+    project.mkdir()
+    proc = subprocess.run([sys.executable, "-c", code, "--home", str(home), "--project", str(project), "--json",
+                           "consolidate", "--no-context"], capture_output=True, text=True,
+                          cwd=Path(__file__).resolve().parents[1])
+    assert proc.returncode == 4, proc.stderr  # the stand-in's spawn failure, as a real one exits
+    assert proc.stdout.splitlines()[0] == "[]"
