@@ -21,6 +21,18 @@ Feature: Consolidation as one receipted transaction
     And the summary is a verified no-op with 0 operations
     And both roots are as remembered
 
+  Scenario: The summary names the lines a superseded memory loses, as the run read them
+    Given the memory "project_api-port" stating "The API port is 9090" and "Deploys go through the proxy"
+    And an older hand-written "project_api-port-old" stating "The API port is 8080" and "Requests time out after 30 s"
+    When I run "consolidate --no-context --dry-run --json"
+    Then the exit code is 0
+    And the summary's dropped lines of "project_api-port-old.md" are "The API port is 8080|The API port is 8080."
+    When I rewrite "8080" as "7070" in "project_api-port-old.md" by hand
+    And I run "consolidate --no-context --json"
+    Then the exit code is 0
+    And the summary's dropped lines of "project_api-port-old.md" are "The API port is 7070|The API port is 7070."
+    And "project_api-port-old.md" is gone and "project_api-port.md" holds "Requests time out after 30 s."
+
   Scenario: A dry run writes nothing but shows what would change
     Given a store with a duplicate pair, a paraphrase, an expired, a private and a safe memory
     When I run "consolidate --no-context --dry-run"

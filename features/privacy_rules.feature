@@ -78,3 +78,9 @@ Feature: The privacy rules hold on data nobody wrote for them
       | a card number in groups          | the card on file is 4539 1488 0343 6467 for refunds      | payment-card-number     | 4539 1488 0343 6467 |
       | a birth date after a Unicode name | Zoë Ångström-Berg, 14.03.1986 joins the on-call rota     | date-of-birth-named     | 14.03.1986          |
       | a street address with ß          | deliveries go to Lindenstraße 12, 10115 Berlin from now  | postal-address-compound | Lindenstraße 12     |
+
+  Scenario: A rules cache written for another copy of the rules file is replaced, not parsed around forever
+    Given the home's privacy rules cache was written for another copy of the rules file
+    When a consolidation runs as its own process
+    Then that process exited 0
+    And the home's privacy rules cache holds the shipped rules under the shipped file's identity

@@ -100,10 +100,10 @@ def consolidate(svc: Services, req: ConsolidateRequest, launcher: Launcher | Non
                                                      limits=req.context_limits)
         with t.stage("manifest"):
             manifest, choice = _manifest(svc, req, run_dir, snapshot, snapshot_digest, pre)
-        with t.stage("worker"), meanwhile(*_later_stages(svc)):
+        with t.stage("worker"), meanwhile(*_later_stages(svc, pre)) as started:
             outcome = run_plan_worker(choice, run_dir=run_dir, layout=layout, parent_env=req.parent_env,
                                       unsafe_no_sandbox=req.unsafe_no_sandbox, limits=req.extract_limits,
-                                      launcher=launcher)
+                                      launcher=launcher, started=started)
         t.add("extraction", outcome.extract_ms)
         plan_bytes = outcome.extracted.plan_bytes
         from .apply.summary import receipt_outcome, summarize
@@ -135,14 +135,16 @@ def consolidate(svc: Services, req: ConsolidateRequest, launcher: Launcher | Non
             "planDigest": sha256_bytes(plan_bytes), "previous": receipt["previous"], "timings": t.stages}
 
 
-def _later_stages(svc: Services) -> tuple[Callable[[], object], ...]:
+def _later_stages(svc: Services, pre: PreState) -> tuple[Callable[[], object], ...]:
     """What the stages after the worker set up on first use, prepared while the worker plans: the
     modules of validation, the summary and the commit's index and receipt code (imported only after
-    the worker stage, so the import is paid here), the schema pre-check and the privacy patterns
-    every scan runs."""
+    the worker stage, so the import is paid here), the schema pre-check, the privacy patterns
+    every scan runs, and the fact keys of every memory read (the summary compares each rewritten
+    memory with every memory after the plan: all but the plan's own are these)."""
 
     def imports() -> None:
         import hashlib  # noqa: F401
+        import shutil  # noqa: F401  (the worker's scratch dir is removed with it)
 
         import rfc8785  # noqa: F401
 
@@ -156,8 +158,14 @@ def _later_stages(svc: Services) -> tuple[Callable[[], object], ...]:
 
         fast_check()
 
+    def fact_keys() -> None:
+        from .planner.text import known_keys
+
+        for memory in pre.memories.values():
+            known_keys(memory)
+
     ruleset = svc.ruleset
-    return (imports, schema) if ruleset is None else (imports, schema, ruleset.prepare)
+    return (imports, schema, fact_keys) if ruleset is None else (imports, schema, ruleset.prepare, fact_keys)
 
 
 def _redactor(svc: Services) -> Any:

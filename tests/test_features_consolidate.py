@@ -105,6 +105,39 @@ def rich_store(env: Env, ctx: dict[str, Any]) -> None:
     _remember(env, ctx)
 
 
+@given(parsers.parse('the memory "{name}" stating "{first}" and "{second}"'))
+def stating_memory(env: Env, ctx: dict[str, Any], name: str, first: str, second: str) -> None:
+    _add(env, name, "-d", first, "-b", f"{first}.\n{second}.")
+    _remember(env, ctx)
+
+
+@given(parsers.parse('an older hand-written "{name}" stating "{first}" and "{second}"'))
+def older_memory(env: Env, ctx: dict[str, Any], name: str, first: str, second: str) -> None:
+    data = _memory(name, first, "private", f"{first}.\n{second}.")
+    (env.harness / f"{name}.md").write_bytes(data.replace(b"created: 2026-11-01", b"created: 2026-01-01")
+                                             .replace(b"modified: 2026-11-01T09:00:00Z", b"modified: 2026-01-01T09:00:00Z"))
+    _remember(env, ctx)
+
+
+@when(parsers.parse('I rewrite "{old}" as "{new}" in "{name}" by hand'))
+def rewrite_by_hand(env: Env, old: str, new: str, name: str) -> None:
+    path = env.harness / name
+    data = path.read_bytes()
+    assert old.encode() in data
+    path.write_bytes(data.replace(old.encode(), new.encode()))
+
+
+@then(parsers.parse('the summary\'s dropped lines of "{name}" are "{lines}"'))
+def dropped_lines_are(ctx: dict[str, Any], name: str, lines: str) -> None:
+    assert _body(ctx)["dropped"] == {name: lines.split("|")}
+
+
+@then(parsers.parse('"{gone}" is gone and "{kept}" holds "{line}"'))
+def gone_and_kept(env: Env, gone: str, kept: str, line: str) -> None:
+    assert not (env.harness / gone).exists()
+    assert line.encode() in (env.harness / kept).read_bytes().split(b"\n")
+
+
 @given(parsers.parse('a store of two private memories and one safe memory, and the repository file "{path}"'))
 def small_store(env: Env, ctx: dict[str, Any], path: str) -> None:
     target = env.project / path

@@ -55,3 +55,50 @@ def no_pii_imports(ctx: dict[str, Any]) -> None:
 @given(parsers.parse('someone wrote the mirror file "{name}" by hand, saying "{text}"'))
 def hand_written(env: Env, name: str, text: str) -> None:
     (env.mirror / f"{name}.md").write_text(f"---\ndescription: deploy notes\nvisibility: safe\n---\n{text}\n")
+
+
+def _rules_cache(env: Env) -> Any:
+    from pipeline.privacy import loader
+
+    return env.home / "cache" / loader.CACHE_NAME
+
+
+@given("the home's privacy rules cache was written for another copy of the rules file")
+def stale_rules_cache(env: Env) -> None:
+    import json
+
+    from pipeline.privacy import loader
+    from pipeline.resources import data_dir
+    from pipeline.store import filecache
+
+    key = list(filecache.identity(data_dir("schemas") / loader.RULES_FILE) or [])
+    key[2] += 1  # another inode: the file memfold shipped before an upgrade
+    cache = _rules_cache(env)
+    cache.parent.mkdir(parents=True, exist_ok=True)
+    cache.write_text(json.dumps({"key": key, "value": {"version": 1, "rules": [], "allowlist": []}}))
+
+
+@when("a consolidation runs as its own process")
+def consolidation_process(env: Env, ctx: dict[str, Any]) -> None:
+    ctx["process"] = env.spawn("--json", "consolidate", "--no-context")
+
+
+@then("that process exited 0")
+def process_exited_0(ctx: dict[str, Any]) -> None:
+    assert ctx["process"].code == 0, ctx["process"].err
+
+
+@then("the home's privacy rules cache holds the shipped rules under the shipped file's identity")
+def rules_cache_current(env: Env) -> None:
+    import json
+
+    import yaml
+
+    from pipeline.privacy import loader
+    from pipeline.resources import data_dir
+    from pipeline.store import filecache
+
+    shipped = data_dir("schemas") / loader.RULES_FILE
+    cached = json.loads(_rules_cache(env).read_text())
+    assert cached["key"] == json.loads(json.dumps(filecache.identity(shipped)))
+    assert cached["value"] == yaml.safe_load(shipped.read_text(encoding="utf-8"))

@@ -20,9 +20,22 @@ def test_meanwhile_runs_its_steps_in_order_in_another_thread_and_waits_for_them(
         time.sleep(0.02)
         seen.append((name, threading.current_thread() is threading.main_thread()))
 
-    with meanwhile(lambda: step("a"), lambda: step("b")):
+    with meanwhile(lambda: step("a"), lambda: step("b")) as start:
+        time.sleep(0.05)
+        assert seen == []  # nothing runs before the block says the worker is on its way
+        start()
+        start()  # a second call starts nothing more
         assert len(seen) < 2  # the block does not wait for them to start
     assert seen == [("a", False), ("b", False)]
+
+
+def test_a_block_that_never_starts_its_steps_runs_none_of_them() -> None:
+    seen: list[str] = []
+    with pytest.raises(KeyError), meanwhile(lambda: seen.append("ran")):
+        raise KeyError("the worker never started")
+    time.sleep(0.02)
+    assert seen == []
+    assert [t for t in threading.enumerate() if t.name == "memfold-meanwhile"] == []
 
 
 def test_a_failing_step_skips_the_rest_and_raises_nothing_in_the_block() -> None:
@@ -31,14 +44,15 @@ def test_a_failing_step_skips_the_rest_and_raises_nothing_in_the_block() -> None
     def broken() -> None:
         raise ValueError("the real caller reports this")
 
-    with meanwhile(broken, lambda: seen.append("after")):
-        pass
+    with meanwhile(broken, lambda: seen.append("after")) as start:
+        start()
     assert seen == []
 
 
 def test_the_block_s_own_error_still_propagates_after_the_steps_finished() -> None:
     seen: list[str] = []
-    with pytest.raises(KeyError), meanwhile(lambda: (time.sleep(0.02), seen.append("done"))):
+    with pytest.raises(KeyError), meanwhile(lambda: (time.sleep(0.02), seen.append("done"))) as start:
+        start()
         raise KeyError("worker failed")
     assert seen == ["done"]
 
@@ -60,3 +74,54 @@ def test_prepare_compiles_what_every_scan_runs_and_changes_no_finding() -> None:
                          cwd=Path(__file__).resolve().parents[1]).stdout.split()
     # Nothing compiled before, every ungated rule after, no keyword-gated rule compiled ahead of need.
     assert out == ["0", "True", "0", "True", "credential,path"]
+
+
+def test_the_fact_keys_prepared_meanwhile_are_the_ones_the_summary_reads_and_follow_an_edit() -> None:
+    from types import SimpleNamespace
+
+    from pipeline.planner.text import _known_keys, fact_key, fact_keys, known_keys
+    from pipeline.store.memory import Memory
+    from pipeline.transaction import _later_stages
+
+    memories = {f"n{i}.md": Memory(f"n{i}", f"Port note {i}", body=f"- API port is {8000 + i}\n- Lives in `web{i}`\n")
+                for i in range(3)}
+    with meanwhile(*_later_stages(SimpleNamespace(ruleset=None), SimpleNamespace(memories=memories))) as start:
+        start()
+    before = _known_keys.cache_info()
+    for memory in memories.values():
+        known_keys(memory)
+    after = _known_keys.cache_info()
+    # Every memory read was prepared: the summary's lookups all hit.
+    assert (after.hits - before.hits, after.misses - before.misses) == (3, 0)
+    for memory in memories.values():
+        expected = fact_keys(memory) | {fact_key(memory.description)}
+        assert known_keys(memory) == expected
+        assert "api port is " + str(8000 + int(memory.name[1:])) in expected
+    # The same name with other words (a hand edit after the run read the store) gets its own keys.
+    edited = Memory("n0", "Port note 0", body="- API port is 9999\n")
+    assert known_keys(edited) == {"api port is 9999", "port note 0"}
+
+
+def test_the_command_reaches_its_worker_without_the_modules_the_thread_imports(tmp_path: Path) -> None:
+    # What the preparation thread imports while the worker plans is not imported before the worker:
+    # the stand-in worker records what the command had imported when its worker stage began.
+    code = (
+        "import sys\n"
+        "from pipeline import transaction\n"
+        "from pipeline.errors import WorkerFailed\n"
+        "from pipeline.cli import main\n"
+        "def worker(*args, **kwargs):\n"
+        "    seen = [m for m in ('pipeline.apply.summary', 'pipeline.planner.text', 'pipeline.validation.plan',\n"
+        "                        'shutil') if m in sys.modules]\n"
+        "    sys.__stdout__.write(repr(seen) + '\\n')\n"
+        "    raise WorkerFailed('stand-in worker', code='worker.spawn')\n"
+        "transaction.run_plan_worker = worker\n"
+        "raise SystemExit(main(sys.argv[1:]))\n"
+    )
+    home, project = tmp_path / "home", tmp_path / "project"
+    project.mkdir()
+    proc = subprocess.run([sys.executable, "-c", code, "--home", str(home), "--project", str(project), "--json",
+                           "consolidate", "--no-context"], capture_output=True, text=True,
+                          cwd=Path(__file__).resolve().parents[1])
+    assert proc.returncode == 4, proc.stderr  # the stand-in's spawn failure, as a real one exits
+    assert proc.stdout.splitlines()[0] == "[]"

@@ -28,6 +28,13 @@ def test_the_planner_rows_time_a_plan_of_every_memory(tmp_path: Path) -> None:
 
     before = {p.name: p.read_bytes() for p in store.layout.harness.iterdir()}
     bench_planner(store, tmp_path / "run", dict(os.environ), 2, add)
-    assert [path for path, _ in rows] == ["  planner imports (CPU)", "  planner plan (CPU)"]
-    assert all(len(s) == 2 and all(v > 0 for v in s) for _, s in rows)
+    parts = ["read", "parse", "staleness", "grouping", "conflicts", "print"]
+    assert [path for path, _ in rows] == ["  planner imports (CPU)", "  planner plan (CPU)",
+                                          *(f"    {part} (CPU)" for part in parts)]
+    assert all(len(s) == 2 and all(v >= 0 for v in s) for _, s in rows)
+    figures = dict(rows)
+    assert all(v > 0 for v in figures["  planner plan (CPU)"] + figures["    grouping (CPU)"])
+    # The parts are timed inside the plan and do not overlap: together they are at most the plan.
+    for i in range(2):
+        assert sum(figures[f"    {part} (CPU)"][i] for part in parts) <= figures["  planner plan (CPU)"][i] + 0.5
     assert {p.name: p.read_bytes() for p in store.layout.harness.iterdir()} == before  # the planner only reads

@@ -149,3 +149,21 @@ def test_the_length_bound_of_the_full_plan_text_never_passes_its_length(tmp_path
         length = len(plan_json(plan, PRINT_LINE_BUDGET).decode("utf-8"))
         assert not _surely_longer(plan, length), label
         assert _surely_longer(plan, length // 4), label  # a bound worth having: most of the text
+
+
+def _body_facts_reference(body: str) -> tuple[tuple[str, str], ...]:
+    """Each line's key on its own, as the planner did before."""
+    return tuple((raw.rstrip(), key) for raw in body.split("\n") if (key := fact_key(raw)))
+
+
+def test_the_whole_body_keys_match_each_line_keyed_on_its_own() -> None:
+    from pipeline.planner.text import body_facts
+
+    rng = random.Random(11)
+    # Markers, punctuation, every ASCII whitespace (\r, \x0b, \x0c, \x1c-\x1f split str lines but
+    # not "\n" lines), digits, capitals, and a few non-ASCII letters and spaces for the other path.
+    alphabet = "-*+>[]x .)1`:/_\t\r\x0b\x0c\x1c\x1f\n\nAbZ9é\u2003"
+    for _ in range(20_000):
+        body = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 24)))
+        body_facts.cache_clear()
+        assert body_facts(body) == _body_facts_reference(body), repr(body)

@@ -219,10 +219,11 @@ def test_invalid_allowlist_entries_raise_config_error(entry: str) -> None:
         load_ruleset(extra_allowlist=[entry])
 
 
-def test_the_parsed_rules_are_cached_in_the_home_and_a_stale_cache_is_ignored(
+def test_the_parsed_rules_are_cached_in_the_home_and_a_stale_cache_is_ignored_and_replaced(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from pipeline.privacy import loader
     from pipeline.resources import data_dir
+    from pipeline.store import filecache
 
     shipped = yaml.safe_load((data_dir("schemas") / loader.RULES_FILE).read_text(encoding="utf-8"))
     monkeypatch.setattr(loader, "_MEMO", {})
@@ -236,6 +237,10 @@ def test_the_parsed_rules_are_cached_in_the_home_and_a_stale_cache_is_ignored(
     cache.write_text(json.dumps(doc))
     monkeypatch.setattr(loader, "_MEMO", {})
     assert len(loader.load_ruleset(cache_home=str(tmp_path / "home")).rules) == len(shipped["rules"])
+    # The stale entry is replaced: the next process reads the current rules from the cache.
+    rewritten = json.loads(cache.read_text())
+    assert rewritten["key"] == json.loads(json.dumps(filecache.identity(data_dir("schemas") / loader.RULES_FILE)))
+    assert rewritten["value"] == shipped
 
 
 def test_a_text_scanned_again_gets_the_same_findings_without_a_second_scan(monkeypatch: pytest.MonkeyPatch) -> None:

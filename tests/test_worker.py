@@ -70,6 +70,19 @@ def test_normal_exit_and_protections_recorded(tmp_path: Path) -> None:
 
 
 @pytest.mark.integration
+def test_started_is_called_once_the_launcher_runs_and_never_when_the_spawn_fails(tmp_path: Path) -> None:
+    seen: list[bool] = []
+    res, _ = hostile(tmp_path, "write", str(tmp_path / "scratch" / "f"),
+                     started=lambda: seen.append((tmp_path / "out").exists()))
+    # Called once, after the launcher was started and before the worker's output was collected.
+    assert res.returncode == 0 and seen == [False]
+    spec = WorkerSpec(argv=("no-such-worker-cli",), cwd=tmp_path, env={"PATH": "/usr/bin"}, timeout=5)
+    with pytest.raises(WorkerFailed):
+        run_worker(spec, stdout_path=tmp_path / "o", stderr_path=tmp_path / "e", started=lambda: seen.append(True))
+    assert seen == [False]
+
+
+@pytest.mark.integration
 def test_huge_stdout_is_cut_at_the_bound(tmp_path: Path) -> None:
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     t = time.monotonic()
@@ -198,3 +211,27 @@ def test_parent_interrupted_kills_everything(tmp_path: Path, signame: str) -> No
     assert not (tmp_path / "scratch").exists()  # deleted on the interrupt path too
     time.sleep(1.5)
     assert not (tmp_path / "marks" / "marker").exists()
+
+
+def test_the_parent_reaches_the_worker_without_the_archive_modules() -> None:
+    # shutil brings zlib, bz2 and lzma (~4 ms of every consolidation before the worker starts); it is
+    # needed only to find a worker named without a path and to remove the scratch dir afterwards.
+    code = ("import sys\n"
+            "from pipeline import transaction\n"
+            "from pipeline.worker import run, spawn\n"
+            "from pipeline.sandbox import scratch, entry\n"
+            "print(sorted(m for m in ('shutil', 'zlib', 'bz2', 'lzma') if m in sys.modules))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT,
+                         env={**os.environ, "PYTHONPATH": str(ROOT)}).stdout
+    assert out.strip() == "[]"
+
+
+def test_a_worker_named_without_a_path_is_still_found_on_its_path(tmp_path: Path) -> None:
+    from pipeline.worker.run import _resolve
+
+    tool = tmp_path / "bin" / "planner-cli"
+    tool.parent.mkdir()
+    tool.write_text("#!/bin/sh\n")
+    tool.chmod(0o755)
+    assert _resolve("planner-cli", {"PATH": str(tool.parent)}) == str(tool)
+    assert _resolve("planner-cli", {"PATH": str(tmp_path)}) is None

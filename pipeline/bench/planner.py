@@ -1,4 +1,4 @@
-"""The built-in planner alone: its imports and its plan, CPU time in a fresh interpreter per sample."""
+"""The built-in planner alone: its imports, its plan and its parts, CPU ms in a fresh interpreter per sample."""
 
 # The consolidate rows time the whole worker stage (the launcher, its confinement and the planner);
 # these isolate the planner's part, on the run directory a consolidation of the same store gives it:
@@ -17,18 +17,42 @@ from ..fsutil import dump_json
 from ..store.memory import INDEX_NAME
 from .synth import Synthetic
 
-# What the worker process does: import the planner, turn the cyclic collector off, plan one run.
+# What the worker process does: import the planner, turn the cyclic collector off, plan one run. The
+# planner's parts are timed where the planner calls them (module attributes, looked up at each call).
 _SAMPLE = """
 import gc, json, sys, time
 t0 = time.process_time()
 from pipeline.planner.run import plan_run
+from pipeline.planner import conflicts, dedupe, run, staleness
 from pathlib import Path
+parts = dict.fromkeys(sys.argv[2:], 0.0)
+
+def timed(module, name, part):
+    inner = getattr(module, name)
+
+    def call(*args, **kwargs):
+        start = time.process_time()
+        try:
+            return inner(*args, **kwargs)
+        finally:
+            parts[part] += time.process_time() - start
+
+    setattr(module, name, call)
+
+for module, name, part in ((run, "read_root", "read"), (run, "parse_memory", "parse"),
+                           (staleness, "verdict", "staleness"), (dedupe, "groups", "grouping"),
+                           (conflicts, "resolve", "conflicts"), (run, "plan_json", "print")):
+    timed(module, name, part)
 t1 = time.process_time()
 gc.disable()
 data = plan_run(Path(sys.argv[1]))
 t2 = time.process_time()
-print(json.dumps({"imports": (t1 - t0) * 1000, "plan": (t2 - t1) * 1000, "bytes": len(data)}))
+print(json.dumps({"imports": (t1 - t0) * 1000, "plan": (t2 - t1) * 1000, "bytes": len(data),
+                  **{part: spent * 1000 for part, spent in parts.items()}}))
 """
+# The parts of a plan with a row each: reading and parsing the store, the date-staleness pass, the
+# duplicate grouping, the conflict stage (all passes) and printing the plan.
+PARTS = ("read", "parse", "staleness", "grouping", "conflicts", "print")
 
 
 def write_run_dir(store: Synthetic, where: Path) -> Path:
@@ -49,20 +73,21 @@ def write_run_dir(store: Synthetic, where: Path) -> Path:
     return where
 
 
-def samples(run_dir: Path, env: dict[str, str], reps: int) -> tuple[list[float], list[float]]:
-    """(imports ms, plan ms) of ``reps`` fresh interpreters, CPU time of the process itself."""
-    imports: list[float] = []
-    plans: list[float] = []
+def samples(run_dir: Path, env: dict[str, str], reps: int) -> dict[str, list[float]]:
+    """CPU ms of ``reps`` fresh interpreters, the process itself: imports, plan, and each of PARTS."""
+    out: dict[str, list[float]] = {key: [] for key in ("imports", "plan", *PARTS)}
     for _ in range(reps):
-        proc = subprocess.run([sys.executable, "-c", _SAMPLE, str(run_dir)], env=env, capture_output=True,
+        proc = subprocess.run([sys.executable, "-c", _SAMPLE, str(run_dir), *PARTS], env=env, capture_output=True,
                               check=True)
         figures: dict[str, Any] = json.loads(proc.stdout)
-        imports.append(float(figures["imports"]))
-        plans.append(float(figures["plan"]))
-    return imports, plans
+        for key, values in out.items():
+            values.append(float(figures[key]))
+    return out
 
 
 def bench_planner(store: Synthetic, where: Path, env: dict[str, str], reps: int, add: Callable[..., Any]) -> None:
-    imports, plans = samples(write_run_dir(store, where), env, reps)
-    add("  planner imports (CPU)", imports, None)
-    add("  planner plan (CPU)", plans, None)
+    figures = samples(write_run_dir(store, where), env, reps)
+    add("  planner imports (CPU)", figures["imports"], None)
+    add("  planner plan (CPU)", figures["plan"], None)
+    for part in PARTS:
+        add(f"    {part} (CPU)", figures[part], None)

@@ -51,7 +51,6 @@ def _consolidate(launcher: Any, context: str | None, no_context: bool, scope: st
                  unsafe_no_sandbox: bool, all_projects: bool, if_due: bool, skip_if_locked: bool, global_: bool,
                  json_out: bool) -> int:
     use_global(global_)
-    from ..apply.summary import summary_text
     from ..context.snapshot import ContextLimits
     from ..transaction import consolidate as run
     from ..transaction import consolidate_request
@@ -72,6 +71,9 @@ def _consolidate(launcher: Any, context: str | None, no_context: bool, scope: st
 
     with progress("consolidating", None, quiet=want_json(json_out)):
         summary = run(services(), request, launcher)
+    # Imported here, not before the run: the worker stage imports it while the worker plans.
+    from ..apply.summary import summary_text
+
     emit(summary, summary_text(summary), as_json=want_json(json_out))
     return 0
 

@@ -92,8 +92,18 @@ def _value_pattern(text: str) -> re.Pattern[str] | None:
 def body_facts(body: str) -> tuple[tuple[str, str], ...]:
     """(raw line, key) for every body line that carries text, in order."""
     out: list[tuple[str, str]] = []
-    for raw in body.split("\n"):
-        key = fact_key(raw)
+    lines = body.split("\n")
+    if not body.isascii():
+        for raw in lines:
+            key = fact_key(raw)
+            if key:
+                out.append((raw.rstrip(), key))
+        return tuple(out)
+    # ``fact_key`` of every line at once: ASCII case folding is lowering, and the punctuation table
+    # maps "\n" to itself and nothing else to it, so the folded body splits into the folded lines.
+    folded = "\n".join(map(_unmarked, lines)).lower().encode("ascii").translate(_PUNCT_BYTES).decode("ascii")
+    for raw, text in zip(lines, folded.split("\n"), strict=True):
+        key = " ".join(text.split())
         if key:
             out.append((raw.rstrip(), key))
     return tuple(out)
@@ -120,7 +130,12 @@ def _fact_keys(body: str, description: str) -> frozenset[str]:
 
 def known_keys(memory: Memory) -> frozenset[str]:
     """Every key a memory states, its description included."""
-    return fact_keys(memory) | {fact_key(memory.description)}
+    return _known_keys(memory.body, memory.description)
+
+
+@lru_cache(maxsize=1 << 20)
+def _known_keys(body: str, description: str) -> frozenset[str]:
+    return _fact_keys(body, description) | {fact_key(description)}
 
 
 # Everyday synonyms notes are paraphrased with; mapping them keeps a reworded note close to its original.
@@ -299,6 +314,6 @@ def short_list(names: list[str], limit: int = 8) -> str:
 
 def clear_caches() -> None:
     """Drop memoised results so one plan's inputs do not hold memory (or speed) into the next."""
-    for cached in (body_facts, _fact_keys, tokens, _stem, name_stem, subject_stem, _memory_tokens, masked,
+    for cached in (body_facts, _fact_keys, _known_keys, tokens, _stem, name_stem, subject_stem, _memory_tokens, masked,
                    _value_lines, identifiers, title_words):
         cached.cache_clear()

@@ -154,14 +154,18 @@ def _default_document(cache_home: str | None = None) -> dict[str, Any]:
 
     path = data_dir("schemas") / RULES_FILE
     cache = filecache.cache_path(cache_home, CACHE_NAME) if cache_home else None
+    missed = False
     if "document" not in _MEMO and cache is not None:
         cached = filecache.load(cache, filecache.identity(path))
         if isinstance(cached, dict) and isinstance(cached.get("rules"), list):
             _MEMO["document"] = cached
             return cached
+        # Absent, or written for another rules file (memfold was upgraded or reinstalled): rewritten
+        # below, or every later process would parse the YAML again.
+        missed = True
     if "document" not in _MEMO:
         _MEMO["document"] = _parse_rules_file(path)
-    if cache is not None and not os.path.exists(cache):
+    if cache is not None and (missed or not os.path.exists(cache)):
         source = filecache.identity(path)
         filecache.save(cache, source, _MEMO["document"], [source])
     return _MEMO["document"]  # type: ignore[no-any-return]

@@ -7,7 +7,7 @@ import os
 import pwd
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -144,8 +144,10 @@ def _raise_hint(choice: WorkerChoice, key: str) -> str:
 def run_plan_worker(
     choice: WorkerChoice, *, run_dir: Path, layout: Layout, parent_env: Mapping[str, str],
     unsafe_no_sandbox: bool, limits: ExtractLimits, launcher: Launcher | None = None,
+    started: Callable[[], object] | None = None,
 ) -> WorkerOutcome:
-    """The worker's run; ``launcher``: one started ahead of the run (``ahead.start_launcher``)."""
+    """The worker's run; ``launcher``: one started ahead of the run (``ahead.start_launcher``);
+    ``started``: called once the worker is on its way (see ``run_worker``)."""
     from ..sandbox import absent_protections
     from ..sandbox.describe import enforced
     from .run import WorkerSpec, build_env, run_worker
@@ -175,7 +177,8 @@ def run_plan_worker(
     )
     try:
         result = run_worker(spec, stdout_path=run_dir / "stdout.jsonl", stderr_path=run_dir / "stderr.txt",
-                            stdout_limit=limits.max_stdout_bytes, stop_when=PlanEventWatch(), launcher=launcher)
+                            stdout_limit=limits.max_stdout_bytes, stop_when=PlanEventWatch(), launcher=launcher,
+                            started=started)
     except WorkerFailed as exc:
         if exc.code == "worker.sandbox-unavailable":
             raise WorkerFailed(f"worker {choice.name} refused: {exc}", code=exc.code, hint=exc.hint,
@@ -207,9 +210,9 @@ def run_plan_worker(
     if result.killed_reason != "stopped" and result.returncode != 0:
         raise WorkerFailed(f"worker {choice.name} exited with status {result.returncode}", code="worker.exit",
                            hint=where, data={"returncode": result.returncode})
-    started = time.perf_counter()
+    extract_start = time.perf_counter()
     extracted = extract_plan(result.stdout, limits.with_changes(builtin=choice.builtin))
-    extract_ms = round((time.perf_counter() - started) * 1000, 3)
+    extract_ms = round((time.perf_counter() - extract_start) * 1000, 3)
     from ..apply.runs import write_artifact
 
     write_artifact(run_dir, "plan.json", extracted.plan_bytes)  # the exact bytes validated and receipted
