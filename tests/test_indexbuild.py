@@ -180,3 +180,68 @@ def test_a_broken_file_recorded_within_the_racy_window_is_checked_by_its_bytes(e
     _record_stat(env, path, 1)
     _open_index(env)
     assert _skipped(env) == {} and "project_broken.md" in _rows(env)
+
+
+def _meta(env: Env, key: str) -> str | None:
+    conn = sqlite3.connect(str(_index(env)))
+    try:
+        found = conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return None if found is None else str(found[0])
+    finally:
+        conn.close()
+
+
+def _set_meta(env: Env, key: str, value: str) -> None:
+    conn = sqlite3.connect(str(_index(env)))
+    try:
+        conn.execute("UPDATE meta SET value = ? WHERE key = ?", (value, key))
+        conn.commit()
+    finally:
+        conn.close()
+
+
+def _on_disk(env: Env) -> dict[str, str]:
+    from pipeline.fsutil import sha256_bytes
+
+    return {p.name: sha256_bytes(p.read_bytes()) for p in env.harness.iterdir() if p.name.endswith(".md")}
+
+
+def _memories(env: Env) -> dict[str, str]:
+    return {name: sha for name, sha in _on_disk(env).items() if name != "MEMORY.md"}
+
+
+def _digest(files: dict[str, str]) -> str:
+    import hashlib
+
+    return hashlib.sha256("\0".join(f"{name}/{sha}" for name, sha in sorted(files.items())).encode()).hexdigest()
+
+
+def test_each_commit_records_the_digest_of_the_files_its_index_describes(env: Env) -> None:
+    _add(env, "project_alpha", "alpha deploys use the blue script", "ALPHA-BODY")
+    _index(env).unlink()
+    _add(env, "project_beta", "beta deploys use the green script", "BETA-BODY")  # written anew
+    assert _meta(env, "state") == _digest(_on_disk(env))
+    _add(env, "project_gamma", "gamma deploys use the red script", "GAMMA-BODY")  # updated in place
+    assert _meta(env, "state") == _digest(_on_disk(env))
+    assert {f: sha for f, (_, sha, _, _) in _rows(env).items()} == _memories(env)
+
+
+def test_an_index_whose_digest_does_not_vouch_for_the_pre_state_has_its_rows_compared(env: Env) -> None:
+    _add(env, "project_alpha", "alpha deploys use the blue script", "ALPHA-BODY")
+    _add(env, "project_beta", "beta deploys use the green script", "BETA-BODY")
+    # A digest that says nothing (as from an older writer): the rows still match, so it is updated in place.
+    _set_meta(env, "state", "0" * 64)
+    inode = _index(env).stat().st_ino
+    _add(env, "project_gamma", "gamma deploys use the red script", "GAMMA-BODY")
+    assert _index(env).stat().st_ino == inode
+    assert {f: sha for f, (_, sha, _, _) in _rows(env).items()} == _memories(env)
+    # Rows that no longer describe the files under a digest that does not either: written anew.
+    conn = sqlite3.connect(str(_index(env)))
+    conn.execute("DELETE FROM docs WHERE file = 'project_alpha.md'")
+    conn.execute("UPDATE meta SET value = ? WHERE key = 'state'", ("1" * 64,))
+    conn.commit()
+    conn.close()
+    _add(env, "project_delta", "delta deploys use the grey script", "DELTA-BODY")
+    assert _index(env).stat().st_ino != inode
+    assert {f: sha for f, (_, sha, _, _) in _rows(env).items()} == _memories(env)
+    assert "ALPHA-BODY" in _prompt(env, "alpha blue script")

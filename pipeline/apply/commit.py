@@ -140,7 +140,8 @@ def commit_run(svc: Services, run_dir: Path, rec: RunRecord, pre: PreState, post
     cache.put("receipt", f"{log_name(seq, rec.run_id)} {written}", digest)
     changes = [Change("harness", n, d, p) for n, d, p in changed_files(pre.harness, post.harness, post.digest)]
     changes += [Change("public", n, d, p) for n, d, p in changed_files(pre.public, post.public, post.digest)]
-    head = _head_change(layout, seq, rec.run_id, digest, any(c.root == "public" for c in changes))
+    touched = _touched(changes)
+    head = _head_change(layout, seq, rec.run_id, digest, bool(touched["public"]))
     if head is not None:
         changes.append(head)
     changes.append(Change("receipts", log_name(seq, rec.run_id), receipt_bytes, None, written))
@@ -150,9 +151,18 @@ def commit_run(svc: Services, run_dir: Path, rec: RunRecord, pre: PreState, post
     reverify_on_disk(svc, final, head, pre)
     from ..store.indexbuild import after_commit
 
-    after_commit(layout, source, final, post, svc.limits)
+    after_commit(layout, source, final, post, svc.limits, touched)
     prune_runs(layout.runs, svc.keep_runs, {rec.run_id})
     return receipt, layout.receipts / log_name(seq, rec.run_id)
+
+
+def _touched(changes: list[Change]) -> dict[str, set[str]]:
+    """The names of each store root the commit changes."""
+    out: dict[str, set[str]] = {"harness": set(), "public": set()}
+    for change in changes:
+        if change.root in out:
+            out[change.root].add(change.name)
+    return out
 
 
 def _head_change(layout: Layout, seq: int, run_id: str, digest: str, touches_mirror: bool) -> Change | None:
