@@ -148,10 +148,13 @@ def commit_run(svc: Services, run_dir: Path, rec: RunRecord, pre: PreState, post
     changes.append(Change("run", "post-receipt.json", receipt_bytes, None, written))
     apply_changes(layout.project_home, run_dir, svc.resolver(run_dir), changes,
                   artifacts={**(artifacts or {}), "pre-receipt.json": pre_receipt})
-    reverify_on_disk(svc, final, head, pre)
     from ..store.indexbuild import after_commit
 
-    after_commit(layout, source, final, post, svc.limits, touched)
+    indexed = after_commit(layout, source, final, post, svc.limits, touched)
+    try:
+        reverify_on_disk(svc, final, head, pre)
+    finally:
+        indexed()
     prune_runs(layout.runs, svc.keep_runs, {rec.run_id})
     return receipt, layout.receipts / log_name(seq, rec.run_id)
 

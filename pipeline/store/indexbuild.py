@@ -19,7 +19,7 @@ from .searchcache import FORMAT, INDEX_NAME, PRIORITY, cache_file, connect, is_r
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Iterator
+    from collections.abc import Callable, Iterable, Iterator
     from sqlite3 import Connection
     from typing import Any
 
@@ -174,9 +174,11 @@ def _committed(root: str, cache: str, post: Mapping[str, str], files: Mapping[st
     _swap_in(cache, fill)
 
 
-# The last state digested, by its value: a long-lived server's next commit starts from the state its
-# previous one left, so that map is compared (in C) instead of encoded and hashed again.
+# The last states digested (each root's, before and after), by value: a long-lived server's next
+# commit starts from the state its previous one left, so that map is compared (in C) instead of
+# encoded and hashed again.
 _DIGESTED: list[tuple[dict[str, str], str]] = []
+_DIGESTS_KEPT = 4
 
 
 def state_digest(files: Mapping[str, str]) -> str:
@@ -186,12 +188,13 @@ def state_digest(files: Mapping[str, str]) -> str:
     tell in one comparison whether the index describes the pre-state of its transaction."""
     from hashlib import sha256
 
-    if _DIGESTED and _DIGESTED[0][0] == files:
-        return _DIGESTED[0][1]
+    for held, digest in tuple(_DIGESTED):  # a copy: the roots' indexes are written on threads of their own
+        if held == files:
+            return digest
     held = dict(files)
     digest = sha256("\0".join([f"{name}/{sha}" for name, sha in sorted(held.items())]).encode("utf-8",
                     "surrogatepass")).hexdigest()
-    _DIGESTED[:] = [(held, digest)]
+    _DIGESTED[:] = [(held, digest), *_DIGESTED[:_DIGESTS_KEPT - 1]]
     return digest
 
 
@@ -254,13 +257,19 @@ def refresh(root: str, cache: str, pre: Mapping[str, str], post: Mapping[str, st
 
 
 def after_commit(layout: Any, source: Mapping[str, Mapping[str, str]], final: Mapping[str, Mapping[str, str]],
-                 post: Any, limits: Any, changed: Mapping[str, Iterable[str]] | None = None) -> None:
-    """Leave each changed root's index describing the committed state (the per-prompt path reads it).
+                 post: Any, limits: Any, changed: Mapping[str, Iterable[str]] | None = None) -> Callable[[], None]:
+    """Start leaving each changed root's index describing the committed state (the per-prompt path
+    reads it); returns the function that waits until that is done.
 
-    ``changed`` names, by root key, the files whose hash the commit changed (computed when not given).
-    Best effort: the commit is already durable, and an index that missed it is caught as stale by its
-    next reader and rebuilt there.
+    Each root's index is its own SQLite file, written on a thread of its own: SQLite tokenizes and
+    writes without holding the interpreter lock, so the roots' indexes and whatever the caller does
+    meanwhile (the post-commit check reading the files back) share the cores. ``changed`` names, by
+    root key, the files whose hash the commit changed (computed when not given). Best effort: the
+    commit is already durable, and an index that missed it is caught as stale by its next reader and
+    rebuilt there.
     """
+    import threading
+
     home = os.fspath(layout.project_home)
     bounds = (int(limits.max_file_bytes), int(limits.max_files))
     harness = final.get("harness", {})
@@ -270,15 +279,29 @@ def after_commit(layout: Any, source: Mapping[str, Mapping[str, str]], final: Ma
     roots = [("harness", layout.harness, "memory", post.harness, True)]
     if layout.mirror is not None and post.mirrored:
         roots.append(("public", layout.mirror, "mirror", post.public, False))
+    threads = []
     for key, root, kind, files, create in roots:
         names = None if changed is None else changed.get(key, ())
         if (names is not None and not names) or source.get(key, {}) == final.get(key, {}):
             continue
-        try:
-            refresh(os.fspath(root), cache_file(home, kind), source.get(key, {}), final.get(key, {}), files,
-                    *bounds, create=create, known=known, changed=names)
-        except Exception:  # a reader repairs what this misses (see the docstring)
-            continue
+
+        def run(root: str = os.fspath(root), cache: str = cache_file(home, kind), pre: Mapping[str, str] =
+                source.get(key, {}), after: Mapping[str, str] = final.get(key, {}), files: Mapping[str, bytes] =
+                files, create: bool = create, names: Iterable[str] | None = names) -> None:
+            try:
+                refresh(root, cache, pre, after, files, *bounds, create=create, known=known, changed=names)
+            except Exception:  # a reader repairs what this misses (see the docstring)
+                pass
+
+        thread = threading.Thread(target=run, name="memfold-index", daemon=True)
+        thread.start()
+        threads.append(thread)
+
+    def join() -> None:
+        for thread in threads:
+            thread.join()
+
+    return join
 
 
 class _Parsed(Mapping[str, "tuple[str, Memory]"]):
