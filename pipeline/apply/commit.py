@@ -24,7 +24,7 @@ from ..receipts.receipt import (
     remember_written,
 )
 from ..receipts.witness import Head, head_name, read_head_file, written_here
-from ..state import PostState, PreState, changed_files, current_hashes, landed_hashes
+from ..state import PostState, PreState, current_hashes, landed_hashes
 from ..store.memory import stamp
 from ..store.state import Limits
 from ..store.statecache import cache_for
@@ -138,8 +138,8 @@ def commit_run(svc: Services, run_dir: Path, rec: RunRecord, pre: PreState, post
     cache = cache_for(layout.project_home)
     cache.seen.add(written)
     cache.put("receipt", f"{log_name(seq, rec.run_id)} {written}", digest)
-    changes = [Change("harness", n, d, p) for n, d, p in changed_files(pre.harness, post.harness, post.digest)]
-    changes += [Change("public", n, d, p) for n, d, p in changed_files(pre.public, post.public, post.digest)]
+    changes = [*_changes("harness", pre.harness.hashes, post.harness, final["harness"]),
+               *_changes("public", pre.public.hashes, post.public, final["public"])]
     touched = _touched(changes)
     head = _head_change(layout, seq, rec.run_id, digest, bool(touched["public"]))
     if head is not None:
@@ -157,6 +157,20 @@ def commit_run(svc: Services, run_dir: Path, rec: RunRecord, pre: PreState, post
         indexed()
     prune_runs(layout.runs, svc.keep_runs, {rec.run_id})
     return receipt, layout.receipts / log_name(seq, rec.run_id)
+
+
+def _changes(root: str, before: Mapping[str, str], files: Mapping[str, bytes],
+             after: Mapping[str, str]) -> list[Change]:
+    """A change for every file whose hash differs between the pre-state and the final map, by name.
+
+    ``after`` is the post-state's own hash map (the receipt's ``finalHashes``), so the names are the
+    symmetric difference of the two maps' items, found in C; only those files' bytes are looked up. Each
+    change carries its hash from that map: the receipt says it, and the check after the commit reads
+    every written file back against it.
+    """
+    names = sorted({name for name, _digest in before.items() ^ after.items()})
+    return [Change(root, name, files[name] if name in after else None, before.get(name), after.get(name))
+            for name in names]
 
 
 def _touched(changes: list[Change]) -> dict[str, set[str]]:
