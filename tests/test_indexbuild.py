@@ -8,6 +8,7 @@ import shutil
 import time
 from pathlib import Path
 
+import pytest
 from conftest import Env
 from test_searchcache import rewrite_in_place
 
@@ -245,3 +246,37 @@ def test_an_index_whose_digest_does_not_vouch_for_the_pre_state_has_its_rows_com
     assert _index(env).stat().st_ino != inode
     assert {f: sha for f, (_, sha, _, _) in _rows(env).items()} == _memories(env)
     assert "ALPHA-BODY" in _prompt(env, "alpha blue script")
+
+
+def test_rows_written_before_the_commit_point_are_dropped_when_the_commit_fails(
+        env: Env, monkeypatch: pytest.MonkeyPatch) -> None:
+    import errno
+
+    from pipeline import fsutil
+
+    _add(env, "project_alpha", "alpha deploys use the blue script", "ALPHA-BODY")
+    _add(env, "project_beta", "beta deploys use the green script", "BETA-BODY")
+    rows, state, inode = _rows(env), _meta(env, "state"), _index(env).stat().st_ino
+    files = _on_disk(env)
+
+    def full_disk(fd: int) -> None:
+        raise OSError(errno.ENOSPC, "no space left on device")
+
+    monkeypatch.setattr(fsutil.ops, "fsync", full_disk)
+    monkeypatch.setattr(fsutil.ops, "syncfs", full_disk)
+    result = env.run("add", "project_gamma", "-d", "gamma deploys use the red script", "-b", "GAMMA-BODY")
+    monkeypatch.undo()
+    assert result.code == 6, result
+    # Nothing landed, and the rows the index wrote meanwhile were rolled back, never committed.
+    assert _on_disk(env) == files
+    assert (_rows(env), _meta(env, "state"), _index(env).stat().st_ino) == (rows, state, inode)
+    assert "GAMMA-BODY" not in _prompt(env, "gamma red script")
+
+
+def test_the_index_records_the_directory_as_the_commit_left_it(env: Env) -> None:
+    from pipeline.store.searchcache import stat_key
+
+    _add(env, "project_alpha", "alpha deploys use the blue script", "ALPHA-BODY")
+    _add(env, "project_beta", "beta deploys use the green script", "BETA-BODY")
+    # Written before the commit point, committed after the renames: the directory as they left it.
+    assert _meta(env, "dir") == stat_key(os.stat(env.harness))

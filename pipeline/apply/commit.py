@@ -146,15 +146,22 @@ def commit_run(svc: Services, run_dir: Path, rec: RunRecord, pre: PreState, post
         changes.append(head)
     changes.append(Change("receipts", log_name(seq, rec.run_id), receipt_bytes, None, written))
     changes.append(Change("run", "post-receipt.json", receipt_bytes, None, written))
-    apply_changes(layout.project_home, run_dir, svc.resolver(run_dir), changes,
-                  artifacts={**(artifacts or {}), "pre-receipt.json": pre_receipt})
     from ..store.indexbuild import after_commit
 
-    indexed = after_commit(layout, source, final, post, svc.limits, touched)
+    # The search indexes are written while the files are staged and synced, and committed once they land.
+    index = after_commit(layout, source, final, post, svc.limits, touched)
+    try:
+        apply_changes(layout.project_home, run_dir, svc.resolver(run_dir), changes,
+                      artifacts={**(artifacts or {}), "pre-receipt.json": pre_receipt})
+    except BaseException:
+        index.finish(False)
+        index.join()
+        raise
+    index.finish(True)
     try:
         reverify_on_disk(svc, final, head, pre)
     finally:
-        indexed()
+        index.join()
     prune_runs(layout.runs, svc.keep_runs, {rec.run_id})
     return receipt, layout.receipts / log_name(seq, rec.run_id)
 

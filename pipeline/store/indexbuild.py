@@ -154,15 +154,17 @@ def _put(conn: Connection, name: str, data: bytes, sha: str, known: Mapping[str,
 
 
 def _committed(root: str, cache: str, post: Mapping[str, str], files: Mapping[str, bytes],
-               known: Mapping[str, tuple[str, Memory]], max_files: int) -> None:
+               known: Mapping[str, tuple[str, Memory]], max_files: int, ready: Callable[[], bool] | None) -> None:
     """A new index of exactly the committed post-state, from the bytes and memories the transaction
     holds: no file is read or hashed again. Its rows carry no stat, so each is hashed once when first
-    served; the directory is recorded as it is now, racy, so its names are compared until it settles."""
+    served; the directory is recorded as it is once ``ready`` (if given) says the commit landed, racy, so
+    its names are compared until it settles."""
 
     def fill(conn: Connection) -> None:
         started = time.time_ns()
         for name in names:
             _put(conn, name, files[name], post[name], known)
+        _wait(ready)
         dir_st = os.stat(root, follow_symlinks=False)
         _set_meta(conn, format=FORMAT, root=root, dir=stat_key(dir_st), racy=str(is_racy(dir_st, started)),
                   count=str(_rows(conn)), state=state)
@@ -172,6 +174,15 @@ def _committed(root: str, cache: str, post: Mapping[str, str], files: Mapping[st
     state = state_digest(post) if len(names) <= max_files else state_digest({n: post[n] for n in names[:max_files]})
     names = names[:max_files]
     _swap_in(cache, fill)
+
+
+class _Dropped(Exception):
+    """The transaction whose rows were written did not commit: they are rolled back, never seen."""
+
+
+def _wait(ready: Callable[[], bool] | None) -> None:
+    if ready is not None and not ready():
+        raise _Dropped
 
 
 # The last states digested (each root's, before and after), by value: a long-lived server's next
@@ -208,7 +219,8 @@ def _describes(indexed: Mapping[str, str], skipped: Mapping[str, str], state: Ma
 
 def refresh(root: str, cache: str, pre: Mapping[str, str], post: Mapping[str, str], files: Mapping[str, bytes],
             max_file_bytes: int, max_files: int, *, create: bool = True,
-            known: Mapping[str, tuple[str, Memory]] | None = None, changed: Iterable[str] | None = None) -> None:
+            known: Mapping[str, tuple[str, Memory]] | None = None, changed: Iterable[str] | None = None,
+            ready: Callable[[], bool] | None = None) -> None:
     """After a commit: change only the rows of the files the transaction changed.
 
     ``pre`` and ``post`` map each file of the root to its sha256 before and after the transaction,
@@ -219,12 +231,16 @@ def refresh(root: str, cache: str, pre: Mapping[str, str], post: Mapping[str, st
     ``create``. Whether it described the pre-state is read from its ``state`` digest, which every
     writer of its rows keeps (readers change only stats and masks); an index without one (written by a
     scan) has its rows compared instead.
+
+    ``ready``, if given, is asked once the rows are written and before the directory is recorded and the
+    rows committed: it waits for the transaction's commit and says whether it landed. Until then no
+    reader sees a row; when it did not land, nothing is written.
     """
     known = {} if known is None else known
     conn = connect(cache)
     if conn is None:
         if create or os.path.exists(cache):
-            _committed(root, cache, post, files, known, max_files)
+            _committed(root, cache, post, files, known, max_files, ready)
         return
     try:
         recorded = conn.execute("SELECT value FROM meta WHERE key = 'state'").fetchone()
@@ -233,7 +249,7 @@ def refresh(root: str, cache: str, pre: Mapping[str, str], post: Mapping[str, st
             skipped = dict(conn.execute("SELECT file, sha FROM skipped"))
             if not _describes(indexed, skipped, {n: h for n, h in pre.items() if n != INDEX_NAME}):
                 conn.close()
-                return _committed(root, cache, post, files, known, max_files)
+                return _committed(root, cache, post, files, known, max_files, ready)
         if changed is None:
             changed = [n for n in pre.keys() | post.keys() if pre.get(n) != post.get(n)]
         with conn:
@@ -248,6 +264,7 @@ def refresh(root: str, cache: str, pre: Mapping[str, str], post: Mapping[str, st
                 conn.execute("DELETE FROM skipped WHERE file = ?", (name,))
                 if name in post:
                     _put(conn, name, files[name], post[name], known)
+            _wait(ready)
             dir_st = os.stat(root, follow_symlinks=False)
             _set_meta(conn, dir=stat_key(dir_st), racy=str(is_racy(dir_st, started)), count=str(_rows(conn)),
                       state=state_digest(post))
@@ -256,16 +273,46 @@ def refresh(root: str, cache: str, pre: Mapping[str, str], post: Mapping[str, st
     return None
 
 
-def after_commit(layout: Any, source: Mapping[str, Mapping[str, str]], final: Mapping[str, Mapping[str, str]],
-                 post: Any, limits: Any, changed: Mapping[str, Iterable[str]] | None = None) -> Callable[[], None]:
-    """Start leaving each changed root's index describing the committed state (the per-prompt path
-    reads it); returns the function that waits until that is done.
+class Refresh:
+    """The index refreshes of one transaction, started before its commit point (see ``after_commit``)."""
 
-    Each root's index is its own SQLite file, written on a thread of its own: SQLite tokenizes and
-    writes without holding the interpreter lock, so the roots' indexes and whatever the caller does
-    meanwhile (the post-commit check reading the files back) share the cores. ``changed`` names, by
-    root key, the files whose hash the commit changed (computed when not given). Best effort: the
-    commit is already durable, and an index that missed it is caught as stale by its next reader and
+    __slots__ = ("threads", "_landed", "_outcome")
+
+    # How long a refresh waits for the commit's outcome before it drops its rows (a reader then rebuilds).
+    WAIT_S = 120.0
+
+    def __init__(self) -> None:
+        import threading
+
+        self.threads: list[threading.Thread] = []
+        self._landed = threading.Event()
+        self._outcome = False
+
+    def ready(self) -> bool:
+        self._landed.wait(self.WAIT_S)
+        return self._outcome
+
+    def finish(self, committed: bool) -> None:
+        """Say whether the commit landed: the refreshes then record the directory and commit, or drop."""
+        self._outcome = committed
+        self._landed.set()
+
+    def join(self) -> None:
+        for thread in self.threads:
+            thread.join()
+
+
+def after_commit(layout: Any, source: Mapping[str, Mapping[str, str]], final: Mapping[str, Mapping[str, str]],
+                 post: Any, limits: Any, changed: Mapping[str, Iterable[str]] | None = None) -> Refresh:
+    """Start writing each changed root's index to describe the post-state (the per-prompt path reads it).
+
+    Called before the commit point: each root's index is its own SQLite file, written on a thread of its
+    own while the transaction stages, syncs and renames its files (SQLite tokenizes and writes without
+    holding the interpreter lock, so the two share the cores). The rows stay in an open SQLite
+    transaction until the caller says, with ``Refresh.finish``, whether the commit landed: then the
+    root's directory is recorded as the renames left it and the rows are committed, or they are rolled
+    back. ``changed`` names, by root key, the files whose hash the commit changes (computed when not
+    given). Best effort: an index that missed the commit is caught as stale by its next reader and
     rebuilt there.
     """
     import threading
@@ -279,7 +326,7 @@ def after_commit(layout: Any, source: Mapping[str, Mapping[str, str]], final: Ma
     roots = [("harness", layout.harness, "memory", post.harness, True)]
     if layout.mirror is not None and post.mirrored:
         roots.append(("public", layout.mirror, "mirror", post.public, False))
-    threads = []
+    refresh_ = Refresh()
     for key, root, kind, files, create in roots:
         names = None if changed is None else changed.get(key, ())
         if (names is not None and not names) or source.get(key, {}) == final.get(key, {}):
@@ -289,19 +336,15 @@ def after_commit(layout: Any, source: Mapping[str, Mapping[str, str]], final: Ma
                 source.get(key, {}), after: Mapping[str, str] = final.get(key, {}), files: Mapping[str, bytes] =
                 files, create: bool = create, names: Iterable[str] | None = names) -> None:
             try:
-                refresh(root, cache, pre, after, files, *bounds, create=create, known=known, changed=names)
-            except Exception:  # a reader repairs what this misses (see the docstring)
+                refresh(root, cache, pre, after, files, *bounds, create=create, known=known, changed=names,
+                        ready=refresh_.ready)
+            except Exception:  # dropped, or a reader repairs what this misses (see the docstring)
                 pass
 
         thread = threading.Thread(target=run, name="memfold-index", daemon=True)
         thread.start()
-        threads.append(thread)
-
-    def join() -> None:
-        for thread in threads:
-            thread.join()
-
-    return join
+        refresh_.threads.append(thread)
+    return refresh_
 
 
 class _Parsed(Mapping[str, "tuple[str, Memory]"]):
