@@ -94,23 +94,10 @@ def direct_transaction(
     return result
 
 
-# A root directory this large (bytes of entries, as Linux file systems report it) holds hundreds of
-# files: a stat of each costs more than setting up a kernel watch (~4 ms with ctypes).
-_WATCH_FROM_DIR_BYTES = 32 << 10
-
-
 def _one_shot_watch(layout: Any, limits: Any) -> WarmState | None:
-    import os
+    from .store.warm import one_shot
 
-    try:
-        large = os.stat(layout.harness).st_size >= _WATCH_FROM_DIR_BYTES
-    except OSError:
-        return None
-    if not large:
-        return None
-    from .store.warm import WarmState
-
-    return WarmState(layout, limits)
+    return one_shot(layout, limits)
 
 
 def _edit(svc: Services, run_id: str, command: str, build: Callable[[PreState], list[Operation]], pre: PreState,

@@ -123,6 +123,22 @@ class WarmState:
         self.events = set()
 
 
+# A root directory this large (bytes of entries, as Linux file systems report it) holds hundreds of
+# files: a stat of each costs more than setting up a kernel watch (~4 ms with ctypes).
+WATCH_FROM_DIR_BYTES = 32 << 10
+
+
+def one_shot(layout: Layout, limits: Limits) -> WarmState | None:
+    """A watch for one transaction of a large store (None for a small one): the check after its commit
+    then reads back what it wrote instead of stat-ing every file again. Close it when the transaction
+    ends."""
+    try:
+        large = os.stat(layout.harness).st_size >= WATCH_FROM_DIR_BYTES
+    except OSError:
+        return None
+    return WarmState(layout, limits) if large else None
+
+
 def _store_file(name: str) -> bool:
     """Whether ``read_root`` looks at a file of this name (a memory, the index, or a refused look-alike)."""
     return not name.startswith(TEMP_PREFIX) and (name == INDEX_NAME or name.lower().endswith(".md"))
