@@ -280,3 +280,46 @@ def test_the_index_records_the_directory_as_the_commit_left_it(env: Env) -> None
     _add(env, "project_beta", "beta deploys use the green script", "BETA-BODY")
     # Written before the commit point, committed after the renames: the directory as they left it.
     assert _meta(env, "dir") == stat_key(os.stat(env.harness))
+
+
+def test_a_large_batch_whose_commit_point_fails_leaves_the_index_as_it_was(
+        env: Env, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past the syncfs threshold the index starts after the batch is durable: a failure after that
+    (here the journal's rename, the commit point itself) still rolls its rows back."""
+    import datetime as dt
+
+    from test_commit import _content
+
+    from pipeline import fsutil
+    from pipeline.apply.commit import RunRecord, Services, commit_run, gate
+    from pipeline.apply.runs import create_run_dir
+    from pipeline.errors import ApplyFailed
+    from pipeline.paths import make_layout
+    from pipeline.state import Operation, compute_post, read_pre
+    from pipeline.store.state import Limits
+
+    _add(env, "project_alpha", "alpha deploys use the blue script", "ALPHA-BODY")
+    _add(env, "project_beta", "beta deploys use the green script", "BETA-BODY")
+    rows, state, inode, files = _rows(env), _meta(env, "state"), _index(env).stat().st_ino, _on_disk(env)
+    svc = Services(make_layout(env.home, env.project), Limits(), lambda: dt.datetime.now(dt.UTC), None)
+    pre = read_pre(svc.layout, svc.limits)
+    ops = [Operation(f"project_bulk-{i}.md", "create", "private", _content(f"project_bulk-{i}", f"bulk fact {i}",
+                                                                           "private")) for i in range(80)]
+    post = compute_post(pre, ops)
+    gate(svc, pre, post)
+    run_id = "20261130T120000Z-0000beef"
+    run_dir = create_run_dir(svc.layout.runs, svc.layout.home, run_id)
+    rename = fsutil.ops.rename
+
+    def no_commit_point(src: str, dst: str) -> None:
+        if dst.endswith("journal.json"):
+            raise OSError(5, "input/output error")
+        rename(src, dst)
+
+    monkeypatch.setattr(fsutil.ops, "rename", no_commit_point)
+    record = RunRecord(run_id, "a" * 64, "b" * 64, [], "import", {"name": "parent"}, {"kind": "none"})
+    with pytest.raises(ApplyFailed):
+        commit_run(svc, run_dir, record, pre, post, b"{}", {"plan.json": b"{}"})
+    monkeypatch.undo()
+    assert _on_disk(env) == files
+    assert (_rows(env), _meta(env, "state"), _index(env).stat().st_ino) == (rows, state, inode)

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import VerifyFailed
 from ..frozen import Frozen
-from ..fsutil import sha256_bytes
+from ..fsutil import SYNCFS_MIN, sha256_bytes
 from ..mirror.guard import privacy_gate, refuse_drift, refuse_safe_without_mirror, verify_post
 from ..paths import Layout
 from ..receipts.maptext import MapText
@@ -36,6 +36,9 @@ if TYPE_CHECKING:
     from ..privacy import RuleSet
 
 ROOTS = ("harness", "public", "receipts")
+# Files of a commit's staging batch besides its changes and artifacts: the pending marker, the pre
+# receipt, both journal states, and the directories (the project home, runs, the run dir, each root).
+_RUN_FILES = 8
 
 
 def _roots(layout: Layout) -> tuple[str, ...]:
@@ -146,22 +149,35 @@ def commit_run(svc: Services, run_dir: Path, rec: RunRecord, pre: PreState, post
         changes.append(head)
     changes.append(Change("receipts", log_name(seq, rec.run_id), receipt_bytes, None, written))
     changes.append(Change("run", "post-receipt.json", receipt_bytes, None, written))
-    from ..store.indexbuild import after_commit
+    from ..store.indexbuild import Refresh, after_commit
 
-    # The search indexes are written while the files are staged and synced, and committed once they land.
-    index = after_commit(layout, source, final, post, svc.limits, touched)
+    # The search indexes are written while the commit goes on, and committed once it has landed.
+    started: list[Refresh] = []
+
+    def index() -> None:
+        started.append(after_commit(layout, source, final, post, svc.limits, touched))
+
+    # A batch this large is made durable by one syncfs, which would also write back every page the
+    # indexes dirty meanwhile: they start once it is done. Below it each file's own fsync is unaffected.
+    early = len(changes) + len(artifacts or {}) + _RUN_FILES < SYNCFS_MIN
+    if early:
+        index()
     try:
         apply_changes(layout.project_home, run_dir, svc.resolver(run_dir), changes,
-                      artifacts={**(artifacts or {}), "pre-receipt.json": pre_receipt})
+                      artifacts={**(artifacts or {}), "pre-receipt.json": pre_receipt},
+                      synced=None if early else index)
     except BaseException:
-        index.finish(False)
-        index.join()
+        for refresh in started:
+            refresh.finish(False)
+            refresh.join()
         raise
-    index.finish(True)
+    if not started:
+        index()
+    started[0].finish(True)
     try:
         reverify_on_disk(svc, final, head, pre)
     finally:
-        index.join()
+        started[0].join()
     prune_runs(layout.runs, svc.keep_runs, {rec.run_id})
     return receipt, layout.receipts / log_name(seq, rec.run_id)
 
