@@ -146,7 +146,7 @@ def _run(svc: Services, req: ConsolidateRequest, tx: Transaction, t: Timings, la
                         "planSource": outcome.extracted.source}, outcome.protections)
     with t.stage("commit"):
         receipt, log_path = commit_run(svc, run_dir, record, pre, post, plan_bytes,
-                                       outcome=receipt_outcome(summary))
+                                       outcome=receipt_outcome(summary), timings=t)
     return {**summary, "dryRun": False, "runDir": str(run_dir), "receipt": str(log_path),
             "planDigest": sha256_bytes(plan_bytes), "previous": receipt["previous"], "timings": t.stages}
 

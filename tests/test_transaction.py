@@ -284,5 +284,8 @@ def test_a_large_stores_consolidation_is_watched_so_its_post_commit_check_reads_
     result = env.run("--json", "consolidate", "--no-context")
     assert result.code == 0, result.err
     assert vouched == [True] and checked and all(checked)
+    timings = json.loads(result.out)["timings"]
+    parts = [timings[part] for part in ("commit: apply", "commit: re-verify", "commit: index wait")]
+    assert all(ms >= 0 for ms in parts) and sum(parts) <= timings["commit"]
     assert _inotify_fds() == watches  # the run's watch is closed with it
     assert env.run("verify").code == 0 and env.run("audit").code == 0

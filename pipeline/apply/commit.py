@@ -28,6 +28,7 @@ from ..state import PostState, PreState, current_hashes, landed_hashes
 from ..store.memory import stamp
 from ..store.state import Limits
 from ..store.statecache import cache_for
+from ..timing import Timings
 from .journal import Change, RootResolver, recover
 from .journal import apply_changes as apply_changes  # re-exported: the bench times it here
 from .runs import prune_runs
@@ -36,6 +37,8 @@ if TYPE_CHECKING:
     from ..privacy import RuleSet
 
 ROOTS = ("harness", "public", "receipts")
+# The parts of a commit its timings name (stage rows of `memfold bench`).
+COMMIT_PARTS = ("commit: apply", "commit: re-verify", "commit: index wait")
 # Files of a commit's staging batch besides its changes and artifacts: the pending marker, the pre
 # receipt, both journal states, and the directories (the project home, runs, the run dir, each root).
 _RUN_FILES = 8
@@ -113,14 +116,17 @@ def gate(svc: Services, pre: PreState, post: PostState) -> None:
 def commit_run(svc: Services, run_dir: Path, rec: RunRecord, pre: PreState, post: PostState,
                plan_bytes: bytes, artifacts: Mapping[str, bytes] | None = None,
                outcome: dict[str, Any] | None = None, *, hashes: tuple[HashMaps, HashMaps] | None = None,
-               texts: MapText | None = None) -> tuple[dict[str, Any], Path]:
+               texts: MapText | None = None, timings: Timings | None = None) -> tuple[dict[str, Any], Path]:
     """Pre receipt, stage, journal, commit, re-verify on disk. Returns the post receipt and its log path.
 
     ``artifacts`` are run-dir files not yet written (a direct edit's plan and manifest): they are made
     durable in one batch with the pre receipt and the staged files, before the commit point.
     ``hashes`` are the source and final hash maps if the caller built them already, ``texts`` the
     encodings of them its own documents made: each map is then encoded once for the whole run.
+    ``timings`` gets the commit's parts: the apply, the re-verify on disk, and the wait for the search
+    indexes after it (``COMMIT_PARTS``).
     """
+    t = Timings() if timings is None else timings
     layout = svc.layout
     source, final = (pre.hash_maps(), post.hash_maps()) if hashes is None else hashes
     texts = MapText() if texts is None else texts
@@ -163,9 +169,10 @@ def commit_run(svc: Services, run_dir: Path, rec: RunRecord, pre: PreState, post
     if early:
         index()
     try:
-        apply_changes(layout.project_home, run_dir, svc.resolver(run_dir), changes,
-                      artifacts={**(artifacts or {}), "pre-receipt.json": pre_receipt},
-                      synced=None if early else index)
+        with t.stage(COMMIT_PARTS[0]):
+            apply_changes(layout.project_home, run_dir, svc.resolver(run_dir), changes,
+                          artifacts={**(artifacts or {}), "pre-receipt.json": pre_receipt},
+                          synced=None if early else index)
     except BaseException:
         for refresh in started:
             refresh.finish(False)
@@ -175,9 +182,11 @@ def commit_run(svc: Services, run_dir: Path, rec: RunRecord, pre: PreState, post
         index()
     started[0].finish(True)
     try:
-        reverify_on_disk(svc, final, head, pre)
+        with t.stage(COMMIT_PARTS[1]):
+            reverify_on_disk(svc, final, head, pre)
     finally:
-        started[0].join()
+        with t.stage(COMMIT_PARTS[2]):
+            started[0].join()
     prune_runs(layout.runs, svc.keep_runs, {rec.run_id})
     return receipt, layout.receipts / log_name(seq, rec.run_id)
 
