@@ -252,16 +252,15 @@ def refresh(root: str, cache: str, pre: Mapping[str, str], post: Mapping[str, st
                 return _committed(root, cache, post, files, known, max_files, ready)
         if changed is None:
             changed = [n for n in pre.keys() | post.keys() if pre.get(n) != post.get(n)]
+        names = sorted(name for name in changed if name != INDEX_NAME)
         with conn:
             started = time.time_ns()
-            for name in sorted(changed):
-                if name == INDEX_NAME:
-                    continue
-                row = conn.execute("SELECT id FROM docs WHERE file = ?", (name,)).fetchone()
-                if row is not None:
-                    fts.delete(conn, row[0])
-                    conn.execute("DELETE FROM docs WHERE id = ?", row)
-                conn.execute("DELETE FROM skipped WHERE file = ?", (name,))
+            # Every old row first, each table in one prepared statement, then the new rows.
+            ids = [row for name in names for row in conn.execute("SELECT id FROM docs WHERE file = ?", (name,))]
+            fts.delete_many(conn, (rowid for rowid, in ids))
+            conn.executemany("DELETE FROM docs WHERE id = ?", ids)
+            conn.executemany("DELETE FROM skipped WHERE file = ?", [(name,) for name in names])
+            for name in names:
                 if name in post:
                     _put(conn, name, files[name], post[name], known)
             _wait(ready)
