@@ -20,6 +20,7 @@ from .store.memory import INDEX_NAME, TYPES, VISIBILITIES, Memory, render_memory
 from .store.state import find_name
 
 if TYPE_CHECKING:
+    from .receipts.receipt import HashMaps
     from .store.warm import WarmState
 
 EDIT_PLAN_KIND = "memory-edit-plan"
@@ -75,7 +76,7 @@ def direct_transaction(
             watched.forget()  # recovery changed the roots: read them
         pre = watched.read() if watched is not None else read_pre(layout, svc.limits)
         try:
-            result, post = _edit(svc, tx.run_id, command, build, pre, extra, publish)
+            result, post, final = _edit(svc, tx.run_id, command, build, pre, extra, publish)
         except BaseException:
             if watched is not None:
                 watched.forget()
@@ -84,7 +85,7 @@ def direct_transaction(
             if watched is not None and warm is None:
                 watched.close()
         if warm is not None and post is not None:
-            warm.committed(pre, post, post.hash_maps())
+            warm.committed(pre, post, final)
         if post is None:
             return result
     indexes = (("private", post.harness), ("mirror", post.public))
@@ -93,27 +94,14 @@ def direct_transaction(
     return result
 
 
-# A root directory this large (bytes of entries, as Linux file systems report it) holds hundreds of
-# files: a stat of each costs more than setting up a kernel watch (~4 ms with ctypes).
-_WATCH_FROM_DIR_BYTES = 32 << 10
-
-
 def _one_shot_watch(layout: Any, limits: Any) -> WarmState | None:
-    import os
+    from .store.warm import one_shot
 
-    try:
-        large = os.stat(layout.harness).st_size >= _WATCH_FROM_DIR_BYTES
-    except OSError:
-        return None
-    if not large:
-        return None
-    from .store.warm import WarmState
-
-    return WarmState(layout, limits)
+    return one_shot(layout, limits)
 
 
 def _edit(svc: Services, run_id: str, command: str, build: Callable[[PreState], list[Operation]], pre: PreState,
-          extra: dict[str, Any] | None, publish: str) -> tuple[TxResult, PostState | None]:
+          extra: dict[str, Any] | None, publish: str) -> tuple[TxResult, PostState | None, HashMaps]:
     """Build, gate and commit one direct edit from ``pre`` (under the transaction's lock)."""
     layout = svc.layout
     operations = build(pre)
@@ -121,7 +109,7 @@ def _edit(svc: Services, run_id: str, command: str, build: Callable[[PreState], 
     post = compute_post(pre, operations)
     source, final = pre.hash_maps(), post.hash_maps()
     if final == source:
-        return TxResult(None, command, warnings=["nothing to change"]), None
+        return TxResult(None, command, warnings=["nothing to change"]), None, final
     gate(svc, pre, post)
     run_dir = create_run_dir(layout.runs, layout.home, run_id)
     selected = sorted(op.name for op in operations if op.name in pre.memories)
@@ -143,7 +131,7 @@ def _edit(svc: Services, run_id: str, command: str, build: Callable[[PreState], 
     rec = RunRecord(run_id, manifest["scopeDigest"], artifact, selected, command, PARENT_WORKER, NO_SANDBOX)
     log_path = commit_run(svc, run_dir, rec, pre, post, plan_bytes, artifacts, hashes=(source, final),
                           texts=texts)[1]
-    return TxResult(run_id, command, [op.summary() for op in operations], str(log_path)), post
+    return TxResult(run_id, command, [op.summary() for op in operations], str(log_path)), post, final
 
 
 # any: no check (--allow-publish); named: the memory the command names may become safe, a copy of

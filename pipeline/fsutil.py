@@ -223,27 +223,90 @@ def _fsync_concurrently(fds: list[int]) -> None:
         for fd in fds:
             ops.fsync(fd)
         return
-    # Plain threads, one per descriptor up to a cap: concurrent.futures (with logging) costs ~15 ms
-    # to import, more than starting a dozen threads.
-    import threading
+    _pool().run(fds)
 
-    errors: list[BaseException] = []
 
-    def work(chunk: list[int]) -> None:
-        for fd in chunk:
+class _Batch:
+    """One ``fsync_all`` call's descriptors in flight: how many are left, the errors, who waits."""
+
+    __slots__ = ("left", "errors", "lock", "done")
+
+    def __init__(self, count: int, lock: Any, done: Any) -> None:
+        self.left, self.lock, self.done = count, lock, done
+        self.errors: list[BaseException] = []
+
+    def fsync(self, fd: int) -> None:
+        try:
+            ops.fsync(fd)
+        except BaseException as exc:
+            self.errors.append(exc)
+        with self.lock:
+            self.left -= 1
+            last = self.left == 0
+        if last:
+            self.done.release()
+
+
+class _FsyncPool:
+    """Threads kept for the life of the process, each taking descriptors to fsync from one queue.
+
+    A warm server commits many times: starting a thread per descriptor cost more than the waits of a
+    small batch (20 thread starts per write). The calling thread takes descriptors from the queue too,
+    then waits until every descriptor of its batch is done; all are done before the first error, if
+    any, is raised.
+    """
+
+    def __init__(self) -> None:
+        import threading
+        from _queue import Empty, SimpleQueue  # the C queue: no import of queue, heapq or collections' deque
+
+        self._threading = threading
+        self._empty = Empty
+        self._tasks: Any = SimpleQueue()
+        self._started = 0
+        self._grow = threading.Lock()
+
+    def _worker(self) -> None:
+        while True:
+            batch, fd = self._tasks.get()
+            batch.fsync(fd)
+
+    def run(self, fds: list[int]) -> None:
+        threading = self._threading
+        done = threading.Lock()
+        done.acquire()
+        batch = _Batch(len(fds), threading.Lock(), done)
+        with self._grow:
+            while self._started < min(_FSYNC_THREADS, len(fds)) - 1:  # the caller is one of them
+                threading.Thread(target=self._worker, name="memfold-fsync", daemon=True).start()
+                self._started += 1
+        for fd in fds:
+            self._tasks.put((batch, fd))
+        while batch.left:
             try:
-                ops.fsync(fd)
-            except BaseException as exc:
-                errors.append(exc)
+                other, fd = self._tasks.get_nowait()
+            except self._empty:  # the workers hold the rest
+                break
+            other.fsync(fd)
+        done.acquire()
+        if batch.errors:
+            raise batch.errors[0]
 
-    count = min(_FSYNC_THREADS, len(fds))
-    threads = [threading.Thread(target=work, args=(fds[i::count],), name="memfold-fsync") for i in range(count)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    if errors:
-        raise errors[0]
+
+_POOL: list[_FsyncPool] = []
+
+
+def _pool() -> _FsyncPool:
+    if not _POOL:
+        if not _FORKED_HOOK:
+            # A child forked without exec has none of the parent's threads: it starts its own.
+            os.register_at_fork(after_in_child=_POOL.clear)
+            _FORKED_HOOK.append(True)
+        _POOL.append(_FsyncPool())
+    return _POOL[0]
+
+
+_FORKED_HOOK: list[bool] = []
 
 
 def create_unsynced(path: str | Path, data: bytes, mode: int = 0o600) -> int:

@@ -8,7 +8,7 @@ from typing import Any, Protocol
 
 from .apply.commit import RunRecord, Services, commit_run, gate
 from .apply.runs import create_run_dir
-from .apply.skeleton import transaction
+from .apply.skeleton import Transaction, transaction
 from .apply.stale import refuse_if_stale
 from .context.manifest import build_manifest, write_manifest
 from .context.scope import default_scope, select
@@ -17,6 +17,7 @@ from .errors import InputRejected
 from .frozen import FrozenValue
 from .fsutil import sha256_bytes
 from .state import PreState, compute_post, read_pre
+from .store.warm import WarmState, one_shot
 from .timing import Timings
 from .worker.ahead import Launcher, start_launcher
 from .worker.extract import ExtractLimits
@@ -92,45 +93,60 @@ def consolidate(svc: Services, req: ConsolidateRequest, launcher: Launcher | Non
         with t.stage("launcher-start"):
             launcher = start_launcher(planner=req.worker == BUILTIN)
     with launcher, transaction(svc, "consolidate", lock_timeout=req.lock_timeout, timings=t) as tx:
-        with t.stage("read"):
-            pre = read_pre(layout, svc.limits)
-        run_dir = create_run_dir(layout.runs, layout.home, tx.run_id)
-        with t.stage("snapshot"):
-            snapshot, snapshot_digest = snapshot_run(run_dir, req.context, source=req.context_source,
-                                                     limits=req.context_limits)
-        with t.stage("manifest"):
-            manifest, choice = _manifest(svc, req, run_dir, snapshot, snapshot_digest, pre)
-        with t.stage("worker"), meanwhile(*_later_stages(svc, pre)) as started:
-            outcome = run_plan_worker(choice, run_dir=run_dir, layout=layout, parent_env=req.parent_env,
-                                      unsafe_no_sandbox=req.unsafe_no_sandbox, limits=req.extract_limits,
-                                      launcher=launcher, started=started)
-        t.add("extraction", outcome.extract_ms)
-        plan_bytes = outcome.extracted.plan_bytes
-        from .apply.summary import receipt_outcome, summarize
-        from .validation.plan import raise_for, validate_run
+        # A large store is watched for the run: the check after the commit reads back what it wrote.
+        watched = one_shot(layout, svc.limits)
+        if watched is not None and tx.recovered is not None:
+            watched.forget()
+        try:
+            return _run(svc, req, tx, t, launcher, watched)
+        finally:
+            if watched is not None:
+                watched.close()
 
-        with t.stage("validation"):
-            validation = validate_run(run_dir, outcome.extracted.plan, manifest, pre=pre,
-                                      repo_root=layout.project_root, ruleset=svc.ruleset,
-                                      allow_publish=req.allow_publish, limits=svc.limits)
-        raise_for(validation)
-        with t.stage("stale-check"):
-            refuse_if_stale(layout, svc.limits, pre)
-        with t.stage("index"):
-            post = compute_post(pre, validation.operations)
-        summary = summarize(tx.run_id, outcome.extracted.plan, pre, post, _redactor(svc))
-        if req.refuse_emptying:
-            _refuse_emptying(summary)
-        if req.dry_run:
-            return {**summary, "dryRun": True, "runDir": str(run_dir), "timings": t.stages}
-        with t.stage("post-verify"):
-            gate(svc, pre, post)
-        record = RunRecord(tx.run_id, manifest["scopeDigest"], snapshot_digest, manifest["selected"], "consolidate",
-                           {**choice.describe(), "durationSeconds": round(outcome.duration_s, 3),
-                            "planSource": outcome.extracted.source}, outcome.protections)
-        with t.stage("commit"):
-            receipt, log_path = commit_run(svc, run_dir, record, pre, post, plan_bytes,
-                                         outcome=receipt_outcome(summary))
+
+def _run(svc: Services, req: ConsolidateRequest, tx: Transaction, t: Timings, launcher: Launcher,
+         watched: WarmState | None) -> dict[str, Any]:
+    """The stages of ``consolidate`` inside its open transaction."""
+    layout = svc.layout
+    with t.stage("read"):
+        pre = watched.read() if watched is not None else read_pre(layout, svc.limits)
+    run_dir = create_run_dir(layout.runs, layout.home, tx.run_id)
+    with t.stage("snapshot"):
+        snapshot, snapshot_digest = snapshot_run(run_dir, req.context, source=req.context_source,
+                                                 limits=req.context_limits)
+    with t.stage("manifest"):
+        manifest, choice = _manifest(svc, req, run_dir, snapshot, snapshot_digest, pre)
+    with t.stage("worker"), meanwhile(*_later_stages(svc, pre)) as started:
+        outcome = run_plan_worker(choice, run_dir=run_dir, layout=layout, parent_env=req.parent_env,
+                                  unsafe_no_sandbox=req.unsafe_no_sandbox, limits=req.extract_limits,
+                                  launcher=launcher, started=started)
+    t.add("extraction", outcome.extract_ms)
+    plan_bytes = outcome.extracted.plan_bytes
+    from .apply.summary import receipt_outcome, summarize
+    from .validation.plan import raise_for, validate_run
+
+    with t.stage("validation"):
+        validation = validate_run(run_dir, outcome.extracted.plan, manifest, pre=pre,
+                                  repo_root=layout.project_root, ruleset=svc.ruleset,
+                                  allow_publish=req.allow_publish, limits=svc.limits)
+    raise_for(validation)
+    with t.stage("stale-check"):
+        refuse_if_stale(layout, svc.limits, pre)
+    with t.stage("index"):
+        post = compute_post(pre, validation.operations)
+    summary = summarize(tx.run_id, outcome.extracted.plan, pre, post, _redactor(svc))
+    if req.refuse_emptying:
+        _refuse_emptying(summary)
+    if req.dry_run:
+        return {**summary, "dryRun": True, "runDir": str(run_dir), "timings": t.stages}
+    with t.stage("post-verify"):
+        gate(svc, pre, post)
+    record = RunRecord(tx.run_id, manifest["scopeDigest"], snapshot_digest, manifest["selected"], "consolidate",
+                       {**choice.describe(), "durationSeconds": round(outcome.duration_s, 3),
+                        "planSource": outcome.extracted.source}, outcome.protections)
+    with t.stage("commit"):
+        receipt, log_path = commit_run(svc, run_dir, record, pre, post, plan_bytes,
+                                       outcome=receipt_outcome(summary), timings=t)
     return {**summary, "dryRun": False, "runDir": str(run_dir), "receipt": str(log_path),
             "planDigest": sha256_bytes(plan_bytes), "previous": receipt["previous"], "timings": t.stages}
 

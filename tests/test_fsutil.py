@@ -6,6 +6,7 @@ import errno
 import hashlib
 import json
 import os
+import signal
 import stat
 from pathlib import Path
 
@@ -134,3 +135,72 @@ def test_ensure_dir_creates_with_the_mode_and_refuses_a_symlinked_parent(tmp_pat
     with pytest.raises(UnsafePath):
         ensure_dir(tmp_path / "c" / "d", tmp_path)
     assert list(outside.iterdir()) == []
+
+
+def _open_files(tmp_path: Path, count: int) -> list[int]:
+    return [os.open(tmp_path / f"f{i}", os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o600) for i in range(count)]
+
+
+def test_batched_fsyncs_reuse_the_same_threads_and_sync_each_descriptor_once(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import threading
+
+    synced: list[tuple[int, str]] = []
+    real = fsutil.ops.fsync
+
+    def record(fd: int) -> None:
+        synced.append((fd, threading.current_thread().name))
+        real(fd)
+
+    monkeypatch.setattr(fsutil.ops, "fsync", record)
+    fds = _open_files(tmp_path, 20)
+    try:
+        fsutil.fsync_all(fds[:10])
+        workers = {t.ident for t in threading.enumerate() if t.name == "memfold-fsync"}
+        assert workers  # kept for the next batch
+        fsutil.fsync_all(fds[10:])
+        assert {t.ident for t in threading.enumerate() if t.name == "memfold-fsync"} == workers
+    finally:
+        for fd in fds:
+            os.close(fd)
+    assert sorted(fd for fd, _ in synced) == sorted(fds)
+
+
+def test_a_failed_fsync_is_raised_after_every_other_descriptor_of_its_batch_is_synced(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    synced: list[int] = []
+    fds = _open_files(tmp_path, 12)
+
+    def fail_one(fd: int) -> None:
+        if fd == fds[3]:
+            raise OSError(errno.EIO, "write-back failed")
+        synced.append(fd)
+
+    monkeypatch.setattr(fsutil.ops, "fsync", fail_one)
+    try:
+        with pytest.raises(OSError) as caught:
+            fsutil.fsync_all(fds)
+    finally:
+        for fd in fds:
+            os.close(fd)
+    assert caught.value.errno == errno.EIO
+    assert sorted(synced) == sorted(fd for fd in fds if fd != fds[3])
+
+
+def test_a_forked_child_syncs_its_batch_with_threads_of_its_own(tmp_path: Path) -> None:
+    fds = _open_files(tmp_path, 6)
+    try:
+        fsutil.fsync_all(fds)  # the parent's threads exist now; the child has none of them
+        pid = os.fork()
+        if pid == 0:  # pragma: no cover - the child
+            signal.alarm(20)  # a child waiting on threads it does not have dies instead of hanging
+            try:
+                fsutil.fsync_all(fds)
+                os._exit(0)
+            except BaseException:
+                os._exit(1)
+        _, status = os.waitpid(pid, 0)
+    finally:
+        for fd in fds:
+            os.close(fd)
+    assert os.waitstatus_to_exitcode(status) == 0

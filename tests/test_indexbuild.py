@@ -8,6 +8,7 @@ import shutil
 import time
 from pathlib import Path
 
+import pytest
 from conftest import Env
 from test_searchcache import rewrite_in_place
 
@@ -180,3 +181,145 @@ def test_a_broken_file_recorded_within_the_racy_window_is_checked_by_its_bytes(e
     _record_stat(env, path, 1)
     _open_index(env)
     assert _skipped(env) == {} and "project_broken.md" in _rows(env)
+
+
+def _meta(env: Env, key: str) -> str | None:
+    conn = sqlite3.connect(str(_index(env)))
+    try:
+        found = conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return None if found is None else str(found[0])
+    finally:
+        conn.close()
+
+
+def _set_meta(env: Env, key: str, value: str) -> None:
+    conn = sqlite3.connect(str(_index(env)))
+    try:
+        conn.execute("UPDATE meta SET value = ? WHERE key = ?", (value, key))
+        conn.commit()
+    finally:
+        conn.close()
+
+
+def _on_disk(env: Env) -> dict[str, str]:
+    from pipeline.fsutil import sha256_bytes
+
+    return {p.name: sha256_bytes(p.read_bytes()) for p in env.harness.iterdir() if p.name.endswith(".md")}
+
+
+def _memories(env: Env) -> dict[str, str]:
+    return {name: sha for name, sha in _on_disk(env).items() if name != "MEMORY.md"}
+
+
+def _digest(files: dict[str, str]) -> str:
+    import hashlib
+
+    return hashlib.sha256("\0".join(f"{name}/{sha}" for name, sha in sorted(files.items())).encode()).hexdigest()
+
+
+def test_each_commit_records_the_digest_of_the_files_its_index_describes(env: Env) -> None:
+    _add(env, "project_alpha", "alpha deploys use the blue script", "ALPHA-BODY")
+    _index(env).unlink()
+    _add(env, "project_beta", "beta deploys use the green script", "BETA-BODY")  # written anew
+    assert _meta(env, "state") == _digest(_on_disk(env))
+    _add(env, "project_gamma", "gamma deploys use the red script", "GAMMA-BODY")  # updated in place
+    assert _meta(env, "state") == _digest(_on_disk(env))
+    assert {f: sha for f, (_, sha, _, _) in _rows(env).items()} == _memories(env)
+
+
+def test_an_index_whose_digest_does_not_vouch_for_the_pre_state_has_its_rows_compared(env: Env) -> None:
+    _add(env, "project_alpha", "alpha deploys use the blue script", "ALPHA-BODY")
+    _add(env, "project_beta", "beta deploys use the green script", "BETA-BODY")
+    # A digest that says nothing (as from an older writer): the rows still match, so it is updated in place.
+    _set_meta(env, "state", "0" * 64)
+    inode = _index(env).stat().st_ino
+    _add(env, "project_gamma", "gamma deploys use the red script", "GAMMA-BODY")
+    assert _index(env).stat().st_ino == inode
+    assert {f: sha for f, (_, sha, _, _) in _rows(env).items()} == _memories(env)
+    # Rows that no longer describe the files under a digest that does not either: written anew.
+    conn = sqlite3.connect(str(_index(env)))
+    conn.execute("DELETE FROM docs WHERE file = 'project_alpha.md'")
+    conn.execute("UPDATE meta SET value = ? WHERE key = 'state'", ("1" * 64,))
+    conn.commit()
+    conn.close()
+    _add(env, "project_delta", "delta deploys use the grey script", "DELTA-BODY")
+    assert _index(env).stat().st_ino != inode
+    assert {f: sha for f, (_, sha, _, _) in _rows(env).items()} == _memories(env)
+    assert "ALPHA-BODY" in _prompt(env, "alpha blue script")
+
+
+def test_rows_written_before_the_commit_point_are_dropped_when_the_commit_fails(
+        env: Env, monkeypatch: pytest.MonkeyPatch) -> None:
+    import errno
+
+    from pipeline import fsutil
+
+    _add(env, "project_alpha", "alpha deploys use the blue script", "ALPHA-BODY")
+    _add(env, "project_beta", "beta deploys use the green script", "BETA-BODY")
+    rows, state, inode = _rows(env), _meta(env, "state"), _index(env).stat().st_ino
+    files = _on_disk(env)
+
+    def full_disk(fd: int) -> None:
+        raise OSError(errno.ENOSPC, "no space left on device")
+
+    monkeypatch.setattr(fsutil.ops, "fsync", full_disk)
+    monkeypatch.setattr(fsutil.ops, "syncfs", full_disk)
+    result = env.run("add", "project_gamma", "-d", "gamma deploys use the red script", "-b", "GAMMA-BODY")
+    monkeypatch.undo()
+    assert result.code == 6, result
+    # Nothing landed, and the rows the index wrote meanwhile were rolled back, never committed.
+    assert _on_disk(env) == files
+    assert (_rows(env), _meta(env, "state"), _index(env).stat().st_ino) == (rows, state, inode)
+    assert "GAMMA-BODY" not in _prompt(env, "gamma red script")
+
+
+def test_the_index_records_the_directory_as_the_commit_left_it(env: Env) -> None:
+    from pipeline.store.searchcache import stat_key
+
+    _add(env, "project_alpha", "alpha deploys use the blue script", "ALPHA-BODY")
+    _add(env, "project_beta", "beta deploys use the green script", "BETA-BODY")
+    # Written before the commit point, committed after the renames: the directory as they left it.
+    assert _meta(env, "dir") == stat_key(os.stat(env.harness))
+
+
+def test_a_large_batch_whose_commit_point_fails_leaves_the_index_as_it_was(
+        env: Env, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past the syncfs threshold the index starts after the batch is durable: a failure after that
+    (here the journal's rename, the commit point itself) still rolls its rows back."""
+    import datetime as dt
+
+    from test_commit import _content
+
+    from pipeline import fsutil
+    from pipeline.apply.commit import RunRecord, Services, commit_run, gate
+    from pipeline.apply.runs import create_run_dir
+    from pipeline.errors import ApplyFailed
+    from pipeline.paths import make_layout
+    from pipeline.state import Operation, compute_post, read_pre
+    from pipeline.store.state import Limits
+
+    _add(env, "project_alpha", "alpha deploys use the blue script", "ALPHA-BODY")
+    _add(env, "project_beta", "beta deploys use the green script", "BETA-BODY")
+    rows, state, inode, files = _rows(env), _meta(env, "state"), _index(env).stat().st_ino, _on_disk(env)
+    svc = Services(make_layout(env.home, env.project), Limits(), lambda: dt.datetime.now(dt.UTC), None)
+    pre = read_pre(svc.layout, svc.limits)
+    ops = [Operation(f"project_bulk-{i}.md", "create", "private", _content(f"project_bulk-{i}", f"bulk fact {i}",
+                                                                           "private")) for i in range(80)]
+    post = compute_post(pre, ops)
+    gate(svc, pre, post)
+    run_id = "20261130T120000Z-0000beef"
+    run_dir = create_run_dir(svc.layout.runs, svc.layout.home, run_id)
+    rename = fsutil.ops.rename
+
+    def no_commit_point(src: str, dst: str) -> None:
+        if dst.endswith("journal.json"):
+            raise OSError(5, "input/output error")
+        rename(src, dst)
+
+    monkeypatch.setattr(fsutil.ops, "rename", no_commit_point)
+    record = RunRecord(run_id, "a" * 64, "b" * 64, [], "import", {"name": "parent"}, {"kind": "none"})
+    with pytest.raises(ApplyFailed):
+        commit_run(svc, run_dir, record, pre, post, b"{}", {"plan.json": b"{}"})
+    monkeypatch.undo()
+    assert _on_disk(env) == files
+    assert (_rows(env), _meta(env, "state"), _index(env).stat().st_ino) == (rows, state, inode)

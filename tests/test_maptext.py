@@ -67,3 +67,25 @@ def test_the_one_hash_helper_agrees_with_hashlib_below_and_past_the_large_input_
     for size in (0, 1, 4096, (256 << 10) - 1, 256 << 10, 1 << 20):
         data = bytes(range(256)) * (size // 256) + b"x" * (size % 256)
         assert sha256_bytes(data) == hashlib.sha256(data).hexdigest()
+
+
+def test_a_run_whose_source_maps_are_the_last_runs_final_maps_gets_their_exact_bytes() -> None:
+    from pipeline.fsutil import canonical_json
+    from pipeline.receipts import maptext
+
+    final = {"harness": {f"project_n{i}.md": f"{i:064x}" for i in range(50)}, "public": {"MEMORY.md": "ab" * 32}}
+    first = MapText()
+    first.dump(_doc({"harness": {}, "public": {}}, final, None))
+    first.digest(_doc({"harness": {}, "public": {}}, final, None))
+    # The next run's source maps: equal by value, other objects.
+    source = {root: dict(files) for root, files in final.items()}
+    receipt = _doc(source, {"harness": {}, "public": {}}, 1)
+    assert maptext._encoded(source, 0) is maptext._encoded(final, 0)  # kept, not encoded again
+    assert MapText().dump(receipt) == dump_json(receipt)
+    assert MapText().digest(receipt) == sha256_bytes(canonical_json(receipt))
+    # The map first encoded changed afterwards (nothing else may reach the kept copy): its own bytes.
+    final["harness"]["project_n0.md"] = "f" * 64
+    changed = _doc(final, {"harness": {}, "public": {}}, 2)
+    assert MapText().dump(changed) == dump_json(changed)
+    assert MapText().digest(changed) == sha256_bytes(canonical_json(changed))
+    assert b'"' + b"f" * 64 + b'"' in MapText().dump(changed)

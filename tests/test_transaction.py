@@ -240,3 +240,52 @@ def test_the_consolidation_process_imports_no_dataclasses_or_secrets() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          cwd=Path(__file__).resolve().parents[1]).stdout
     assert out.strip() == "[]"
+
+
+def _inotify_fds() -> int:
+    import os
+
+    return sum(1 for fd in os.listdir("/proc/self/fd") if _link(f"/proc/self/fd/{fd}") == "anon_inode:inotify")
+
+
+def _link(path: str) -> str:
+    import os
+
+    try:
+        return os.readlink(path)
+    except OSError:
+        return ""
+
+
+def test_a_large_stores_consolidation_is_watched_so_its_post_commit_check_reads_back_only_its_writes(
+        env: Env, monkeypatch: pytest.MonkeyPatch) -> None:
+    from pipeline import state, transaction
+    from pipeline.store import warm
+
+    for i, topic in enumerate(("blue green deploys", "rotating staging tokens", "warming the build cache")):
+        assert env.run("add", f"project_note-{i}", "-d", f"how we handle {topic}",
+                       "-b", f"Notes on {topic}.", "--visibility", "safe" if i else "private").code == 0
+    monkeypatch.setattr(warm, "WATCH_FROM_DIR_BYTES", 0)  # every store counts as large
+    vouched: list[bool] = []
+    checked: list[bool] = []
+    commit_run, landed = transaction.commit_run, state._landed
+
+    def watched_commit(*args: Any, **kwargs: Any) -> Any:
+        vouched.append(args[3].vouched is not None)  # (svc, run_dir, record, pre, ...)
+        return commit_run(*args, **kwargs)
+
+    def counted_landed(*args: Any, **kwargs: Any) -> Any:
+        checked.append(args[4])
+        return landed(*args, **kwargs)
+
+    monkeypatch.setattr(transaction, "commit_run", watched_commit)
+    monkeypatch.setattr(state, "_landed", counted_landed)
+    watches = _inotify_fds()
+    result = env.run("--json", "consolidate", "--no-context")
+    assert result.code == 0, result.err
+    assert vouched == [True] and checked and all(checked)
+    timings = json.loads(result.out)["timings"]
+    parts = [timings[part] for part in ("commit: apply", "commit: re-verify", "commit: index wait")]
+    assert all(ms >= 0 for ms in parts) and sum(parts) <= timings["commit"]
+    assert _inotify_fds() == watches  # the run's watch is closed with it
+    assert env.run("verify").code == 0 and env.run("audit").code == 0

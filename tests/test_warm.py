@@ -195,3 +195,22 @@ def test_a_file_gone_right_after_the_commit_costs_only_a_fresh_read(
     monkeypatch.setattr(warm_module, "_root_after", original)
     _add(backend, "project_gamma", "gamma tags after review")
     assert len(reads) == 2
+
+
+def test_the_kept_pre_state_is_exactly_what_a_fresh_read_of_both_roots_finds(env: Env, reads: list[int]) -> None:
+    from pipeline.state import read_pre
+
+    backend = _backend(env)
+    for i in range(3):
+        _add(backend, f"project_k{i}", f"kept note {i}", "safe" if i % 2 else "private")
+    assert backend.forget("project_k1")["ok"]
+    _add(backend, "project_k0", "kept note zero rewritten")
+    kept = backend.warm.pre
+    assert kept is not None and len(reads) == 1
+    fresh = read_pre(backend.svc.layout, backend.svc.limits)
+    for ours, theirs in ((kept.harness, fresh.harness), (kept.public, fresh.public)):
+        assert ours.hashes == theirs.hashes
+        # Each identity is the file's as it is on disk now: the rewritten and the untouched ones alike.
+        assert ours.identities == theirs.identities
+        assert set(ours.identities) == set(ours.hashes)
+    assert "project_k1.md" not in kept.harness.hashes and "project_k1.md" not in kept.public.hashes

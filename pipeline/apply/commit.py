@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import VerifyFailed
 from ..frozen import Frozen
-from ..fsutil import sha256_bytes
+from ..fsutil import SYNCFS_MIN, sha256_bytes
 from ..mirror.guard import privacy_gate, refuse_drift, refuse_safe_without_mirror, verify_post
 from ..paths import Layout
 from ..receipts.maptext import MapText
@@ -24,10 +24,11 @@ from ..receipts.receipt import (
     remember_written,
 )
 from ..receipts.witness import Head, head_name, read_head_file, written_here
-from ..state import PostState, PreState, changed_files, current_hashes, landed_hashes
+from ..state import PostState, PreState, current_hashes, landed_hashes
 from ..store.memory import stamp
 from ..store.state import Limits
 from ..store.statecache import cache_for
+from ..timing import Timings
 from .journal import Change, RootResolver, recover
 from .journal import apply_changes as apply_changes  # re-exported: the bench times it here
 from .runs import prune_runs
@@ -36,6 +37,11 @@ if TYPE_CHECKING:
     from ..privacy import RuleSet
 
 ROOTS = ("harness", "public", "receipts")
+# The parts of a commit its timings name (stage rows of `memfold bench`).
+COMMIT_PARTS = ("commit: apply", "commit: re-verify", "commit: index wait")
+# Files of a commit's staging batch besides its changes and artifacts: the pending marker, the pre
+# receipt, both journal states, and the directories (the project home, runs, the run dir, each root).
+_RUN_FILES = 8
 
 
 def _roots(layout: Layout) -> tuple[str, ...]:
@@ -110,14 +116,17 @@ def gate(svc: Services, pre: PreState, post: PostState) -> None:
 def commit_run(svc: Services, run_dir: Path, rec: RunRecord, pre: PreState, post: PostState,
                plan_bytes: bytes, artifacts: Mapping[str, bytes] | None = None,
                outcome: dict[str, Any] | None = None, *, hashes: tuple[HashMaps, HashMaps] | None = None,
-               texts: MapText | None = None) -> tuple[dict[str, Any], Path]:
+               texts: MapText | None = None, timings: Timings | None = None) -> tuple[dict[str, Any], Path]:
     """Pre receipt, stage, journal, commit, re-verify on disk. Returns the post receipt and its log path.
 
     ``artifacts`` are run-dir files not yet written (a direct edit's plan and manifest): they are made
     durable in one batch with the pre receipt and the staged files, before the commit point.
     ``hashes`` are the source and final hash maps if the caller built them already, ``texts`` the
     encodings of them its own documents made: each map is then encoded once for the whole run.
+    ``timings`` gets the commit's parts: the apply, the re-verify on disk, and the wait for the search
+    indexes after it (``COMMIT_PARTS``).
     """
+    t = Timings() if timings is None else timings
     layout = svc.layout
     source, final = (pre.hash_maps(), post.hash_maps()) if hashes is None else hashes
     texts = MapText() if texts is None else texts
@@ -138,21 +147,71 @@ def commit_run(svc: Services, run_dir: Path, rec: RunRecord, pre: PreState, post
     cache = cache_for(layout.project_home)
     cache.seen.add(written)
     cache.put("receipt", f"{log_name(seq, rec.run_id)} {written}", digest)
-    changes = [Change("harness", n, d, p) for n, d, p in changed_files(pre.harness, post.harness, post.digest)]
-    changes += [Change("public", n, d, p) for n, d, p in changed_files(pre.public, post.public, post.digest)]
-    head = _head_change(layout, seq, rec.run_id, digest, any(c.root == "public" for c in changes))
+    changes = [*_changes("harness", pre.harness.hashes, post.harness, final["harness"]),
+               *_changes("public", pre.public.hashes, post.public, final["public"])]
+    touched = _touched(changes)
+    head = _head_change(layout, seq, rec.run_id, digest, bool(touched["public"]))
     if head is not None:
         changes.append(head)
     changes.append(Change("receipts", log_name(seq, rec.run_id), receipt_bytes, None, written))
     changes.append(Change("run", "post-receipt.json", receipt_bytes, None, written))
-    apply_changes(layout.project_home, run_dir, svc.resolver(run_dir), changes,
-                  artifacts={**(artifacts or {}), "pre-receipt.json": pre_receipt})
-    reverify_on_disk(svc, final, head, pre)
-    from ..store.indexbuild import after_commit
+    from ..store.indexbuild import Refresh, after_commit
 
-    after_commit(layout, source, final, post, svc.limits)
+    # The search indexes are written while the commit goes on, and committed once it has landed.
+    started: list[Refresh] = []
+
+    def index() -> None:
+        started.append(after_commit(layout, source, final, post, svc.limits, touched))
+
+    # A batch this large is made durable by one syncfs, which would also write back every page the
+    # indexes dirty meanwhile: they start once it is done. Below it each file's own fsync is unaffected.
+    early = len(changes) + len(artifacts or {}) + _RUN_FILES < SYNCFS_MIN
+    if early:
+        index()
+    try:
+        with t.stage(COMMIT_PARTS[0]):
+            apply_changes(layout.project_home, run_dir, svc.resolver(run_dir), changes,
+                          artifacts={**(artifacts or {}), "pre-receipt.json": pre_receipt},
+                          synced=None if early else index)
+    except BaseException:
+        for refresh in started:
+            refresh.finish(False)
+            refresh.join()
+        raise
+    if not started:
+        index()
+    started[0].finish(True)
+    try:
+        with t.stage(COMMIT_PARTS[1]):
+            reverify_on_disk(svc, final, head, pre)
+    finally:
+        with t.stage(COMMIT_PARTS[2]):
+            started[0].join()
     prune_runs(layout.runs, svc.keep_runs, {rec.run_id})
     return receipt, layout.receipts / log_name(seq, rec.run_id)
+
+
+def _changes(root: str, before: Mapping[str, str], files: Mapping[str, bytes],
+             after: Mapping[str, str]) -> list[Change]:
+    """A change for every file whose hash differs between the pre-state and the final map, by name.
+
+    ``after`` is the post-state's own hash map (the receipt's ``finalHashes``), so the names are the
+    symmetric difference of the two maps' items, found in C; only those files' bytes are looked up. Each
+    change carries its hash from that map: the receipt says it, and the check after the commit reads
+    every written file back against it.
+    """
+    names = sorted({name for name, _digest in before.items() ^ after.items()})
+    return [Change(root, name, files[name] if name in after else None, before.get(name), after.get(name))
+            for name in names]
+
+
+def _touched(changes: list[Change]) -> dict[str, set[str]]:
+    """The names of each store root the commit changes."""
+    out: dict[str, set[str]] = {"harness": set(), "public": set()}
+    for change in changes:
+        if change.root in out:
+            out[change.root].add(change.name)
+    return out
 
 
 def _head_change(layout: Layout, seq: int, run_id: str, digest: str, touches_mirror: bool) -> Change | None:

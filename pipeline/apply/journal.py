@@ -111,10 +111,13 @@ def apply_changes(
     *,
     check_staged: Callable[[], None] | None = None,
     artifacts: Mapping[str, bytes] | None = None,
+    synced: Callable[[], None] | None = None,
 ) -> None:
     """Make ``changes`` happen atomically: all of them, or (after a failure or a crash) none.
 
     ``artifacts`` are new run-dir files (plan, manifest, pre receipt…) made durable in the same batch.
+    ``synced`` is called once that batch is durable, before the commit point (work that would have
+    made the batch's sync slower, such as other writes to the same filesystem, starts there).
     The fsyncs come in three rounds, each one batch: every new file and every directory holding a new
     entry; the journal's rename (the commit point); the directories of the renames.
     """
@@ -167,6 +170,8 @@ def apply_changes(
         finally:
             for fd in fds:
                 os.close(fd)
+        if synced is not None:
+            synced()
         _check_staged(staged)
         if check_staged is not None:
             check_staged()

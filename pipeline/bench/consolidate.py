@@ -29,16 +29,17 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..apply.commit import COMMIT_PARTS
 from . import floors
 
 if TYPE_CHECKING:
     from .run import Cli, Plan, Row
 
 STAGES = ("recover", "read", "snapshot", "manifest", "worker", "extraction", "validation", "stale-check",
-          "index", "post-verify", "commit")
+          "index", "post-verify", "commit", *COMMIT_PARTS)
 # Every stage's floor, by the name of a floor measured in the same run.
 STAGE_FLOORS = {"read": "read+hash", "stale-check": "read+hash", "worker": "python+read+hash",
-                "commit": "staged-writes+read+hash"}
+                "commit": "staged-writes+read+hash", COMMIT_PARTS[0]: "staged-writes"}
 GOALS = {200: 200.0, 20_000: 5000.0}
 # Past this the CLI row is left out (the driver's row is the same run minus the CLI shell): the full
 # bench stays within minutes.

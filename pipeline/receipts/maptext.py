@@ -56,15 +56,54 @@ class MapText:
         text = self._indented.get(id(value))
         if text is None:
             self._held.append(value)
-            text = self._indented[id(value)] = dump_json(value).rstrip(b"\n").replace(b"\n", b"\n  ")
+            text = self._indented[id(value)] = _encoded(value, 0)
         return text
 
     def _canonical_of(self, value: dict[str, Any]) -> bytes:
         text = self._canonical.get(id(value))
         if text is None:
             self._held.append(value)
-            text = self._canonical[id(value)] = canonical_json(value)
+            text = self._canonical[id(value)] = _encoded(value, 1)
         return text
+
+
+# The maps of the last runs of this process with their encodings ([indented, canonical], each made on
+# first use), held as copies and found by value: a long-lived server's next write starts from the state
+# its previous one left, so its source maps are the final maps just encoded.
+_RECENT: list[tuple[dict[str, dict[str, str]], list[bytes | None]]] = []
+_RECENT_KEPT = 2
+_STR = {str}
+
+
+def _encoded(value: dict[str, Any], form: int) -> bytes:
+    held = _held_copy(value)
+    texts: list[bytes | None] | None = None
+    if held is not None:
+        for kept, kept_texts in tuple(_RECENT):
+            if kept == held:
+                texts = kept_texts
+                break
+        else:
+            texts = [None, None]
+            _RECENT[:] = [(held, texts), *_RECENT[:_RECENT_KEPT - 1]]
+    text = None if texts is None else texts[form]
+    if text is None:
+        text = dump_json(value).rstrip(b"\n").replace(b"\n", b"\n  ") if form == 0 else canonical_json(value)
+        if texts is not None:
+            texts[form] = text
+    return text
+
+
+def _held_copy(value: dict[str, Any]) -> dict[str, dict[str, str]] | None:
+    """A copy of a hash map ({root: {file: sha256}}, strings only, checked in C) that no later change to
+    ``value`` can reach; None for any other value, which is encoded without being kept."""
+    copy: dict[str, dict[str, str]] = {}
+    for root, files in value.items():
+        if type(root) is not str or type(files) is not dict or not set(map(type, files)) <= _STR \
+                or not set(map(type, files.values())) <= _STR:
+            return None
+        copy[root] = dict(files)
+    return copy
 
 
 def _splice(text: bytes, values: dict[str, bytes]) -> bytes | None:

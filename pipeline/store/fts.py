@@ -142,9 +142,11 @@ def insert(conn: Connection, rowid: int, title: str, description: str, body: str
                  (rowid, title, description, body))
 
 
-def delete(conn: Connection, rowid: int) -> None:
-    conn.execute("DELETE FROM words WHERE rowid = ?", (rowid,))
-    conn.execute("DELETE FROM grams WHERE rowid = ?", (rowid,))
+def delete_many(conn: Connection, rowids: Iterable[int]) -> None:
+    """Delete rows from both indexes, each index's rows in one prepared statement."""
+    params = [(rowid,) for rowid in rowids]
+    conn.executemany("DELETE FROM words WHERE rowid = ?", params)
+    conn.executemany("DELETE FROM grams WHERE rowid = ?", params)
 
 
 def terms(query: str) -> list[str]:

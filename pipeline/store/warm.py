@@ -11,7 +11,7 @@ file the server wrote no longer hashes to what it wrote once the events up to th
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 
 from ..fsutil import TEMP_PREFIX, read_bounded, sha256_bytes
@@ -100,20 +100,22 @@ class WarmState:
             self.pre = None
 
     def _keep(self, pre: PreState, post: PostState, final: HashMaps) -> None:
-        roots = (("harness", pre.harness, post.harness), ("public", pre.public, post.public))
-        ours = {(str(state.path), name) for key, state, _files in roots for name in _changed(state, final[key])}
+        roots = (("harness", pre.harness), ("public", pre.public))
+        changed = {key: _changed(state, final[key]) for key, state in roots}
+        ours = {(str(state.path), name) for key, state in roots for name in changed[key]}
         if self.others_since(pre, ours):
             self.pre = None
             return
         self.pre = None
         # Events up to here are drained: a write by anyone else to a file written here shows in its bytes
         # now, and any later one as an event the next call sees.
-        for key, state, _files in roots:
-            for name in _changed(state, final[key]):
+        for key, state in roots:
+            for name in changed[key]:
                 if _digest_on_disk(state.path / name) != final[key].get(name):
                     return
-        harness = _root_after(pre.harness, post.harness, final["harness"])
-        public = _root_after(pre.public, post.public, final["public"]) if pre.mirrored else pre.public
+        harness = _root_after(pre.harness, post.harness, final["harness"], changed["harness"])
+        public = _root_after(pre.public, post.public, final["public"], changed["public"]) \
+            if pre.mirrored else pre.public
         broken = {name: b for name, b in pre.broken.items() if name in final["harness"] and name not in post.memories}
         self.pre = PreState(harness=harness, public=public, memories=dict(post.memories), mirrored=pre.mirrored,
                             cache=pre.cache, broken=broken)
@@ -121,14 +123,30 @@ class WarmState:
         self.events = set()
 
 
+# A root directory this large (bytes of entries, as Linux file systems report it) holds hundreds of
+# files: a stat of each costs more than setting up a kernel watch (~4 ms with ctypes).
+WATCH_FROM_DIR_BYTES = 32 << 10
+
+
+def one_shot(layout: Layout, limits: Limits) -> WarmState | None:
+    """A watch for one transaction of a large store (None for a small one): the check after its commit
+    then reads back what it wrote instead of stat-ing every file again. Close it when the transaction
+    ends."""
+    try:
+        large = os.stat(layout.harness).st_size >= WATCH_FROM_DIR_BYTES
+    except OSError:
+        return None
+    return WarmState(layout, limits) if large else None
+
+
 def _store_file(name: str) -> bool:
     """Whether ``read_root`` looks at a file of this name (a memory, the index, or a refused look-alike)."""
     return not name.startswith(TEMP_PREFIX) and (name == INDEX_NAME or name.lower().endswith(".md"))
 
 
-def _changed(state: RootState, final: dict[str, str]) -> Iterable[str]:
-    before = state.hashes
-    return [name for name in before.keys() | final.keys() if before.get(name) != final.get(name)]
+def _changed(state: RootState, final: dict[str, str]) -> set[str]:
+    """The names whose hash differs (or that exist on one side only), found by set operations in C."""
+    return {name for name, _digest in state.hashes.items() ^ final.items()}
 
 
 def _digest_on_disk(path: Path) -> str | None:
@@ -138,13 +156,18 @@ def _digest_on_disk(path: Path) -> str | None:
         return None
 
 
-def _root_after(state: RootState, files: Mapping[str, bytes], hashes: dict[str, str]) -> RootState:
+def _root_after(state: RootState, files: Mapping[str, bytes], hashes: dict[str, str],
+                changed: set[str]) -> RootState:
+    """The root as the commit left it: each file the commit did not change keeps the identity it was read
+    with; the others are stat-ed now. Dict and set operations, so a commit of one file costs O(1) in
+    Python whatever the store size."""
     after = RootState(state.path, files if isinstance(files, Files) else Files(dict(files)), dict(hashes),
                       list(state.ignored))
-    for name, digest in hashes.items():
-        if state.hashes.get(name) == digest and name in state.identities:
-            after.identities[name] = state.identities[name]
-            continue
+    identities = dict(state.identities)
+    for name in identities.keys() - hashes.keys():
+        del identities[name]
+    for name in (hashes.keys() - identities.keys()) | (changed & hashes.keys()):
         st = os.stat(state.path / name, follow_symlinks=False)
-        after.identities[name] = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+        identities[name] = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+    after.identities = identities
     return after
