@@ -334,10 +334,10 @@ def syncfs_here() -> bool:
     """Large commits in the temp dir go through syncfs(2): Linux 5.8+ and a local disk filesystem there."""
     import tempfile
 
-    from pipeline import fsutil
+    from pipeline.apply import durable
 
     where = os.stat(tempfile.gettempdir()).st_dev
-    return fsutil.syncfs_reports_errors() and fsutil._filesystem_type(where) in fsutil.SYNCFS_TYPES
+    return durable.syncfs_reports_errors() and durable._filesystem_type(where) in durable.SYNCFS_TYPES
 
 
 def fresh_interpreter(env: Env, args: list[str]) -> Result:

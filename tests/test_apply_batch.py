@@ -19,10 +19,10 @@ from conftest import REPO, Env, syncfs_here
 from test_apply import Fault, _seed, _temps
 
 from pipeline import fsutil
-from pipeline.apply import journal
+from pipeline.apply import durable, journal
 from pipeline.bench.importing import write_claude_dir
 
-MANY = fsutil.SYNCFS_MIN + 10
+MANY = durable.SYNCFS_MIN + 10
 
 
 def _record(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, str]]:
@@ -144,11 +144,11 @@ def test_fsync_all_syncs_each_filesystem_holding_enough_of_the_batch_once(
     other.mkdir()
     fds: list[int] = []
     try:
-        many = [tmp_path / f"f{i}" for i in range(fsutil.SYNCFS_MIN)]
+        many = [tmp_path / f"f{i}" for i in range(durable.SYNCFS_MIN)]
         few = [other / f"g{i}" for i in range(3)]
         for path in [many[0], *few, *many[1:]]:
             fds.append(fsutil.create_unsynced(path, b"x"))
-        fsutil.fsync_all(fds, [tmp_path, other])
+        durable.fsync_all(fds, [tmp_path, other])
     finally:
         for fd in fds:
             os.close(fd)
@@ -162,27 +162,27 @@ def test_fsync_all_syncs_each_filesystem_holding_enough_of_the_batch_once(
 def test_fsync_all_keeps_per_file_fsyncs_below_the_threshold_and_where_syncfs_falls_short(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     events = _record(monkeypatch)
-    paths = [tmp_path / f"f{i}" for i in range(fsutil.SYNCFS_MIN)]
+    paths = [tmp_path / f"f{i}" for i in range(durable.SYNCFS_MIN)]
     fds = [fsutil.create_unsynced(path, b"x") for path in paths]
     try:
-        fsutil.fsync_all(fds[:-2], [tmp_path])  # one short of the threshold
-        assert [kind for kind, _ in events].count("fsync") == fsutil.SYNCFS_MIN - 1
+        durable.fsync_all(fds[:-2], [tmp_path])  # one short of the threshold
+        assert [kind for kind, _ in events].count("fsync") == durable.SYNCFS_MIN - 1
         events.clear()
         # Before Linux 5.8 syncfs(2) returned 0 even when write-back failed.
-        monkeypatch.setattr(fsutil, "_SYNCFS_OK", [])
+        monkeypatch.setattr(durable, "_SYNCFS_OK", [])
         monkeypatch.setattr(os, "uname", lambda: os.uname_result(("Linux", "h", "5.4.0-1", "#1", "x86_64")))
-        assert not fsutil.syncfs_reports_errors()
-        fsutil.fsync_all(fds, [tmp_path])
+        assert not durable.syncfs_reports_errors()
+        durable.fsync_all(fds, [tmp_path])
         assert [kind for kind, _ in events].count("syncfs") == 0
-        assert [kind for kind, _ in events].count("fsync") == fsutil.SYNCFS_MIN + 1
+        assert [kind for kind, _ in events].count("fsync") == durable.SYNCFS_MIN + 1
         events.clear()
         # A filesystem whose syncfs may not reach the disk (FUSE, network) keeps its fsyncs too.
         monkeypatch.undo()
         events = _record(monkeypatch)
-        monkeypatch.setattr(fsutil, "SYNCFS_TYPES", frozenset())
-        fsutil.fsync_all(fds, [tmp_path])
+        monkeypatch.setattr(durable, "SYNCFS_TYPES", frozenset())
+        durable.fsync_all(fds, [tmp_path])
         assert [kind for kind, _ in events].count("syncfs") == 0
-        assert [kind for kind, _ in events].count("fsync") == fsutil.SYNCFS_MIN + 1
+        assert [kind for kind, _ in events].count("fsync") == durable.SYNCFS_MIN + 1
     finally:
         for fd in fds:
             os.close(fd)
@@ -190,7 +190,8 @@ def test_fsync_all_keeps_per_file_fsyncs_below_the_threshold_and_where_syncfs_fa
 
 # The crash sweep's child with every batch of the command going through syncfs, which it also counts.
 CHILD = test_apply.CHILD.replace("from pipeline import fsutil\n", """from pipeline import fsutil
-fsutil.SYNCFS_MIN = 1
+from pipeline.apply import durable
+durable.SYNCFS_MIN = 1
 _syncfs = fsutil.ops.syncfs
 def _counted(fd):
     sys.stderr.write("SYNCFS\\n")

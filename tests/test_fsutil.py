@@ -14,6 +14,7 @@ import pytest
 import rfc8785
 
 from pipeline import fsutil
+from pipeline.apply import durable
 from pipeline.errors import InputRejected, UnsafePath
 from pipeline.fsutil import (
     TEMP_PREFIX,
@@ -155,10 +156,10 @@ def test_batched_fsyncs_reuse_the_same_threads_and_sync_each_descriptor_once(
     monkeypatch.setattr(fsutil.ops, "fsync", record)
     fds = _open_files(tmp_path, 20)
     try:
-        fsutil.fsync_all(fds[:10])
+        durable.fsync_all(fds[:10])
         workers = {t.ident for t in threading.enumerate() if t.name == "memfold-fsync"}
         assert workers  # kept for the next batch
-        fsutil.fsync_all(fds[10:])
+        durable.fsync_all(fds[10:])
         assert {t.ident for t in threading.enumerate() if t.name == "memfold-fsync"} == workers
     finally:
         for fd in fds:
@@ -179,7 +180,7 @@ def test_a_failed_fsync_is_raised_after_every_other_descriptor_of_its_batch_is_s
     monkeypatch.setattr(fsutil.ops, "fsync", fail_one)
     try:
         with pytest.raises(OSError) as caught:
-            fsutil.fsync_all(fds)
+            durable.fsync_all(fds)
     finally:
         for fd in fds:
             os.close(fd)
@@ -190,12 +191,12 @@ def test_a_failed_fsync_is_raised_after_every_other_descriptor_of_its_batch_is_s
 def test_a_forked_child_syncs_its_batch_with_threads_of_its_own(tmp_path: Path) -> None:
     fds = _open_files(tmp_path, 6)
     try:
-        fsutil.fsync_all(fds)  # the parent's threads exist now; the child has none of them
+        durable.fsync_all(fds)  # the parent's threads exist now; the child has none of them
         pid = os.fork()
         if pid == 0:  # pragma: no cover - the child
             signal.alarm(20)  # a child waiting on threads it does not have dies instead of hanging
             try:
-                fsutil.fsync_all(fds)
+                durable.fsync_all(fds)
                 os._exit(0)
             except BaseException:
                 os._exit(1)

@@ -31,11 +31,10 @@ from pipeline.state import (
     PreState,
     changed_files,
     compute_post,
-    forget_proofs,
-    proof_for,
 )
 from pipeline.store.index import render_index
 from pipeline.store.memory import INDEX_NAME, Memory, parse_memory, render_memory
+from pipeline.store.proven import forget_proofs, proof_for
 from pipeline.store.state import Limits, RootState
 
 LIMITS = Limits(max_file_bytes=700, max_files=12)
@@ -179,9 +178,9 @@ def test_a_derived_post_state_equals_the_full_one_and_is_checked_alike(
 
 
 def _restore(proof: Any) -> None:
-    from pipeline import state
+    from pipeline.store import proven
 
-    state._PROVEN[:] = [proof]
+    proven._PROVEN[:] = [proof]
 
 
 def _proven_store(contents: dict[str, bytes], ruleset: Any = RULES) -> PreState:

@@ -162,7 +162,7 @@ def test_memories_built_from_cached_fields_equal_the_parsed_ones(tmp_path: Path)
 
     from pipeline import state as state_model
     from pipeline.store.memory import parse_memory
-    from pipeline.store.state import StoredMemory
+    from pipeline.store.stored import StoredMemory
 
     root = _store(tmp_path)
     cache = _entered(root)

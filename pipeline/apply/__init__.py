@@ -1,1 +1,1 @@
-"""The apply stage: lock, run directories, stale check, journal, atomic commit and recovery."""
+"""The apply stage: lock, run dirs, stale check, journal, batched durability, commit and recovery."""

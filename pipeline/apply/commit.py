@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import VerifyFailed
 from ..frozen import Frozen
-from ..fsutil import SYNCFS_MIN, sha256_bytes
+from ..fsutil import sha256_bytes
 from ..mirror.guard import privacy_gate, refuse_drift, refuse_safe_without_mirror, verify_post
 from ..paths import Layout
 from ..receipts.maptext import MapText
@@ -29,6 +29,7 @@ from ..store.memory import stamp
 from ..store.state import Limits
 from ..store.statecache import cache_for
 from ..timing import Timings
+from .durable import SYNCFS_MIN
 from .journal import Change, RootResolver, recover
 from .journal import apply_changes as apply_changes  # re-exported: the bench times it here
 from .runs import prune_runs

@@ -17,7 +17,6 @@ from ..fsutil import (
     create_unsynced,
     digest_json,
     dump_json,
-    fsync_all,
     fsync_dir,
     ops,
     read_bounded,
@@ -25,6 +24,7 @@ from ..fsutil import (
     sha256_bytes,
     temp_name,
 )
+from .durable import fsync_all
 
 JOURNAL = "journal.json"
 PENDING = "pending"

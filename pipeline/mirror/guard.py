@@ -9,9 +9,10 @@ from typing import TYPE_CHECKING
 from ..errors import InputRejected, Issue, IssueList, PrivacyRejected, VerifyFailed
 from ..fsutil import sha256_bytes
 from ..receipts.witness import is_head_name, parse_head
-from ..state import PostFiles, PostState, PreState, keep_proof, proof_for
+from ..state import PostState, PreState
 from ..store.index import PRIVATE_MARK, render_index
 from ..store.memory import INDEX_NAME, is_memory_name, parse_memory
+from ..store.proven import PostFiles, keep_proof, proof_for
 from ..store.state import Limits, same_file, size_of
 
 if TYPE_CHECKING:
