@@ -177,11 +177,12 @@ def _count_ops(kill_at: int | None, counter: list[int]) -> None:
 
 
 def fork_cli(args: list[str], *, kill_at: int | None = None, delay: float | None = None,
-             fast_worker: bool = False, report: Path | None = None) -> int | str:
+             fast_worker: bool = False, report: Path | None = None, log: Path | None = None) -> int | str:
     """Run the real CLI in a forked child; kill it at an op count or after ``delay`` seconds.
 
     Returns the exit code, or "killed". Forking skips interpreter start-up, so hundreds of
     kills fit in a test run; the child is the same code path as ``python -m pipeline``.
+    ``log`` receives the child's stderr (else it goes to /dev/null), for a failure message.
     """
     pid = os.fork()
     if pid == 0:  # child: never returns into pytest
@@ -190,7 +191,10 @@ def fork_cli(args: list[str], *, kill_at: int | None = None, delay: float | None
             null = os.open(os.devnull, os.O_RDWR)
             for fd in (0, 1, 2):
                 os.dup2(null, fd)
-            sys.stdout = sys.stderr = open(os.devnull, "w")
+            if log is not None:
+                os.dup2(os.open(log, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), 2)
+            sys.stdout = open(os.devnull, "w")
+            sys.stderr = os.fdopen(2, "w", closefd=False) if log is not None else sys.stdout
             if fast_worker:
                 from pipeline import transaction
 
@@ -204,7 +208,11 @@ def fork_cli(args: list[str], *, kill_at: int | None = None, delay: float | None
                 report.write_text(str(counter[0]))
         except BaseException:
             code = 98
+            import traceback
+
+            traceback.print_exc()
         finally:
+            sys.stderr.flush()
             os._exit(code)
     if delay is not None:
         time.sleep(delay)
@@ -226,10 +234,18 @@ ADD = ["add", "project_fresh-topic", "-d", "the fresh topic is about websocket h
 NEXT = [["recover"], ["forget", "project_no-such-memory"], ["init"]]
 
 
+def _child_log(log: Path) -> str:
+    try:
+        return log.read_text(encoding="utf-8", errors="replace")[-4000:]
+    except OSError:
+        return ""
+
+
 def _full_run(env: Env, command: list[str], fast: bool, tmp: Path) -> tuple[int, float]:
-    report = tmp / "ops-count"
+    report, log = tmp / "ops-count", tmp / "child-stderr"
     started = time.monotonic()
-    assert fork_cli(env.args(*command), fast_worker=fast, report=report) == 0
+    outcome = fork_cli(env.args(*command), fast_worker=fast, report=report, log=log)
+    assert outcome == 0, f"{command}: exit {outcome}: {_child_log(log)}"
     return int(report.read_text()), time.monotonic() - started
 
 
@@ -259,9 +275,10 @@ def torture(env: Env, tmp_path: Path, *, kills_wanted: int, rng: random.Random) 
             outcome = fork_cli(env.args(*command), kill_at=rng.randint(1, total), fast_worker=True)
             assert outcome == "killed", outcome
         else:
-            outcome = fork_cli(env.args(*command), delay=rng.uniform(0, seconds * 1.1))
+            log = tmp_path / "child-stderr"
+            outcome = fork_cli(env.args(*command), delay=rng.uniform(0, seconds * 1.1), log=log)
             if outcome != "killed":
-                assert outcome == 0
+                assert outcome == 0, f"{command}: exit {outcome}: {_child_log(log)}"
                 figures["finished before the kill"] += 1
         if outcome == "killed":
             figures["kills"] += 1
