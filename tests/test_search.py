@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pipeline.errors import UsageError
-from pipeline.store import state
+from pipeline.store import files
 
 
 def test_the_mcp_backend_searches_a_memory_edited_behind_its_back(env: Env, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -20,7 +20,7 @@ def test_the_mcp_backend_searches_a_memory_edited_behind_its_back(env: Env, monk
     from pipeline.hosts.cron import DuePolicy
     from pipeline.hosts.mcp_server import Backend
 
-    monkeypatch.setattr(state, "_SETTLED_NS", -1)  # unchanged files are answered from the cache
+    monkeypatch.setattr(files, "_SETTLED_NS", -1)  # unchanged files are answered from the cache
     assert env.run("add", "project_cache", "-d", "alpha topic", "-b", "body words").code == 0
     _app.STATE.home, _app.STATE.project = env.home, env.project
     backend = Backend(svc=_app.services(privacy=False), lock_timeout=5, workers={}, due_policy=DuePolicy(24, 10))

@@ -9,14 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.store import state
+from pipeline.store import files
 from pipeline.store.state import Limits, read_root
 
 
 @pytest.fixture
 def trusted(monkeypatch: pytest.MonkeyPatch) -> None:
     """Trust every read at once: without the settling time, the cache is what answers unchanged files."""
-    monkeypatch.setattr(state, "_SETTLED_NS", -1)
+    monkeypatch.setattr(files, "_SETTLED_NS", -1)
 
 
 def _root(tmp_path: Path, data: bytes) -> Path:
@@ -38,7 +38,7 @@ def _cross_a_timestamp_tick() -> None:
 def test_a_file_replaced_by_rename_with_the_same_size_is_read_again(tmp_path: Path) -> None:
     root = _root(tmp_path, b"first version\n")
     assert _hash(root) == hashlib.sha256(b"first version\n").hexdigest()
-    assert str(root / "project_a.md") in state._known
+    assert str(root / "project_a.md") in files._known
     (tmp_path / "next").write_bytes(b"other version\n")
     os.replace(tmp_path / "next", root / "project_a.md")
     assert _hash(root) == hashlib.sha256(b"other version\n").hexdigest()
@@ -75,4 +75,4 @@ def test_a_file_that_grew_in_place_is_read_again_and_still_bounded(tmp_path: Pat
 def test_a_file_written_within_the_settling_time_is_never_served_from_the_cache(tmp_path: Path) -> None:
     root = _root(tmp_path, b"fresh\n")
     assert _hash(root) == hashlib.sha256(b"fresh\n").hexdigest()
-    assert str(root / "project_a.md") not in state._known
+    assert str(root / "project_a.md") not in files._known

@@ -13,7 +13,8 @@ import pytest
 
 from pipeline.errors import InputRejected, UnsafePath
 from pipeline.store import statecache
-from pipeline.store.state import Limits, Stored, read_root
+from pipeline.store.files import Stored
+from pipeline.store.state import Limits, read_root
 from pipeline.store.statecache import MAGIC, VERSION, StateCache, _crc, _load
 
 _MEMORY = b"---\nname: a\ndescription: the a note\ntype: project\nvisibility: private\n---\nbody of a\n"

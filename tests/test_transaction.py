@@ -259,8 +259,8 @@ def _link(path: str) -> str:
 
 def test_a_large_stores_consolidation_is_watched_so_its_post_commit_check_reads_back_only_its_writes(
         env: Env, monkeypatch: pytest.MonkeyPatch) -> None:
-    from pipeline import state, transaction
-    from pipeline.store import warm
+    from pipeline import transaction
+    from pipeline.store import landed, warm
 
     for i, topic in enumerate(("blue green deploys", "rotating staging tokens", "warming the build cache")):
         assert env.run("add", f"project_note-{i}", "-d", f"how we handle {topic}",
@@ -268,7 +268,7 @@ def test_a_large_stores_consolidation_is_watched_so_its_post_commit_check_reads_
     monkeypatch.setattr(warm, "WATCH_FROM_DIR_BYTES", 0)  # every store counts as large
     vouched: list[bool] = []
     checked: list[bool] = []
-    commit_run, landed = transaction.commit_run, state._landed
+    commit_run, landed_in = transaction.commit_run, landed._landed
 
     def watched_commit(*args: Any, **kwargs: Any) -> Any:
         vouched.append(args[3].vouched is not None)  # (svc, run_dir, record, pre, ...)
@@ -276,10 +276,10 @@ def test_a_large_stores_consolidation_is_watched_so_its_post_commit_check_reads_
 
     def counted_landed(*args: Any, **kwargs: Any) -> Any:
         checked.append(args[4])
-        return landed(*args, **kwargs)
+        return landed_in(*args, **kwargs)
 
     monkeypatch.setattr(transaction, "commit_run", watched_commit)
-    monkeypatch.setattr(state, "_landed", counted_landed)
+    monkeypatch.setattr(landed, "_landed", counted_landed)
     watches = _inotify_fds()
     result = env.run("--json", "consolidate", "--no-context")
     assert result.code == 0, result.err

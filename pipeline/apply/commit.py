@@ -24,7 +24,8 @@ from ..receipts.receipt import (
     remember_written,
 )
 from ..receipts.witness import Head, head_name, read_head_file, written_here
-from ..state import PostState, PreState, current_hashes, landed_hashes
+from ..state import PostState, PreState
+from ..store.landed import current_hashes, landed_hashes
 from ..store.memory import stamp
 from ..store.state import Limits
 from ..store.statecache import cache_for

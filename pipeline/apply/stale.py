@@ -5,7 +5,8 @@ from __future__ import annotations
 from ..errors import StaleState
 from ..paths import Layout
 from ..receipts.receipt import diff_maps
-from ..state import PreState, current_hashes
+from ..state import PreState
+from ..store.landed import current_hashes
 from ..store.state import Limits
 
 

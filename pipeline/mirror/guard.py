@@ -10,10 +10,11 @@ from ..errors import InputRejected, Issue, IssueList, PrivacyRejected, VerifyFai
 from ..fsutil import sha256_bytes
 from ..receipts.witness import is_head_name, parse_head
 from ..state import PostState, PreState
+from ..store.files import same_file, size_of
 from ..store.index import PRIVATE_MARK, render_index
 from ..store.memory import INDEX_NAME, is_memory_name, parse_memory
 from ..store.proven import PostFiles, keep_proof, proof_for
-from ..store.state import Limits, same_file, size_of
+from ..store.state import Limits
 
 if TYPE_CHECKING:
     from ..privacy import RuleSet

@@ -219,7 +219,7 @@ def gather(layout: Layout, limits: Limits, *, public: bool, since: str | None, n
 
 
 def _current(layout: Layout, limits: Limits) -> HashMaps:
-    from ..state import current_hashes
+    from ..store.landed import current_hashes
 
     return current_hashes(layout, limits)
 

@@ -14,7 +14,7 @@ from ..errors import Issue, UsageError
 from ..fsutil import read_bounded, sha256_bytes
 from ..paths import Layout
 from ..safetext import counted
-from ..state import current_hashes
+from ..store.landed import current_hashes
 from ..store.state import Limits
 from .receipt import (
     LogEntry,

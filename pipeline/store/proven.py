@@ -4,9 +4,9 @@ such a proof (``Derived``), so the next check looks only where that state differ
 
 from __future__ import annotations
 
+from .files import Files
 from .index import index_text
 from .memory import INDEX_NAME
-from .state import Files
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -18,8 +18,9 @@ from ..fsutil import TEMP_PREFIX, read_bounded, sha256_bytes
 from ..paths import Layout
 from ..receipts.receipt import HashMaps
 from ..state import PostState, PreState, read_pre
+from .files import Files
 from .memory import INDEX_NAME
-from .state import Files, Limits, RootState
+from .state import Limits, RootState
 from .statecache import cache_for
 from .watch import Watch, open_watch
 
