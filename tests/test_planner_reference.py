@@ -167,3 +167,68 @@ def test_the_whole_body_keys_match_each_line_keyed_on_its_own() -> None:
         body = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 24)))
         body_facts.cache_clear()
         assert body_facts(body) == _body_facts_reference(body), repr(body)
+
+
+def _identifiers_reference(line: str) -> frozenset[str]:
+    """Every word of the key checked character by character, as the planner did before."""
+    from pipeline.planner.text import ENVIRONMENTS, VALUE_MARK, masked
+
+    out: set[str] = set()
+    for raw in line.split("\n"):
+        key, _ = masked(raw)
+        out.update(w for w in key.split() if w != VALUE_MARK and (w in ENVIRONMENTS or any(c.isdigit() for c in w)))
+    return frozenset(out)
+
+
+def test_identifiers_found_through_the_ascii_shortcut_match_the_character_scan() -> None:
+    from pipeline.planner import text
+
+    rng = random.Random(13)
+    # ASCII letters and digits, other digits (Arabic-Indic, superscript two, circled one) and numerals
+    # that are not digits (vulgar half, Roman numeral), accented letters, environments, punctuation.
+    pieces = ["web", "01", "app2", "v3", "prod", "staging", "x", "é", "\u0663", "\u00b2", "\u2460", "\u00bd",
+              "\u2163", "_", "-", ".", " ", ":", "port", "is", "8080", "`make up`", "\n", "db3a", "ß"]
+    for _ in range(20_000):
+        line = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 10)))
+        text.identifiers.cache_clear()
+        assert text.identifiers(line) == _identifiers_reference(line), repr(line)
+
+
+def test_subject_groups_kept_across_passes_match_groups_built_afresh() -> None:
+    """The conflict stage's subject keys, kept per memory, give the groups a fresh pass would."""
+    from collections import defaultdict
+
+    from pipeline.planner import conflicts
+    from pipeline.planner.text import masked, subject_stem, title_words
+    from pipeline.planner.work import Work
+    from pipeline.store.state import Limits
+
+    def reference(work: Work) -> list[tuple[str, list[str]]]:
+        buckets: dict[tuple[str, str, str], list[str]] = defaultdict(list)
+        for name in sorted(work.live):
+            memory = work.live[name]
+            key, values = masked(memory.description)
+            if values and key:
+                buckets[("description", memory.type, key)].append(name)
+            if subject_stem(name):
+                buckets[("stem", memory.type, subject_stem(name))].append(name)
+            if title_words(memory.name):
+                buckets[("title", memory.type, title_words(memory.name))].append(name)
+        return [(k[0], v[:conflicts.MAX_SUBJECT_GROUP]) for k, v in sorted(buckets.items()) if len(v) > 1]
+
+    rng = random.Random(17)
+    live = {}
+    for i in range(400):
+        stem = rng.choice(("api-port", "api-port-v2", "db-host", "cache", "web01", "web02"))
+        live[f"{rng.choice(('project', 'reference'))}_{stem}-{i}.md"] = Memory(
+            name=rng.choice(("API port", "DB host", "Cache TTL", f"note {i}")), description=_statement(rng),
+            type=rng.choice(("project", "reference")), visibility="private", body="")
+    work = Work(original=dict(live), live=live, fixed={}, limits=Limits(), today="2026-01-01")
+    conflicts.clear_caches()
+    for _ in range(3):  # later passes find the keys kept; the live set changes between them
+        assert conflicts._subjects(work) == reference(work)
+        for name in rng.sample(sorted(work.live), 40):
+            work.live[name] = work.live[name].with_changes(description=_statement(rng))
+        for name in rng.sample(sorted(work.live), 20):
+            del work.live[name]
+    conflicts.clear_caches()

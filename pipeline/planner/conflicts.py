@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import defaultdict
+from functools import lru_cache
 
 from ..store.memory import Memory
 from .dedupe import outdated_lines
@@ -23,19 +24,33 @@ def title_key(memory: Memory) -> str:
 def _subjects(work: Work) -> list[tuple[str, list[str]]]:
     """Groups of live memories of one type sharing a title, a description apart from values, or a name stem."""
     buckets: dict[tuple[str, str, str], list[str]] = defaultdict(list)
-    for name in sorted(work.live):
-        memory = work.live[name]
-        key, values = masked(memory.description)
-        if values and key:
-            buckets[("description", memory.type, key)].append(name)
-        stem = subject_stem(name)
-        if stem:
-            buckets[("stem", memory.type, stem)].append(name)
-        title = title_key(memory)
-        if title:
-            buckets[("title", memory.type, title)].append(name)
+    live = work.live
+    for name in sorted(live):
+        memory = live[name]
+        for key in _subject_keys(name, memory.type, memory.description, memory.name):
+            buckets[key].append(name)
     # Only keys two memories share are sorted: at 20,000 memories most of the ~60,000 keys have one.
     return [(k[0], buckets[k][:MAX_SUBJECT_GROUP]) for k in sorted(k for k, v in buckets.items() if len(v) > 1)]
+
+
+@lru_cache(maxsize=1 << 20)
+def _subject_keys(name: str, kind: str, description: str, title: str) -> tuple[tuple[str, str, str], ...]:
+    """A memory's subject keys, in the order ``_subjects`` files them; kept across the passes of a plan."""
+    keys = []
+    key, values = masked(description)
+    if values and key:
+        keys.append(("description", kind, key))
+    stem = subject_stem(name)
+    if stem:
+        keys.append(("stem", kind, stem))
+    words = title_words(title)
+    if words:
+        keys.append(("title", kind, words))
+    return tuple(keys)
+
+
+def clear_caches() -> None:
+    _subject_keys.cache_clear()
 
 
 def resolve(work: Work) -> bool:

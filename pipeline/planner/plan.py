@@ -85,6 +85,7 @@ def build_plan(manifest: dict[str, Any], memories: dict[str, tuple[bytes, Memory
     """The plan for one run. ``memories`` is the whole private store; ``reserved`` adds mirror names."""
     clear_caches()
     dedupe.clear_caches()
+    conflicts.clear_caches()
     selected = sorted(str(n) for n in manifest.get("selected") or [])
     absent = [n for n in selected if n not in memories]
     if absent:

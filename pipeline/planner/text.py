@@ -78,7 +78,8 @@ def _value_pattern(text: str) -> re.Pattern[str] | None:
         digit = bool(text.encode("ascii").translate(None, _NOT_DIGIT_BYTES))
     else:
         digit = _DIGIT().search(text) is not None
-    parts = ("`" in text, "://" in text, "/" in text, _VALUE_EXT.search(text) is not None, digit)
+    # An extension follows a dot: a line without one skips the search.
+    parts = ("`" in text, "://" in text, "/" in text, "." in text and _VALUE_EXT.search(text) is not None, digit)
     if not any(parts):
         return None
     pattern = _VALUE_BY_PARTS.get(parts)
@@ -267,9 +268,17 @@ def identifiers(text: str) -> frozenset[str]:
     out: set[str] = set()
     for raw in text.split("\n"):
         key, _ = masked(raw)
-        out.update(word for word in key.split() if word != VALUE_MARK and
-                   (word in ENVIRONMENTS or any(ch.isdigit() for ch in word)))
+        out.update(word for word in key.split() if word != VALUE_MARK and (word in ENVIRONMENTS or _has_digit(word)))
     return frozenset(out)
+
+
+def _has_digit(word: str) -> bool:
+    """Whether a word of a key holds a digit (``str.isdigit``). A key's ASCII words are runs of
+    lower-case letters and digits only (``_spaced`` left nothing else), so there it is "not all
+    letters", answered in C instead of a generator over every character."""
+    if word.isascii():
+        return not word.isalpha()
+    return any(ch.isdigit() for ch in word)
 
 
 def memory_identifiers(memory: Memory) -> frozenset[str]:
