@@ -19,3 +19,18 @@ Feature: The built-in planner's plan is the same bytes for the same snapshot, ho
     When the planner plans it in a fresh interpreter that reports which patterns it compiled
     Then none of the path, URL, link, backtick and reminder patterns was compiled
     And the printed plan's sha256 is the one recorded for "synthetic-200-seed7"
+
+  Scenario: The plan of a store with many shared subjects passes the default worker output bounds
+    Given the planner's run directory for the recorded store "synthetic-2000-seed7"
+    When the built-in planner plans it in two processes with hash seeds 1 and 2
+    Then both printed the same bytes
+    And their sha256 is the one recorded for "synthetic-2000-seed7"
+    And the printed plan is extracted as one plan under the default worker output bounds
+
+  @stress
+  Scenario: The plan of a 20,000-memory store passes the default worker output bounds
+    Given the planner's run directory for the recorded store "synthetic-20000-seed7"
+    When the built-in planner plans it in two processes with hash seeds 1 and 2
+    Then both printed the same bytes
+    And their sha256 is the one recorded for "synthetic-20000-seed7"
+    And the printed plan is extracted as one plan under the default worker output bounds

@@ -108,3 +108,17 @@ def compact_shape(ctx: dict[str, Any]) -> None:
 @then("none of the path, URL, link, backtick and reminder patterns was compiled")
 def none_compiled(ctx: dict[str, Any]) -> None:
     assert ctx["used"] == []
+
+
+@then("the printed plan is extracted as one plan under the default worker output bounds")
+def within_default_bounds(ctx: dict[str, Any]) -> None:
+    from pipeline.worker.extract import ExtractLimits, extract_plan
+
+    printed = ctx["outputs"][0]
+    limits = ExtractLimits()
+    assert len(printed) <= limits.max_plan_bytes and printed.count(b"\n") <= limits.max_lines
+    assert max(map(len, printed.split(b"\n"))) <= limits.max_line_bytes
+    extracted = extract_plan(printed, limits)
+    manifest = _json(ctx["run"] / "manifest.json", 1 << 24)
+    assert extracted.source == "bare-json" and extracted.plan["selected"] == manifest["selected"]
+    assert len(extracted.plan["inventory"]) == len(manifest["selected"])
