@@ -45,3 +45,10 @@ Feature: Each prompt reads what the last transaction left, and never a memory th
     Then the session block shows "FIXED-REDIS-WORD" and not "do not parse"
     When Claude Code's prompt hook runs for "where redis listens" in a new session
     Then the hook context shows "FIXED-REDIS-WORD" and not "OLD-ALPHA-WORD"
+
+  Scenario: Two installations sharing a home each validate the config once, then serve prompts without YAML or pydantic
+    Given a settled config file in the home
+    And a second installation of memfold beside this one
+    When each installation runs Claude Code's prompt hook twice, taking turns
+    Then each installation's first run validated the config and its second imported neither YAML nor pydantic
+    And the home's cache holds a validated config for each installation
