@@ -33,7 +33,7 @@ MAX_TERMS = 24
 # Bounds on the work of one query, whatever the store size (see ``_scored``).
 CAP = 400
 POSTINGS = 1200
-WINDOW = 1000
+WINDOW = 500
 MIN_SQLITE = (3, 34, 0)  # the trigram tokenizer
 
 WORDS_TOKENIZER = "porter unicode61 remove_diacritics 2"
@@ -215,12 +215,11 @@ def _scored(conn: Connection, table: str, counted: list[tuple[int, str]], deep: 
     """BM25 over the rarest expressions whose matches fit in POSTINGS together.
 
     When every expression is common (more than CAP matches), only the WINDOW most recently indexed
-    memories are ranked: a query of common words only says little, and the work stays bounded (FTS5
-    seeks to a row id range instead of reading whole lists).
+    memories are ranked, by how many of the expressions each holds: a query of common words only
+    says little. ``bm25()`` is not used there, since it counts every memory that holds each
+    expression (its IDF), which grows with the store; each expression's list is read from the
+    window's first row id on instead (FTS5 seeks to it), so the work stays bounded.
     """
-    weights = ", ".join(str(w) for w in WEIGHTS)
-    rank_sql = (f"SELECT rowid, -bm25({table}, {weights}) AS s FROM {table} WHERE {table} MATCH ? "
-                "AND rowid > ? ORDER BY s DESC LIMIT ?")
     chosen, total = [], 0
     for count, expression in sorted(c for c in counted if c[0] <= CAP):
         if total + count > POSTINGS:
@@ -228,10 +227,15 @@ def _scored(conn: Connection, table: str, counted: list[tuple[int, str]], deep: 
         chosen.append(expression)
         total += count
     if chosen:
-        return conn.execute(rank_sql, (" OR ".join(chosen), 0, deep)).fetchall()
+        weights = ", ".join(str(w) for w in WEIGHTS)
+        return conn.execute(f"SELECT rowid, -bm25({table}, {weights}) AS s FROM {table} WHERE {table} MATCH ? "
+                            "ORDER BY s DESC LIMIT ?", (" OR ".join(chosen), deep)).fetchall()
     newest = conn.execute(f"SELECT rowid FROM {table} ORDER BY rowid DESC LIMIT 1").fetchone()
     floor = newest[0] - WINDOW if newest else 0
-    return conn.execute(rank_sql, (" OR ".join(e for _, e in counted), floor, deep)).fetchall()
+    lists = " UNION ALL ".join(f"SELECT rowid FROM {table} WHERE {table} MATCH ? AND rowid > ?" for _ in counted)
+    params: list[object] = [value for _, expression in counted for value in (expression, floor)]
+    return conn.execute(f"SELECT rowid, CAST(count(*) AS REAL) AS s FROM ({lists}) GROUP BY rowid "
+                        "ORDER BY s DESC, rowid DESC LIMIT ?", [*params, deep]).fetchall()
 
 
 def rank(conn: Connection, query: str, limit: int) -> list[tuple[int, float]]:
