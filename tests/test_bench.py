@@ -105,6 +105,23 @@ def test_a_settled_copy_keeps_the_state_an_earlier_transaction_left(tmp_path: Pa
 
 
 @pytest.mark.integration
+def test_the_in_process_apply_row_takes_one_sample_per_settled_consolidation(tmp_path: Path) -> None:
+    from pipeline.bench.consolidate import PARTS, bench_apply
+
+    store = write_store(tmp_path / "live", 30)
+    pristine = tmp_path / "pristine"
+    for part in PARTS:
+        (pristine / part).parent.mkdir(parents=True, exist_ok=True)
+        subprocess.run(("cp", "-a", str(tmp_path / "live" / part), str(pristine / part)), check=True)
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    samples = bench_apply(store, pristine, tmp_path / "live", env, 1)
+    assert len(samples) == 3 and all(ms > 0 for ms in samples)  # three after the untimed first
+    receipts = sorted((store.layout.project_home / "receipts").iterdir())
+    assert len(receipts) == 1, "each sample consolidated a fresh copy of the pristine store"
+    assert not (tmp_path / "settled").exists()
+
+
+@pytest.mark.integration
 def test_the_add_rows_run_alone_with_their_floors() -> None:
     proc = subprocess.run([sys.executable, "-m", "pipeline.bench.writes", "add", "--reps", "1", "30"],
                           capture_output=True, text=True, timeout=300, env={**os.environ, "PYTHONPATH": str(REPO)})
