@@ -59,8 +59,8 @@ def test_worker_output_bounds_come_from_the_limits_section(tmp_path: Path) -> No
 
 
 def test_the_defaults_table_is_what_the_models_default_to() -> None:
-    from pipeline.config import DEFAULTS, WORKER_DEFAULTS
-    from pipeline.config.models import section_models
+    from pipeline.config import DEFAULTS
+    from pipeline.config.models import WORKER_DEFAULTS, section_models
 
     sections, worker_model = section_models()
     for name, model in sections.items():

@@ -24,7 +24,7 @@ from pipeline.store.memory import Memory
 # in re, and re enum).
 PER_PROMPT_ABSENT = ("jsonschema", "pydantic", "portalocker", "typer", "rfc8785", "re2", "yaml", "platformdirs",
                      "argparse", "dataclasses", "pathlib", "subprocess", "typing", "datetime", "inspect",
-                     "json", "re", "enum")
+                     "json", "re", "enum", "pipeline.sandbox")
 
 
 def test_the_inject_path_imports_no_heavy_library_in_a_fresh_interpreter(env: Env) -> None:

@@ -14,7 +14,6 @@ import os
 
 from ..errors import ConfigError, Issue
 from ..fsutil import read_bounded, sha256_bytes
-from ..sandbox import DEFAULT_LIMITS
 from ..store import filecache
 from ..store import jsontext as json
 
@@ -40,8 +39,6 @@ DEFAULTS: dict[str, dict[str, Any]] = {
     "consolidate": {"due_hours": 24.0, "due_writes": 20},
     "mcp": {"allow_publish": False},
 }
-WORKER_DEFAULTS: dict[str, Any] = {"timeout": 600.0, "env": [], "network": False, "read_paths": [],
-                                   "limits": dict(DEFAULT_LIMITS)}
 CACHE_PREFIX = "config-"
 # The installed package's directory: one per installation.
 _INSTALL = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
