@@ -191,14 +191,32 @@ def second_install(ctx: dict[str, Any], tmp_path: Path) -> None:
     ctx["installs"] = [REPO, second_installation(tmp_path)]
 
 
-@when("each installation runs Claude Code's prompt hook twice, taking turns")
+@given(parsers.parse('a private memory "{name}" about "{about}" holding a token'))
+def private_token(env: Env, name: str, about: str) -> None:
+    _add(env, name, "-d", about, "-b", f"{about} uses the token ghp_{'a1B2' * 9}")
+
+
+@when("each installation runs Claude Code's prompt hook twice, taking turns, each run in a new session")
 def hooks_taking_turns(env: Env, ctx: dict[str, Any]) -> None:
-    hook = json.dumps({"hook_event_name": "UserPromptSubmit", "prompt": "alpha blue script", "cwd": str(env.project),
-                       "session_id": "turns"})
-    stdin = env.home.parent / "hook.json"
-    stdin.write_text(hook, encoding="utf-8")
-    ctx["runs"] = [imported_by(install, *env.args("inject", "--format", "claude-hook"), stdin=stdin)
-                   for _ in range(2) for install in ctx["installs"]]
+    runs = []
+    for i in range(4):
+        hook = json.dumps({"hook_event_name": "UserPromptSubmit", "prompt": "alpha blue script",
+                           "cwd": str(env.project), "session_id": f"turns-{i}"})
+        stdin = env.home.parent / "hook.json"
+        stdin.write_text(hook, encoding="utf-8")
+        runs.append(imported_by(ctx["installs"][i % 2], *env.args("inject", "--format", "claude-hook"), stdin=stdin))
+    ctx["runs"] = runs
+
+
+@then("only the very first run loaded the privacy rules")
+def rules_loaded_once(ctx: dict[str, Any]) -> None:
+    assert ["pipeline.privacy.engine" in run for run in ctx["runs"]] == [True, False, False, False]
+
+
+@then("the hook context still shows the token masked")
+def token_masked(env: Env) -> None:
+    context = _hook(env, "UserPromptSubmit", "alpha blue script")
+    assert "[redacted: " in context and "a1B2a1B2" not in context
 
 
 @then("each installation's first run validated the config and its second imported neither YAML nor pydantic")

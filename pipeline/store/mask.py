@@ -22,7 +22,7 @@ FIELDS = ("description", "body")
 _PIPELINE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def _rules_identity(privacy: Any) -> list[Any]:
+def _rules_identity(privacy: Any, home: str) -> list[Any]:
     """What decides the spans besides the text: the shipped rules, the engine, and the user's rules."""
     from . import jsontext as json
 
@@ -31,7 +31,35 @@ def _rules_identity(privacy: Any) -> list[Any]:
     files += [os.path.join(base, name) for name in ("privacy-rules.yaml", "privacy-needs.json")
               for base in (os.path.join(_PIPELINE, "_data", "schemas"), os.path.join(_PIPELINE, "..", "schemas"))]
     user = json.dumps([privacy.rules, privacy.allowlist], sort_keys=True)
-    return ["inject-masks-2", [filecache.identity(f) for f in files], user]
+    return ["inject-masks-3", _content_digest(home, files), user]
+
+
+def _content_digest(home: str, files: list[str]) -> str:
+    """A digest of what ``files`` hold, cached per installation under their identities.
+
+    The masks are kept in the store's index, which every installation of memfold sharing the home
+    reads: keyed by the files' identities (each copy has its own), two installations would drop each
+    other's masks on every prompt and load the rules again. By content, copies of the same rules and
+    engine agree.
+    """
+    from ..fsutil import sha256_bytes
+
+    identities = [filecache.identity(f) for f in files]
+    cache = filecache.cache_path(home, f"masks-{sha256_bytes(_PIPELINE.encode('utf-8'))[:16]}.json")
+    found = filecache.load(cache, identities)
+    if isinstance(found, str):
+        return found
+    parts = []
+    for file in files:
+        try:
+            with open(file, "rb") as fh:
+                data = fh.read()
+            parts.append(f"{os.path.basename(file)}:{len(data)}:".encode() + data)
+        except FileNotFoundError:
+            parts.append(f"{os.path.basename(file)}:absent:".encode())
+    digest = sha256_bytes(b"".join(parts))
+    filecache.save(cache, identities, digest, identities)
+    return digest
 
 
 def _scan(ruleset: Any, memory: Any) -> list[list[Any]]:
@@ -68,7 +96,7 @@ class RowMasker:
         self.home = home
         self.privacy = privacy
         self.kinds = kinds
-        self.key = json.dumps(_rules_identity(privacy))
+        self.key = json.dumps(_rules_identity(privacy, home))
         self.ruleset: Any = None
         self.checked: set[int] = set()
 
