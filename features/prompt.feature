@@ -45,3 +45,13 @@ Feature: Each prompt reads what the last transaction left, and never a memory th
     Then the session block shows "FIXED-REDIS-WORD" and not "do not parse"
     When Claude Code's prompt hook runs for "where redis listens" in a new session
     Then the hook context shows "FIXED-REDIS-WORD" and not "OLD-ALPHA-WORD"
+
+  Scenario: Two installations sharing a home each validate the config once, and keep each other's credential masks
+    Given a private memory "project_alpha" about "alpha blue script" holding a token
+    And a settled config file in the home
+    And a second installation of memfold beside this one
+    When each installation runs Claude Code's prompt hook twice, taking turns, each run in a new session
+    Then each installation's first run validated the config and its second imported neither YAML nor pydantic
+    And only the very first run loaded the privacy rules
+    And the home's cache holds a validated config for each installation
+    And the hook context still shows the token masked

@@ -11,7 +11,7 @@ import pytest
 from conftest import REPO
 
 from pipeline.bench.run import Row, format_table
-from pipeline.bench.synth import build_memories, write_store
+from pipeline.bench.synth import Synthetic, build_memories, write_store
 from pipeline.state import compute_post, read_pre
 from pipeline.store.state import Limits
 
@@ -77,18 +77,26 @@ def test_bench_quick_completes_and_prints_the_table(tmp_path: Path) -> None:
     assert list(workdir.iterdir()) == [], "the bench removes its synthetic stores"
 
 
-@pytest.mark.integration
-def test_a_settled_copy_keeps_the_state_an_earlier_transaction_left(tmp_path: Path) -> None:
-    """The settled consolidate rows run on copies whose state cache vouches for every store file,
-    as a user's store after any earlier command, and renaming the copy into place keeps it valid."""
-    from pipeline.bench.consolidate import PARTS, _swap_in, settled_copies
-    from pipeline.store.statecache import _OPEN, cache_for
+def _live_and_pristine(tmp_path: Path) -> tuple[Synthetic, Path]:
+    """A synthetic store at ``live`` and a copy of it at ``pristine``, as the bench keeps both."""
+    from pipeline.bench.consolidate import PARTS
 
     store = write_store(tmp_path / "live", 30)
     pristine = tmp_path / "pristine"
     for part in PARTS:
         (pristine / part).parent.mkdir(parents=True, exist_ok=True)
         subprocess.run(("cp", "-a", str(tmp_path / "live" / part), str(pristine / part)), check=True)
+    return store, pristine
+
+
+@pytest.mark.integration
+def test_a_settled_copy_keeps_the_state_an_earlier_transaction_left(tmp_path: Path) -> None:
+    """The settled consolidate rows run on copies whose state cache vouches for every store file,
+    as a user's store after any earlier command, and renaming the copy into place keeps it valid."""
+    from pipeline.bench.consolidate import _swap_in, settled_copies
+    from pipeline.store.statecache import _OPEN, cache_for
+
+    store, pristine = _live_and_pristine(tmp_path)
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     with settled_copies(pristine, tmp_path / "live", 2, env) as copies:
         _swap_in(copies[1], tmp_path / "live")
@@ -102,6 +110,19 @@ def test_a_settled_copy_keeps_the_state_an_earlier_transaction_left(tmp_path: Pa
         pre = read_pre(layout, Limits())
         assert list(pre.harness.files.loaded()) == [], "no store file is read: the cache vouches for each"
     _OPEN.clear()
+
+
+@pytest.mark.integration
+def test_the_in_process_apply_row_takes_one_sample_per_settled_consolidation(tmp_path: Path) -> None:
+    from pipeline.bench.consolidate import bench_apply
+
+    store, pristine = _live_and_pristine(tmp_path)
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    samples = bench_apply(store, pristine, tmp_path / "live", env, 1)
+    assert len(samples) == 3 and all(ms > 0 for ms in samples)  # three after the untimed first
+    receipts = sorted((store.layout.project_home / "receipts").iterdir())
+    assert len(receipts) == 1, "each sample consolidated a fresh copy of the pristine store"
+    assert not (tmp_path / "settled").exists()
 
 
 @pytest.mark.integration

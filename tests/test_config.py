@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -12,7 +13,7 @@ from pathlib import Path
 import pytest
 from conftest import REPO
 
-from pipeline.config import load_config
+from pipeline.config import cache_file, load_config
 from pipeline.config.models import config_schema
 from pipeline.errors import ConfigError
 from pipeline.resources import data_dir
@@ -58,8 +59,8 @@ def test_worker_output_bounds_come_from_the_limits_section(tmp_path: Path) -> No
 
 
 def test_the_defaults_table_is_what_the_models_default_to() -> None:
-    from pipeline.config import DEFAULTS, WORKER_DEFAULTS
-    from pipeline.config.models import section_models
+    from pipeline.config import DEFAULTS
+    from pipeline.config.models import WORKER_DEFAULTS, section_models
 
     sections, worker_model = section_models()
     for name, model in sections.items():
@@ -79,7 +80,7 @@ def test_validated_sections_are_cached_and_a_changed_file_is_validated_again(tmp
     path.write_text("lock: {timeout: 2}\nruns: {keep: 0}\n")
     _settle()
     first = load_config(path)
-    cache = tmp_path / "cache" / "config.json"
+    cache = Path(cache_file(tmp_path))
     assert cache.is_file()
     assert json.loads(cache.read_text())["value"]["values"]["lock"] == {"timeout": 2.0}
     code = (f"import sys\nfrom pipeline.config import load_config\ncfg = load_config({str(path)!r})\n"
@@ -97,7 +98,7 @@ def test_a_config_written_just_now_is_not_cached(tmp_path: Path) -> None:
     path = tmp_path / "config.yaml"
     path.write_text("lock: {timeout: 3}\n")
     assert load_config(path).lock.timeout == 3
-    assert not (tmp_path / "cache" / "config.json").exists()
+    assert not Path(cache_file(tmp_path)).exists()
 
 
 def test_a_stale_cache_entry_is_never_used(tmp_path: Path) -> None:
@@ -105,7 +106,7 @@ def test_a_stale_cache_entry_is_never_used(tmp_path: Path) -> None:
     path.write_text("lock: {timeout: 3}\n")
     _settle()
     load_config(path)
-    cache = tmp_path / "cache" / "config.json"
+    cache = Path(cache_file(tmp_path))
     doc = json.loads(cache.read_text())
     doc["value"]["values"]["lock"]["timeout"] = 99.0  # a cache from another file identity
     doc["key"][0][2] += 1
@@ -157,3 +158,40 @@ def test_the_shipped_schema_refuses_bad_worker_limits_too() -> None:
     jsonschema.validate(good, schema)
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate({"workers": {"a": {"argv": ["x"], "limits": {"processes": 1}}}}, schema)
+
+
+def second_installation(base: Path) -> Path:
+    """A copy of this installation (the package and its data) in another directory, without bytecode."""
+    install = base / "second-install"
+    shutil.copytree(REPO / "pipeline", install / "pipeline", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(REPO / "schemas", install / "schemas")
+    return install
+
+
+def imported_by(install: Path, *args: str, stdin: Path | None = None) -> set[str]:
+    """The modules a real ``python -m pipeline ARGS`` run from ``install`` imports, by name."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    with open(stdin or os.devnull, "rb") as source:
+        proc = subprocess.run([sys.executable, "-X", "importtime", "-m", "pipeline", *args], stdin=source,
+                              capture_output=True, text=True, check=False, cwd=str(install),
+                              env={**env, "PYTHONPATH": str(install)})
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return {line.rsplit("|", 1)[1].strip() for line in proc.stderr.splitlines() if line.startswith("import time:")}
+
+
+@pytest.mark.integration
+def test_two_installations_sharing_a_home_each_keep_their_validated_config(tmp_path: Path) -> None:
+    home, project = tmp_path / "home", tmp_path / "project"
+    home.mkdir()
+    project.mkdir()
+    (home / "config.yaml").write_text("inject: {max_files: 6}\n")
+    _settle()
+    installs = [REPO, second_installation(tmp_path)]
+    args = ("--home", str(home), "--project", str(project), "inject")
+    runs = [imported_by(install, *args) for _ in range(2) for install in installs]
+    assert all("pydantic" in run and "yaml" in run for run in runs[:2])  # each validates once
+    assert not any({"pydantic", "yaml"} & run for run in runs[2:]), "an installation validated again"
+    caches = sorted(p.name for p in (home / "cache").iterdir() if p.name.startswith("config-"))
+    assert caches == sorted(Path(cache_file(home, str(install / "pipeline"))).name for install in installs)
+    for name in caches:
+        assert json.loads((home / "cache" / name).read_text())["value"]["values"]["inject"]["max_files"] == 6

@@ -9,11 +9,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-from conftest import Env
+from conftest import REPO, Env
 from pytest_bdd import given, parsers, scenarios, then, when
+from test_config import imported_by, second_installation
 from test_searchcache import _opens, rewrite_in_place
 
 from pipeline.bench.synth import write_store
+from pipeline.config import cache_file as config_cache
 from pipeline.store import blockcache
 from pipeline.store.searchcache import cache_file
 
@@ -176,3 +178,56 @@ def fix_in_place(env: Env, name: str, body: str) -> None:
         fh.write(_FIXED.format(body=body).encode())
         fh.truncate()
     assert (env.harness.stat().st_mtime_ns, env.harness.stat().st_ctime_ns) == before
+
+
+@given("a settled config file in the home")
+def settled_config(env: Env) -> None:
+    (env.home / "config.yaml").write_text("inject: {max_files: 6}\n", encoding="utf-8")
+    time.sleep(2.1)
+
+
+@given("a second installation of memfold beside this one")
+def second_install(ctx: dict[str, Any], tmp_path: Path) -> None:
+    ctx["installs"] = [REPO, second_installation(tmp_path)]
+
+
+@given(parsers.parse('a private memory "{name}" about "{about}" holding a token'))
+def private_token(env: Env, name: str, about: str) -> None:
+    _add(env, name, "-d", about, "-b", f"{about} uses the token ghp_{'a1B2' * 9}")
+
+
+@when("each installation runs Claude Code's prompt hook twice, taking turns, each run in a new session")
+def hooks_taking_turns(env: Env, ctx: dict[str, Any]) -> None:
+    runs = []
+    for i in range(4):
+        hook = json.dumps({"hook_event_name": "UserPromptSubmit", "prompt": "alpha blue script",
+                           "cwd": str(env.project), "session_id": f"turns-{i}"})
+        stdin = env.home.parent / "hook.json"
+        stdin.write_text(hook, encoding="utf-8")
+        runs.append(imported_by(ctx["installs"][i % 2], *env.args("inject", "--format", "claude-hook"), stdin=stdin))
+    ctx["runs"] = runs
+
+
+@then("only the very first run loaded the privacy rules")
+def rules_loaded_once(ctx: dict[str, Any]) -> None:
+    assert ["pipeline.privacy.engine" in run for run in ctx["runs"]] == [True, False, False, False]
+
+
+@then("the hook context still shows the token masked")
+def token_masked(env: Env) -> None:
+    context = _hook(env, "UserPromptSubmit", "alpha blue script")
+    assert "[redacted: " in context and "a1B2a1B2" not in context
+
+
+@then("each installation's first run validated the config and its second imported neither YAML nor pydantic")
+def validated_once(ctx: dict[str, Any]) -> None:
+    first, second = ctx["runs"][:2], ctx["runs"][2:]
+    assert all({"pydantic", "yaml"} <= run for run in first)
+    assert not any({"pydantic", "yaml"} & run for run in second)
+
+
+@then("the home's cache holds a validated config for each installation")
+def cache_per_install(env: Env, ctx: dict[str, Any]) -> None:
+    for install in ctx["installs"]:
+        cached = json.loads(Path(config_cache(env.home, str(install / "pipeline"))).read_text(encoding="utf-8"))
+        assert cached["value"]["values"]["inject"]["max_files"] == 6

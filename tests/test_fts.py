@@ -72,6 +72,36 @@ def test_a_field_hit_outranks_the_same_word_in_a_body() -> None:
     assert [r.file for r, _ in index.ranked("ruff", 5)] == ["project_b.md", "project_a.md"]
 
 
+def test_a_query_of_only_common_words_ranks_the_newest_window_by_the_words_each_holds(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past CAP matches a word is common; a query of common words ranks only the WINDOW newest rows,
+    without bm25 (whose IDF would count every memory holding each word)."""
+    monkeypatch.setattr(fts, "CAP", 5)
+    monkeypatch.setattr(fts, "WINDOW", 8)
+    memories = {f"project_n{i:02d}.md": Memory(f"note {i}", f"alpha notes{' beta' if i < 6 or i == 10 else ''}",
+                                               body="plain text") for i in range(12)}
+    index = Index.of_memories(memories)  # row ids follow file names: n04..n11 are the window
+    for word in ("alpha", "beta"):
+        assert fts._count(index.conn, "words", f'"{word}"') > fts.CAP
+    hits = [row.file for row, _ in index.ranked("alpha beta", 20)]
+    assert sorted(hits) == [f"project_n{i:02d}.md" for i in range(4, 12)]  # n00..n03 are older than the window
+    assert set(hits[:3]) == {"project_n04.md", "project_n05.md", "project_n10.md"}  # both words first
+    bm25 = []
+    index.conn.set_trace_callback(bm25.append)
+    index.ranked("alpha beta", 20)
+    assert not [sql for sql in bm25 if "bm25" in sql]
+
+
+def test_of_memories_holding_the_same_common_words_the_shorter_ranks_first(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(fts, "CAP", 2)
+    long_body = " ".join(["filler words about other things"] * 40)
+    memories = {f"project_n{i}.md": Memory(f"note {i}", "alpha beta", body=long_body if i % 2 else "short")
+                for i in range(6)}
+    ranked = [row.file for row, _ in Index.of_memories(memories).ranked("alpha beta", 6)]
+    assert ranked == ["project_n0.md", "project_n2.md", "project_n4.md",  # equal scores: by file name
+                      "project_n1.md", "project_n3.md", "project_n5.md"]
+
+
 def test_a_long_prompt_is_cut_to_its_most_specific_words() -> None:
     words = [f"w{i:02d}" for i in range(fts.MAX_TERMS)] + ["kubernetes"]
     kept = fts.terms(" ".join(words))

@@ -11,9 +11,11 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
 from conftest import REPO, Env
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from test_config import imported_by, second_installation
 
 from pipeline import paths
 from pipeline.store.inject import BudgetTooSmall, Source, build_injection, read_memories, sanitize
@@ -24,7 +26,7 @@ from pipeline.store.memory import Memory
 # in re, and re enum).
 PER_PROMPT_ABSENT = ("jsonschema", "pydantic", "portalocker", "typer", "rfc8785", "re2", "yaml", "platformdirs",
                      "argparse", "dataclasses", "pathlib", "subprocess", "typing", "datetime", "inspect",
-                     "json", "re", "enum")
+                     "json", "re", "enum", "pipeline.sandbox")
 
 
 def test_the_inject_path_imports_no_heavy_library_in_a_fresh_interpreter(env: Env) -> None:
@@ -368,3 +370,19 @@ def test_the_budget_is_exact_and_whatever_is_left_out_is_counted(
         assert "more memories not shown" not in result.text
     if result.text:
         assert result.text.endswith("</memory>\n")
+
+
+@pytest.mark.integration
+def test_two_installations_sharing_a_home_keep_each_others_credential_masks(env: Env, tmp_path: Path) -> None:
+    """The masks live in the store's index, which both read: keyed by what the rules hold, not by the
+    identity of each copy's files, a prompt served by one installation does not drop the other's."""
+    assert env.run("add", "project_a", "-d", "alpha fact", "-b", "alpha body token ghp_" + "a1B2" * 9).code == 0
+    installs = [REPO, second_installation(tmp_path)]
+    args = env.args("inject", "--prompt", "alpha")
+    first = imported_by(installs[0], *args)
+    assert "pipeline.privacy.engine" in first  # the served memory is scanned once
+    for install in (installs[1], installs[0], installs[1]):
+        assert "pipeline.privacy.engine" not in imported_by(install, *args), install
+    out = subprocess.run([sys.executable, "-m", "pipeline", *args], capture_output=True, text=True, check=True,
+                         cwd=str(installs[1]), env={**os.environ, "PYTHONPATH": str(installs[1])}).stdout
+    assert "[redacted: " in out and "a1B2a1B2" not in out

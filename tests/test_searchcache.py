@@ -16,7 +16,7 @@ from test_torture import fork_cli
 
 from pipeline.bench.synth import write_store
 from pipeline.state import parsed_memories
-from pipeline.store.searchcache import Index, cache_file
+from pipeline.store.searchcache import COLUMNS, Index, Row, cache_file
 from pipeline.store.state import Limits, read_root
 
 
@@ -182,3 +182,11 @@ def test_the_index_lives_only_in_the_stores_private_home(env: Env) -> None:
     holders = [p for p in [*env.home.rglob("*"), *env.project.rglob("*")]
                if p.is_file() and b"ALPHA-BODY-TEXT" in p.read_bytes()]
     assert all(project_home in p.parents for p in holders), holders
+
+
+def test_a_row_holds_each_column_under_its_name() -> None:
+    values = [f"value of {column}" for column in COLUMNS]
+    row = Row(values)
+    assert [getattr(row, column) for column in COLUMNS] == values
+    with pytest.raises(ValueError):
+        Row(values[:-1])

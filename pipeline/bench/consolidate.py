@@ -161,6 +161,49 @@ def bench_consolidate(plan: Plan, n: int, cli: Cli, add: Callable[..., Row], pri
     return changed
 
 
+def bench_apply(store: Any, pristine: Path, live: Path, env: dict[str, str], reps: int) -> list[float]:
+    """``apply_changes`` alone, once in each of ``reps`` consolidations of settled copies in this process.
+
+    A first consolidation is run untimed: it imports the later stages and starts the fsync thread
+    pool, which a process pays once, not per apply. Each copy is swapped in before its run. At most
+    2,000 memories, at least three samples are taken.
+    """
+    import datetime as dt
+
+    from ..apply import commit
+    from ..config import load_config
+    from ..privacy import load_ruleset
+    from ..transaction import ConsolidateRequest, consolidate
+    from .driver import raised_limits
+
+    cfg = load_config(store.home / "config.yaml")
+    svc = commit.Services(layout=store.layout, limits=cfg.store_limits(),
+                          clock=lambda: dt.datetime.now(dt.UTC), ruleset=load_ruleset(),
+                          keep_runs=cfg.runs.keep)
+    reps = max(reps, 3) if store.count <= CLI_CONSOLIDATE_MAX else reps
+    samples: list[float] = []
+    original = commit.apply_changes
+
+    def timed_apply(*args: Any, **kwargs: Any) -> None:
+        start = time.perf_counter()
+        try:
+            original(*args, **kwargs)
+        finally:
+            samples.append(floors.ms_since(start))
+
+    commit.apply_changes = timed_apply
+    try:
+        with settled_copies(pristine, live, reps + 1, env) as copies:
+            for copy in copies:
+                _swap_in(copy, live)
+                consolidate(svc, ConsolidateRequest(parent_env=dict(os.environ), extract_limits=raised_limits()))
+    finally:
+        commit.apply_changes = original
+    if len(samples) != reps + 1:
+        raise RuntimeError(f"{reps + 1} consolidations applied {len(samples)} times")
+    return samples[1:]
+
+
 def settle(home: Path, project: Path) -> int:
     """Leave the state a finished transaction leaves: both roots entered in the state cache (every
     file is past the racy window), their memories parsed, the mirror's files privacy-checked, and

@@ -17,7 +17,7 @@ from typing import Any
 
 from . import floors, importing
 from . import mcp as mcp_bench
-from .consolidate import bench_consolidate, restore_cold
+from .consolidate import bench_apply, bench_consolidate, restore_cold
 from .planner import bench_planner
 from .prompt import bench_prompt
 from .synth import Synthetic, write_store
@@ -172,10 +172,9 @@ def bench_size(plan: Plan, n: int, env: dict[str, str], python_ms: float) -> Non
     restore_cold(pristine, live)
     bench_planner(store, base / "planner-run", env, consolidate_reps, add)
 
-    plan.progress(f"n={n}: apply in-process")
-    restore_cold(pristine, live)
-    apply_ms = _apply_in_process(store)
-    add("  apply (in-process)", apply_ms, "staged-writes", "<= 1.5x floor", lambda r: (r.ratio or 0) <= 1.5)
+    plan.progress(f"n={n}: apply in-process x{consolidate_reps}")
+    add("  apply (in-process)", bench_apply(store, pristine, live, env, consolidate_reps), "staged-writes",
+        "<= 1.5x floor", lambda r: (r.ratio or 0) <= 1.5)
 
     plan.progress(f"n={n}: verify, audit")
     add("verify", cli.timed(reps, "verify"), "python+read+hash")
@@ -196,38 +195,6 @@ def row_adder(plan: Plan, n: int) -> Callable[..., Row]:
         return row
 
     return add
-
-
-def _apply_in_process(store: Synthetic) -> list[float]:
-    """One consolidation in this process with ``apply_changes`` timed: the apply figure itself."""
-    import datetime as dt
-
-    from ..apply import commit
-    from ..config import load_config
-    from ..privacy import load_ruleset
-    from ..transaction import ConsolidateRequest, consolidate
-    from .driver import raised_limits
-
-    cfg = load_config(store.home / "config.yaml")
-    svc = commit.Services(layout=store.layout, limits=cfg.store_limits(),
-                          clock=lambda: dt.datetime.now(dt.UTC), ruleset=load_ruleset(),
-                          keep_runs=cfg.runs.keep)
-    samples: list[float] = []
-    original = commit.apply_changes
-
-    def timed_apply(*args: Any, **kwargs: Any) -> None:
-        start = time.perf_counter()
-        try:
-            original(*args, **kwargs)
-        finally:
-            samples.append(floors.ms_since(start))
-
-    commit.apply_changes = timed_apply
-    try:
-        consolidate(svc, ConsolidateRequest(parent_env=dict(os.environ), extract_limits=raised_limits()))
-    finally:
-        commit.apply_changes = original
-    return samples
 
 
 def machine() -> dict[str, Any]:

@@ -3,8 +3,9 @@
 The pydantic models defined by ``models.section_models`` validate the file. Importing pydantic costs more than a
 whole ``memfold add``, so the models are built on first use only, and the validated sections (and the
 problems found) are cached under
-``<home>/cache/config.json`` by the identity of the file and of the validating modules; any change to
-either validates again. A missing file means ``DEFAULTS``, with no pydantic at all.
+``<home>/cache/config-<install>.json`` by the identity of the file and of the validating modules; any
+change to either validates again. Each installation has a file of its own (see ``cache_file``). A
+missing file means ``DEFAULTS``, with no pydantic at all.
 """
 
 from __future__ import annotations
@@ -12,8 +13,7 @@ from __future__ import annotations
 import os
 
 from ..errors import ConfigError, Issue
-from ..fsutil import read_bounded
-from ..sandbox import DEFAULT_LIMITS
+from ..fsutil import read_bounded, sha256_bytes
 from ..store import filecache
 from ..store import jsontext as json
 
@@ -39,9 +39,9 @@ DEFAULTS: dict[str, dict[str, Any]] = {
     "consolidate": {"due_hours": 24.0, "due_writes": 20},
     "mcp": {"allow_publish": False},
 }
-WORKER_DEFAULTS: dict[str, Any] = {"timeout": 600.0, "env": [], "network": False, "read_paths": [],
-                                   "limits": dict(DEFAULT_LIMITS)}
-CACHE_NAME = "config.json"
+CACHE_PREFIX = "config-"
+# The installed package's directory: one per installation.
+_INSTALL = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 class Section:
@@ -242,13 +242,23 @@ def _validator_identity() -> list[Any]:
     return [filecache.identity(os.path.join(here, name)) for name in ("__init__.py", "models.py")]
 
 
+def cache_file(home: Path | str, install: str = _INSTALL) -> str:
+    """Where the installation at ``install`` keeps the validated copy of the config in ``home``.
+
+    One file per installation: two installations sharing a home (a tool installed twice, a checkout
+    beside an installed copy) have different validating modules, and with one file between them
+    each would find the other's entry and validate with pydantic and YAML on every run.
+    """
+    return filecache.cache_path(home, f"{CACHE_PREFIX}{sha256_bytes(install.encode('utf-8'))[:16]}.json")
+
+
 def load_config(path: Path | str) -> Config:
     """Read the config; a missing file means defaults. Problems are kept per section, not raised here."""
     source = filecache.identity(path)
     if source is None:
         return Config(path, {}, [])
     key = [source, _validator_identity()]
-    cache = filecache.cache_path(os.path.dirname(os.path.abspath(path)), CACHE_NAME)
+    cache = cache_file(os.path.dirname(os.path.abspath(path)))
     cached = filecache.load(cache, key)
     if isinstance(cached, dict) and isinstance(cached.get("values"), dict):
         problems = [Issue(*p) for p in cached.get("problems", [])]

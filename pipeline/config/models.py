@@ -5,7 +5,13 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import Issue
-from . import DEFAULTS, WORKER_DEFAULTS
+from ..sandbox import DEFAULT_LIMITS
+from . import DEFAULTS
+
+# A worker entry's defaults; kept here, not beside DEFAULTS, so reading a cached config (each prompt)
+# does not import the sandbox package for them.
+WORKER_DEFAULTS: dict[str, Any] = {"timeout": 600.0, "env": [], "network": False, "read_paths": [],
+                                   "limits": dict(DEFAULT_LIMITS)}
 
 _MODELS: tuple[dict[str, Any], Any] | None = None
 

@@ -13,7 +13,7 @@ import time
 
 from .. import paths
 from ..safetext import visible
-from ..store import jsontext, sessions
+from ..store import jsontext
 from ..store.inject import BudgetTooSmall, Injection, Source, build_injection
 
 TYPE_CHECKING = False
@@ -108,7 +108,12 @@ def gather(home: str, project_dir: str, *, query: str | None, max_bytes: int | N
         from ..store.mask import RowMasker
 
         mask = RowMasker(home, config.privacy)
-    sent = sessions.load(project_home, session) if session else {}
+    if session:
+        from ..store import sessions
+
+        sent = sessions.load(project_home, session)
+    else:
+        sent = {}
     noted: list[str] = []
     wanted = _wanted(home, root, harness, project_home, include_global, noted)
     # A session start (no query) shows what the last one with the same inputs showed, while it holds.
@@ -124,8 +129,7 @@ def gather(home: str, project_dir: str, *, query: str | None, max_bytes: int | N
             result = Injection(kept["text"])
             for field in blockcache.RESULT_FIELDS[1:]:
                 setattr(result, field, kept[field])
-            if session and result.sent:
-                sessions.save(project_home, session, {**sent, **result.sent})
+            _remember(project_home, session, sent, result)
             return result
     from ..store.searchcache import Stale
 
@@ -151,10 +155,17 @@ def gather(home: str, project_dir: str, *, query: str | None, max_bytes: int | N
         finally:
             for source in sources:
                 source.index.close()
-        if session and result.sent:
-            sessions.save(project_home, session, {**sent, **result.sent})
+        _remember(project_home, session, sent, result)
         return result
     raise AssertionError("unreachable")
+
+
+def _remember(project_home: str, session: str | None, sent: dict[str, str], result: Injection) -> None:
+    """Add what ``result`` sent to what ``session`` was sent before."""
+    if session and result.sent:
+        from ..store import sessions
+
+        sessions.save(project_home, session, {**sent, **result.sent})
 
 
 USAGE = ("usage: memfold inject [--home DIR] [--project DIR] [--query TEXT | --prompt TEXT] [--session ID]\n"

@@ -33,7 +33,7 @@ MAX_TERMS = 24
 # Bounds on the work of one query, whatever the store size (see ``_scored``).
 CAP = 400
 POSTINGS = 1200
-WINDOW = 1000
+WINDOW = 500
 MIN_SQLITE = (3, 34, 0)  # the trigram tokenizer
 
 WORDS_TOKENIZER = "porter unicode61 remove_diacritics 2"
@@ -215,23 +215,54 @@ def _scored(conn: Connection, table: str, counted: list[tuple[int, str]], deep: 
     """BM25 over the rarest expressions whose matches fit in POSTINGS together.
 
     When every expression is common (more than CAP matches), only the WINDOW most recently indexed
-    memories are ranked: a query of common words only says little, and the work stays bounded (FTS5
-    seeks to a row id range instead of reading whole lists).
+    memories are ranked (``_recent``): a query of common words only says little.
     """
-    weights = ", ".join(str(w) for w in WEIGHTS)
-    rank_sql = (f"SELECT rowid, -bm25({table}, {weights}) AS s FROM {table} WHERE {table} MATCH ? "
-                "AND rowid > ? ORDER BY s DESC LIMIT ?")
     chosen, total = [], 0
     for count, expression in sorted(c for c in counted if c[0] <= CAP):
         if total + count > POSTINGS:
             break
         chosen.append(expression)
         total += count
-    if chosen:
-        return conn.execute(rank_sql, (" OR ".join(chosen), 0, deep)).fetchall()
+    if not chosen:
+        return _recent(conn, table, [e for _, e in counted], deep)
+    weights = ", ".join(str(w) for w in WEIGHTS)
+    return conn.execute(f"SELECT rowid, -bm25({table}, {weights}) AS s FROM {table} WHERE {table} MATCH ? "
+                        "ORDER BY s DESC LIMIT ?", (" OR ".join(chosen), deep)).fetchall()
+
+
+def _recent(conn: Connection, table: str, expressions: list[str], deep: int) -> list[tuple[int, float]]:
+    """The WINDOW newest memories holding any of ``expressions``, by BM25 with every expression of equal
+    weight and counted once: how many each memory holds, over its length against the window's mean.
+
+    ``bm25()`` is not used: it weighs an expression by counting every memory that holds it, which grows
+    with the store. Here each expression's list is read from the window's first row id on (FTS5 seeks
+    to it), and the lengths are the token counts FTS5 keeps per row, so the work stays bounded.
+    """
     newest = conn.execute(f"SELECT rowid FROM {table} ORDER BY rowid DESC LIMIT 1").fetchone()
     floor = newest[0] - WINDOW if newest else 0
-    return conn.execute(rank_sql, (" OR ".join(e for _, e in counted), floor, deep)).fetchall()
+    lists = " UNION ALL ".join(f"SELECT rowid FROM {table} WHERE {table} MATCH ? AND rowid > ?" for _ in expressions)
+    params = [value for expression in expressions for value in (expression, floor)]
+    held = conn.execute(f"SELECT hit.id, hit.n, size.sz FROM (SELECT rowid AS id, count(*) AS n FROM ({lists}) "
+                        f"GROUP BY rowid) AS hit JOIN {table}_docsize AS size USING (id)", params).fetchall()
+    if not held:
+        return []
+    lengths = [_tokens(sz) for _, _, sz in held]
+    mean = sum(lengths) / len(lengths) or 1.0
+    k1, b = 1.2, 0.75
+    scored = [(rowid, n * (k1 + 1) / (1 + k1 * (1 - b + b * length / mean)))
+              for (rowid, n, _), length in zip(held, lengths, strict=True)]
+    scored.sort(key=lambda h: (-h[1], -h[0]))
+    return scored[:deep]
+
+
+def _tokens(sizes: bytes) -> int:
+    """A row's token count over all fields: FTS5 keeps one SQLite varint per field."""
+    total = value = 0
+    for byte in sizes:
+        value = (value << 7) | (byte & 0x7F)
+        if byte < 0x80:
+            total, value = total + value, 0
+    return total
 
 
 def rank(conn: Connection, query: str, limit: int) -> list[tuple[int, float]]:

@@ -22,16 +22,36 @@ FIELDS = ("description", "body")
 _PIPELINE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def _rules_identity(privacy: Any) -> list[Any]:
-    """What decides the spans besides the text: the shipped rules, the engine, and the user's rules."""
-    from . import jsontext as json
-
+def _rule_files() -> list[str]:
+    """The files that decide the spans besides the text and the user's rules: the engine and the shipped rules."""
     files = [os.path.join(_PIPELINE, "privacy", name)
              for name in ("engine.py", "checks.py", "loader.py", "tokens.py", "personal.py", "prefilter.py")]
-    files += [os.path.join(base, name) for name in ("privacy-rules.yaml", "privacy-needs.json")
-              for base in (os.path.join(_PIPELINE, "_data", "schemas"), os.path.join(_PIPELINE, "..", "schemas"))]
+    return files + [os.path.join(base, name) for name in ("privacy-rules.yaml", "privacy-needs.json")
+                    for base in (os.path.join(_PIPELINE, "_data", "schemas"), os.path.join(_PIPELINE, "..", "schemas"))]
+
+
+def _rules_identity(privacy: Any) -> list[Any]:
+    """The rules as this installation has them: its files' identities and the user's rules."""
+    from . import jsontext as json
+
     user = json.dumps([privacy.rules, privacy.allowlist], sort_keys=True)
-    return ["inject-masks-2", [filecache.identity(f) for f in files], user]
+    return ["inject-masks-2", [filecache.identity(f) for f in _rule_files()], user]
+
+
+def _rules_digest(privacy: Any) -> str:
+    """What the rules hold: a digest of the files' content and the user's rules, the same for every copy."""
+    from ..fsutil import sha256_bytes
+    from . import jsontext as json
+
+    parts = [json.dumps([privacy.rules, privacy.allowlist], sort_keys=True).encode("utf-8")]
+    for file in _rule_files():
+        try:
+            with open(file, "rb") as fh:
+                data = fh.read()
+            parts.append(f"\n{os.path.basename(file)}:{len(data)}:".encode() + data)
+        except FileNotFoundError:
+            parts.append(f"\n{os.path.basename(file)}:absent:".encode())
+    return "inject-masks-3:" + sha256_bytes(b"".join(parts))
 
 
 def _scan(ruleset: Any, memory: Any) -> list[list[Any]]:
@@ -59,7 +79,11 @@ class RowMasker:
     """Masks for rows of a search index, kept in the index itself (``docs.masks``).
 
     Only the rows that are served are scanned, once each: the spans are stored with the row and
-    dropped when the rules change (their identity is kept in the index's ``meta``).
+    dropped when the rules change. The index's ``meta`` says what the rules held (``masks``: a digest
+    of their content) and, for each installation that checked it, the identities of its files then
+    (``masks:<installation>``), so a prompt stats the files and reads them only when they changed.
+    Every installation sharing the home reads the same index: keyed by its own files' identities
+    alone, each would drop the others' masks and load the rules again on every prompt.
     """
 
     def __init__(self, home: str, privacy: Any, kinds: tuple[str, ...] = ("private", "global")) -> None:
@@ -69,6 +93,7 @@ class RowMasker:
         self.privacy = privacy
         self.kinds = kinds
         self.key = json.dumps(_rules_identity(privacy))
+        self.slot = f"masks:{_PIPELINE}"
         self.ruleset: Any = None
         self.checked: set[int] = set()
 
@@ -81,11 +106,7 @@ class RowMasker:
         index = source.index
         if id(index) not in self.checked:
             self.checked.add(id(index))
-            found = index.conn.execute("SELECT value FROM meta WHERE key = 'masks'").fetchone()
-            if found is None or found[0] != self.key:
-                with index.conn:
-                    index.conn.execute("UPDATE docs SET masks = NULL")
-                    index.conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('masks', ?)", (self.key,))
+            if self._reset(index):
                 row.masks = None
         spans = json.loads(row.masks) if row.masks else None
         if spans is None:
@@ -98,3 +119,22 @@ class RowMasker:
             row.masks = json.dumps(spans)
             index.settle("UPDATE docs SET masks = ? WHERE id = ? AND sha = ?", (row.masks, row.id, row.sha))
         return _apply(description, spans, "description"), _apply(body, spans, "body")
+
+    def _reset(self, index: Any) -> bool:
+        """Drop the index's masks unless they were found with rules holding what this installation's
+        hold; whether they were dropped."""
+        from . import jsontext as json
+
+        meta = dict(index.conn.execute("SELECT key, value FROM meta WHERE key IN ('masks', ?)", (self.slot,)))
+        if meta.get(self.slot) == json.dumps([self.key, meta.get("masks")]):
+            return False  # this installation's files are as they were when it checked these masks
+        digest = _rules_digest(self.privacy)
+        dropped = meta.get("masks") != digest
+        with index.conn:
+            if dropped:
+                index.conn.execute("UPDATE docs SET masks = NULL")
+                index.conn.execute("DELETE FROM meta WHERE key LIKE 'masks:%'")
+            index.conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('masks', ?)", (digest,))
+            index.conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)",
+                               (self.slot, json.dumps([self.key, digest])))
+        return dropped
