@@ -214,3 +214,48 @@ def test_the_kept_pre_state_is_exactly_what_a_fresh_read_of_both_roots_finds(env
         assert ours.identities == theirs.identities
         assert set(ours.identities) == set(ours.hashes)
     assert "project_k1.md" not in kept.harness.hashes and "project_k1.md" not in kept.public.hashes
+
+
+def test_a_servers_write_answers_before_its_retired_run_dir_is_removed_and_the_lock_is_free(
+        env: Env, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Removing a retired run dir is no step of the transaction: a server does it after the answer."""
+    import shutil
+    import threading
+
+    from pipeline.apply.lock import project_lock
+    from pipeline.apply.runs import list_runs, settle_pruned
+
+    assert env.run("init").code == 0
+    backend = _backend(env)
+    backend.svc = type(backend.svc)(backend.svc.layout, backend.svc.limits, backend.svc.clock,
+                                    backend.svc.ruleset, keep_runs=1)
+    runs = env.project_home / "runs"
+    release, started = threading.Event(), threading.Event()
+    real_rmtree = shutil.rmtree
+
+    def slow_rmtree(path: Path, ignore_errors: bool = False) -> None:
+        started.set()
+        assert release.wait(10)
+        real_rmtree(path, ignore_errors=ignore_errors)
+
+    _add(backend, "project_first.md", "first fact about the deploy window")
+    settle_pruned()
+    monkeypatch.setattr(shutil, "rmtree", slow_rmtree)
+    second = _add(backend, "project_second.md", "second fact about cache warmup")["runId"]
+    assert started.wait(10)
+    # Answered while the removal waits: the old run is no run any more, and the lock is free.
+    assert list_runs(runs) == [second]
+    assert [p.name for p in runs.iterdir() if p.name.startswith(".memfold-pruned-")]
+    layout = backend.svc.layout
+    with project_lock(layout.lock_path, layout.lock_info, run_id="20261130T120003Z-00000003", operation="add",
+                      timeout=0.2, now="2026-11-30T12:00:03Z"):
+        pass
+    release.set()
+    settle_pruned()
+    assert sorted(p.name for p in runs.iterdir()) == [second]
+    # The CLI removes them before it answers, as before.
+    config = env.home / "config.yaml"
+    config.write_text((config.read_text() if config.exists() else "") + "runs:\n  keep: 1\n")
+    assert env.run("add", "project_third.md", "-d", "third fact about log rotation", "-b", "x").code == 0
+    assert [p.name for p in runs.iterdir() if p.name.startswith(".memfold-pruned-")] == []
+    assert len(list_runs(runs)) == 1
