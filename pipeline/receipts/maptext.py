@@ -32,12 +32,13 @@ class MapText:
     must not change after its first encoding (commit builds them once, before any document).
     """
 
-    __slots__ = ("_held", "_indented", "_canonical", "_token")
+    __slots__ = ("_held", "_indented", "_canonical", "_entries", "_token")
 
     def __init__(self) -> None:
         self._held: list[Any] = []
         self._indented: dict[int, bytes] = {}
         self._canonical: dict[int, bytes] = {}
+        self._entries: dict[int, _Entry | None] = {}  # each map copied and looked up once per run
         self._token = os.urandom(8).hex()  # no document of the run can hold it by chance
 
     def dump(self, doc: dict[str, Any], keys: tuple[str, ...] = MAP_KEYS) -> bytes:
@@ -61,16 +62,20 @@ class MapText:
     def _indented_of(self, value: dict[str, Any]) -> bytes:
         text = self._indented.get(id(value))
         if text is None:
-            self._held.append(value)
-            text = self._indented[id(value)] = _encoded(value, 0)
+            text = self._indented[id(value)] = _text_of(self._entry(value), value, 0)
         return text
 
     def _canonical_of(self, value: dict[str, Any]) -> bytes:
         text = self._canonical.get(id(value))
         if text is None:
-            self._held.append(value)
-            text = self._canonical[id(value)] = _encoded(value, 1)
+            text = self._canonical[id(value)] = _text_of(self._entry(value), value, 1)
         return text
+
+    def _entry(self, value: dict[str, Any]) -> _Entry | None:
+        if id(value) not in self._entries:
+            self._held.append(value)
+            self._entries[id(value)] = _entry_of(value)
+        return self._entries[id(value)]
 
 
 # Each root of a map, in key order: (root, its file names sorted, each file's entry ``"name": "sha"``).
@@ -82,7 +87,8 @@ _Layout = list[tuple[str, list[str], list[bytes]]]
 # its previous one left, so its source maps are the final maps just encoded. A map that is not one of
 # them but differs from one in a few files (a write's final maps from its source maps) is spelled from
 # that one's entries with those files' entries replaced, inserted or removed.
-_RECENT: list[tuple[dict[str, dict[str, str]], _Layout | None, list[bytes | None]]] = []
+_Entry = tuple[dict[str, dict[str, str]], _Layout | None, list[bytes | None]]
+_RECENT: list[_Entry] = []
 _RECENT_KEPT = 2
 _STR = {str}
 # Between two entries of a root in the indented text one level deeper. A JSON string never holds a raw
@@ -94,26 +100,35 @@ _DERIVE_MAX = 256
 
 
 def _encoded(value: dict[str, Any], form: int) -> bytes:
+    return _text_of(_entry_of(value), value, form)
+
+
+def _entry_of(value: dict[str, Any]) -> _Entry | None:
+    """The kept entry of a hash map equal to ``value`` (made, and kept, if there is none); None for a
+    value that is not a hash map of strings."""
     held = _held_copy(value)
     if held is None:
-        return _whole(value, form)
+        return None
     for kept in tuple(_RECENT):
         if kept[0] == held:
-            entry = kept
-            break
-    else:
-        layout = None
-        for kept_held, kept_layout, _texts in tuple(_RECENT):
-            if kept_layout is not None:
-                layout = _derived(kept_layout, kept_held, held)
-                if layout is not None:
-                    break
-        entry = (held, _layout_of(held) if layout is None else layout, [None, None])
-        _RECENT[:] = [entry, *_RECENT[:_RECENT_KEPT - 1]]
-    texts = entry[2]
+            return kept
+    layout = None
+    for kept_held, kept_layout, _texts in tuple(_RECENT):
+        if kept_layout is not None:
+            layout = _derived(kept_layout, kept_held, held)
+            if layout is not None:
+                break
+    entry: _Entry = (held, _layout_of(held) if layout is None else layout, [None, None])
+    _RECENT[:] = [entry, *_RECENT[:_RECENT_KEPT - 1]]
+    return entry
+
+
+def _text_of(entry: _Entry | None, value: dict[str, Any], form: int) -> bytes:
+    if entry is None:
+        return _whole(value, form)
+    held, layout, texts = entry
     text = texts[form]
     if text is None:
-        layout = entry[1]
         text = texts[form] = (None if layout is None else _spelled(layout, form)) or _whole(held, form)
     return text
 
