@@ -259,3 +259,42 @@ def test_a_servers_write_answers_before_its_retired_run_dir_is_removed_and_the_l
     assert env.run("add", "project_third.md", "-d", "third fact about log rotation", "-b", "x").code == 0
     assert [p.name for p in runs.iterdir() if p.name.startswith(".memfold-pruned-")] == []
     assert len(list_runs(runs)) == 1
+
+
+def test_the_check_after_the_commit_is_the_read_back_the_kept_state_trusts_while_no_event_came(
+        env: Env, reads: list[int], monkeypatch: pytest.MonkeyPatch) -> None:
+    backend = _backend(env)
+    _add(backend, "project_alpha", "alpha deploys use the script")
+    digests: list[Path] = []
+    original = warm_module._digest_on_disk
+
+    def counted(path: Path) -> str | None:
+        digests.append(path)
+        return original(path)
+
+    monkeypatch.setattr(warm_module, "_digest_on_disk", counted)
+    _add(backend, "project_beta", "beta runs the smoke tests")
+    assert digests == [] and backend.warm.pre is not None and len(reads) == 1
+
+
+def test_a_write_to_a_just_written_file_after_the_check_is_not_kept(
+        env: Env, reads: list[int], monkeypatch: pytest.MonkeyPatch) -> None:
+    """Its event names a file the write wrote itself: only its bytes, read again, can tell."""
+    from pipeline.apply import commit as commit_module
+
+    backend = _backend(env)
+    _add(backend, "project_alpha", "alpha deploys use the script")
+    original = commit_module.reverify_on_disk
+    path = env.harness / "project_beta.md"
+
+    def then_edited(*args: Any, **kwargs: Any) -> None:
+        original(*args, **kwargs)
+        path.write_bytes(path.read_bytes().replace(b"beta runs", b"BETA RUNS"))
+
+    monkeypatch.setattr(commit_module, "reverify_on_disk", then_edited)
+    _add(backend, "project_beta", "beta runs the smoke tests")
+    monkeypatch.setattr(commit_module, "reverify_on_disk", original)
+    assert backend.warm.pre is None  # not kept: the next write reads both roots
+    receipt = _receipt(_add(backend, "project_gamma", "gamma tags after review"))
+    assert len(reads) == 2
+    assert receipt["sourceHashes"]["harness"]["project_beta.md"] == _sha(path)
