@@ -93,6 +93,10 @@ _REMOVING_LOCK = allocate_lock()
 def _remove_later(paths: list[Path]) -> None:
     import threading
 
+    if not _FORK_HOOK:
+        # A child forked meanwhile has none of the removing threads, and maybe a lock held by one.
+        os.register_at_fork(after_in_child=_forget_removals)
+        _FORK_HOOK.append(True)
     with _REMOVING_LOCK:
         paths = [path for path in paths if path not in _REMOVING]
         _REMOVING.update(paths)
@@ -104,6 +108,16 @@ def _remove_later(paths: list[Path]) -> None:
     with _REMOVING_LOCK:
         _REMOVERS.append(thread)
     thread.start()
+
+
+_FORK_HOOK: list[bool] = []
+
+
+def _forget_removals() -> None:
+    global _REMOVING_LOCK
+    _REMOVING_LOCK = allocate_lock()
+    _REMOVING.clear()
+    _REMOVERS.clear()
 
 
 def _remove(paths: list[Path]) -> None:
