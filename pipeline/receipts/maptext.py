@@ -56,6 +56,10 @@ class MapText:
                        {mark: self._canonical_of(doc[key]) for key, mark in marks.items()})
         return sha256_bytes(canonical_json(doc) if text is None else text)
 
+    def hash_map(self, value: Any) -> bool:
+        """Whether ``value`` is a hash map ({root: {file: sha256}}, strings only), checked once per run."""
+        return type(value) is dict and self._entry(value) is not None
+
     def _marks(self, doc: dict[str, Any], keys: tuple[str, ...]) -> dict[str, str]:
         return {key: f"{self._token}:{key}" for key in keys if type(doc.get(key)) is dict}
 
