@@ -76,7 +76,7 @@ def direct_transaction(
             watched.forget()  # recovery changed the roots: read them
         pre = watched.read() if watched is not None else read_pre(layout, svc.limits)
         try:
-            result, post, final = _edit(svc, tx.run_id, command, build, pre, extra, publish)
+            result, post, final = _edit(svc, tx.run_id, command, build, pre, extra, publish, warm is not None)
         except BaseException:
             if watched is not None:
                 watched.forget()
@@ -101,8 +101,10 @@ def _one_shot_watch(layout: Any, limits: Any) -> WarmState | None:
 
 
 def _edit(svc: Services, run_id: str, command: str, build: Callable[[PreState], list[Operation]], pre: PreState,
-          extra: dict[str, Any] | None, publish: str) -> tuple[TxResult, PostState | None, HashMaps]:
-    """Build, gate and commit one direct edit from ``pre`` (under the transaction's lock)."""
+          extra: dict[str, Any] | None, publish: str, long_lived: bool = False,
+          ) -> tuple[TxResult, PostState | None, HashMaps]:
+    """Build, gate and commit one direct edit from ``pre`` (under the transaction's lock); a
+    ``long_lived`` process removes retired run dirs after it answers."""
     layout = svc.layout
     operations = build(pre)
     refuse_publishing(pre, operations, publish)
@@ -130,7 +132,7 @@ def _edit(svc: Services, run_id: str, command: str, build: Callable[[PreState], 
     artifacts = {"snapshot.json": snapshot, "manifest.json": texts.dump(manifest), "plan.json": plan_bytes}
     rec = RunRecord(run_id, manifest["scopeDigest"], artifact, selected, command, PARENT_WORKER, NO_SANDBOX)
     log_path = commit_run(svc, run_dir, rec, pre, post, plan_bytes, artifacts, hashes=(source, final),
-                          texts=texts)[1]
+                          texts=texts, prune_later=long_lived)[1]
     return TxResult(run_id, command, [op.summary() for op in operations], str(log_path)), post, final
 
 

@@ -48,6 +48,8 @@ class Operation(FrozenValue):
 class Vouch(Protocol):
     def others_since(self, pre: PreState, ours: set[tuple[str, str]]) -> bool: ...
 
+    def read_back(self, maps: dict[str, dict[str, str]]) -> None: ...
+
 
 class PreState:
     """Both roots as read under the lock, and the parsed private memories."""

@@ -63,6 +63,7 @@ def test_bench_quick_completes_and_prints_the_table(tmp_path: Path) -> None:
         assert expected in paths, (expected, proc.stdout)
     # The write and audit rows each carry the floor they are held to and a numeric ratio to it.
     for expected, floor in (("add (CLI)", "add floor"), ("memory_add (warm)", "memory_add fsync"),
+                            ("memory_add (runs kept)", "memory_add fsync"),
                             ("validate (process)", "python+jsonschema"), ("verify (process)", "python+jsonschema"),
                             ("audit (process)", "python+jsonschema")):
         line = next((line for line in lines if line[:22].strip() == expected), None)

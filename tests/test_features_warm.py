@@ -126,3 +126,102 @@ def source_is_disk(env: Env, name: str) -> None:
     digest = hashlib.sha256((env.harness / name).read_bytes()).hexdigest()
     receipt = _newest_receipt(env)
     assert receipt["sourceHashes"]["harness"][name] == digest == receipt["finalHashes"]["harness"][name]
+
+
+def _run_files(env: Env) -> list[Path]:
+    runs = env.project_home / "runs"
+    return sorted(path for run in runs.iterdir() if not run.name.startswith(".")
+                  for path in run.iterdir() if path.suffix == ".json" and path.name != "journal.json")
+
+
+@then("every receipt, snapshot and manifest of those writes is exactly its whole JSON encoding")
+def whole_encodings(env: Env, ctx: dict[str, Any]) -> None:
+    from pipeline.fsutil import dump_json
+
+    files = [*_run_files(env), *sorted((env.project_home / "receipts").iterdir())]
+    assert len(files) >= 4 * 5
+    for path in files:
+        data = path.read_bytes()
+        assert dump_json(json.loads(data)) == data, path
+
+
+@then("each receipt's previous digest is the RFC 8785 digest of the receipt before it")
+def previous_digests(env: Env) -> None:
+    import rfc8785
+
+    log = sorted((env.project_home / "receipts").iterdir())
+    assert len(log) >= 4
+    for before, after in itertools.pairwise(log):
+        digest = hashlib.sha256(rfc8785.dumps(json.loads(before.read_bytes()))).hexdigest()
+        assert json.loads(after.read_bytes())["previous"] == digest, after.name
+
+
+@when(parsers.parse('the backend adds "{name}" and another process rewrites it right after the check'))
+def rewritten_after_check(env: Env, ctx: dict[str, Any], monkeypatch: pytest.MonkeyPatch, name: str) -> None:
+    from pipeline.apply import commit
+
+    original = commit.reverify_on_disk
+    path = env.harness / f"{name}.md"
+
+    def then_rewritten(*args: Any, **kwargs: Any) -> None:
+        original(*args, **kwargs)
+        path.write_bytes(path.read_bytes().replace(b"waits for", b"WAITS FOR"))
+
+    monkeypatch.setattr(commit, "reverify_on_disk", then_rewritten)
+    _add(ctx, name)
+    monkeypatch.setattr(commit, "reverify_on_disk", original)
+    assert b"WAITS FOR" in path.read_bytes()
+
+
+@given(parsers.parse('an MCP server backend that keeps {keep:d} run and has added "{name}"'))
+def backend_keeping(env: Env, ctx: dict[str, Any], monkeypatch: pytest.MonkeyPatch, keep: int, name: str) -> None:
+    backend = _backend(env, ctx, monkeypatch)
+    svc = backend.svc
+    backend.svc = type(svc)(svc.layout, svc.limits, svc.clock, svc.ruleset, keep_runs=keep)
+    _add(ctx, name, WORDS.get(name))
+
+
+@when(parsers.parse('the backend adds "{name}" while removing files is held up'))
+def adds_while_removal_held(ctx: dict[str, Any], monkeypatch: pytest.MonkeyPatch, name: str) -> None:
+    import shutil
+    import threading
+
+    from pipeline.apply.runs import settle_pruned
+
+    settle_pruned()
+    release, started = threading.Event(), threading.Event()
+    real_rmtree = shutil.rmtree
+
+    def held(path: Path, ignore_errors: bool = False) -> None:
+        started.set()
+        if release.wait(10):
+            real_rmtree(path, ignore_errors=ignore_errors)
+
+    monkeypatch.setattr(shutil, "rmtree", held)
+    _add(ctx, name, WORDS.get(name))
+    ctx["release"], ctx["started"] = release, started
+
+
+@then("the write has answered, its run is the only run and the project lock is free")
+def answered_unlocked(env: Env, ctx: dict[str, Any]) -> None:
+    from pipeline.apply.lock import project_lock
+    from pipeline.apply.runs import list_runs
+
+    assert ctx["started"].wait(10)
+    runs = env.project_home / "runs"
+    assert list_runs(runs) == [ctx["receipts"][-1]["runId"]]
+    assert [p.name for p in runs.iterdir() if p.name.startswith(".memfold-pruned-")]
+    layout = ctx["backend"].svc.layout
+    with project_lock(layout.lock_path, layout.lock_info, run_id="20261130T120003Z-00000003", operation="check",
+                      timeout=0.2, now="2026-11-30T12:00:03Z"):
+        pass
+
+
+@then("once the removal goes on only the newest run dir is left")
+def removal_done(env: Env, ctx: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
+    from pipeline.apply.runs import settle_pruned
+
+    ctx["release"].set()
+    settle_pruned()
+    monkeypatch.undo()
+    assert sorted(p.name for p in (env.project_home / "runs").iterdir()) == [ctx["receipts"][-1]["runId"]]

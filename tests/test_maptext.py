@@ -89,3 +89,63 @@ def test_a_run_whose_source_maps_are_the_last_runs_final_maps_gets_their_exact_b
     assert MapText().dump(changed) == dump_json(changed)
     assert MapText().digest(changed) == sha256_bytes(canonical_json(changed))
     assert b'"' + b"f" * 64 + b'"' in MapText().dump(changed)
+
+
+# Names a store holds, and the ones that would trip a careless rewrite of the entries' text.
+ASCII_NAME = st.text(st.characters(min_codepoint=32, max_codepoint=126), max_size=10) | st.sampled_from(
+    ['x": .md', 'a": "b.md', "back\\\\.md", '\\": ".md', "tab\t.md", "MEMORY.md"])
+CHANGES = st.lists(st.tuples(st.sampled_from(["harness", "public"]), ASCII_NAME | TEXT, st.none() | TEXT),
+                   max_size=8)
+
+
+@settings(max_examples=150, deadline=None)
+@given(MAPS, CHANGES, st.booleans())
+def test_maps_spelled_from_a_kept_maps_entries_are_byte_identical_to_whole_encodings(
+        base: Any, changes: Any, add_ascii: bool) -> None:
+    from pipeline.receipts import maptext
+
+    base = {root: dict(files) for root, files in base.items()}
+    if add_ascii:  # a store-like base, so the entries are kept and the final map is spelled from them
+        base["harness"].update({f"project_n{i}.md": f"{i:064x}" for i in range(30)})
+    final = {root: dict(files) for root, files in base.items()}
+    for root, name, digest in changes:
+        if digest is None:
+            final[root].pop(name, None)
+        else:
+            final[root][name] = digest
+    first = MapText()
+    first.dump({"kind": "x", "sourceHashes": base})
+    first.digest({"kind": "x", "sourceHashes": base})
+    receipt = _doc(base, final, None)
+    texts = MapText()
+    assert texts.dump(receipt) == dump_json(receipt)
+    expected = hashlib.sha256(rfc8785.dumps(json.loads(dump_json(receipt)))).hexdigest()
+    assert texts.digest(receipt) == expected
+    assert maptext._encoded(final, 0) == dump_json(final).rstrip(b"\n").replace(b"\n", b"\n  ")
+
+
+def test_a_final_map_one_file_apart_is_spelled_from_the_source_maps_entries() -> None:
+    from pipeline.fsutil import canonical_json
+    from pipeline.receipts import maptext
+
+    source = {"harness": {f"project_n{i:03d}.md": f"{i:064x}" for i in range(200)},
+              "public": {"MEMORY.md": "ab" * 32, "project_n001.md": f"{1:064x}"}}
+    final = {"harness": {**source["harness"], "project_n050b.md": "c" * 64, "MEMORY.md": "d" * 64},
+             "public": {"MEMORY.md": "ef" * 32}}
+    del final["harness"]["project_n007.md"]
+    texts = MapText()
+    texts.dump({"kind": "x", "sourceHashes": source})
+    assert texts.dump(_doc(source, final, None)) == dump_json(_doc(source, final, None))
+    assert texts.digest(_doc(source, final, None)) == sha256_bytes(canonical_json(_doc(source, final, None)))
+    kept = {id(held): layout for held, layout, _texts in maptext._RECENT}
+    held_final = next(held for held, _layout, _texts in maptext._RECENT if held == final)
+    source_keys = next(layout for held, layout, _t in maptext._RECENT if held == source)
+    final_layout = kept[id(held_final)]
+    assert final_layout is not None and source_keys is not None
+    # Both roots changed, so each is a copy; a root that does not change is shared with the map kept.
+    assert [root for root, _keys, _frags in final_layout] == ["harness", "public"]
+    assert final_layout[0][1] == sorted(final["harness"])
+    unchanged = {"harness": final["harness"], "public": source["public"]}
+    texts.dump(_doc(final, unchanged, None))
+    layout = next(layout for held, layout, _t in maptext._RECENT if held == unchanged)
+    assert layout is not None and layout[0][2] is final_layout[0][2]

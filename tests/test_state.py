@@ -76,3 +76,15 @@ def test_a_file_written_within_the_settling_time_is_never_served_from_the_cache(
     root = _root(tmp_path, b"fresh\n")
     assert _hash(root) == hashlib.sha256(b"fresh\n").hexdigest()
     assert str(root / "project_a.md") not in files._known
+
+
+def test_a_name_is_found_case_insensitively_among_ascii_and_other_names_alike() -> None:
+    from pipeline.store.state import find_name
+
+    for names in (["a.md", "B.md", "project_x.md", "C.MD"], ["a.md", "B.md", "project_x.md", "C.MD", "Ünï.md"]):
+        for wanted in ("a.md", "A.MD", "b.md", "project_X.md", "c.md", "d.md", "x.md", "md", "ÜNÏ.md", "ünï.md"):
+            expected = next((name for name in names if name.lower() == wanted.lower()), None)
+            assert find_name(names, wanted) == expected, (names, wanted)
+    assert find_name(["a.md", "A.md"], "A.MD") == "a.md"  # the first of two
+    assert find_name([], "a.md") is None
+    assert find_name(iter(["x.md", "Y.md"]), "y.MD") == "Y.md"

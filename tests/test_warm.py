@@ -214,3 +214,87 @@ def test_the_kept_pre_state_is_exactly_what_a_fresh_read_of_both_roots_finds(env
         assert ours.identities == theirs.identities
         assert set(ours.identities) == set(ours.hashes)
     assert "project_k1.md" not in kept.harness.hashes and "project_k1.md" not in kept.public.hashes
+
+
+def test_a_servers_write_answers_before_its_retired_run_dir_is_removed_and_the_lock_is_free(
+        env: Env, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Removing a retired run dir is no step of the transaction: a server does it after the answer."""
+    import shutil
+    import threading
+
+    from pipeline.apply.lock import project_lock
+    from pipeline.apply.runs import list_runs, settle_pruned
+
+    assert env.run("init").code == 0
+    backend = _backend(env)
+    backend.svc = type(backend.svc)(backend.svc.layout, backend.svc.limits, backend.svc.clock,
+                                    backend.svc.ruleset, keep_runs=1)
+    runs = env.project_home / "runs"
+    release, started = threading.Event(), threading.Event()
+    real_rmtree = shutil.rmtree
+
+    def slow_rmtree(path: Path, ignore_errors: bool = False) -> None:
+        started.set()
+        assert release.wait(10)
+        real_rmtree(path, ignore_errors=ignore_errors)
+
+    _add(backend, "project_first.md", "first fact about the deploy window")
+    settle_pruned()
+    monkeypatch.setattr(shutil, "rmtree", slow_rmtree)
+    second = _add(backend, "project_second.md", "second fact about cache warmup")["runId"]
+    assert started.wait(10)
+    # Answered while the removal waits: the old run is no run any more, and the lock is free.
+    assert list_runs(runs) == [second]
+    assert [p.name for p in runs.iterdir() if p.name.startswith(".memfold-pruned-")]
+    layout = backend.svc.layout
+    with project_lock(layout.lock_path, layout.lock_info, run_id="20261130T120003Z-00000003", operation="add",
+                      timeout=0.2, now="2026-11-30T12:00:03Z"):
+        pass
+    release.set()
+    settle_pruned()
+    assert sorted(p.name for p in runs.iterdir()) == [second]
+    # The CLI removes them before it answers, as before.
+    config = env.home / "config.yaml"
+    config.write_text((config.read_text() if config.exists() else "") + "runs:\n  keep: 1\n")
+    assert env.run("add", "project_third.md", "-d", "third fact about log rotation", "-b", "x").code == 0
+    assert [p.name for p in runs.iterdir() if p.name.startswith(".memfold-pruned-")] == []
+    assert len(list_runs(runs)) == 1
+
+
+def test_the_check_after_the_commit_is_the_read_back_the_kept_state_trusts_while_no_event_came(
+        env: Env, reads: list[int], monkeypatch: pytest.MonkeyPatch) -> None:
+    backend = _backend(env)
+    _add(backend, "project_alpha", "alpha deploys use the script")
+    digests: list[Path] = []
+    original = warm_module._digest_on_disk
+
+    def counted(path: Path) -> str | None:
+        digests.append(path)
+        return original(path)
+
+    monkeypatch.setattr(warm_module, "_digest_on_disk", counted)
+    _add(backend, "project_beta", "beta runs the smoke tests")
+    assert digests == [] and backend.warm.pre is not None and len(reads) == 1
+
+
+def test_a_write_to_a_just_written_file_after_the_check_is_not_kept(
+        env: Env, reads: list[int], monkeypatch: pytest.MonkeyPatch) -> None:
+    """Its event names a file the write wrote itself: only its bytes, read again, can tell."""
+    from pipeline.apply import commit as commit_module
+
+    backend = _backend(env)
+    _add(backend, "project_alpha", "alpha deploys use the script")
+    original = commit_module.reverify_on_disk
+    path = env.harness / "project_beta.md"
+
+    def then_edited(*args: Any, **kwargs: Any) -> None:
+        original(*args, **kwargs)
+        path.write_bytes(path.read_bytes().replace(b"beta runs", b"BETA RUNS"))
+
+    monkeypatch.setattr(commit_module, "reverify_on_disk", then_edited)
+    _add(backend, "project_beta", "beta runs the smoke tests")
+    monkeypatch.setattr(commit_module, "reverify_on_disk", original)
+    assert backend.warm.pre is None  # not kept: the next write reads both roots
+    receipt = _receipt(_add(backend, "project_gamma", "gamma tags after review"))
+    assert len(reads) == 2
+    assert receipt["sourceHashes"]["harness"]["project_beta.md"] == _sha(path)

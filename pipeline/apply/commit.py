@@ -118,7 +118,8 @@ def gate(svc: Services, pre: PreState, post: PostState) -> None:
 def commit_run(svc: Services, run_dir: Path, rec: RunRecord, pre: PreState, post: PostState,
                plan_bytes: bytes, artifacts: Mapping[str, bytes] | None = None,
                outcome: dict[str, Any] | None = None, *, hashes: tuple[HashMaps, HashMaps] | None = None,
-               texts: MapText | None = None, timings: Timings | None = None) -> tuple[dict[str, Any], Path]:
+               texts: MapText | None = None, timings: Timings | None = None,
+               prune_later: bool = False) -> tuple[dict[str, Any], Path]:
     """Pre receipt, stage, journal, commit, re-verify on disk. Returns the post receipt and its log path.
 
     ``artifacts`` are run-dir files not yet written (a direct edit's plan and manifest): they are made
@@ -126,7 +127,8 @@ def commit_run(svc: Services, run_dir: Path, rec: RunRecord, pre: PreState, post
     ``hashes`` are the source and final hash maps if the caller built them already, ``texts`` the
     encodings of them its own documents made: each map is then encoded once for the whole run.
     ``timings`` gets the commit's parts: the apply, the re-verify on disk, and the wait for the search
-    indexes after it (``COMMIT_PARTS``).
+    indexes after it (``COMMIT_PARTS``). ``prune_later``: a long-lived process removes the run dirs
+    this commit retires after it answers (``prune_runs``).
     """
     t = Timings() if timings is None else timings
     layout = svc.layout
@@ -189,7 +191,7 @@ def commit_run(svc: Services, run_dir: Path, rec: RunRecord, pre: PreState, post
     finally:
         with t.stage(COMMIT_PARTS[2]):
             started[0].join()
-    prune_runs(layout.runs, svc.keep_runs, {rec.run_id})
+    prune_runs(layout.runs, svc.keep_runs, {rec.run_id}, later=prune_later)
     return receipt, layout.receipts / log_name(seq, rec.run_id)
 
 

@@ -5,7 +5,9 @@ from __future__ import annotations
 import datetime as dt
 import os
 import re
+from _thread import allocate_lock  # threading itself only once a run dir is removed
 from pathlib import Path
+from typing import Any
 
 from ..errors import UsageError
 from ..fsutil import ensure_dir, refuse_symlinks
@@ -48,12 +50,15 @@ def list_runs(runs: Path) -> list[str]:
 PRUNED_PREFIX = ".memfold-pruned-"
 
 
-def prune_runs(runs: Path, keep: int, protect: set[str]) -> list[str]:
+def prune_runs(runs: Path, keep: int, protect: set[str], *, later: bool = False) -> list[str]:
     """Delete all but the newest ``keep`` run dirs. The receipt log is never pruned.
 
-    Each run dir leaves under its own name in one rename before its files are removed: a process
-    killed while removing them leaves a hidden dir that nothing reads as a run (and the next prune
+    Each run dir leaves under its own name in one rename, under the caller's lock: a process killed
+    while its files are removed leaves a hidden dir that nothing reads as a run (and the next prune
     removes), never a run dir with some of its files gone (a receipt whose manifest is missing).
+    With ``later`` (a long-lived process) the renamed dirs are removed on a thread of their own, so the
+    answer does not wait for a dozen unlinks that no guarantee needs; the process waits for that thread
+    before it exits.
     """
     names = list_runs(runs)
     doomed = [n for n in names[: max(len(names) - keep, 0)] if n not in protect]
@@ -63,17 +68,75 @@ def prune_runs(runs: Path, keep: int, protect: set[str]) -> list[str]:
         leftovers = []
     if not doomed and not leftovers:
         return doomed
-    import shutil  # only when a run dir is pruned
-
     for name in doomed:
         try:
             os.rename(runs / name, runs / f"{PRUNED_PREFIX}{name}")
         except OSError:
             continue  # left in place, whole: the next prune tries again
         leftovers.append(f"{PRUNED_PREFIX}{name}")
+    if later:
+        _remove_later([runs / name for name in leftovers])
+        return doomed
+    import shutil  # only when a run dir is pruned
+
     for name in leftovers:
         shutil.rmtree(runs / name, ignore_errors=True)
     return doomed
+
+
+# Retired run dirs being removed by this process, and the threads removing them.
+_REMOVING: set[Path] = set()
+_REMOVERS: list[Any] = []
+_REMOVING_LOCK = allocate_lock()
+
+
+def _remove_later(paths: list[Path]) -> None:
+    import threading
+
+    if not _FORK_HOOK:
+        # A child forked meanwhile has none of the removing threads, and maybe a lock held by one.
+        os.register_at_fork(after_in_child=_forget_removals)
+        _FORK_HOOK.append(True)
+    with _REMOVING_LOCK:
+        paths = [path for path in paths if path not in _REMOVING]
+        _REMOVING.update(paths)
+        _REMOVERS[:] = [thread for thread in _REMOVERS if thread.is_alive()]
+    if not paths:
+        return
+    # Not a daemon: an exiting process finishes the removal first (one killed leaves it to the next prune).
+    thread = threading.Thread(target=_remove, args=(paths,), name="memfold-prune")
+    with _REMOVING_LOCK:
+        _REMOVERS.append(thread)
+    thread.start()
+
+
+_FORK_HOOK: list[bool] = []
+
+
+def _forget_removals() -> None:
+    global _REMOVING_LOCK
+    _REMOVING_LOCK = allocate_lock()
+    _REMOVING.clear()
+    _REMOVERS.clear()
+
+
+def _remove(paths: list[Path]) -> None:
+    import shutil
+
+    try:
+        for path in paths:
+            shutil.rmtree(path, ignore_errors=True)
+    finally:
+        with _REMOVING_LOCK:
+            _REMOVING.difference_update(paths)
+
+
+def settle_pruned() -> None:
+    """Wait until every retired run dir this process started removing is gone (tests, the bench)."""
+    with _REMOVING_LOCK:
+        threads = list(_REMOVERS)
+    for thread in threads:
+        thread.join()
 
 
 def write_artifact(run_dir: Path, name: str, data: bytes) -> str:

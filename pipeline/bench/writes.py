@@ -7,8 +7,9 @@ only those fsyncs. The audit paths are held to a minimal JSON Schema validation 
 plan, manifest and post receipt in a fresh interpreter (python + jsonschema), the least any
 reference validator of these files does.
 
-``python -m pipeline.bench.writes mcp HOME PROJECT REPS`` is the warm-server driver: one process,
-one warm-up add, then REPS adds through the server's own backend; it prints the samples as JSON.
+``python -m pipeline.bench.writes mcp HOME PROJECT REPS [FILL]`` is the warm-server driver: one process,
+one warm-up add (FILL untimed adds first: a store that keeps its last runs, each write then retiring
+the oldest), then REPS adds through the server's own backend; it prints the samples as JSON.
 ``python -m pipeline.bench.writes add [--reps R] [N...]`` prints the ``add (CLI)`` rows alone.
 """
 
@@ -58,24 +59,37 @@ def bench_writes(plan: Plan, n: int, cli: Cli, add: Any) -> None:
 
     if n <= 2000:
         plan.progress(f"n={n}: memory_add (warm server) against its fsync waits")
-        proc = subprocess.run([sys.executable, "-m", "pipeline.bench.writes", "mcp", str(store.home),
-                               str(store.project), str(reps)], capture_output=True, env=cli.env, check=False)
-        if proc.returncode != 0:
-            raise RuntimeError(f"memory_add driver exited {proc.returncode}: {proc.stderr.decode()[-2000:]}")
-        mcp_samples = json.loads(proc.stdout)
+        mcp_samples = _warm_driver(store, cli.env, reps, 0)
         changed = _changed_files(_newest_receipt(layout), layout)
         fl["memory_add fsync"] = statistics.median(floors.staged_writes(changed, 3, where=plan.workdir))
         add("memory_add (warm)", mcp_samples, "memory_add fsync", "<= 2x floor",
             lambda r: (r.ratio or 0) <= 2.0)
 
     run_dir = _consolidation_run(layout)
-    if run_dir is None:
-        return
-    plan.progress(f"n={n}: validate, verify, audit against {SCHEMA_FLOOR}")
-    fl[SCHEMA_FLOOR] = statistics.median(schema_floor(run_dir, cli.env, max(reps, 3)))
-    for name, args in (("validate (process)", ("validate", "--run", run_dir.name)),
-                       ("verify (process)", ("verify",)), ("audit (process)", ("audit",))):
-        add(name, cli.timed(reps, *args), SCHEMA_FLOOR, "<= 1x floor", lambda r: (r.ratio or 0) <= 1.0)
+    if run_dir is not None:
+        plan.progress(f"n={n}: validate, verify, audit against {SCHEMA_FLOOR}")
+        fl[SCHEMA_FLOOR] = statistics.median(schema_floor(run_dir, cli.env, max(reps, 3)))
+        for name, args in (("validate (process)", ("validate", "--run", run_dir.name)),
+                           ("verify (process)", ("verify",)), ("audit (process)", ("audit",))):
+            add(name, cli.timed(reps, *args), SCHEMA_FLOOR, "<= 1x floor", lambda r: (r.ratio or 0) <= 1.0)
+    if n <= 2000:
+        # A server's store in steady use holds its last runs: each write also retires the oldest. Last,
+        # since those writes prune the consolidation run the rows above read.
+        plan.progress(f"n={n}: memory_add (warm server) on a store that keeps its last {_RUNS_KEPT} runs")
+        add("memory_add (runs kept)", _warm_driver(store, cli.env, reps, _RUNS_KEPT), "memory_add fsync")
+
+
+_RUNS_KEPT = 50  # runs.keep's default
+
+
+def _warm_driver(store: Any, env: dict[str, str], reps: int, fill: int) -> list[float]:
+    """The warm-server driver in a process of its own: ``reps`` timed adds after ``fill`` untimed ones."""
+    proc = subprocess.run([sys.executable, "-m", "pipeline.bench.writes", "mcp", str(store.home),
+                           str(store.project), str(reps), str(fill)], capture_output=True, env=env, check=False)
+    if proc.returncode != 0:
+        raise RuntimeError(f"memory_add driver exited {proc.returncode}: {proc.stderr.decode()[-2000:]}")
+    samples: list[float] = json.loads(proc.stdout)
+    return samples
 
 
 def bench_add(plan: Plan, n: int, cli: Cli, add: Any, reps: int) -> None:
@@ -184,7 +198,7 @@ def schema_floor(run_dir: Path, env: dict[str, str], reps: int) -> list[float]:
     return floors.repeat(run, reps)
 
 
-def _warm_adds(home: Path, project: Path, reps: int) -> list[float]:
+def _warm_adds(home: Path, project: Path, reps: int, fill: int = 0) -> list[float]:
     """A server's backend, built once as `memfold mcp` builds it, then timed add by add."""
     import datetime as dt
 
@@ -202,14 +216,15 @@ def _warm_adds(home: Path, project: Path, reps: int) -> list[float]:
                    keep_runs=cfg.runs.keep)
     backend = Backend(svc=svc, lock_timeout=5.0, workers={}, due_policy=DuePolicy())
     samples = []
-    for i in range(reps + 1):
+    tag = f"f{fill}-" if fill else ""
+    for i in range(fill + reps + 1):
         start = time.perf_counter()
-        out = backend.add(f"project_server-probe-{i}", f"server probe {i} about the deploy window",
-                          f"Probe {i}: deploys wait for the window.", "project", "private", None)
+        out = backend.add(f"project_server-probe-{tag}{i}", f"server probe {tag}{i} about the deploy window",
+                          f"Probe {tag}{i}: deploys wait for the window.", "project", "private", None)
         samples.append(floors.ms_since(start))
         if not out.get("ok"):
             raise RuntimeError(f"memory_add failed: {out}")
-    return samples[1:]
+    return samples[fill + 1:]
 
 
 def main(argv: list[str]) -> int:
@@ -220,11 +235,12 @@ def main(argv: list[str]) -> int:
         if all(size.isdigit() for size in sizes):
             sys.stdout.write(add_rows(tuple(int(size) for size in sizes) or (200, 2000), reps))
             return 0
-    if len(argv) != 4 or argv[0] != "mcp":
-        sys.stderr.write("usage: python -m pipeline.bench.writes mcp HOME PROJECT REPS\n"
+    if len(argv) not in (4, 5) or argv[0] != "mcp" or not all(arg.isdigit() for arg in argv[3:]):
+        sys.stderr.write("usage: python -m pipeline.bench.writes mcp HOME PROJECT REPS [FILL]\n"
                          "       python -m pipeline.bench.writes add [--reps R] [N...]\n")
         return 2
-    sys.stdout.write(json.dumps(_warm_adds(Path(argv[1]), Path(argv[2]), int(argv[3]))) + "\n")
+    fill = int(argv[4]) if len(argv) == 5 else 0
+    sys.stdout.write(json.dumps(_warm_adds(Path(argv[1]), Path(argv[2]), int(argv[3]), fill)) + "\n")
     return 0
 
 

@@ -210,22 +210,14 @@ def remember_written(receipt: dict[str, Any], data: bytes, *, texts: MapText | N
     of ``data`` if the caller has it.
     """
     # The hash maps are checked for plain string pairs in C; the rest of the receipt is walked.
-    rest = {k: (None if k in MAP_KEYS and _hash_maps(v) else v) for k, v in receipt.items()}
+    texts = MapText() if texts is None else texts
+    rest = {k: (None if k in MAP_KEYS and texts.hash_map(v) else v) for k, v in receipt.items()}
     if _json_native(rest):
-        digest = (texts or MapText()).digest(receipt)
+        digest = texts.digest(receipt)
     else:
         digest = receipt_digest(parse_receipt(data))
     _remember(sha256_bytes(data) if data_sha is None else data_sha, digest)
     return digest
-
-
-def _hash_maps(value: Any) -> bool:
-    return type(value) is dict and all(
-        type(root) is str and type(files) is dict and set(map(type, files)) <= _STR
-        and set(map(type, files.values())) <= _STR for root, files in value.items())
-
-
-_STR = {str}
 
 
 def _json_native(value: Any) -> bool:

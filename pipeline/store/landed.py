@@ -54,6 +54,8 @@ def landed_hashes(layout: Layout, limits: Limits, pre: PreState, final: HashMaps
     for state in (pre.harness, pre.public):
         for name in state.hashes.keys() - maps["harness" if state is pre.harness else "public"].keys():
             cache.drop(str(state.path), name)  # forgotten: its entry goes, as a full scan would drop it
+    if vouched and pre.vouched is not None:
+        pre.vouched.read_back(maps)  # the files written, read back right after a drain
     return maps
 
 
