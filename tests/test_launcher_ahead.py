@@ -99,3 +99,39 @@ def test_the_launcher_writes_the_planner_bytecode_a_confined_worker_cannot(tmp_p
     proc.communicate(timeout=30)
     assert [p.name.split(".")[0] for p in cache.glob("run.*.pyc")] == ["run"]
     assert list((tmp_path / "pipeline" / "store" / "__pycache__").glob("memory.*.pyc"))
+
+
+def _writable_cgroups() -> bool:
+    from pipeline.sandbox import cgroup
+
+    return bool(cgroup._bases())
+
+
+@pytest.mark.integration
+@pytest.mark.skipif(not _writable_cgroups(), reason="no writable cgroup on this machine")
+def test_a_launcher_started_ahead_waits_in_its_run_cgroups_which_go_with_it_when_it_is_given_up() -> None:
+    launcher = start_launcher(planner=False)
+    try:
+        cg = launcher.run_cgroups(64, 256 << 20)
+        assert cg.dirs and all(str(launcher.proc.pid) in Path(f).read_text().split() for f in cg.procs_files)
+        assert cg.pids_max == 64 and cg.memory_max == 256 << 20
+        assert len({d.name for d in cg.dirs}) == 1  # one run name in every hierarchy
+        bounded = [d for d in cg.dirs if (d / "pids.max").exists() and (d / "pids.max").read_text().strip() == "64"]
+        assert bounded
+        assert _children(launcher.proc.pid) == []  # moved and bounded, it still has started nothing
+    finally:
+        launcher.close()
+    assert launcher.proc.returncode == -signal.SIGKILL
+    assert [d for d in cg.dirs if d.exists()] == []
+
+
+def test_joining_a_cgroup_the_process_is_already_in_writes_nothing(tmp_path: Path) -> None:
+    from pipeline.sandbox.procs import join_cgroups
+
+    member, other = tmp_path / "member.procs", tmp_path / "other.procs"
+    member.write_text(f"1\n{os.getpid()}\n")
+    other.write_text("1\n")
+    assert join_cgroups([str(member), str(other), str(tmp_path / "absent" / "cgroup.procs")]) == [str(member),
+                                                                                                  str(other)]
+    assert member.read_text() == f"1\n{os.getpid()}\n"  # listed already: left as it was
+    assert other.read_text() == "0"  # not listed: this process wrote itself in ("0")

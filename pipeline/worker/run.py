@@ -141,14 +141,17 @@ def _spawn(spec: WorkerSpec, report_path: Path, stdout_path: Path,
            launcher: Launcher | None = None) -> tuple[subprocess.Popen[bytes], cgroup.RunCgroups]:
     """Start the launcher, or hand the policy to one started ahead (policy on a memfd or a pipe, never on
     disk: the env may hold API keys)."""
+    if launcher is not None:
+        # Already made, the launcher in them; on a failure here the launcher's close removes them.
+        cg = launcher.run_cgroups(spec.pids_max, spec.memory_bytes)
+        policy = policy_for(spec, report_path, cg)
+        return launcher.hand_over(policy.to_json(argv=list(spec.argv), cwd=str(spec.cwd))), cg
     cg = cgroup.create(spec.pids_max, spec.memory_bytes)
     try:
         policy = policy_for(spec, report_path, cg)
     except WorkerFailed:
         cg.remove()
         raise
-    if launcher is not None:
-        return launcher.hand_over(policy.to_json(argv=list(spec.argv), cwd=str(spec.cwd))), cg
     fd = os.memfd_create("memfold-policy", os.MFD_CLOEXEC)
     try:
         os.write(fd, policy.to_json().encode())
