@@ -135,3 +135,31 @@ def test_joining_a_cgroup_the_process_is_already_in_writes_nothing(tmp_path: Pat
                                                                                                   str(other)]
     assert member.read_text() == f"1\n{os.getpid()}\n"  # listed already: left as it was
     assert other.read_text() == "0"  # not listed: this process wrote itself in ("0")
+
+
+@pytest.mark.integration
+def test_an_etc_that_cannot_be_narrowed_refuses_a_run_through_a_launcher_started_ahead(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from pipeline.errors import WorkerFailed
+    from pipeline.sandbox import readable
+
+    # Worked out while the launcher boots, raised where the policy needs it, exactly as at once.
+    monkeypatch.setattr(readable, "MAX_ENTRIES", 10)  # the real /etc has far more than 10 entries
+    marker = tmp_path / "scratch" / "started"
+    spec = _spec(tmp_path, "tok-etc").with_changes(argv=("/bin/sh", "-c", f"touch {marker}"))
+    launcher = start_launcher(planner=False)
+    with pytest.raises(WorkerFailed) as err:
+        run_worker(spec, stdout_path=tmp_path / "out", stderr_path=tmp_path / "err", launcher=launcher)
+    assert err.value.code == "worker.etc-unnarrowable" and err.value.exit_code == 4
+    launcher.close()
+    assert launcher.proc.returncode == -signal.SIGKILL and not marker.exists()
+    from pipeline.sandbox import cgroup
+
+    assert [d for base in cgroup._bases().values() for d in base.glob(f"memfold-*-{os.getpid()}-*")] == []
+
+
+def test_the_etc_a_launcher_started_ahead_grants_is_the_one_worked_out_at_once() -> None:
+    from pipeline.worker.confine import narrowed_etc
+
+    with start_launcher(planner=False) as launcher:
+        assert launcher.etc_view() == narrowed_etc() and launcher.etc_view()

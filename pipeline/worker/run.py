@@ -144,7 +144,7 @@ def _spawn(spec: WorkerSpec, report_path: Path, stdout_path: Path,
     if launcher is not None:
         # Already made, the launcher in them; on a failure here the launcher's close removes them.
         cg = launcher.run_cgroups(spec.pids_max, spec.memory_bytes)
-        policy = policy_for(spec, report_path, cg)
+        policy = policy_for(spec, report_path, cg, etc=launcher.etc_view)
         return launcher.hand_over(policy.to_json(argv=list(spec.argv), cwd=str(spec.cwd))), cg
     cg = cgroup.create(spec.pids_max, spec.memory_bytes)
     try:
