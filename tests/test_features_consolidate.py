@@ -181,6 +181,41 @@ def run_with_transcript(env: Env, ctx: dict[str, Any], request: pytest.FixtureRe
         ctx["summary"] = ctx["result"].json()
 
 
+@given("every fsync and rename is recorded")
+def record_fsyncs(monkeypatch: pytest.MonkeyPatch, ctx: dict[str, Any]) -> None:
+    import threading
+
+    from pipeline import fsutil
+
+    events: list[tuple[str, str]] = []
+    lock = threading.Lock()
+    real_fsync, real_rename = fsutil.ops.fsync, fsutil.ops.rename
+
+    def fsync(fd: int) -> None:
+        real_fsync(fd)
+        with lock:  # recorded once durable; run files are fsynced on a thread of their own
+            events.append(("fsync", os.readlink(f"/proc/self/fd/{fd}")))
+
+    def rename(src: str, dst: str) -> None:
+        with lock:
+            events.append(("rename", str(dst)))
+        real_rename(src, dst)
+
+    monkeypatch.setattr(fsutil.ops, "fsync", fsync)
+    monkeypatch.setattr(fsutil.ops, "rename", rename)
+    ctx["events"] = events
+
+
+@then("the run's snapshot, manifest, task, plan and validation were fsynced before the journal's commit point")
+def run_files_durable_first(env: Env, ctx: dict[str, Any]) -> None:
+    run = _last_run(env)
+    events = ctx["events"]
+    commit = events.index(("rename", str(run / "journal.json")))
+    for name in ("snapshot.json", "manifest.json", "task.md", "plan.json", "validation.json"):
+        assert ("fsync", str(run / name)) in events[:commit], name
+    assert (run / "plan.json").read_bytes() and json.loads((run / "validation.json").read_bytes())["ok"] is True
+
+
 # --- fake workers -------------------------------------------------------------------------------
 
 
