@@ -39,6 +39,12 @@ Feature: Consolidation as one receipted transaction
     Then the exit code is 0
     And the run's snapshot, manifest, task, plan and validation were fsynced before the journal's commit point
 
+  Scenario: A consolidation process ends once its summary and its state cache are written
+    Given the memory "project_deploys" added in a process of its own, and no state cache
+    When I run "--json consolidate --no-context" as a process of its own
+    Then that process exited 0 with its whole JSON summary, which names its receipt
+    And the state cache was written as the process ended
+
   Scenario: A dry run writes nothing but shows what would change
     Given a store with a duplicate pair, a paraphrase, an expired, a private and a safe memory
     When I run "consolidate --no-context --dry-run"

@@ -181,6 +181,33 @@ def run_with_transcript(env: Env, ctx: dict[str, Any], request: pytest.FixtureRe
         ctx["summary"] = ctx["result"].json()
 
 
+@given(parsers.parse('the memory "{name}" added in a process of its own, and no state cache'))
+def added_without_cache(env: Env, name: str) -> None:
+    result = env.spawn("add", name, "-d", f"how {name} work", "-b", "They go through ops/deploy.sh.")
+    assert result.code == 0, result.err
+    (env.project_home / "cache" / "state.bin").unlink(missing_ok=True)
+
+
+@when(parsers.parse('I run "{command}" as a process of its own'))
+def run_as_process(env: Env, ctx: dict[str, Any], command: str) -> None:
+    ctx["spawned"] = env.spawn(*command.split())
+
+
+@then("that process exited 0 with its whole JSON summary, which names its receipt")
+def spawned_summary(ctx: dict[str, Any]) -> None:
+    result = ctx["spawned"]
+    assert result.code == 0, result.err
+    summary = json.loads(result.out)
+    assert summary["dryRun"] is False and Path(summary["receipt"]).is_file()
+
+
+@then("the state cache was written as the process ended")
+def state_cache_written(env: Env) -> None:
+    # An exit handler writes it: the process ends without the interpreter's teardown, not without them.
+    cache = env.project_home / "cache" / "state.bin"
+    assert cache.is_file() and cache.stat().st_size > 0
+
+
 @given("every fsync and rename is recorded")
 def record_fsyncs(monkeypatch: pytest.MonkeyPatch, ctx: dict[str, Any]) -> None:
     import threading
