@@ -33,6 +33,18 @@ Feature: Consolidation as one receipted transaction
     And the summary's dropped lines of "project_api-port-old.md" are "The API port is 7070|The API port is 7070."
     And "project_api-port-old.md" is gone and "project_api-port.md" holds "Requests time out after 30 s."
 
+  Scenario: The run's own files are durable before the commit point
+    Given every fsync and rename is recorded
+    When I run "consolidate --no-context --json"
+    Then the exit code is 0
+    And the run's snapshot, manifest, task, plan and validation were fsynced before the journal's commit point
+
+  Scenario: A consolidation process ends once its summary and its state cache are written
+    Given the memory "project_deploys" added in a process of its own, and no state cache
+    When I run "--json consolidate --no-context" as a process of its own
+    Then that process exited 0 with its whole JSON summary, which names its receipt
+    And the state cache was written as the process ended
+
   Scenario: A dry run writes nothing but shows what would change
     Given a store with a duplicate pair, a paraphrase, an expired, a private and a safe memory
     When I run "consolidate --no-context --dry-run"

@@ -80,6 +80,14 @@ Feature: A hostile worker cannot touch anything but its scratch dir
     When I run "consolidate --no-context"
     Then the exit code is 3
     And every launcher started ahead was stopped before it started anything
+    And no run cgroup of this process is left
+
+  Scenario: A launcher started ahead waits in its run's cgroups, bounded before it gets its policy
+    Given the launchers that consolidations start ahead of their worker are watched
+    When I run "consolidate --no-context"
+    Then the exit code is 0
+    And the launcher was in every run cgroup, each bounded, when its policy went over
+    And no run cgroup of this process is left
 
   Scenario: Without Landlock a configured worker is refused
     Given Landlock is unavailable

@@ -9,9 +9,13 @@ from .errors import MemfoldError, exit_flushed
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
+    from typing import NoReturn
 
 _VALUE_OPTIONS = {"--home", "--project"}
 FAST_COMMANDS = {"inject"}
+# Commands whose process ends without tearing the interpreter down once their exit handlers ran: a
+# consolidation imports ~200 modules, and freeing them took ~30 ms after its summary was printed.
+QUICK_EXIT_COMMANDS = {"consolidate"}
 # The commands of ``commands.spec``, which the typer-free fast path parses (kept literal: no import here).
 QUICK_COMMANDS = {"add", "update", "forget", "list", "search", "consolidate", "validate", "verify", "audit", "mcp",
                   "import", "export"}
@@ -46,11 +50,26 @@ def run() -> int:
 
         gc.disable()
     code = main(args)
-    if _command_of(args)[0] in FAST_COMMANDS:
+    command = _command_of(args)[0]
+    if command in FAST_COMMANDS:
         # The per-prompt path has closed its indexes and written its session file by now: tearing
         # down ~80 modules and the SQLite library would add ~3 ms to every prompt for nothing.
         exit_flushed(code)
+    if command in QUICK_EXIT_COMMANDS:
+        exit_after_handlers(code)
     return code
+
+
+def exit_after_handlers(code: int) -> NoReturn:
+    """Run the exit handlers (the state cache is written by one), flush, and end the process.
+
+    What is skipped is only the interpreter's teardown: every transaction is durable at its commit
+    point and safe against a kill at any instant, so nothing on disk waits for the teardown.
+    """
+    import atexit
+
+    atexit._run_exitfuncs()
+    exit_flushed(code)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

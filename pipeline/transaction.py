@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from contextlib import suppress
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -10,6 +11,7 @@ from .apply.commit import RunRecord, Services, commit_run, gate
 from .apply.runs import create_run_dir
 from .apply.skeleton import Transaction, transaction
 from .apply.stale import refuse_if_stale
+from .context.artifacts import RunArtifacts
 from .context.manifest import build_manifest, write_manifest
 from .context.scope import default_scope, select
 from .context.snapshot import ContextLimits, snapshot_run
@@ -24,6 +26,10 @@ from .worker.extract import ExtractLimits
 from .worker.meanwhile import meanwhile
 from .worker.spawn import requested_protections, run_plan_worker
 from .worker.task import BUILTIN, WorkerChoice, choose_worker, placeholders, write_task
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from .context.artifacts import Writer
 
 
 class ConsolidateRequest(FrozenValue):
@@ -111,22 +117,36 @@ def _run(svc: Services, req: ConsolidateRequest, tx: Transaction, t: Timings, la
     with t.stage("read"):
         pre = watched.read() if watched is not None else read_pre(layout, svc.limits)
     run_dir = create_run_dir(layout.runs, layout.home, tx.run_id)
+    files = RunArtifacts()
+    try:
+        result = _stages(svc, req, tx, t, launcher, pre, run_dir, files)
+    except BaseException:
+        with suppress(OSError):  # the run's own error is the one to report
+            files.settle()
+        raise
+    files.settle()  # a dry run's files are durable, as a failed run's, by the time it ends
+    return result
+
+
+def _stages(svc: Services, req: ConsolidateRequest, tx: Transaction, t: Timings, launcher: Launcher,
+            pre: PreState, run_dir: Path, files: RunArtifacts) -> dict[str, Any]:
+    layout, write = svc.layout, files.write
     with t.stage("snapshot"):
         snapshot, snapshot_digest = snapshot_run(run_dir, req.context, source=req.context_source,
-                                                 limits=req.context_limits)
+                                                 limits=req.context_limits, write=write)
     with t.stage("manifest"):
-        manifest, choice = _manifest(svc, req, run_dir, snapshot, snapshot_digest, pre)
+        manifest, choice = _manifest(svc, req, run_dir, snapshot, snapshot_digest, pre, write)
     with t.stage("worker"), meanwhile(*_later_stages(svc, pre)) as started:
         outcome = run_plan_worker(choice, run_dir=run_dir, layout=layout, parent_env=req.parent_env,
                                   unsafe_no_sandbox=req.unsafe_no_sandbox, limits=req.extract_limits,
-                                  launcher=launcher, started=started)
+                                  launcher=launcher, started=started, write=write)
     t.add("extraction", outcome.extract_ms)
     plan_bytes = outcome.extracted.plan_bytes
     from .apply.summary import receipt_outcome, summarize
     from .validation.plan import raise_for, validate_run
 
     with t.stage("validation"):
-        validation = validate_run(run_dir, outcome.extracted.plan, manifest, pre=pre,
+        validation = validate_run(run_dir, outcome.extracted.plan, manifest, write, pre=pre,
                                   repo_root=layout.project_root, ruleset=svc.ruleset,
                                   allow_publish=req.allow_publish, limits=svc.limits)
     raise_for(validation)
@@ -145,6 +165,7 @@ def _run(svc: Services, req: ConsolidateRequest, tx: Transaction, t: Timings, la
                        {**choice.describe(), "durationSeconds": round(outcome.duration_s, 3),
                         "planSource": outcome.extracted.source}, outcome.protections)
     with t.stage("commit"):
+        files.settle()  # the run's own files are durable before the commit point
         receipt, log_path = commit_run(svc, run_dir, record, pre, post, plan_bytes,
                                        outcome=receipt_outcome(summary), timings=t)
     return {**summary, "dryRun": False, "runDir": str(run_dir), "receipt": str(log_path),
@@ -206,7 +227,7 @@ def _refuse_emptying(summary: dict[str, Any]) -> None:
 
 
 def _manifest(svc: Services, req: ConsolidateRequest, run_dir: Path, snapshot: dict[str, Any], digest: str,
-              pre: PreState) -> tuple[dict[str, Any], WorkerChoice]:
+              pre: PreState, write: Writer) -> tuple[dict[str, Any], WorkerChoice]:
     """Scope selection, worker choice, the manifest and the rendered task, each written by its stage."""
     layout = svc.layout
     scope = req.scope or default_scope(req.context is not None, req.select)
@@ -221,8 +242,8 @@ def _manifest(svc: Services, req: ConsolidateRequest, run_dir: Path, snapshot: d
                                            "maxPlanBytes": req.extract_limits.max_plan_bytes},
         allow_publish=req.allow_publish, created_at=svc.now(),
     )
-    write_manifest(run_dir, manifest)
-    write_task(run_dir, _task_values(manifest, places, svc))
+    write_manifest(run_dir, manifest, write)
+    write_task(run_dir, _task_values(manifest, places, svc), write)
     return manifest, choice
 
 

@@ -45,6 +45,15 @@ def test_the_table_names_every_row_its_floor_and_ratio() -> None:
 
 
 @pytest.mark.integration
+def test_the_time_outside_the_stage_rows_leaves_out_each_stage_once() -> None:
+    from pipeline.bench.consolidate import outside_stages
+
+    timings = {"recover": 0.5, "read": 5.0, "worker": 100.0, "commit": 60.0, "commit: apply": 30.0,
+               "commit: re-verify": 9.0, "commit: index wait": 10.0}
+    assert outside_stages(300.0, timings) == 300.0 - 0.5 - 5.0 - 100.0 - 60.0  # a commit's parts are in its row
+    assert outside_stages(100.0, {"worker": 150.0}) == 0.0
+
+
 def test_bench_quick_completes_and_prints_the_table(tmp_path: Path) -> None:
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     env.pop("MEMFOLD_NOW", None)
@@ -58,7 +67,7 @@ def test_bench_quick_completes_and_prints_the_table(tmp_path: Path) -> None:
     for expected in ("inject", "inject --prompt", "claude hook (start)", "claude hook (prompt)",
                      "session bytes (prompt)", "mcp memory_search", "mcp initialize",
                      "add", "list", "search", "consolidate", "consolidate (CLI)", "consolidate (cold)",
-                     "worker", "validation", "commit", "apply (in-process)", "verify", "audit", "import claude",
+                     "worker", "validation", "commit", "outside stages", "apply (in-process)", "verify", "audit", "import claude",
                      "floor: stat both roots"):
         assert expected in paths, (expected, proc.stdout)
     # The write and audit rows each carry the floor they are held to and a numeric ratio to it.

@@ -181,6 +181,68 @@ def run_with_transcript(env: Env, ctx: dict[str, Any], request: pytest.FixtureRe
         ctx["summary"] = ctx["result"].json()
 
 
+@given(parsers.parse('the memory "{name}" added in a process of its own, and no state cache'))
+def added_without_cache(env: Env, name: str) -> None:
+    result = env.spawn("add", name, "-d", f"how {name} work", "-b", "They go through ops/deploy.sh.")
+    assert result.code == 0, result.err
+    (env.project_home / "cache" / "state.bin").unlink(missing_ok=True)
+
+
+@when(parsers.parse('I run "{command}" as a process of its own'))
+def run_as_process(env: Env, ctx: dict[str, Any], command: str) -> None:
+    ctx["spawned"] = env.spawn(*command.split())
+
+
+@then("that process exited 0 with its whole JSON summary, which names its receipt")
+def spawned_summary(ctx: dict[str, Any]) -> None:
+    result = ctx["spawned"]
+    assert result.code == 0, result.err
+    summary = json.loads(result.out)
+    assert summary["dryRun"] is False and Path(summary["receipt"]).is_file()
+
+
+@then("the state cache was written as the process ended")
+def state_cache_written(env: Env) -> None:
+    # An exit handler writes it: the process ends without the interpreter's teardown, not without them.
+    cache = env.project_home / "cache" / "state.bin"
+    assert cache.is_file() and cache.stat().st_size > 0
+
+
+@given("every fsync and rename is recorded")
+def record_fsyncs(monkeypatch: pytest.MonkeyPatch, ctx: dict[str, Any]) -> None:
+    import threading
+
+    from pipeline import fsutil
+
+    events: list[tuple[str, str]] = []
+    lock = threading.Lock()
+    real_fsync, real_rename = fsutil.ops.fsync, fsutil.ops.rename
+
+    def fsync(fd: int) -> None:
+        real_fsync(fd)
+        with lock:  # recorded once durable; run files are fsynced on a thread of their own
+            events.append(("fsync", os.readlink(f"/proc/self/fd/{fd}")))
+
+    def rename(src: str, dst: str) -> None:
+        with lock:
+            events.append(("rename", str(dst)))
+        real_rename(src, dst)
+
+    monkeypatch.setattr(fsutil.ops, "fsync", fsync)
+    monkeypatch.setattr(fsutil.ops, "rename", rename)
+    ctx["events"] = events
+
+
+@then("the run's snapshot, manifest, task, plan and validation were fsynced before the journal's commit point")
+def run_files_durable_first(env: Env, ctx: dict[str, Any]) -> None:
+    run = _last_run(env)
+    events = ctx["events"]
+    commit = events.index(("rename", str(run / "journal.json")))
+    for name in ("snapshot.json", "manifest.json", "task.md", "plan.json", "validation.json"):
+        assert ("fsync", str(run / name)) in events[:commit], name
+    assert (run / "plan.json").read_bytes() and json.loads((run / "validation.json").read_bytes())["ok"] is True
+
+
 # --- fake workers -------------------------------------------------------------------------------
 
 

@@ -436,6 +436,20 @@ def watch_launchers(monkeypatch: pytest.MonkeyPatch, ctx: dict[str, Any]) -> Non
     monkeypatch.setattr(ahead, "start_launcher", recorded)
     monkeypatch.setattr(transaction, "start_launcher", recorded)
     ctx["launchers"] = started
+    handed: list[dict[str, Any]] = []
+    real_hand_over = ahead.Launcher.hand_over
+
+    def hand_over(self: Any, policy_json: str) -> Any:
+        # What the cgroups hold and bound at the moment the policy goes over, before anything is forked.
+        procs = json.loads(policy_json)["cgroup_procs"]
+        handed.append({"pid": self.proc.pid, "procs": procs,
+                       "members": [Path(p).read_text().split() for p in procs],
+                       "bounds": [{f.name: f.read_text().strip() for f in Path(p).parent.iterdir()
+                                   if f.name in ("pids.max", "memory.max", "memory.limit_in_bytes")} for p in procs]})
+        return real_hand_over(self, policy_json)
+
+    monkeypatch.setattr(ahead.Launcher, "hand_over", hand_over)
+    ctx["handed"] = handed
 
 
 @then("every launcher started ahead was stopped before it started anything")
@@ -445,6 +459,28 @@ def launchers_stopped(ctx: dict[str, Any]) -> None:
         # Killed while it waited for a policy it never got (a launcher that ran a worker exits on its own).
         assert launcher.proc.returncode == -signal.SIGKILL
         assert not Path(f"/proc/{launcher.proc.pid}").exists()
+
+
+@then("no run cgroup of this process is left")
+def no_run_cgroup_left() -> None:
+    from pipeline.sandbox import cgroup
+
+    mine = [d for base in cgroup._bases().values() for d in base.glob(f"memfold-*-{os.getpid()}-*")]
+    assert mine == []
+
+
+@then("the launcher was in every run cgroup, each bounded, when its policy went over")
+def launcher_in_its_cgroups(ctx: dict[str, Any]) -> None:
+    from pipeline.sandbox import cgroup
+
+    [handed] = ctx["handed"]
+    assert len(handed["procs"]) == len(cgroup._bases())  # one in every writable hierarchy (none: none)
+    for members in handed["members"]:
+        assert str(handed["pid"]) in members
+    limits = {name: value for bounds in handed["bounds"] for name, value in bounds.items() if value != "max"}
+    if handed["procs"]:
+        assert limits.get("pids.max") == "512"  # the default process bound, set before the worker started
+        assert int(limits.get("memory.max") or limits["memory.limit_in_bytes"]) == 4096 << 20
 
 
 @then("the launcher recorded its protections, then ran the built-in planner itself, which exited 0")

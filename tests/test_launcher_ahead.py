@@ -99,3 +99,67 @@ def test_the_launcher_writes_the_planner_bytecode_a_confined_worker_cannot(tmp_p
     proc.communicate(timeout=30)
     assert [p.name.split(".")[0] for p in cache.glob("run.*.pyc")] == ["run"]
     assert list((tmp_path / "pipeline" / "store" / "__pycache__").glob("memory.*.pyc"))
+
+
+def _writable_cgroups() -> bool:
+    from pipeline.sandbox import cgroup
+
+    return bool(cgroup._bases())
+
+
+@pytest.mark.integration
+@pytest.mark.skipif(not _writable_cgroups(), reason="no writable cgroup on this machine")
+def test_a_launcher_started_ahead_waits_in_its_run_cgroups_which_go_with_it_when_it_is_given_up() -> None:
+    launcher = start_launcher(planner=False)
+    try:
+        cg = launcher.run_cgroups(64, 256 << 20)
+        assert cg.dirs and all(str(launcher.proc.pid) in Path(f).read_text().split() for f in cg.procs_files)
+        assert cg.pids_max == 64 and cg.memory_max == 256 << 20
+        assert len({d.name for d in cg.dirs}) == 1  # one run name in every hierarchy
+        bounded = [d for d in cg.dirs if (d / "pids.max").exists() and (d / "pids.max").read_text().strip() == "64"]
+        assert bounded
+        assert _children(launcher.proc.pid) == []  # moved and bounded, it still has started nothing
+    finally:
+        launcher.close()
+    assert launcher.proc.returncode == -signal.SIGKILL
+    assert [d for d in cg.dirs if d.exists()] == []
+
+
+def test_joining_a_cgroup_the_process_is_already_in_writes_nothing(tmp_path: Path) -> None:
+    from pipeline.sandbox.procs import join_cgroups
+
+    member, other = tmp_path / "member.procs", tmp_path / "other.procs"
+    member.write_text(f"1\n{os.getpid()}\n")
+    other.write_text("1\n")
+    assert join_cgroups([str(member), str(other), str(tmp_path / "absent" / "cgroup.procs")]) == [str(member),
+                                                                                                  str(other)]
+    assert member.read_text() == f"1\n{os.getpid()}\n"  # listed already: left as it was
+    assert other.read_text() == "0"  # not listed: this process wrote itself in ("0")
+
+
+@pytest.mark.integration
+def test_an_etc_that_cannot_be_narrowed_refuses_a_run_through_a_launcher_started_ahead(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from pipeline.errors import WorkerFailed
+    from pipeline.sandbox import readable
+
+    # Worked out while the launcher boots, raised where the policy needs it, exactly as at once.
+    monkeypatch.setattr(readable, "MAX_ENTRIES", 10)  # the real /etc has far more than 10 entries
+    marker = tmp_path / "scratch" / "started"
+    spec = _spec(tmp_path, "tok-etc").with_changes(argv=("/bin/sh", "-c", f"touch {marker}"))
+    launcher = start_launcher(planner=False)
+    with pytest.raises(WorkerFailed) as err:
+        run_worker(spec, stdout_path=tmp_path / "out", stderr_path=tmp_path / "err", launcher=launcher)
+    assert err.value.code == "worker.etc-unnarrowable" and err.value.exit_code == 4
+    launcher.close()
+    assert launcher.proc.returncode == -signal.SIGKILL and not marker.exists()
+    from pipeline.sandbox import cgroup
+
+    assert [d for base in cgroup._bases().values() for d in base.glob(f"memfold-*-{os.getpid()}-*")] == []
+
+
+def test_the_etc_a_launcher_started_ahead_grants_is_the_one_worked_out_at_once() -> None:
+    from pipeline.worker.confine import narrowed_etc
+
+    with start_launcher(planner=False) as launcher:
+        assert launcher.etc_view() == narrowed_etc() and launcher.etc_view()

@@ -61,19 +61,33 @@ def test_prepare_compiles_what_every_scan_runs_and_changes_no_finding() -> None:
     code = (
         "from pipeline.privacy import load_ruleset\n"
         "rs = load_ruleset()\n"
-        "always = [rs.rules[i] for i in sorted(rs._always)]\n"
-        "before = sum(r.pattern._compiled is not None for r in always)\n"
+        "needs = rs._rule_needs()\n"
+        "always = [(rs.rules[i], needs[i]) for i in sorted(rs._always)]\n"
+        "outlined = [(r, g) for r, g in always if g is not None and g.outline is not None]\n"
+        "plain = [r for r, g in always if g is None or g.outline is None]\n"
+        "before = sum(r.pattern._compiled is not None for r, _ in always)\n"
         "rs.prepare()\n"
-        "after = sum(r.pattern._compiled is not None for r in always)\n"
-        "gated = sum(r.pattern._compiled is not None for r in rs.rules if r.keywords)\n"
+        "print(before, len(outlined) > 0, len(plain) > 0,"
+        " all(r.pattern._compiled is not None for r in plain),"
+        " all(g.outline._compiled is not None for _, g in outlined),"
+        " sum(r.pattern._compiled is not None for r, _ in outlined),"
+        " sum(r.pattern._compiled is not None for r in rs.rules if r.keywords),"
+        " rs.allowlist._compiled is not None)\n"
         "text = 'token ghp_' + 'Zq7Lm2Xc9Vb4Nn8Kp1Rt6Yw3Hs5Jd0Fg2Aa9 and /home/alice/notes'\n"
-        "print(before, after == len(always) > 0, gated, rs.allowlist._compiled is not None,"
-        " ','.join(sorted({f.category for f in rs.scan(text)})))\n"
+        "born = 'Contact: Maria Gonzalez (born 14.03.1987) about the keys'\n"
+        "print(';'.join(','.join(sorted({f.rule_id for f in rs.scan(t)})) for t in (text, born)))\n"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                         cwd=Path(__file__).resolve().parents[1]).stdout.split()
-    # Nothing compiled before, every ungated rule after, no keyword-gated rule compiled ahead of need.
-    assert out == ["0", "True", "0", "True", "credential,path"]
+    root = Path(__file__).resolve().parents[1]
+    prepared = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                              cwd=root).stdout.splitlines()
+    unprepared = subprocess.run([sys.executable, "-c", code.replace("rs.prepare()\n", "")], capture_output=True,
+                                text=True, check=True, cwd=root).stdout.splitlines()
+    # Nothing compiled before; after: every ungated rule without an outline, the outline (not the
+    # Unicode-heavy pattern) of every one that has one, no keyword-gated rule ahead of need.
+    assert prepared[0].split() == ["0", "True", "True", "True", "True", "0", "0", "True"]
+    # Scans find the same with and without preparing, a rule behind its outline included.
+    assert prepared[1] == unprepared[1] and prepared[1].split(";")[0]
+    assert "date-of-birth-named" in prepared[1].split(";")[1]
 
 
 def test_the_fact_keys_prepared_meanwhile_are_the_ones_the_summary_reads_and_follow_an_edit() -> None:

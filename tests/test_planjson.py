@@ -98,3 +98,22 @@ def test_a_plan_that_cannot_be_written_leaves_the_writer_as_it_was() -> None:
         plan_json({"operations": [{"content": object()}]})
     plan = _plan(3)
     assert json.loads(plan_json(plan)) == plan  # no container of a failed call is still marked
+
+
+_JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.text(max_size=8),
+                     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=6), inner, max_size=4),
+                     max_leaves=12)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.dictionaries(st.text(max_size=10), _JSON | st.lists(_JSON, max_size=6), max_size=8))
+def test_plan_json_one_item_a_line_is_the_text_the_item_by_item_writer_builds(plan: dict[str, Any]) -> None:
+    # A limit no text reaches sends the call through the item-by-item writer: both texts are one.
+    assert plan_json(plan) == plan_json(plan, 0, limit=1 << 40)
+    assert json.loads(plan_json(plan)) == plan
+
+
+def test_plan_json_one_item_a_line_matches_the_item_by_item_writer_on_a_real_plan_shape() -> None:
+    plan = _plan(500)
+    assert plan_json(plan) == plan_json(plan, 0, limit=1 << 40)
+    assert plan_json({}) == plan_json({}, 0, limit=1 << 40) == b"{}\n"

@@ -160,3 +160,16 @@ def test_only_a_command_process_turns_the_cyclic_collector_off(env: Env) -> None
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
                          env={**os.environ, "PYTHONPATH": str(REPO)}).stdout
     assert "LIBRARY True" in out and "PROCESS False" in out, out
+
+
+def test_a_consolidate_process_ends_after_its_exit_handlers_with_its_output_flushed(env: Env) -> None:
+    assert env.run("add", "project_deploys", "-d", "how deploys run", "-b", "Deploys go through ops/deploy.sh.").code == 0
+    cache = env.project_home / "cache" / "state.bin"
+    cache.unlink(missing_ok=True)
+    proc = subprocess.run([sys.executable, "-m", "pipeline", "--home", str(env.home), "--project", str(env.project),
+                           "--json", "consolidate", "--no-context"], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert proc.returncode == 0, proc.stderr
+    summary = json.loads(proc.stdout)  # the whole summary, flushed before the process ended
+    assert summary["dryRun"] is False and Path(summary["receipt"]).is_file()
+    assert cache.is_file() and cache.stat().st_size > 0  # written by an exit handler, which still ran

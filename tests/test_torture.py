@@ -128,7 +128,7 @@ def roots_state(env: Env) -> dict[str, dict[str, str]]:
 
 
 def inprocess_worker(choice: Any, *, run_dir: Path, layout: Any, parent_env: Any, unsafe_no_sandbox: bool,
-                     limits: Any, launcher: Any = None, started: Any = None) -> Any:
+                     limits: Any, launcher: Any = None, started: Any = None, write: Any = None) -> Any:
     """The built-in planner called in this process: the parent's I/O is what is under test, not the sandbox.
     (The launcher started ahead is left unused: the transaction stops it.)
 
@@ -142,7 +142,7 @@ def inprocess_worker(choice: Any, *, run_dir: Path, layout: Any, parent_env: Any
     if started is not None:
         started()  # as the worker stage does once its worker is on its way
     extracted = extract_plan(plan_run(run_dir), limits)
-    write_artifact(run_dir, "plan.json", extracted.plan_bytes)
+    (write or write_artifact)(run_dir, "plan.json", extracted.plan_bytes)
     return WorkerOutcome(extracted, {"enforced": False, "reason": "in-process planner (fault injection test)"},
                          0.0, 0.0)
 

@@ -235,3 +235,31 @@ def test_a_worker_named_without_a_path_is_still_found_on_its_path(tmp_path: Path
     tool.chmod(0o755)
     assert _resolve("planner-cli", {"PATH": str(tool.parent)}) == str(tool)
     assert _resolve("planner-cli", {"PATH": str(tmp_path)}) is None
+
+
+def test_the_check_after_the_launcher_is_reaped_never_counts_a_process_that_reused_its_pid(tmp_path: Path) -> None:
+    from types import SimpleNamespace
+
+    from pipeline.sandbox.cgroup import RunCgroups
+    from pipeline.worker.run import _watch
+
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    spec = WorkerSpec(argv=("true",), cwd=scratch, env={}, timeout=5, scratch=scratch, scratch_bytes=1 << 20,
+                      memory_bytes=1 << 20)
+    # This process stands for one that got the launcher's pid: it holds 2 MiB of an unlinked file
+    # and far more than 1 MiB of memory.
+    held = tmp_path / "held"
+    with open(held, "wb") as fh:
+        fh.write(os.urandom(2 << 20))
+        fh.flush()
+        os.fsync(fh.fileno())
+        held.unlink()
+        proc = SimpleNamespace(pid=os.getpid(), returncode=None)
+        check, watched = _watch(spec, proc, RunCgroups())  # type: ignore[arg-type]
+        assert check is not None and watched == {"scratch_max_bytes": 1 << 20, "memory_watch_bytes": 1 << 20}
+        assert check() == "scratch-bytes"  # while the launcher runs, its tree's unlinked files count
+        proc.returncode = 0  # reaped: its tree is gone, and the pid is someone else's
+        assert check() is None
+        (scratch / "big").write_bytes(os.urandom(2 << 20))
+        assert check() == "scratch-bytes"  # the scratch dir itself is still measured

@@ -10,12 +10,16 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from ..worker.extract import ExtractLimits
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from ..worker.extract import ExtractLimits
 
 MiB = 1 << 20
 
 
 def raised_limits() -> ExtractLimits:
+    from ..worker.extract import ExtractLimits
+
     return ExtractLimits(max_stdout_bytes=1024 * MiB, max_lines=4_000_000, max_line_bytes=64 * MiB,
                          max_plan_bytes=1024 * MiB)
 
@@ -29,4 +33,10 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main(sys.argv[1:]))
+    # As the command line runs it: no cyclic collector, no interpreter teardown after the exit handlers.
+    import gc
+
+    from ..cli import exit_after_handlers
+
+    gc.disable()
+    exit_after_handlers(main(sys.argv[1:]))

@@ -10,6 +10,10 @@ from ..paths import Layout
 from ..receipts.receipt import HashMaps
 from ..store.state import Limits
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from .artifacts import Writer
+
 MANIFEST_KIND = "memory-consolidation-manifest"
 
 
@@ -18,12 +22,15 @@ def scope_digest(run_id: str, scope_key: str, snapshot_digest: str, context_mode
                         "contextMode": context_mode, "selected": sorted(selected)})
 
 
-def write_manifest(run_dir: Path, manifest: dict[str, Any]) -> None:
-    """``manifest.json``, written once before anything reads the run."""
-    from ..apply.runs import write_artifact
+def write_manifest(run_dir: Path, manifest: dict[str, Any], write: Writer | None = None) -> None:
+    """``manifest.json``, written once before anything reads the run (by ``write``, as ``snapshot_run``)."""
     from ..fsutil import dump_json
 
-    write_artifact(run_dir, "manifest.json", dump_json(manifest))
+    if write is None:
+        from ..apply.runs import write_artifact
+
+        write = write_artifact
+    write(run_dir, "manifest.json", dump_json(manifest))
 
 
 def build_manifest(

@@ -45,6 +45,10 @@ from ..fsutil import dump_json
 from .boundedjson import TooDeep, loads_bounded
 from .transcripts import Entry, Record, detect_format, normaliser
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from .artifacts import Writer
+
 KIND = "memfold-context-snapshot"
 SCHEMA_VERSION = 1
 MiB = 1 << 20
@@ -126,13 +130,17 @@ def build_snapshot(data: bytes | None, *, source: str, limits: ContextLimits) ->
     return _encode(obj)
 
 
-def snapshot_run(run_dir: Path, data: bytes | None, *, source: str,
-                 limits: ContextLimits) -> tuple[dict[str, Any], str]:
-    """The run's snapshot, written once as ``snapshot.json``; returns it and its digest."""
-    from ..apply.runs import write_artifact
+def snapshot_run(run_dir: Path, data: bytes | None, *, source: str, limits: ContextLimits,
+                 write: Writer | None = None) -> tuple[dict[str, Any], str]:
+    """The run's snapshot, written once as ``snapshot.json`` (by ``write``: ``apply.runs.write_artifact``
+    unless given); returns it and its digest."""
+    if write is None:
+        from ..apply.runs import write_artifact
+
+        write = write_artifact
 
     snapshot, encoded = build_snapshot(data, source=source, limits=limits)
-    return snapshot, write_artifact(run_dir, "snapshot.json", encoded)
+    return snapshot, write(run_dir, "snapshot.json", encoded)
 
 
 def _basename(source: str) -> str:

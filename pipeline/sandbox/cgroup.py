@@ -203,12 +203,15 @@ def sweep_dead(bases: dict[str, Path] | None = None) -> list[str]:
 class RunCgroups(Slotted):
     """The cgroups made for one run; ``procs_files`` go into the policy for the launcher."""
 
-    __slots__ = ("dirs", "kill_file", "pids_max", "memory_max", "swept")
+    __slots__ = ("dirs", "kill_file", "pids_max", "memory_max", "swept", "name", "bases", "v2")
     dirs: list[Path]
     kill_file: Path | None
     pids_max: int | None
     memory_max: int | None
     swept: list[str]
+    name: str
+    bases: dict[str, Path]
+    v2: Path | None
 
     def __init__(self, dirs: list[Path] | None = None, kill_file: Path | None = None, pids_max: int | None = None,
                  memory_max: int | None = None, swept: list[str] | None = None) -> None:
@@ -217,7 +220,9 @@ class RunCgroups(Slotted):
         self.pids_max = pids_max
         self.memory_max = memory_max
         self.swept = list() if swept is None else swept
-
+        self.name = ""
+        self.bases = {}
+        self.v2 = None
 
     @property
     def procs_files(self) -> tuple[str, ...]:
@@ -239,6 +244,46 @@ class RunCgroups(Slotted):
         for d in self.dirs:
             _rmdir(d, wait)
 
+    def limit(self, pids_max: int | None, memory_max: int | None) -> None:
+        """Bound the run: the v2 dir where it has the controller, else the controller's v1 dir
+        (made now if ``make`` did not make it)."""
+        v2 = self.v2
+        if v2 is not None:
+            if pids_max is not None and (v2 / "pids.max").exists() and _write(v2 / "pids.max", pids_max):
+                self.pids_max = pids_max
+            if memory_max is not None and (v2 / "memory.max").exists() and _write(v2 / "memory.max", memory_max):
+                # Swap would let the worker go past the bound; zero where the file exists.
+                _write(v2 / "memory.swap.max", 0)
+                self.memory_max = memory_max
+        for controller, value in (("pids", pids_max), ("memory", memory_max)):
+            base = self.bases.get(controller)
+            done = self.pids_max if controller == "pids" else self.memory_max
+            if value is None or base is None or done is not None:
+                continue
+            d = base / self.name
+            if d not in self.dirs:
+                if _make(d) is None:
+                    continue
+                self.dirs.append(d)
+            if not _write(d / _V1_LIMIT[controller], value):
+                continue
+            if controller == "pids":
+                self.pids_max = value
+            else:
+                # memsw counts memory plus swap; it must be at least the memory limit, so it goes second.
+                if (d / "memory.memsw.limit_in_bytes").exists():
+                    _write(d / "memory.memsw.limit_in_bytes", value)
+                self.memory_max = value
+
+    def enter(self, pid: int) -> None:
+        """Move process ``pid`` into every dir (the launcher started ahead, while it boots)."""
+        for procs_file in self.procs_files:
+            try:
+                with open(procs_file, "w", encoding="ascii") as fh:
+                    fh.write(str(pid))
+            except OSError:
+                pass  # the launcher joins what it is not in yet, and reports what it joined
+
 
 def _write(path: Path, value: int) -> bool:
     try:
@@ -258,37 +303,34 @@ def _make(d: Path) -> Path | None:
 
 def create(pids_max: int | None, memory_max: int | None = None, name: str | None = None) -> RunCgroups:
     """Make per-run cgroups where this process may (root, or a delegated subtree), after sweeping dead runs'."""
+    out = make(name, pids=pids_max is not None, memory=memory_max is not None)
+    out.limit(pids_max, memory_max)
+    return out
+
+
+def make(name: str | None = None, *, pids: bool = True, memory: bool = True) -> RunCgroups:
+    """A run's cgroup dirs with no limits yet (``RunCgroups.limit`` sets them), after sweeping dead runs'.
+
+    The v2 dir, and a v1 dir for each controller (``pids``, ``memory``) the v2 dir lacks. Made before
+    the limits are known, a launcher started ahead can be moved in while it boots: the first move into
+    a cgroup waits ~17 ms for the kernel (an RCU grace period), off the worker's path there.
+    """
     bases = _bases()
     out = RunCgroups(swept=sweep_dead(bases))
-    name = name or run_name()
+    out.name, out.bases = name or run_name(), bases
     v2 = bases.get("")
-    d = _make(v2 / name) if v2 is not None else None
+    d = _make(v2 / out.name) if v2 is not None else None
     if d is not None:
         out.dirs.append(d)
+        out.v2 = d
         if (d / "cgroup.kill").exists():
             out.kill_file = d / "cgroup.kill"
-        if pids_max is not None and (d / "pids.max").exists() and _write(d / "pids.max", pids_max):
-            out.pids_max = pids_max
-        if memory_max is not None and (d / "memory.max").exists() and _write(d / "memory.max", memory_max):
-            # Swap would let the worker go past the bound; zero where the file exists.
-            _write(d / "memory.swap.max", 0)
-            out.memory_max = memory_max
-    for controller, limit_file, value in (("pids", "pids.max", pids_max),
-                                          ("memory", "memory.limit_in_bytes", memory_max)):
-        base = bases.get(controller)
-        if value is None or base is None or (out.pids_max if controller == "pids" else out.memory_max) is not None:
-            continue
-        d = _make(base / name)
-        if d is None:
-            continue
-        out.dirs.append(d)
-        if not _write(d / limit_file, value):
-            continue
-        if controller == "pids":
-            out.pids_max = value
-        else:
-            # memsw counts memory plus swap; it must be at least the memory limit, so it goes second.
-            if (d / "memory.memsw.limit_in_bytes").exists():
-                _write(d / "memory.memsw.limit_in_bytes", value)
-            out.memory_max = value
+    for controller, v2_file, wanted in (("pids", "pids.max", pids), ("memory", "memory.max", memory)):
+        if wanted and controller in bases and (d is None or not (d / v2_file).exists()):
+            made = _make(bases[controller] / out.name)
+            if made is not None:
+                out.dirs.append(made)
     return out
+
+
+_V1_LIMIT = {"pids": "pids.max", "memory": "memory.limit_in_bytes"}

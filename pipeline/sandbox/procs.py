@@ -12,16 +12,30 @@ from . import kernel
 
 
 def join_cgroups(procs_files: Iterable[str]) -> list[str]:
-    """Move this process into each cgroup; children inherit membership."""
+    """Move this process into each cgroup it is not in yet; children inherit membership.
+
+    The parent moves a launcher started ahead into its run's cgroups while it boots: a cgroup that
+    lists this process already is joined without a write (each move waits for the kernel).
+    """
     joined: list[str] = []
+    me = str(os.getpid())
     for path in procs_files:
         try:
-            with open(path, "w", encoding="ascii") as fh:
-                fh.write("0")  # "0" means the writing process
+            if not _member(path, me):
+                with open(path, "w", encoding="ascii") as fh:
+                    fh.write("0")  # "0" means the writing process
             joined.append(path)
         except OSError:
             pass
     return joined
+
+
+def _member(procs_file: str, pid: str) -> bool:
+    try:
+        with open(procs_file, encoding="ascii") as fh:
+            return pid in fh.read().split()
+    except OSError:
+        return False
 
 
 def enter_pid_namespace() -> str | None:

@@ -16,6 +16,10 @@ from . import grounding, operations, outcome, rules
 from .context import ARTIFACTS, IDENTITY, Context, ManifestView, RuleSpec
 from .schema import check_schema, required_fields
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from ..context.artifacts import Writer
+
 # A plan broken everywhere would otherwise list every memory in every artifact.
 MAX_ISSUES = 1000
 
@@ -104,13 +108,18 @@ def validate_plan(
     return result
 
 
-def validate_run(run_dir: Path, plan: object, manifest: dict[str, Any], **options: Any) -> ValidationResult:
-    """``validate_plan``, with its report written as the run's ``validation.json``."""
-    from ..apply.runs import write_artifact
+def validate_run(run_dir: Path, plan: object, manifest: dict[str, Any], write: Writer | None = None,
+                 **options: Any) -> ValidationResult:
+    """``validate_plan``, with its report written as the run's ``validation.json`` (by ``write``:
+    ``apply.runs.write_artifact`` unless given)."""
     from ..fsutil import dump_json
 
+    if write is None:
+        from ..apply.runs import write_artifact
+
+        write = write_artifact
     result = validate_plan(plan, manifest, **options)
-    write_artifact(run_dir, "validation.json", dump_json(result.as_dict()))
+    write(run_dir, "validation.json", dump_json(result.as_dict()))
     return result
 
 

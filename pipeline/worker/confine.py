@@ -11,6 +11,8 @@ from ..errors import WorkerFailed
 from ..sandbox import DEFAULT_RLIMITS, Policy
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from ..sandbox import cgroup
     from .run import WorkerSpec
 
@@ -22,11 +24,15 @@ DEVICES = ("/dev/null", "/dev/zero", "/dev/random", "/dev/urandom")
 SYSTEM_ETC = "/etc"
 
 
-def policy_for(spec: WorkerSpec, report_path: Path, cg: cgroup.RunCgroups) -> Policy:
-    """What the launcher enforces for ``spec``: the paths it may read and write, limits, protections."""
+def policy_for(spec: WorkerSpec, report_path: Path, cg: cgroup.RunCgroups,
+               etc: Callable[[], list[str]] | None = None) -> Policy:
+    """What the launcher enforces for ``spec``: the paths it may read and write, limits, protections.
+
+    ``etc``: what ``narrowed_etc`` returned (or raises) when worked out ahead, while the launcher booted.
+    """
     if spec.read_paths and spec.sandbox:
         extra = {sys.prefix, sys.base_prefix, str(spec.cwd)}
-        system = [*_SYSTEM_READ, *DEVICES, *_narrowed_etc()]
+        system = [*_SYSTEM_READ, *DEVICES, *(narrowed_etc() if etc is None else etc())]
         read = tuple(dict.fromkeys([*(str(p) for p in spec.read_paths), *system, *sorted(extra)]))
     else:
         read = ("/",)
@@ -56,7 +62,7 @@ def policy_for(spec: WorkerSpec, report_path: Path, cg: cgroup.RunCgroups) -> Po
     )
 
 
-def _narrowed_etc() -> list[str]:
+def narrowed_etc() -> list[str]:
     """The world-readable part of /etc, for every uid; the run is refused if it cannot be computed.
 
     Owner bits would let a capability-less root worker read /etc/shadow, and group bits let

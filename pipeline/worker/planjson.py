@@ -49,6 +49,8 @@ def plan_json(plan: dict[str, object], line_budget: int = 0, limit: int | None =
     With ``limit``, raises TooLong as soon as the text passes ``limit`` characters (so its UTF-8
     bytes do too), instead of building the rest of a text the caller will not use.
     """
+    if line_budget <= 0 and limit is None:
+        return _item_lines(plan)
     lines: list[str] = []
     current: list[str] = ["{"]
     size = 1
@@ -88,6 +90,27 @@ def plan_json(plan: dict[str, object], line_budget: int = 0, limit: int | None =
         put("]")
     put("}")
     wrap()
+    return ("\n".join(lines) + "\n").encode("utf-8")
+
+
+def _item_lines(plan: dict[str, object]) -> bytes:
+    """``plan_json(plan)``, one item a line (``plan.json``), joined per array instead of item by item:
+    "{" alone, then each key with its value, or with "[" and then one item a line, the last closing
+    the array; a comma ends every line of a key but its last, which the closing "}" ends."""
+    keys = sorted(plan)
+    if not keys:
+        return b"{}\n"
+    lines = ["{"]
+    last = len(keys) - 1
+    for position, key in enumerate(keys):
+        end = "}" if position == last else ","
+        value = plan[key]
+        head = _compact(key) + ":"
+        if not isinstance(value, list) or not value:
+            lines.append(head + _compact(value) + end)
+            continue
+        lines.append(head + "[")
+        lines.append(",\n".join([_compact(item) for item in value]) + "]" + end)
     return ("\n".join(lines) + "\n").encode("utf-8")
 
 

@@ -141,14 +141,17 @@ def _spawn(spec: WorkerSpec, report_path: Path, stdout_path: Path,
            launcher: Launcher | None = None) -> tuple[subprocess.Popen[bytes], cgroup.RunCgroups]:
     """Start the launcher, or hand the policy to one started ahead (policy on a memfd or a pipe, never on
     disk: the env may hold API keys)."""
+    if launcher is not None:
+        # Already made, the launcher in them; on a failure here the launcher's close removes them.
+        cg = launcher.run_cgroups(spec.pids_max, spec.memory_bytes)
+        policy = policy_for(spec, report_path, cg, etc=launcher.etc_view)
+        return launcher.hand_over(policy.to_json(argv=list(spec.argv), cwd=str(spec.cwd))), cg
     cg = cgroup.create(spec.pids_max, spec.memory_bytes)
     try:
         policy = policy_for(spec, report_path, cg)
     except WorkerFailed:
         cg.remove()
         raise
-    if launcher is not None:
-        return launcher.hand_over(policy.to_json(argv=list(spec.argv), cwd=str(spec.cwd))), cg
     fd = os.memfd_create("memfold-policy", os.MFD_CLOEXEC)
     try:
         os.write(fd, policy.to_json().encode())
@@ -175,15 +178,18 @@ def _spawn(spec: WorkerSpec, report_path: Path, stdout_path: Path,
     return proc, cg
 
 
-def _watch(spec: WorkerSpec, launcher: int, cg: cgroup.RunCgroups) -> tuple[Callable[[], str | None] | None,
-                                                                          dict[str, int]]:
+def _watch(spec: WorkerSpec, proc: subprocess.Popen[bytes],
+           cg: cgroup.RunCgroups) -> tuple[Callable[[], str | None] | None, dict[str, int]]:
     """The bounds this process measures while the worker runs (``pump``'s check), and their report entries.
 
     Scratch always, with the files the tree holds open after unlinking them (they fill the
     disk as much, and no walk sees them); memory of the whole tree only where no memory
     cgroup holds it (RLIMIT_DATA bounds each process, not their sum). Everything the worker
     starts descends from the launcher: orphans are reparented to the namespace's init or
-    to the subreaper.
+    to the subreaper. Once the launcher is reaped its tree is gone (the namespace's init died
+    with it, a subreaper swept it, and any other orphan now descends from the system's init),
+    so the check after the run measures the scratch dir only: walking /proc then could only
+    count an unrelated process that reused the launcher's pid.
     """
     checks: list[Callable[[], str | None]] = []
     watched: dict[str, int] = {}
@@ -193,7 +199,8 @@ def _watch(spec: WorkerSpec, launcher: int, cg: cgroup.RunCgroups) -> tuple[Call
 
         def scratch() -> str | None:
             used = scratch_dir.usage(root, entries)
-            used = used.with_changes(bytes=used.bytes + procs.unlinked_bytes(procs.tree_of(launcher)))
+            if proc.returncode is None:
+                used = used.with_changes(bytes=used.bytes + procs.unlinked_bytes(procs.tree_of(proc.pid)))
             broken = used.over(most, entries)
             return None if broken is None else f"scratch-{broken}"
 
@@ -201,7 +208,11 @@ def _watch(spec: WorkerSpec, launcher: int, cg: cgroup.RunCgroups) -> tuple[Call
     memory = spec.memory_bytes
     if memory is not None and cg.memory_max is None:
         watched["memory_watch_bytes"] = memory
-        checks.append(lambda: "memory" if procs.memory_of(procs.tree_of(launcher)) > memory else None)
+        def tree_memory() -> str | None:
+            alive = proc.returncode is None
+            return "memory" if alive and procs.memory_of(procs.tree_of(proc.pid)) > memory else None
+
+        checks.append(tree_memory)
     if not checks:
         return None, watched
 
@@ -275,7 +286,7 @@ def run_worker(
         if started is not None:
             started()
         assert proc.stdout is not None and proc.stderr is not None
-        check, watched = _watch(spec, proc.pid, cg)
+        check, watched = _watch(spec, proc, cg)
         with open(stdout_path, "wb") as out_f, open(stderr_path, "wb") as err_f:
             timed_out, killed, over = pump(
                 run, spec.timeout, start, out_f, err_f, cap, stdout_limit, stderr_limit, stop_when, check

@@ -19,6 +19,7 @@ from .task import WorkerChoice
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from ..context.artifacts import Writer
     from .ahead import Launcher
 
 PACKAGE_ROOT = Path(__file__).resolve().parents[2]
@@ -144,10 +145,11 @@ def _raise_hint(choice: WorkerChoice, key: str) -> str:
 def run_plan_worker(
     choice: WorkerChoice, *, run_dir: Path, layout: Layout, parent_env: Mapping[str, str],
     unsafe_no_sandbox: bool, limits: ExtractLimits, launcher: Launcher | None = None,
-    started: Callable[[], object] | None = None,
+    started: Callable[[], object] | None = None, write: Writer | None = None,
 ) -> WorkerOutcome:
     """The worker's run; ``launcher``: one started ahead of the run (``ahead.start_launcher``);
-    ``started``: called once the worker is on its way (see ``run_worker``)."""
+    ``started``: called once the worker is on its way (see ``run_worker``); ``write``: what writes
+    ``plan.json`` (``apply.runs.write_artifact`` unless given)."""
     from ..sandbox import absent_protections
     from ..sandbox.describe import enforced
     from .run import WorkerSpec, build_env, run_worker
@@ -213,7 +215,9 @@ def run_plan_worker(
     extract_start = time.perf_counter()
     extracted = extract_plan(result.stdout, limits.with_changes(builtin=choice.builtin))
     extract_ms = round((time.perf_counter() - extract_start) * 1000, 3)
-    from ..apply.runs import write_artifact
+    if write is None:
+        from ..apply.runs import write_artifact
 
-    write_artifact(run_dir, "plan.json", extracted.plan_bytes)  # the exact bytes validated and receipted
+        write = write_artifact
+    write(run_dir, "plan.json", extracted.plan_bytes)  # the exact bytes validated and receipted
     return WorkerOutcome(extracted, protections, result.duration_s, extract_ms)

@@ -14,15 +14,22 @@ from ..frozen import FrozenValue
 from ..resources import data_dir
 from ..sandbox import DEFAULT_LIMITS
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from ..context.artifacts import Writer
+
 _PLACEHOLDER = re.compile(r"\{\{([a-z_]+)\}\}")
 BUILTIN = "builtin"
 
 
-def write_task(run_dir: Path, values: Mapping[str, str]) -> None:
-    """The rendered procedure as the run's ``task.md`` (what the worker reads)."""
-    from ..apply.runs import write_artifact
+def write_task(run_dir: Path, values: Mapping[str, str], write: Writer | None = None) -> None:
+    """The rendered procedure as the run's ``task.md`` (what the worker reads), written by ``write``
+    (``apply.runs.write_artifact`` unless given)."""
+    if write is None:
+        from ..apply.runs import write_artifact
 
-    write_artifact(run_dir, "task.md", render_task(values))
+        write = write_artifact
+    write(run_dir, "task.md", render_task(values))
 
 
 def render_task(values: Mapping[str, str]) -> bytes:
