@@ -67,7 +67,14 @@ def exit_after_handlers(code: int) -> NoReturn:
     point and safe against a kill at any instant, so nothing on disk waits for the teardown.
     """
     import atexit
+    import threading
 
+    # As the interpreter's own shutdown does first: a thread that is not a daemon (a retired run dir
+    # being removed) finishes before the process ends.
+    current = threading.current_thread()
+    for thread in threading.enumerate():
+        if thread is not current and not thread.daemon:
+            thread.join()
     atexit._run_exitfuncs()
     exit_flushed(code)
 

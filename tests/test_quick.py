@@ -173,3 +173,18 @@ def test_a_consolidate_process_ends_after_its_exit_handlers_with_its_output_flus
     summary = json.loads(proc.stdout)  # the whole summary, flushed before the process ended
     assert summary["dryRun"] is False and Path(summary["receipt"]).is_file()
     assert cache.is_file() and cache.stat().st_size > 0  # written by an exit handler, which still ran
+
+
+def test_a_quick_exit_lets_a_thread_that_is_not_a_daemon_finish_first(tmp_path: Path) -> None:
+    marker = tmp_path / "finished"
+    code = ("import threading, time, pathlib\n"
+            "from pipeline.cli import exit_after_handlers\n"
+            "def late():\n"
+            "    time.sleep(0.3)\n"
+            f"    pathlib.Path({str(marker)!r}).write_text('done')\n"
+            "threading.Thread(target=late).start()\n"
+            "exit_after_handlers(3)\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert proc.returncode == 3, proc.stderr
+    assert marker.read_text() == "done"
