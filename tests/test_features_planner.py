@@ -13,6 +13,7 @@ from typing import Any
 from planner_golden import GOLDEN, REPO_ROOT, stores, write_run
 from pytest_bdd import given, parsers, scenarios, then, when
 
+from pipeline.planner.bound import deferred_count, lean
 from pipeline.planner.plan import build_plan
 from pipeline.planner.run import _json
 from pipeline.store.memory import parse_memory
@@ -101,7 +102,7 @@ def compact_shape(ctx: dict[str, Any]) -> None:
                       reserved=list(memories))
     printed = ctx["outputs"][0]
     assert "defaults" in json.loads(printed)
-    assert printed == plan_json(compacted(plan), PRINT_LINE_BUDGET)
+    assert printed == plan_json(compacted(lean(plan)), PRINT_LINE_BUDGET)
     assert len(plan_json(plan, PRINT_LINE_BUDGET)) > manifest["limits"]["maxPlanBytes"] // 2
 
 
@@ -122,3 +123,12 @@ def within_default_bounds(ctx: dict[str, Any]) -> None:
     manifest = _json(ctx["run"] / "manifest.json", 1 << 24)
     assert extracted.source == "bare-json" and extracted.plan["selected"] == manifest["selected"]
     assert len(extracted.plan["inventory"]) == len(manifest["selected"])
+    assert len(extracted.plan_bytes) <= limits.max_plan_bytes
+
+
+@then("its notes say how many memories' changes were left for the next run")
+def notes_say_left(ctx: dict[str, Any]) -> None:
+    plan = json.loads(ctx["outputs"][0])
+    left = deferred_count(plan["notes"])
+    assert 0 < left < len(plan["selected"])
+    assert left == len(plan["selected"]) - len(plan["staleness"])  # the deferred item is the default

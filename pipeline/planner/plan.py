@@ -83,6 +83,12 @@ def _merge_group(work: Work, group: list[str]) -> bool:
 def build_plan(manifest: dict[str, Any], memories: dict[str, tuple[bytes, Memory]], snapshot: dict[str, Any],
                repo_root: Path, *, reserved: Iterable[str] = ()) -> dict[str, Any]:
     """The plan for one run. ``memories`` is the whole private store; ``reserved`` adds mirror names."""
+    return planned(manifest, memories, snapshot, repo_root, reserved=reserved)[0]
+
+
+def planned(manifest: dict[str, Any], memories: dict[str, tuple[bytes, Memory]], snapshot: dict[str, Any],
+            repo_root: Path, *, reserved: Iterable[str] = ()) -> tuple[dict[str, Any], Work]:
+    """``build_plan``, with the working state it was printed from (what the plan bound groups into units)."""
     clear_caches()
     dedupe.clear_caches()
     conflicts.clear_caches()
@@ -126,10 +132,11 @@ def build_plan(manifest: dict[str, Any], memories: dict[str, tuple[bytes, Memory
     }
     if manifest.get("snapshotDigest") == manifest["artifactHash"]:
         plan["snapshotDigest"] = manifest["artifactHash"]
-    return plan
+    return plan, work
 
 
-def _final(work: Work, name: str) -> str:
+def final(work: Work, name: str) -> str:
+    """The memory of the post-state a selected name's content ends in (itself when it stays)."""
     seen = {name}
     while name in work.fates and work.fates[name].target and work.fates[name].target not in seen:
         name = str(work.fates[name].target)
@@ -141,8 +148,8 @@ def _clusters(work: Work, selected: list[str]) -> list[dict[str, Any]]:
     """One cluster per memory of the post-state (named after it) with the selected ones that went into it."""
     groups: dict[str, list[str]] = defaultdict(list)
     for name in selected:
-        final = _final(work, name)
-        groups[(final if final in work.live else name).removesuffix(".md")].append(name)
+        last = final(work, name)
+        groups[(last if last in work.live else name).removesuffix(".md")].append(name)
     return [{"name": key[:200], "files": sorted(files)} for key, files in sorted(groups.items())]
 
 
@@ -193,7 +200,7 @@ def _operations(work: Work) -> list[dict[str, Any]]:
             op = {"name": name, "kind": "delete", "classification": work.original[name].visibility,
                   "reason": _cut(f"{fate.verdict}: {fate.summary}")}
             if fate.target is not None:
-                op["into"] = _final(work, name)
+                op["into"] = final(work, name)
             ops.append(op)
             continue
         if name in work.created:

@@ -13,7 +13,8 @@ from ..fsutil import read_bounded
 from ..store.memory import Memory, is_memory_name, parse_memory
 from ..store.state import read_root
 from ..worker.planjson import PRINT_LINE_BUDGET, TooLong, compacted, plan_json
-from .plan import PlanInputError, build_plan, limits_of
+from .bound import bounded, lean, stored_size
+from .plan import PlanInputError, limits_of, planned
 
 # The planner starts once per consolidation: typing stays out of its imports.
 TYPE_CHECKING = False
@@ -56,7 +57,7 @@ def plan_run(run_dir: Path) -> bytes:
             # An unreadable memory outside the scope is left alone; its name stays taken.
     public = roots.get("public")
     reserved = [*(_names(Path(public)) if public else []), *state.memories()]
-    plan = build_plan(manifest, memories, snapshot, Path(roots["project"]), reserved=reserved)
+    plan, work = planned(manifest, memories, snapshot, Path(roots["project"]), reserved=reserved)
     bound = (manifest.get("limits") or {}).get("maxPlanBytes")
     half = bound // 2 if isinstance(bound, int) else None
     try:
@@ -66,8 +67,16 @@ def plan_run(run_dir: Path) -> bytes:
                 return data
     except TooLong:
         pass
-    # Far past the default store bound only the compact shape fits; smaller stores keep the seed shape.
-    return plan_json(compacted(plan), PRINT_LINE_BUDGET)
+    # Far past the default store bound only the compact shape fits (each reason said once); smaller
+    # stores keep the seed shape.
+    plan = lean(plan)
+    compact = compacted(plan)
+    data = plan_json(compact, PRINT_LINE_BUDGET)
+    whole = stored_size(data, compact)
+    if not isinstance(bound, int) or whole <= bound:
+        return data
+    # Past the bound itself: the part of the plan that fits, the rest for the next run.
+    return plan_json(bounded(plan, work, bound, whole), PRINT_LINE_BUDGET)
 
 
 def _surely_longer(plan: dict[str, Any], limit: int) -> bool:

@@ -39,6 +39,11 @@ def _compact(value: object) -> str:
         raise
 
 
+def item_json(value: object) -> str:
+    """One item's text exactly as ``plan_json`` prints it (keys sorted, no padding)."""
+    return _compact(value)
+
+
 class TooLong(Exception):
     """The text passed the ``limit`` given to ``plan_json``; nothing more of it was built."""
 
