@@ -52,8 +52,9 @@ def test_every_entry_point_honours_the_configured_plan_bound(env: Env, entry: li
     # failing command); the CLI exits 4.
     assert result.code == (0 if entry[0] == "hooks" else 4), (result.out, result.err)
     assert json.loads(result.out)["ok"] is False
-    assert json.loads(result.out)["code"] == "worker.plan-too-large"
-    assert f"over the {PLAN_BOUND}-byte bound" in json.loads(result.out)["message"]
+    # The built-in planner never prints past the bound: a store whose smallest part passes it is refused.
+    assert json.loads(result.out)["code"] == "planner.plan-bound"
+    assert f"cannot fit limits.plan_bytes ({PLAN_BOUND} bytes)" in json.loads(result.out)["message"]
     assert sorted(p.name for p in env.harness.iterdir()) == before
 
 
@@ -78,4 +79,4 @@ def test_the_mcp_server_honours_the_configured_plan_bound(env: Env) -> None:
                       request=consolidate_request(cfg, dict(os.environ)))
     with pytest.raises(WorkerFailed) as exc:
         backend.consolidate(None, None, "builtin", False)
-    assert exc.value.code == "worker.plan-too-large"
+    assert exc.value.code == "planner.plan-bound"

@@ -87,6 +87,11 @@ def summarize(run_id: str, plan: dict[str, Any], pre: PreState, post: PostState,
                      and m.expires[:10] < day)
     moved = _hidden(plan, pre, post)
     notes = [n for n in plan.get("notes") or [] if isinstance(n, str)]
+    from ..planner.bound import NOTE_PREFIX, deferred_count
+
+    deferred = deferred_count(notes)
+    left = {"deferred": {"memories": deferred, "note": next(n for n in notes if n.startswith(NOTE_PREFIX))}} \
+        if deferred else {}
     return {
         "ok": True,
         "runId": run_id,
@@ -107,12 +112,17 @@ def summarize(run_id: str, plan: dict[str, Any], pre: PreState, post: PostState,
         "expired": expired,
         # Files that do not parse are no memory of the plan: left as they are, and said so.
         "untouched": [b.as_dict() for _, b in sorted(pre.broken.items())],
+        # A plan cut to fit limits.plan_bytes: what it left for the next run.
+        **left,
     }
 
 
 def receipt_outcome(summary: dict[str, Any]) -> dict[str, Any]:
     """What the receipt records of a consolidation's effect beyond its hashes."""
-    return {"visibilityChanges": summary["visibilityChanges"], "dropped": summary["dropped"]}
+    out = {"visibilityChanges": summary["visibilityChanges"], "dropped": summary["dropped"]}
+    if summary.get("deferred"):
+        out["deferred"] = summary["deferred"]
+    return out
 
 
 def _memory_hashes(maps: Any) -> dict[str, dict[str, str]]:
@@ -142,6 +152,8 @@ def summary_text(summary: dict[str, Any]) -> str:
         lines.extend(f"    - {line}" for line in dropped)
     if summary.get("capacity"):
         lines.append(summary["capacity"])
+    if summary.get("deferred"):
+        lines.append(summary["deferred"]["note"])
     for item in summary.get("untouched") or []:
         lines.append(f"  untouched  {item['path']}: {item['problem']} (see `memfold doctor`)")
     lines.append(totals_line(summary))
@@ -183,6 +195,8 @@ def settled(receipts: Path, pre: PreState, today: str) -> bool:
     except (OSError, ValueError):
         return False
     worker = last.get("worker")
+    if left_for_next_run(last):
+        return False
     if last.get("command") != "consolidate" or not isinstance(worker, dict) or worker.get("name") != "builtin":
         return False
     final = last.get("finalHashes")
@@ -192,6 +206,14 @@ def settled(receipts: Path, pre: PreState, today: str) -> bool:
     recorded = {n: str(h).removeprefix("sha256:") for n, h in harness.items() if n != INDEX_NAME}
     now = {n: h for n, h in pre.harness.hashes.items() if n != INDEX_NAME}
     return recorded == now and not any(verdict(m, today) for m in pre.memories.values())
+
+
+def left_for_next_run(receipt: dict[str, Any]) -> int:
+    """How many memories' changes a consolidation receipt says its plan left for the next run."""
+    outcome = receipt.get("outcome")
+    deferred = outcome.get("deferred") if isinstance(outcome, dict) else None
+    count = deferred.get("memories") if isinstance(deferred, dict) else None
+    return count if isinstance(count, int) and not isinstance(count, bool) and count > 0 else 0
 
 
 def capacity_advice(memories: dict[str, Memory], cap: Any) -> str:

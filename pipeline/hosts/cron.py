@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from ..apply.commit import Services
-from ..apply.summary import SETTLED_REASON, settled
+from ..apply.summary import SETTLED_REASON, left_for_next_run, settled
 from ..errors import LockHeld, MemfoldError
 from ..fsutil import read_bounded
 from ..paths import Layout, adopt_worktree_store, make_layout
@@ -44,6 +44,7 @@ def due_state(receipts: Path, policy: DuePolicy, now: dt.datetime) -> dict[str, 
     """
     entries = log_entries(receipts)
     last: str | None = None
+    left = 0
     writes = 0
     for entry in reversed(entries):
         try:
@@ -53,6 +54,7 @@ def due_state(receipts: Path, policy: DuePolicy, now: dt.datetime) -> dict[str, 
             continue
         if receipt.get("command") == CONSOLIDATE_COMMAND:
             last = receipt.get("createdAt") if isinstance(receipt.get("createdAt"), str) else None
+            left = left_for_next_run(receipt)
             break
         writes += 1
     baseline = _parse_stamp(last)
@@ -68,6 +70,9 @@ def due_state(receipts: Path, policy: DuePolicy, now: dt.datetime) -> dict[str, 
     if hours is not None and hours >= policy.hours:
         since = "the last consolidation" if last else "the first write"
         reasons.append(f"{hours:g} hours since {since} (due after {policy.hours:g})")
+    if left:
+        reasons.append(f"the last consolidation left the changes of {left} memories for the next run "
+                       "(its plan was cut to fit limits.plan_bytes)")
     if not entries:
         reasons = []
     return {"due": bool(reasons), "reason": "; ".join(reasons) or ("no writes yet" if not entries else

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import pwd
+import re
 import sys
 import time
 from collections.abc import Callable, Mapping
@@ -210,6 +211,8 @@ def run_plan_worker(
                            "and was killed", code="worker.output-too-large",
                            hint="a plan is far smaller; check the worker")
     if result.killed_reason != "stopped" and result.returncode != 0:
+        if choice.builtin:
+            _raise_plan_bound(result.stderr_tail, where)
         raise WorkerFailed(f"worker {choice.name} exited with status {result.returncode}", code="worker.exit",
                            hint=where, data={"returncode": result.returncode})
     extract_start = time.perf_counter()
@@ -221,3 +224,16 @@ def run_plan_worker(
         write = write_artifact
     write(run_dir, "plan.json", extracted.plan_bytes)  # the exact bytes validated and receipted
     return WorkerOutcome(extracted, protections, result.duration_s, extract_ms)
+
+
+# The built-in planner's own refusal to print past the plan bound: numbers and the key only, so its
+# message is shown as it is, under its own code.
+_PLAN_BOUND = re.compile(rb"^memfold planner: (the built-in plan cannot fit [\w ().,;:-]+) \[planner\.plan-bound\]$",
+                         re.MULTILINE)
+
+
+def _raise_plan_bound(stderr_tail: bytes, where: str) -> None:
+    match = _PLAN_BOUND.search(stderr_tail)
+    if match:
+        raise WorkerFailed(match.group(1).decode("ascii"), code="planner.plan-bound",
+                           hint="raise limits.plan_bytes in config.yaml; " + where)
