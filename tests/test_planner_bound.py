@@ -142,3 +142,15 @@ def test_lean_leaves_a_delete_reason_that_says_more_than_its_staleness() -> None
             "operations": [{"name": "a.md", "kind": "delete", "reason": "DORMANT: expired"},
                            {"name": "b.md", "kind": "delete", "into": "c.md", "reason": "SUBSUMED: a copy of c"}]}
     assert lean(plan)["operations"] == [{"name": "a.md", "kind": "delete"}, plan["operations"][1]]
+
+
+def test_the_changes_from_session_candidates_are_taken_first(tmp_path: Path, valued: Store) -> None:
+    # A new note from the session, whose file name comes last of the store: only the order takes it.
+    valued.candidates = [{"body": "- the zyxwv job retries 7 times", "name": "zyxwv retries", "type": "user"}]
+    whole = json.loads(plan_run(_run(tmp_path, valued, 1 << 30)))
+    part = json.loads(plan_run(_run(tmp_path, valued, 140_000)))
+    _open(tmp_path)
+    created = [op for op in whole["operations"] if op["kind"] == "create"]
+    assert [op["name"] for op in created] == ["user_zyxwv-retries.md"]
+    assert max(op["name"] for op in whole["operations"]) == "user_zyxwv-retries.md"
+    assert created[0] in part["operations"] and deferred_count(part["notes"]) > 0

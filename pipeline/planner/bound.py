@@ -161,6 +161,7 @@ def bounded(plan: dict[str, Any], work: Work, bound: int, whole: int) -> dict[st
     most = len(everything)
     base = len(plan_json(_part(plan, everything, _note(whole, bound, most, most, len(ordered), most, 10 * whole))))
     budget = bound - base
+    alone = [i for i, cost in enumerate(costs) if cost > bound - base]
     best: tuple[int, dict[str, Any]] | None = None
     tried: set[frozenset[int]] = set()
     for _ in range(MAX_PASSES):
@@ -169,7 +170,6 @@ def bounded(plan: dict[str, Any], work: Work, bound: int, whole: int) -> dict[st
             break
         tried.add(frozenset(taken))
         deferred = {n for i, unit in enumerate(ordered) if i not in taken for n in unit}
-        alone = [i for i, cost in enumerate(costs) if cost > bound - base]
         note = None if not deferred else _note(
             whole, bound, len(everything) - len(deferred), len(deferred), len(ordered) - len(taken),
             sum(len(ordered[i]) for i in alone), base + max((costs[i] for i in alone), default=0))
