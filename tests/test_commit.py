@@ -258,3 +258,30 @@ def test_pruning_a_run_dir_leaves_its_log_entry_whole_and_verifiable(env: Env) -
     assert log.read_bytes() == data and log.stat().st_nlink == 1
     assert env.run("verify", str(log)).code == 0
     assert env.run("audit").code == 0
+
+
+def test_a_staged_receipt_changed_before_its_second_name_is_linked_rolls_back(
+    env: Env, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import os
+
+    from pipeline import fsutil
+
+    assert env.run("add", "project_a", "-d", "a fact", "--visibility", "safe").code == 0
+    before = (tree_hashes(env.harness), tree_hashes(env.mirror))
+    receipts = sorted(p.name for p in (env.project_home / "receipts").iterdir())
+    link = fsutil.ops.link
+
+    def changed_first(src: str, dst: str) -> None:
+        with open(src, "ab") as fh:  # another writer appends to the staged receipt before the link
+            fh.write(b" ")
+        os.utime(src, ns=(0, 0))
+        link(src, dst)
+
+    monkeypatch.setattr(fsutil.ops, "link", changed_first)
+    result = env.run("add", "project_b", "-d", "b fact", "--visibility", "safe")
+    assert result.code == 6 and "staged copy" in result.err, result.err
+    assert (tree_hashes(env.harness), tree_hashes(env.mirror)) == before
+    assert sorted(p.name for p in (env.project_home / "receipts").iterdir()) == receipts
+    leftovers = [p for p in env.project_home.rglob(".memfold-*")]
+    assert leftovers == []

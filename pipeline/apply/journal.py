@@ -238,7 +238,7 @@ def _link_staged(made: list[str], staged: list[tuple[str, str, os.stat_result, s
         return False
     made.append(path)
     now = os.lstat(path)
-    if _identity(now)[:4] + _identity(now)[5:] != _identity(written)[:4] + _identity(written)[5:]:
+    if _identity(now)[:4] != _identity(written)[:4] or now.st_mode != written.st_mode:  # all but the change time
         raise ApplyFailed(f"staged copy of {first_name} changed after it was written", code="apply.staged-mismatch")
     staged[first] = (first_name, source, now, post)
     staged.append((name, path, now, post))
