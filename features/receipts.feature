@@ -47,3 +47,15 @@ Feature: Receipts an auditor can check
     And the audit reports 1 hand edit naming "user_b.md"
     When I run "audit --strict"
     Then the exit code is 7
+
+  Scenario: The log entry and the run's post receipt are one file, and pruning the run keeps the entry
+    When I run "consolidate --no-context"
+    Then the newest log entry and its run's post receipt are one file with two names
+    When I remember the newest log entry
+    And the config keeps 1 run dir
+    And I run "add project_c --description 'gamma fact'"
+    Then the remembered entry's run dir is gone
+    And the remembered entry is byte-identical to before and is its only name
+    And "verify" of the remembered entry exits 0
+    When I run "audit"
+    Then the exit code is 0

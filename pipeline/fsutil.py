@@ -40,6 +40,7 @@ class _Ops:
     syncfs: Callable[[int], None] = staticmethod(_syncfs)
     rename: Callable[[str, str], None] = staticmethod(os.replace)
     unlink: Callable[[str], None] = staticmethod(os.unlink)
+    link: Callable[[str, str], None] = staticmethod(os.link)
 
 
 ops = _Ops()

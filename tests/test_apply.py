@@ -143,7 +143,7 @@ def wrap(fn):
             os.kill(os.getpid(), signal.SIGKILL)
         return fn(*args)
     return inner
-for name in ("write", "fsync", "rename", "unlink"):
+for name in ("write", "fsync", "link", "rename", "unlink"):
     setattr(fsutil.ops, name, wrap(getattr(fsutil.ops, name)))
 from pipeline.cli import main
 code = main(sys.argv[2:])

@@ -197,7 +197,7 @@ def _counted(fd):
     sys.stderr.write("SYNCFS\\n")
     _syncfs(fd)
 fsutil.ops.syncfs = _counted
-""").replace('("write", "fsync", "rename", "unlink")', '("write", "fsync", "syncfs", "rename", "unlink")')
+""").replace('("write", "fsync", "link", "rename", "unlink")', '("write", "fsync", "syncfs", "link", "rename", "unlink")')
 UPDATE = ["update", "user_b", "--visibility", "safe", "-b", "b2"]
 
 

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import REPO
+from conftest import REPO, Env
 
 from pipeline.bench.run import Row, format_table
 from pipeline.bench.synth import Synthetic, build_memories, write_store
@@ -145,3 +145,28 @@ def test_the_add_rows_run_alone_with_their_floors() -> None:
     assert set(rows) == {"add (CLI)", "floor: stat"}
     assert "add floor" in rows["add (CLI)"]
     assert proc.stdout.splitlines()[-1].startswith("machine: ")
+
+
+@pytest.mark.parametrize("linked", [True, False])
+def test_the_staged_writes_floor_counts_the_runs_receipt_only_where_it_is_a_copy(
+    env: Env, monkeypatch: pytest.MonkeyPatch, linked: bool
+) -> None:
+    import errno
+    import json
+
+    from pipeline import fsutil
+    from pipeline.bench.run import _changed_files
+    from pipeline.paths import make_layout
+
+    if not linked:
+        def refused(_src: str, _dst: str) -> None:
+            raise OSError(errno.EPERM, os.strerror(errno.EPERM))
+
+        monkeypatch.setattr(fsutil.ops, "link", refused)
+    assert env.run("add", "project_a", "-d", "a fact", "--visibility", "safe").code == 0
+    log = max((env.project_home / "receipts").iterdir())
+    run = env.project_home / "runs" / json.loads(log.read_bytes())["runId"]
+    counted = _changed_files(log, make_layout(env.home, env.project))
+    pre_size, post_size = (run / "pre-receipt.json").stat().st_size, (run / "post-receipt.json").stat().st_size
+    assert counted["receipts"] == ([log.stat().st_size], 0)
+    assert counted["run"] == (([pre_size], 0) if linked else ([post_size, pre_size], 0))

@@ -151,3 +151,137 @@ def test_a_prune_killed_while_removing_files_leaves_no_partial_run_dir(env: Env,
     _commit(svc, "20261130T120004Z-00000004",
             [Operation("project_4.md", "create", "private", _content("project_4", "fact 4", "private"))])
     assert sorted(p.name for p in runs.iterdir()) == ["20261130T120003Z-00000003", "20261130T120004Z-00000004"]
+
+
+def _written_bytes(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
+    """Bytes written through ``fsutil.ops.write``, by the name each descriptor was opened under."""
+    import os
+
+    from pipeline import fsutil
+
+    written: dict[str, int] = {}
+    write = fsutil.ops.write
+
+    def recording(fd: int, data: bytes) -> int:
+        name = os.path.basename(os.readlink(f"/proc/self/fd/{fd}"))
+        written[name] = written.get(name, 0) + len(data)
+        return write(fd, data)
+
+    monkeypatch.setattr(fsutil.ops, "write", recording)
+    return written
+
+
+def _newest(env: Env) -> tuple[Path, Path]:
+    """The newest log entry and its run's post receipt."""
+    log = sorted((env.project_home / "receipts").iterdir())[-1]
+    return log, env.project_home / "runs" / json.loads(log.read_bytes())["runId"] / "post-receipt.json"
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="names descriptors through /proc")
+def test_the_log_entry_and_the_runs_post_receipt_are_one_file_written_once(
+    env: Env, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert env.run("init").code == 0
+    written = _written_bytes(monkeypatch)
+    assert env.run("add", "project_a", "-d", "a fact", "--visibility", "safe").code == 0
+    log, post = _newest(env)
+    assert log.samefile(post) and log.stat().st_nlink == 2
+    assert log.stat().st_mode & 0o777 == 0o600
+    data = log.read_bytes()
+    assert json.loads(data)["phase"] == "post"
+    # The receipt's bytes went to disk once, under the log entry's temp name; none under the run's.
+    assert sum(size for n, size in written.items() if n.endswith(f"-{log.name}.tmp")) == len(data)
+    assert [n for n in written if "post-receipt" in n] == []
+    assert [p.name for p in post.parent.iterdir() if p.name.startswith(".memfold-")] == []
+    assert env.run("verify", post.parent.name).code == 0
+    assert env.run("verify", str(log)).code == 0
+
+
+@pytest.mark.parametrize("err", ["EPERM", "EXDEV", "EMLINK"])
+def test_where_links_are_refused_the_runs_post_receipt_is_a_copy(
+    env: Env, monkeypatch: pytest.MonkeyPatch, err: str
+) -> None:
+    import errno
+    import os
+
+    from pipeline import fsutil
+
+    def refused(_src: str, _dst: str) -> None:
+        code = getattr(errno, err)
+        raise OSError(code, os.strerror(code))
+
+    monkeypatch.setattr(fsutil.ops, "link", refused)
+    assert env.run("add", "project_a", "-d", "a fact", "--visibility", "safe").code == 0
+    log, post = _newest(env)
+    assert not log.samefile(post) and log.stat().st_nlink == 1 and post.stat().st_nlink == 1
+    assert log.read_bytes() == post.read_bytes()
+    assert post.stat().st_mode & 0o777 == 0o600
+    assert [p.name for p in post.parent.iterdir() if p.name.startswith(".memfold-")] == []
+    assert env.run("verify", post.parent.name).code == 0
+
+
+def test_a_crash_between_the_two_receipt_renames_recovers_both_names_of_one_file(
+    env: Env, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from pipeline import fsutil
+
+    assert env.run("add", "project_a", "-d", "a fact", "--visibility", "safe").code == 0
+    rename = fsutil.ops.rename
+
+    def crash_at_the_runs_receipt(src: str, dst: str) -> None:
+        if dst.endswith("/post-receipt.json"):
+            raise KeyboardInterrupt  # stands in for a kill after the log entry landed
+        rename(src, dst)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(fsutil.ops, "rename", crash_at_the_runs_receipt)
+        assert env.run("add", "project_b", "-d", "b fact", "--visibility", "safe").code == 130
+    log, post = _newest(env)
+    assert not post.exists()
+    assert [p for p in post.parent.iterdir() if p.name.startswith(".memfold-") and "post-receipt" in p.name] != []
+    assert env.run("recover", "--json").json()["recovered"].startswith("rolled-forward")
+    assert log.samefile(post) and log.stat().st_nlink == 2
+    assert [p.name for p in post.parent.iterdir() if p.name.startswith(".memfold-")] == []
+    assert (env.harness / "project_b.md").exists() and (env.mirror / "project_b.md").exists()
+    assert env.run("verify").code == 0 and env.run("audit").code == 0
+
+
+def test_pruning_a_run_dir_leaves_its_log_entry_whole_and_verifiable(env: Env) -> None:
+    assert env.run("init").code == 0
+    (env.home / "config.yaml").write_text("runs: {keep: 1}\n")
+    assert env.run("add", "project_a", "-d", "a fact", "--visibility", "safe").code == 0
+    log, post = _newest(env)
+    data = log.read_bytes()
+    assert log.stat().st_nlink == 2
+    assert env.run("add", "project_b", "-d", "b fact", "--visibility", "safe").code == 0
+    assert not post.parent.exists()
+    assert log.read_bytes() == data and log.stat().st_nlink == 1
+    assert env.run("verify", str(log)).code == 0
+    assert env.run("audit").code == 0
+
+
+def test_a_staged_receipt_changed_before_its_second_name_is_linked_rolls_back(
+    env: Env, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import os
+
+    from pipeline import fsutil
+
+    assert env.run("add", "project_a", "-d", "a fact", "--visibility", "safe").code == 0
+    before = (tree_hashes(env.harness), tree_hashes(env.mirror))
+    receipts = sorted(p.name for p in (env.project_home / "receipts").iterdir())
+    link = fsutil.ops.link
+
+    def changed_first(src: str, dst: str) -> None:
+        with open(src, "ab") as fh:  # another writer appends to the staged receipt before the link
+            fh.write(b" ")
+        os.utime(src, ns=(0, 0))
+        link(src, dst)
+
+    monkeypatch.setattr(fsutil.ops, "link", changed_first)
+    result = env.run("add", "project_b", "-d", "b fact", "--visibility", "safe")
+    assert result.code == 6 and "staged copy" in result.err, result.err
+    assert (tree_hashes(env.harness), tree_hashes(env.mirror)) == before
+    assert sorted(p.name for p in (env.project_home / "receipts").iterdir()) == receipts
+    leftovers = [p for p in env.project_home.rglob(".memfold-*")]
+    assert leftovers == []

@@ -570,35 +570,38 @@ def swap_plan(env: Env, ctx: dict[str, Any]) -> None:
     shutil.copyfile(dry / "plan.json", committed / "plan.json")
 
 
-def _post_receipt(env: Env) -> Path:
-    return _last_run(env) / "post-receipt.json"
+def _post_receipt(env: Env, ctx: dict[str, Any]) -> Path:
+    """The newest run's post receipt, kept from the first doctoring step on: it is also the log's
+    newest entry (one file, two names), so after a doctoring the log no longer says which run it was."""
+    path: Path = ctx.setdefault("post_receipt", _last_run(env) / "post-receipt.json")
+    return path
 
 
 @when("I remove the phase from the newest run's post receipt")
-def drop_phase(env: Env) -> None:
-    path = _post_receipt(env)
+def drop_phase(env: Env, ctx: dict[str, Any]) -> None:
+    path = _post_receipt(env, ctx)
     receipt = json.loads(path.read_text())
     del receipt["phase"]
     path.write_text(json.dumps(receipt, indent=2, sort_keys=True) + "\n")
 
 
 @when('I set the phase to "pre" in the newest run\'s post receipt')
-def pre_phase(env: Env) -> None:
-    path = _post_receipt(env)
+def pre_phase(env: Env, ctx: dict[str, Any]) -> None:
+    path = _post_receipt(env, ctx)
     receipt = json.loads(path.read_text())
     receipt["phase"] = "pre"
     path.write_text(json.dumps(receipt, indent=2, sort_keys=True) + "\n")
 
 
 @when("I put the previous run's receipt in place of the newest run's post receipt")
-def foreign_receipt(env: Env) -> None:
+def foreign_receipt(env: Env, ctx: dict[str, Any]) -> None:
     first, _ = _receipts(env)[-2:]
-    shutil.copyfile(first, _post_receipt(env))
+    shutil.copyfile(first, _post_receipt(env, ctx))
 
 
 @when("I verify the newest run's post receipt file")
 def verify_file(env: Env, ctx: dict[str, Any]) -> None:
-    ctx["result"] = env.run("verify", str(_post_receipt(env)))
+    ctx["result"] = env.run("verify", str(_post_receipt(env, ctx)))
 
 
 # --- outcomes -----------------------------------------------------------------------------------

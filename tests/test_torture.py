@@ -154,7 +154,7 @@ def use_inprocess_worker(mp: pytest.MonkeyPatch) -> None:
     mp.setattr(fsutil.ops, "fsync", no_fsync)
 
 
-OPS = ("write", "fsync", "rename", "unlink")
+OPS = ("write", "fsync", "link", "rename", "unlink")
 
 
 def no_fsync(_fd: int) -> None:

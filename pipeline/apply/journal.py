@@ -29,6 +29,10 @@ from .durable import fsync_all
 JOURNAL = "journal.json"
 PENDING = "pending"
 BACKUP = "backup"
+# Roots whose files only memfold writes and reads (the receipt log, the run dir): the same bytes staged in
+# two of them land as two names of one file. Never the stores: a memory edited in place by hand would
+# change its twin too.
+LINKABLE = frozenset({"receipts", "run"})
 
 
 class Change(Frozen):
@@ -131,6 +135,7 @@ def apply_changes(
     fds: list[int] = []
     staged: list[tuple[str, str, os.stat_result, str]] = []  # (name, staged path, its state once written, hash)
     hashed: dict[int, str] = {}  # id of a change's bytes (held by ``changes``) -> their sha256
+    twins: dict[tuple[int, int], int] = {}  # (id of a change's bytes, mode) -> its written copy in ``staged``
     try:
         try:
             # `pending` comes first: from here on a kill leaves temps the next recovery sweeps away.
@@ -152,14 +157,20 @@ def apply_changes(
                 if change.data is not None:
                     temp = temp_name(change.name, tag)
                     path = os.path.join(folder, temp)
-                    fd = _create(made, path, change.data, 0o644 if change.root == "public" else 0o600)
-                    fds.append(fd)
-                    # What the staged copy is right after the write: checked again before the commit point.
+                    mode = 0o644 if change.root == "public" else 0o600
                     # The same bytes staged twice (the receipt in the log and in the run dir) are hashed once.
                     post = hashed.get(id(change.data)) if change.digest is None else change.digest
                     if post is None:
                         post = hashed[id(change.data)] = sha256_bytes(change.data)
-                    staged.append((change.name, path, os.fstat(fd), post))
+                    twin = (id(change.data), mode) if change.root in LINKABLE else None
+                    first = twins.get(twin) if twin is not None else None
+                    if first is None or not _link_staged(made, staged, first, change.name, path):
+                        fd = _create(made, path, change.data, mode)
+                        fds.append(fd)
+                        if twin is not None:
+                            twins[twin] = len(staged)
+                        # What the staged copy is right after the write: checked again before the commit point.
+                        staged.append((change.name, path, os.fstat(fd), post))
                 entries.append({"root": change.root, "name": change.name, "temp": temp,
                                 "pre": change.pre, "post": post})
             committed, done = _journal_states(body, ("committed", "done"))
@@ -208,6 +219,30 @@ def _create(made: list[str], path: str, data: bytes, mode: int = 0o600) -> int:
     fd = create_unsynced(path, data, mode)
     made.append(path)
     return fd
+
+
+def _link_staged(made: list[str], staged: list[tuple[str, str, os.stat_result, str]], first: int,
+                 name: str, path: str) -> bool:
+    """Stage ``path`` as a second name of the staged copy ``staged[first]`` (the same bytes, mode and owner).
+
+    Each name is still renamed into place on its own journal entry, so a crash at any step leaves every
+    name either its staged temp or its target, both the one inode; recovery, which checks each by its
+    hash, is unchanged. The data is written and made durable once, the new entry by the fsync of its
+    directory. The link changes the inode's change time, so the first copy's recorded state is taken
+    again. Where links are refused (a filesystem without them, another mount), the caller writes a copy.
+    """
+    first_name, source, written, post = staged[first]
+    try:
+        ops.link(source, path)
+    except OSError:
+        return False
+    made.append(path)
+    now = os.lstat(path)
+    if _identity(now)[:4] != _identity(written)[:4] or now.st_mode != written.st_mode:  # all but the change time
+        raise ApplyFailed(f"staged copy of {first_name} changed after it was written", code="apply.staged-mismatch")
+    staged[first] = (first_name, source, now, post)
+    staged.append((name, path, now, post))
+    return True
 
 
 def _backup(run_dir: Path, resolve: RootResolver, changes: Iterable[Change], fds: list[int]) -> list[Path]:

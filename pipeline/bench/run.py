@@ -115,12 +115,15 @@ def _settle(path: Path) -> None:
 def _changed_files(receipt_path: Path, layout: Any) -> dict[str, tuple[list[int], int]]:
     """Every file the commit writes, by directory, with its size as it landed (the post-state is on
     disk now), and the files it deletes: both roots' differences, indexes included, the receipt log
-    entry, and the run dir's post receipt and pre receipt."""
+    entry, and the run dir's pre receipt (and its post receipt where it is a copy, not a link)."""
     receipt = json.loads(receipt_path.read_bytes())
     run_dir = layout.runs / receipt["runId"]
+    # The run's post receipt is a second name of the log entry where the filesystem links: not written.
+    run_files = ("pre-receipt.json",) if (run_dir / "post-receipt.json").samefile(receipt_path) \
+        else ("post-receipt.json", "pre-receipt.json")
     plan: dict[str, tuple[list[int], int]] = {
         "receipts": ([receipt_path.stat().st_size], 0),
-        "run": ([(run_dir / name).stat().st_size for name in ("post-receipt.json", "pre-receipt.json")], 0),
+        "run": ([(run_dir / name).stat().st_size for name in run_files], 0),
     }
     for root, folder in (("harness", layout.harness), ("public", layout.mirror)):
         before, after = receipt["sourceHashes"][root], receipt["finalHashes"][root]
