@@ -134,3 +134,24 @@ def test_an_unwritable_out_is_a_usage_error_that_names_the_path(chain: Env, tmp_
     assert result.code == 2 and result.json()["code"] == "usage.report-out"
     assert str(out) in result.json()["message"] and result.json()["hint"]
     assert not out.parent.exists()
+
+
+def test_a_compact_plan_is_read_in_its_full_shape(tmp_path: Path) -> None:
+    """The report reads a run's plan.json: in the compact shape a merge equal to the default item is not
+    listed, and must still show its verdict (merged, not deleted) as it does in the full shape."""
+    import json
+
+    from pipeline.receipts.report import _plan
+    from pipeline.receipts.report_model import Texts
+    from pipeline.worker.planjson import compacted
+
+    names = ["a.md", "b.md", "c.md"]
+    stale = {"verdict": "SUBSUMED", "reason": "a duplicate of c.md"}
+    plan = {"selected": names, "staleness": [{"name": "a.md", **stale}, {"name": "b.md", **stale},
+                                             {"name": "c.md", "verdict": "CURRENT", "reason": "kept"}],
+            "clusters": [{"name": "c", "files": names}], "operations": []}
+    (tmp_path / "plan.json").write_text(json.dumps(compacted(plan)))
+    read = _plan(tmp_path, Texts())
+    assert "defaults" not in read
+    assert {s["name"]: s["verdict"] for s in read["staleness"]} == \
+        {"a.md": "SUBSUMED", "b.md": "SUBSUMED", "c.md": "CURRENT"}

@@ -167,6 +167,27 @@ def test_the_summary_lists_merges_once_and_names_reclassifications(store: tuple[
     assert "reclassified project_api.md: private -> safe" in text
 
 
+def test_a_compact_plan_summarizes_as_its_full_shape(store: tuple[Layout, PreState]) -> None:
+    """Items equal to an artifact's default are left out of a compact plan: the summary must still see
+    the merges and reasons they carry, as it does in the full shape."""
+    from pipeline.worker.planjson import compacted
+
+    _, pre = store
+    ops = [Operation("user_editor.md", "delete", "private"), Operation("project_ci.md", "delete", "safe")]
+    merged = {"status": "merged", "summary": "merged into project_api.md"}
+    plan = {"selected": ["project_api.md", "project_ci.md", "user_editor.md"],
+            "report": [{"name": "project_ci.md", **merged}, {"name": "user_editor.md", **merged},
+                       {"name": "project_api.md", "status": "kept", "summary": "kept"}]}
+    compact = compacted(plan)
+    assert [r["name"] for r in compact["report"]] == ["project_api.md"]  # the merges are the default
+    post = compute_post(pre, ops)
+    full, short = summarize(RUN_ID, plan, pre, post), summarize(RUN_ID, compact, pre, post)
+    assert short["merged"] == full["merged"] == ["project_ci.md", "user_editor.md"]
+    assert short["deleted"] == full["deleted"] == []
+    assert short["reasons"] == full["reasons"] == dict.fromkeys(["project_ci.md", "user_editor.md"],
+                                                                merged["summary"])
+
+
 def test_a_plan_without_operations_is_a_no_op_even_when_an_index_is_rebuilt(store: tuple[Layout, PreState]) -> None:
     layout, _ = store
     (layout.harness / "MEMORY.md").write_bytes(b"# Memory Index\n")  # stale index, rebuilt by the post-state

@@ -32,6 +32,9 @@ def _plan(run_dir: Path, texts: Texts) -> dict[str, Any]:
         return {}
     if not isinstance(plan, dict):
         return {}
+    from ..worker.planjson import full_shape
+
+    plan = full_shape(plan)  # a compact plan: each memory's verdict and cluster as the full shape has them
     for op in plan.get("operations") or []:
         if isinstance(op, dict) and isinstance(op.get("content"), str):
             texts.add(op["content"].encode("utf-8"))

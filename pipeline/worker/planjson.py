@@ -173,6 +173,16 @@ def expanded(plan: dict[str, Any], selected: Sequence[str]) -> dict[str, Any]:
     return out
 
 
+def full_shape(plan: dict[str, Any]) -> dict[str, Any]:
+    """``expanded`` over the plan's own ``selected``: what a reader of a stored plan (the summary, the
+    report) sees, so an item left out for equalling its artifact's default still has its reason."""
+    if "defaults" not in plan:
+        return plan
+    selected = plan.get("selected")
+    names = [n for n in selected if isinstance(n, str)] if isinstance(selected, list) else []
+    return expanded(plan, names)
+
+
 def _well_formed(plan: dict[str, Any], defaults: dict[str, Any]) -> bool:
     for key, value in defaults.items():
         if key == "clusters":
