@@ -34,8 +34,9 @@ Feature: Every transaction goes through one skeleton
     And the config bounds a plan to 4096 bytes
     When I run "--json hooks consolidate claude no-context"
     # The host entry point reports a failure in its output with exit 0: Claude Code drops the output of a failing command.
+    # Not even one group of changes fits 4096 bytes: the built-in planner refuses rather than print past the bound.
     Then the exit code is 0
-    And the JSON error code is "worker.plan-too-large"
+    And the JSON error code is "planner.plan-bound"
     When I run "--json consolidate --no-context"
     Then the exit code is 4
-    And the JSON error code is "worker.plan-too-large"
+    And the JSON error code is "planner.plan-bound"
