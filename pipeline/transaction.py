@@ -182,10 +182,10 @@ def _later_stages(svc: Services, pre: PreState,
                   rules: Callable[[], RuleSet] | None = None) -> tuple[Callable[[], object], ...]:
     """What the stages after the worker set up on first use, prepared while the worker plans: the
     modules of validation, the summary and the commit's index and receipt code (imported only after
-    the worker stage, so the import is paid here), the schema pre-check, the privacy rules (``rules``
-    loads them, else they are ``svc.ruleset``) and the patterns every scan runs, and the fact keys of
-    every memory read (the summary compares each rewritten memory with every memory after the plan:
-    all but the plan's own are these)."""
+    the worker stage, so the import is paid here), the commit's fsync threads, the schema pre-check,
+    the privacy rules (``rules`` loads them, else they are ``svc.ruleset``) and the patterns every scan
+    runs, and the fact keys of every memory read (the summary compares each rewritten memory with every
+    memory after the plan: all but the plan's own are these)."""
 
     def imports() -> None:
         import hashlib  # noqa: F401
@@ -197,6 +197,11 @@ def _later_stages(svc: Services, pre: PreState,
         from .apply import summary  # noqa: F401
         from .store import indexbuild  # noqa: F401  (and sqlite3: the commit leaves the search index current)
         from .validation import plan  # noqa: F401
+
+    def fsync_threads() -> None:
+        from .apply.durable import start_fsync_threads
+
+        start_fsync_threads()
 
     def schema() -> None:
         from .validation.schema import fast_check
@@ -215,9 +220,11 @@ def _later_stages(svc: Services, pre: PreState,
         def prepare() -> None:
             loader().prepare()
 
-        return (imports, schema, prepare, fact_keys)
+        return (imports, fsync_threads, schema, prepare, fact_keys)
     ruleset = svc.ruleset
-    return (imports, schema, fact_keys) if ruleset is None else (imports, schema, ruleset.prepare, fact_keys)
+    if ruleset is None:
+        return (imports, fsync_threads, schema, fact_keys)
+    return (imports, fsync_threads, schema, ruleset.prepare, fact_keys)
 
 
 def _redactor(svc: Services) -> Any:

@@ -162,3 +162,22 @@ def test_privacy_rules_from_the_user_config_are_loaded_and_checked_before_the_ru
     rule = ('privacy: {rules: [{id: acme-internal-token, category: credential, description: ACME token, '
             'pattern: "\\\\b(acme_[a-z0-9]{16})\\\\b"}]}\n')
     assert _modules_at_worker_start(tmp_path, PRIVACY_MODULES, rule) == (4, [repr(list(PRIVACY_MODULES))])
+
+
+def test_the_preparation_starts_the_commits_fsync_threads_while_the_worker_plans() -> None:
+    # A fresh process: the fsync pool is per process. After the steps, every thread a batch can use is
+    # running, so the commit's first batch starts none.
+    code = (
+        "import threading\n"
+        "from types import SimpleNamespace\n"
+        "from pipeline.apply import durable\n"
+        "from pipeline.transaction import _later_stages\n"
+        "from pipeline.worker.meanwhile import meanwhile\n"
+        "before = sum(t.name == 'memfold-fsync' for t in threading.enumerate())\n"
+        "with meanwhile(*_later_stages(SimpleNamespace(ruleset=None), SimpleNamespace(memories={}))) as start:\n"
+        "    start()\n"
+        "print(before, sum(t.name == 'memfold-fsync' for t in threading.enumerate()), durable._FSYNC_THREADS - 1)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         cwd=Path(__file__).resolve().parents[1]).stdout.split()
+    assert out[0] == "0" and out[1] == out[2] != "0"
