@@ -143,7 +143,7 @@ def _stages(svc: Services, req: ConsolidateRequest, tx: Transaction, t: Timings,
     with t.stage("worker"), meanwhile(*_later_stages(svc, pre, rules)) as started:
         outcome = run_plan_worker(choice, run_dir=run_dir, layout=layout, parent_env=req.parent_env,
                                   unsafe_no_sandbox=req.unsafe_no_sandbox, limits=req.extract_limits,
-                                  launcher=launcher, started=started, write=write)
+                                  launcher=launcher, started=started, write=write, defer=files.later)
     if rules is not None:
         svc = svc.with_changes(ruleset=rules())  # loaded meanwhile: the loader keeps what it built
     t.add("extraction", outcome.extract_ms)
