@@ -116,3 +116,20 @@ Feature: A worker's plan is validated before anything is written
     Then the plan is rejected with "privacy.credential" in "operations"
     And the token appears in no output and in no file outside the private store and the run dirs
     And the run dirs are private to their owner
+
+  Scenario: A privacy rule of the user's config refuses a worker's plan that holds its match
+    Given a worker whose plan creates the safe "project_acme.md" holding an ACME service token
+    And the config adds a privacy rule "acme-internal-token" for ACME service tokens
+    When I run "consolidate --no-context --worker fake --json"
+    Then the plan is rejected with "privacy.credential" in "operations"
+    And the output mentions "acme-internal-token"
+    And the mirror does not hold "project_acme.md"
+
+  Scenario: A broken privacy rule of the user's config refuses the run before its worker starts
+    Given a worker whose plan creates the safe "project_acme.md" holding an ACME service token
+    And the config adds a privacy rule "acme-internal-token" without a pattern
+    When I run "consolidate --no-context --worker fake --json"
+    Then the exit code is 2
+    And the output mentions "acme-internal-token"
+    And no run dir was added
+    And both roots and the receipt log are unchanged

@@ -30,6 +30,7 @@ from .worker.task import BUILTIN, WorkerChoice, choose_worker, placeholders, wri
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from .context.artifacts import Writer
+    from .privacy import RuleSet
 
 
 class ConsolidateRequest(FrozenValue):
@@ -87,11 +88,14 @@ def consolidate_request(config: _Configured, parent_env: Mapping[str, str], **ch
                               parent_env=dict(parent_env), **choices)
 
 
-def consolidate(svc: Services, req: ConsolidateRequest, launcher: Launcher | None = None) -> dict[str, Any]:
+def consolidate(svc: Services, req: ConsolidateRequest, launcher: Launcher | None = None, *,
+                rules: Callable[[], RuleSet] | None = None) -> dict[str, Any]:
     """lock → recover → run dir + snapshot → worker → plan → validate → stale check → commit.
 
     ``launcher``: one the caller started (``start_launcher``) as early as it could; this run uses it
     and stops it if it never reaches the worker. Without one, it is started here.
+    ``rules``: the privacy rules to use instead of ``svc.ruleset``, loaded while the worker plans
+    (nothing before the worker scans): the caller hands in a loader that cannot fail on user input.
     """
     layout, t = svc.layout, Timings()
     # The launcher boots while the stages before the worker run; it starts nothing until handed the policy.
@@ -104,14 +108,14 @@ def consolidate(svc: Services, req: ConsolidateRequest, launcher: Launcher | Non
         if watched is not None and tx.recovered is not None:
             watched.forget()
         try:
-            return _run(svc, req, tx, t, launcher, watched)
+            return _run(svc, req, tx, t, launcher, watched, rules)
         finally:
             if watched is not None:
                 watched.close()
 
 
 def _run(svc: Services, req: ConsolidateRequest, tx: Transaction, t: Timings, launcher: Launcher,
-         watched: WarmState | None) -> dict[str, Any]:
+         watched: WarmState | None, rules: Callable[[], RuleSet] | None) -> dict[str, Any]:
     """The stages of ``consolidate`` inside its open transaction."""
     layout = svc.layout
     with t.stage("read"):
@@ -119,7 +123,7 @@ def _run(svc: Services, req: ConsolidateRequest, tx: Transaction, t: Timings, la
     run_dir = create_run_dir(layout.runs, layout.home, tx.run_id)
     files = RunArtifacts()
     try:
-        result = _stages(svc, req, tx, t, launcher, pre, run_dir, files)
+        result = _stages(svc, req, tx, t, launcher, pre, run_dir, files, rules)
     except BaseException:
         with suppress(OSError):  # the run's own error is the one to report
             files.settle()
@@ -129,17 +133,19 @@ def _run(svc: Services, req: ConsolidateRequest, tx: Transaction, t: Timings, la
 
 
 def _stages(svc: Services, req: ConsolidateRequest, tx: Transaction, t: Timings, launcher: Launcher,
-            pre: PreState, run_dir: Path, files: RunArtifacts) -> dict[str, Any]:
+            pre: PreState, run_dir: Path, files: RunArtifacts, rules: Callable[[], RuleSet] | None) -> dict[str, Any]:
     layout, write = svc.layout, files.write
     with t.stage("snapshot"):
         snapshot, snapshot_digest = snapshot_run(run_dir, req.context, source=req.context_source,
                                                  limits=req.context_limits, write=write)
     with t.stage("manifest"):
         manifest, choice = _manifest(svc, req, run_dir, snapshot, snapshot_digest, pre, write)
-    with t.stage("worker"), meanwhile(*_later_stages(svc, pre)) as started:
+    with t.stage("worker"), meanwhile(*_later_stages(svc, pre, rules)) as started:
         outcome = run_plan_worker(choice, run_dir=run_dir, layout=layout, parent_env=req.parent_env,
                                   unsafe_no_sandbox=req.unsafe_no_sandbox, limits=req.extract_limits,
-                                  launcher=launcher, started=started, write=write)
+                                  launcher=launcher, started=started, write=write, defer=files.later)
+    if rules is not None:
+        svc = svc.with_changes(ruleset=rules())  # loaded meanwhile: the loader keeps what it built
     t.add("extraction", outcome.extract_ms)
     plan_bytes = outcome.extracted.plan_bytes
     from .apply.summary import receipt_outcome, summarize
@@ -172,12 +178,14 @@ def _stages(svc: Services, req: ConsolidateRequest, tx: Transaction, t: Timings,
             "planDigest": sha256_bytes(plan_bytes), "previous": receipt["previous"], "timings": t.stages}
 
 
-def _later_stages(svc: Services, pre: PreState) -> tuple[Callable[[], object], ...]:
+def _later_stages(svc: Services, pre: PreState,
+                  rules: Callable[[], RuleSet] | None = None) -> tuple[Callable[[], object], ...]:
     """What the stages after the worker set up on first use, prepared while the worker plans: the
     modules of validation, the summary and the commit's index and receipt code (imported only after
-    the worker stage, so the import is paid here), the schema pre-check, the privacy patterns
-    every scan runs, and the fact keys of every memory read (the summary compares each rewritten
-    memory with every memory after the plan: all but the plan's own are these)."""
+    the worker stage, so the import is paid here), the commit's fsync threads, the schema pre-check,
+    the privacy rules (``rules`` loads them, else they are ``svc.ruleset``) and the patterns every scan
+    runs, and the fact keys of every memory read (the summary compares each rewritten memory with every
+    memory after the plan: all but the plan's own are these)."""
 
     def imports() -> None:
         import hashlib  # noqa: F401
@@ -190,6 +198,11 @@ def _later_stages(svc: Services, pre: PreState) -> tuple[Callable[[], object], .
         from .store import indexbuild  # noqa: F401  (and sqlite3: the commit leaves the search index current)
         from .validation import plan  # noqa: F401
 
+    def fsync_threads() -> None:
+        from .apply.durable import start_fsync_threads
+
+        start_fsync_threads()
+
     def schema() -> None:
         from .validation.schema import fast_check
 
@@ -201,8 +214,17 @@ def _later_stages(svc: Services, pre: PreState) -> tuple[Callable[[], object], .
         for memory in pre.memories.values():
             known_keys(memory)
 
+    if rules is not None:
+        loader = rules
+
+        def prepare() -> None:
+            loader().prepare()
+
+        return (imports, fsync_threads, schema, prepare, fact_keys)
     ruleset = svc.ruleset
-    return (imports, schema, fact_keys) if ruleset is None else (imports, schema, ruleset.prepare, fact_keys)
+    if ruleset is None:
+        return (imports, fsync_threads, schema, fact_keys)
+    return (imports, fsync_threads, schema, ruleset.prepare, fact_keys)
 
 
 def _redactor(svc: Services) -> Any:

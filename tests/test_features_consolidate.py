@@ -349,6 +349,46 @@ def leaky(env: Env, ctx: dict[str, Any], name: str) -> None:
                       ["replace", ["operations", -1, "content"], "@@TOKEN@@", {"$rev": TOKEN[::-1]}]])
 
 
+ACME_RULE = {"id": "acme-internal-token", "category": "credential", "description": "ACME internal service token",
+             "pattern": r"\b(acme_[a-z0-9]{16})\b"}
+
+
+@given(parsers.parse('a worker whose plan creates the safe "{name}" holding an ACME service token'))
+def acme_token(env: Env, ctx: dict[str, Any], name: str) -> None:
+    content = _memory(name.removesuffix(".md"), "The ACME service the release job calls", "safe",
+                      "token: acme_0f3a9c2e7b1d4a68").decode()
+    _patch(env, ctx, [["append", ["operations"], _op(name, "create", "safe", content)]])
+    ctx["runs_before"] = sorted(p.name for p in (env.project_home / "runs").iterdir())
+
+
+def _user_rule(env: Env, rule: dict[str, str]) -> None:
+    # The worker steps write config.yaml as JSON (a YAML subset); the rule joins what they wrote.
+    config = json.loads((env.home / "config.yaml").read_text())
+    config["privacy"] = {"rules": [rule]}
+    (env.home / "config.yaml").write_text(json.dumps(config, indent=2) + "\n")
+
+
+@given(parsers.parse('the config adds a privacy rule "{rule_id}" for ACME service tokens'))
+def user_privacy_rule(env: Env, rule_id: str) -> None:
+    _user_rule(env, {**ACME_RULE, "id": rule_id})
+
+
+@given(parsers.parse('the config adds a privacy rule "{rule_id}" without a pattern'))
+def broken_user_privacy_rule(env: Env, rule_id: str) -> None:
+    _user_rule(env, {k: v for k, v in {**ACME_RULE, "id": rule_id}.items() if k != "pattern"})
+
+
+@then("no run dir was added")
+def no_run_added(env: Env, ctx: dict[str, Any]) -> None:
+    assert sorted(p.name for p in (env.project_home / "runs").iterdir()) == ctx["runs_before"]
+
+
+@then("both roots and the receipt log are unchanged")
+def roots_and_log_unchanged(env: Env, ctx: dict[str, Any]) -> None:
+    assert env.snapshot() == ctx["before"]
+    assert len(_receipts(env)) == ctx["receipt_count"]
+
+
 @given(parsers.parse('a worker "{name}" that sleeps {seconds:d} seconds before printing the planner\'s plan'))
 def slow_worker(env: Env, ctx: dict[str, Any], name: str, seconds: int) -> None:
     _workers(env, ctx, name, ["sleep", str(seconds)])

@@ -8,6 +8,8 @@ import json
 import os
 import signal
 import stat
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -165,6 +167,29 @@ def test_batched_fsyncs_reuse_the_same_threads_and_sync_each_descriptor_once(
         for fd in fds:
             os.close(fd)
     assert sorted(fd for fd, _ in synced) == sorted(fds)
+
+
+def test_fsync_threads_started_ahead_serve_a_later_batch_which_starts_none(tmp_path: Path) -> None:
+    # In a fresh process: the pool is per process, and this suite's other batches have grown it.
+    code = (
+        "import os, sys, threading\n"
+        "from pipeline.apply import durable\n"
+        "from pipeline.fsutil import ops\n"
+        "durable.start_fsync_threads()\n"
+        "ahead = {t.ident for t in threading.enumerate() if t.name == 'memfold-fsync'}\n"
+        "starts, synced = [], []\n"
+        "real_start, real_fsync = threading.Thread.start, ops.fsync\n"
+        "threading.Thread.start = lambda self: (starts.append(self.name), real_start(self))[1]\n"
+        "ops.fsync = lambda fd: (synced.append(fd), real_fsync(fd))[1]\n"
+        "fds = [os.open(os.path.join(sys.argv[1], f'f{i}'), os.O_WRONLY | os.O_CREAT, 0o600) for i in range(40)]\n"
+        "durable.fsync_all(fds)\n"
+        "after = {t.ident for t in threading.enumerate() if t.name == 'memfold-fsync'}\n"
+        "print(len(ahead), starts, after == ahead, sorted(synced) == sorted(fds))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True, check=True,
+                         cwd=Path(__file__).resolve().parents[1]).stdout.split()
+    assert out == [str(durable._FSYNC_THREADS - 1), "[]", "True", "True"]
+    assert len(list(tmp_path.iterdir())) == 40
 
 
 def test_a_failed_fsync_is_raised_after_every_other_descriptor_of_its_batch_is_synced(

@@ -117,16 +117,23 @@ def test_the_fact_keys_prepared_meanwhile_are_the_ones_the_summary_reads_and_fol
 
 
 def test_the_command_reaches_its_worker_without_the_modules_the_thread_imports(tmp_path: Path) -> None:
-    # What the preparation thread imports while the worker plans is not imported before the worker:
-    # the stand-in worker records what the command had imported when its worker stage began.
+    # What the preparation thread imports while the worker plans is not imported before the worker.
+    seen = _modules_at_worker_start(tmp_path, ("pipeline.apply.summary", "pipeline.planner.text",
+                                               "pipeline.validation.plan", "shutil"))
+    assert seen == (4, ["[]"])  # the stand-in's spawn failure, as a real one exits
+
+
+def _modules_at_worker_start(tmp_path: Path, modules: tuple[str, ...],
+                             config: str | None = None) -> tuple[int, list[str]]:
+    """Run ``memfold consolidate`` up to its worker stage with a stand-in worker that records which of
+    ``modules`` the command had imported by then (and fails as a spawn failure does)."""
     code = (
         "import sys\n"
         "from pipeline import transaction\n"
         "from pipeline.errors import WorkerFailed\n"
         "from pipeline.cli import main\n"
         "def worker(*args, **kwargs):\n"
-        "    seen = [m for m in ('pipeline.apply.summary', 'pipeline.planner.text', 'pipeline.validation.plan',\n"
-        "                        'shutil') if m in sys.modules]\n"
+        f"    seen = [m for m in {modules!r} if m in sys.modules]\n"
         "    sys.__stdout__.write(repr(seen) + '\\n')\n"
         "    raise WorkerFailed('stand-in worker', code='worker.spawn')\n"
         "transaction.run_plan_worker = worker\n"
@@ -134,8 +141,43 @@ def test_the_command_reaches_its_worker_without_the_modules_the_thread_imports(t
     )
     home, project = tmp_path / "home", tmp_path / "project"
     project.mkdir()
+    if config is not None:
+        home.mkdir()
+        (home / "config.yaml").write_text(config, encoding="utf-8")
     proc = subprocess.run([sys.executable, "-c", code, "--home", str(home), "--project", str(project), "--json",
                            "consolidate", "--no-context"], capture_output=True, text=True,
                           cwd=Path(__file__).resolve().parents[1])
-    assert proc.returncode == 4, proc.stderr  # the stand-in's spawn failure, as a real one exits
-    assert proc.stdout.splitlines()[0] == "[]"
+    return proc.returncode, proc.stdout.splitlines()[:1]
+
+
+PRIVACY_MODULES = ("pipeline.privacy", "pipeline.privacy.engine", "pipeline.privacy.loader", "re2")
+
+
+def test_the_shipped_privacy_rules_are_loaded_while_the_worker_plans_not_before_it(tmp_path: Path) -> None:
+    # Nothing before the worker scans: importing and loading the rules happens on the thread.
+    assert _modules_at_worker_start(tmp_path, PRIVACY_MODULES) == (4, ["[]"])
+
+
+def test_privacy_rules_from_the_user_config_are_loaded_and_checked_before_the_run(tmp_path: Path) -> None:
+    rule = ('privacy: {rules: [{id: acme-internal-token, category: credential, description: ACME token, '
+            'pattern: "\\\\b(acme_[a-z0-9]{16})\\\\b"}]}\n')
+    assert _modules_at_worker_start(tmp_path, PRIVACY_MODULES, rule) == (4, [repr(list(PRIVACY_MODULES))])
+
+
+def test_the_preparation_starts_the_commits_fsync_threads_while_the_worker_plans() -> None:
+    # A fresh process: the fsync pool is per process. After the steps, every thread a batch can use is
+    # running, so the commit's first batch starts none.
+    code = (
+        "import threading\n"
+        "from types import SimpleNamespace\n"
+        "from pipeline.apply import durable\n"
+        "from pipeline.transaction import _later_stages\n"
+        "from pipeline.worker.meanwhile import meanwhile\n"
+        "before = sum(t.name == 'memfold-fsync' for t in threading.enumerate())\n"
+        "with meanwhile(*_later_stages(SimpleNamespace(ruleset=None), SimpleNamespace(memories={}))) as start:\n"
+        "    start()\n"
+        "print(before, sum(t.name == 'memfold-fsync' for t in threading.enumerate()), durable._FSYNC_THREADS - 1)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         cwd=Path(__file__).resolve().parents[1]).stdout.split()
+    assert out[0] == "0" and out[1] == out[2] != "0"

@@ -128,7 +128,8 @@ def roots_state(env: Env) -> dict[str, dict[str, str]]:
 
 
 def inprocess_worker(choice: Any, *, run_dir: Path, layout: Any, parent_env: Any, unsafe_no_sandbox: bool,
-                     limits: Any, launcher: Any = None, started: Any = None, write: Any = None) -> Any:
+                     limits: Any, launcher: Any = None, started: Any = None, write: Any = None,
+                     defer: Any = None) -> Any:
     """The built-in planner called in this process: the parent's I/O is what is under test, not the sandbox.
     (The launcher started ahead is left unused: the transaction stops it.)
 

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import UsageError
-from .context import clock, config, emit, home_dir, services, use_global, want_json
+from .context import clock, config, emit, home_dir, later_rules, services, use_global, want_json
 
 
 def read_context(context: str | None, no_context: bool, limit: int) -> tuple[bytes | None, str]:
@@ -69,8 +69,9 @@ def _consolidate(launcher: Any, context: str | None, no_context: bool, scope: st
         return _unattended(request, all_projects, if_due, skip_if_locked, want_json(json_out))
     from .progress import progress
 
+    rules = later_rules()
     with progress("consolidating", None, quiet=want_json(json_out)):
-        summary = run(services(), request, launcher)
+        summary = run(services(privacy=rules is None), request, launcher, rules=rules)
     # Imported here, not before the run: the worker stage imports it while the worker plans.
     from ..apply.summary import summary_text
 

@@ -232,6 +232,7 @@ def run_worker(
     stop_when: Callable[[bytearray], bool] | None = None,
     launcher: Launcher | None = None,
     started: Callable[[], object] | None = None,
+    defer: Callable[[Callable[[], object]], object] | None = None,
 ) -> WorkerResult:
     """Run ``spec`` to completion, timeout, stop or bound; every descendant is dead on return.
 
@@ -242,6 +243,8 @@ def run_worker(
     ``stop_when`` is shown the stdout buffer itself after each read; it must not keep or change it.
     ``launcher``: one started ahead by ``start_launcher``, used instead of starting one now.
     ``started``: called once the launcher has its policy (the worker is on its way).
+    ``defer``: given the scratch dir's removal (once nothing is alive to write there) to run later
+    instead of before this returns; the caller runs it before it reads or settles the run dir.
     """
     if not spec.argv:
         raise WorkerFailed("empty worker command", code="worker.spawn")
@@ -308,7 +311,11 @@ def run_worker(
                     pipe.close()
         if spec.scratch is not None:
             # Nothing is alive to write there any more; nothing of the run reads it afterwards.
-            scratch_dir.remove(spec.scratch)
+            where = spec.scratch
+            if defer is None:
+                scratch_dir.remove(where)
+            else:
+                defer(lambda: scratch_dir.remove(where))
         _restore(old)
     if terminated:
         # Everything is dead and the old handler is back: deliver SIGTERM as if never caught.

@@ -147,10 +147,12 @@ def run_plan_worker(
     choice: WorkerChoice, *, run_dir: Path, layout: Layout, parent_env: Mapping[str, str],
     unsafe_no_sandbox: bool, limits: ExtractLimits, launcher: Launcher | None = None,
     started: Callable[[], object] | None = None, write: Writer | None = None,
+    defer: Callable[[Callable[[], object]], object] | None = None,
 ) -> WorkerOutcome:
     """The worker's run; ``launcher``: one started ahead of the run (``ahead.start_launcher``);
     ``started``: called once the worker is on its way (see ``run_worker``); ``write``: what writes
-    ``plan.json`` (``apply.runs.write_artifact`` unless given)."""
+    ``plan.json`` (``apply.runs.write_artifact`` unless given); ``defer``: runs the scratch dir's
+    removal later (see ``run_worker``)."""
     from ..sandbox import absent_protections
     from ..sandbox.describe import enforced
     from .run import WorkerSpec, build_env, run_worker
@@ -181,7 +183,7 @@ def run_plan_worker(
     try:
         result = run_worker(spec, stdout_path=run_dir / "stdout.jsonl", stderr_path=run_dir / "stderr.txt",
                             stdout_limit=limits.max_stdout_bytes, stop_when=PlanEventWatch(), launcher=launcher,
-                            started=started)
+                            started=started, defer=defer)
     except WorkerFailed as exc:
         if exc.code == "worker.sandbox-unavailable":
             raise WorkerFailed(f"worker {choice.name} refused: {exc}", code=exc.code, hint=exc.hint,
