@@ -221,7 +221,7 @@ def _backup(run_dir: Path, resolve: RootResolver, changes: Iterable[Change], fds
     """
     folders: list[Path] = []
     for change in changes:
-        if change.pre is None or change.root not in ("harness", "public"):
+        if change.pre is None or change.root not in ("harness", "public", "home"):
             continue
         source = resolve(change.root) / change.name
         folder = run_dir / BACKUP / change.root
@@ -350,12 +350,12 @@ def recover(
 ) -> str | None:
     """Finish or discard an interrupted transaction. Returns what was done, or None if nothing was."""
     pending = project_home / PENDING
-    # A kill inside atomic_write of `pending` itself (or of lock.json) leaves its temp here, with no
-    # `pending` to point at it; we hold the lock, so no live writer owns such a temp.
-    _sweep_temps(project_home)
     try:
         run_id = pending.read_text(encoding="utf-8").strip()
     except FileNotFoundError:
+        # A kill inside atomic_write of `pending` itself (or of lock.json) leaves its temp here, with no
+        # `pending` to point at it; we hold the lock, so no live writer owns such a temp.
+        _sweep_temps(project_home)
         return None
     outcome = "discarded"
     run_dir = runs / run_id if run_id and "/" not in run_id and run_id not in (".", "..") else runs / "-"
@@ -373,8 +373,9 @@ def recover(
             outcome = "rolled-back"
         else:
             outcome = "finished"
-    for key in (*roots, "run"):
-        _sweep_temps(resolve(key))
+    # The project home's temps go last: a commit stages the log's pointer there, rolled forward above.
+    for folder in (*(resolve(key) for key in (*roots, "run")), project_home):
+        _sweep_temps(folder)
     _silent_unlink(pending)
     return f"{outcome} run {run_id}"
 

@@ -16,6 +16,7 @@ from ..fsutil import digest_json, read_bounded, sha256_bytes
 from ..resources import load_schema
 from ..store.statecache import SETTLED_NS
 from .maptext import MAP_KEYS, MapText
+from .newest import read_newest
 
 RECEIPT_SCHEMA = "receipt.schema.json"
 RECEIPT_KIND = "memory-consolidation-receipt"
@@ -132,19 +133,34 @@ def parse_receipt(raw: bytes) -> dict[str, Any]:
     return data
 
 
+def log_ends(receipts: Path) -> tuple[LogEntry, LogEntry] | None:
+    """The first and the newest entry of the log (None for an empty log).
+
+    From the log's pointer (``newest.py``) when it holds: one small read and two stats, whatever the
+    length of the log. Otherwise from a listing, as ``log_entries``.
+    """
+    pointed = read_newest(receipts)
+    if pointed is not None:
+        seq, run_id, first = pointed
+        return (LogEntry(1, first, receipts / log_name(1, first)),
+                LogEntry(seq, run_id, receipts / log_name(seq, run_id)))
+    entries = log_entries(receipts)
+    return (entries[0], entries[-1]) if entries else None
+
+
 def chain_head(receipts: Path, cache: StateCache | None = None) -> tuple[int, str | None]:
     """The next sequence number and the digest of the newest receipt (None for an empty log)."""
-    entries = log_entries(receipts)
-    if not entries:
+    ends = log_ends(receipts)
+    if ends is None:
         return 1, None
-    last = entries[-1]
+    last = ends[1]
     return last.seq + 1, file_digest(last.path, cache)
 
 
 def genesis_digest(receipts: Path, cache: StateCache | None = None) -> str | None:
     """The digest of the first receipt of the log: it names the chain (None for an empty log)."""
-    entries = log_entries(receipts)
-    return file_digest(entries[0].path, cache) if entries else None
+    ends = log_ends(receipts)
+    return file_digest(ends[0].path, cache) if ends is not None else None
 
 
 def file_digest(path: Path, cache: StateCache | None = None) -> str:
