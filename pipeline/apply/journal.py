@@ -226,7 +226,9 @@ def _backup(run_dir: Path, resolve: RootResolver, changes: Iterable[Change], fds
         source = resolve(change.root) / change.name
         folder = run_dir / BACKUP / change.root
         if folder not in folders:
-            folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+            if not folders:
+                (run_dir / BACKUP).mkdir(exist_ok=True, mode=0o700)  # once, not a failed try per root
+            folder.mkdir(exist_ok=True, mode=0o700)
             folders.append(folder)
         try:
             os.link(source, folder / change.name, follow_symlinks=False)
