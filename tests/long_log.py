@@ -47,8 +47,8 @@ class Listings:
         self.count = len(_LISTED)
 
 
-def grow_log(project_home: Path, count: int) -> None:
-    """Append ``count`` no-op receipts to the log and remove its pointer, as an older version left it."""
+def grow_log(project_home: Path, count: int, *, drop_pointer: bool = True) -> None:
+    """Append ``count`` no-op receipts to the log, as an older version writes them (no pointer names them)."""
     receipts = project_home / "receipts"
     last = log_entries(receipts)[-1]
     newest: dict[str, Any] = json.loads(last.path.read_bytes())
@@ -60,4 +60,5 @@ def grow_log(project_home: Path, count: int) -> None:
                    "selected": [], "previous": receipt_digest(newest)}
         (receipts / log_name(seq, run_id)).write_bytes(dump_json(receipt))
         newest = receipt
-    (project_home / NEWEST).unlink(missing_ok=True)
+    if drop_pointer:
+        (project_home / NEWEST).unlink(missing_ok=True)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import pytest
@@ -66,6 +67,20 @@ def test_a_pointer_naming_a_receipt_removed_by_hand_falls_back_to_the_listed_log
     newest.path.unlink()
     assert read_newest(receipts) is None
     assert chain_head(receipts) == (2, file_digest(log_entries(receipts)[0].path))
+
+
+def test_a_receipt_an_older_version_added_after_the_pointer_is_found_by_listing(env: Env) -> None:
+    _add(env, "project_a")
+    _add(env, "project_b")
+    time.sleep(0.05)  # past the clock tick of the commit's own renames
+    grow_log(env.project_home, 1, drop_pointer=False)
+    receipts = env.project_home / "receipts"
+    assert _pointer(env)["seq"] == 2 and read_newest(receipts) is None
+    newest = log_entries(receipts)[-1]
+    assert newest.seq == 3 and chain_head(receipts) == (4, file_digest(newest.path))
+    _add(env, "project_c")
+    assert _pointer(env)["seq"] == 4 and read_newest(receipts) is not None
+    assert env.run("audit").code == 0
 
 
 @pytest.mark.parametrize("damage", [b"", b"{not json", b'{"kind": "memfold-receipt-log-newest"}',

@@ -3,9 +3,9 @@
 ``<project home>/newest-receipt.json`` names the newest receipt (sequence number and run id) and the
 first one (the chain's name). Every commit stages it with the receipt it names, under the same journal,
 so after any crash and recovery it names the receipt that landed last (a roll-back puts the old one
-back from the run's ``backup/home/``). It is a hint, never evidence: the files it names must exist as
-regular files, and where it is missing, unreadable or names a missing file the log is listed as
-before. ``memfold audit`` walks the listed log, so a receipt added by hand behind its back is found.
+back from the run's ``backup/home/``). It is a hint, never evidence: it holds only while the log's
+directory has not changed after it (by change time) and both files it names exist as regular files;
+otherwise the log is listed as before. ``memfold audit`` always walks the listed log.
 """
 
 from __future__ import annotations
@@ -36,10 +36,16 @@ def read_newest(receipts: Path) -> tuple[int, str, str] | None:
     and both entries it names exist."""
     from .receipt import log_name
 
+    pointer = receipts.parent / NEWEST
     try:
-        data = json.loads(read_bounded(receipts.parent / NEWEST, _MAX_BYTES))
+        # Each commit renames the pointer into place after its log entry, so the log's directory has
+        # not changed since unless its change time is later than the pointer's: an entry added, removed
+        # or renamed since by anything else (an older version, a hand edit, a sweep of temps).
+        if os.lstat(receipts).st_ctime_ns > os.lstat(pointer).st_ctime_ns:
+            return None
+        data = json.loads(read_bounded(pointer, _MAX_BYTES))
     except (OSError, ValueError, InputRejected):
-        return None  # a symlink, an oversized or a torn pointer: the log is listed
+        return None  # missing, a symlink, oversized or torn: the log is listed
     if not isinstance(data, dict) or set(data) != _KEYS or data["kind"] != NEWEST_KIND \
             or data["schemaVersion"] != 1:
         return None
