@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import sys
 import time
 from pathlib import Path
 
@@ -154,3 +156,37 @@ def test_an_empty_log_has_no_pointer_and_starts_at_one(tmp_path: Path) -> None:
     (tmp_path / "receipts").mkdir()
     assert read_newest(tmp_path / "receipts") is None
     assert chain_head(tmp_path / "receipts") == (1, None)
+
+
+_READ: list[str] = []
+
+
+def _reads(event: str, args: tuple[object, ...]) -> None:
+    if event == "open" and isinstance(args[0], str) and "/receipts/" in args[0] and isinstance(args[2], int) \
+            and not args[2] & os.O_CREAT:
+        _READ.append(args[0])
+
+
+sys.addaudithook(_reads)
+
+
+def test_a_process_links_its_next_receipt_to_the_one_it_committed_without_reading_it_back(env: Env) -> None:
+    _add(env, "project_a")
+    _READ.clear()
+    _add(env, "project_b")  # in this process, as a warm server's next write
+    assert _READ == []
+    entries = log_entries(env.project_home / "receipts")
+    assert json.loads(entries[1].path.read_bytes())["previous"] == receipt_digest(json.loads(entries[0].path.read_bytes()))
+
+
+def test_a_head_rewritten_after_its_commit_is_read_back_and_linked_as_it_is_now(env: Env) -> None:
+    _add(env, "project_a")
+    head = log_entries(env.project_home / "receipts")[-1].path
+    changed = json.loads(head.read_bytes())
+    changed["createdAt"] = "2026-11-30T12:00:01Z"
+    head.write_bytes(json.dumps(changed, indent=2).encode() + b"\n")
+    _READ.clear()
+    _add(env, "project_b")
+    assert str(head) in _READ
+    newest = log_entries(env.project_home / "receipts")[-1].path
+    assert json.loads(newest.read_bytes())["previous"] == receipt_digest(changed)

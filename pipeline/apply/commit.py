@@ -20,9 +20,10 @@ from ..receipts.receipt import (
     LogEntry,
     build_receipt,
     diff_maps,
-    file_digest,
+    head_digest,
     log_ends,
     log_name,
+    remember_landed,
     remember_written,
 )
 from ..receipts.witness import Head, head_name, read_head_file, written_here
@@ -139,7 +140,7 @@ def commit_run(svc: Services, run_dir: Path, rec: RunRecord, pre: PreState, post
     ops = [op.summary() for op in post.operations]
     cache = cache_for(layout.project_home)
     ends = log_ends(layout.receipts)
-    seq, previous = (1, None) if ends is None else (ends[1].seq + 1, file_digest(ends[1].path, cache))
+    seq, previous = (1, None) if ends is None else (ends[1].seq + 1, head_digest(ends[1].path, cache))
     first = rec.run_id if ends is None else ends[0].run_id
     common: dict[str, Any] = dict(
         run_id=rec.run_id, scope_key=layout.scope_key, scope_digest=rec.scope_digest,
@@ -198,6 +199,7 @@ def commit_run(svc: Services, run_dir: Path, rec: RunRecord, pre: PreState, post
     finally:
         with t.stage(COMMIT_PARTS[2]):
             started[0].join()
+    remember_landed(layout.receipts / log_name(seq, rec.run_id), digest, len(receipt_bytes))
     prune_runs(layout.runs, svc.keep_runs, {rec.run_id}, later=prune_later)
     return receipt, layout.receipts / log_name(seq, rec.run_id)
 
@@ -251,7 +253,7 @@ def _head_change(layout: Layout, seq: int, run_id: str, digest: str, touches_mir
 
 def _genesis(layout: Layout, first: LogEntry) -> str:
     try:
-        chain: str | None = file_digest(first.path, cache_for(layout.project_home))
+        chain: str | None = head_digest(first.path, cache_for(layout.project_home))
     except (OSError, ValueError):
         chain = None
     if chain is None:
