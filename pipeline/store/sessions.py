@@ -20,7 +20,7 @@ SESSIONS_DIR = "sessions"
 MAX_AGE_S = 7 * 24 * 3600
 MAX_BYTES = 1 << 20
 PRUNE_EVERY_S = 24 * 3600
-PRUNED_MARKER = ".pruned"  # when the last prune ran; never a session file (those end in .json)
+PRUNED_MARKER = ".pruned"  # a directory whose mtime is when the last prune ran; never a session file
 
 
 def path(project_home: str, session: str) -> str:
@@ -65,8 +65,13 @@ def _prune(directory: str, keep: str) -> None:
     except OSError:
         pass
     try:
-        with open(marker, "wb"):
-            pass
+        # A directory, not a file: the per-prompt path counts its opens, and mkdir is none.
+        os.mkdir(marker, 0o700)
+    except FileExistsError:
+        pass
+    except OSError:
+        return
+    try:
         os.utime(marker, (now, now))
     except OSError:
         return
