@@ -113,7 +113,7 @@ def _edit(svc: Services, run_id: str, command: str, build: Callable[[PreState], 
     if final == source:
         return TxResult(None, command, warnings=["nothing to change"]), None, final
     gate(svc, pre, post)
-    run_dir = create_run_dir(layout.runs, layout.home, run_id)
+    run_dir = create_run_dir(layout.runs, layout.home, run_id, scratch=False)  # no worker
     selected = sorted(op.name for op in operations if op.name in pre.memories)
     texts = MapText()  # the snapshot, the manifest and both receipts carry the same maps
     snapshot = texts.dump({"kind": "memfold-direct-edit", "command": command, **(extra or {}),

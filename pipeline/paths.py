@@ -232,7 +232,8 @@ class Layout(Frozen):
         return "global" if self.is_global else str(self.project_root)
 
     def root(self, key: str) -> Path:
-        path = {"harness": self.harness, "public": self.mirror, "receipts": self.receipts}[key]
+        path = {"harness": self.harness, "public": self.mirror, "receipts": self.receipts,
+                "home": self.project_home}[key]
         if path is None:
             raise KeyError(f"the {self.label} scope has no {key} root")
         return path

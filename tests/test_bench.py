@@ -68,7 +68,7 @@ def test_bench_quick_completes_and_prints_the_table(tmp_path: Path) -> None:
                      "session bytes (prompt)", "mcp memory_search", "mcp initialize",
                      "add", "list", "search", "consolidate", "consolidate (CLI)", "consolidate (cold)",
                      "worker", "validation", "commit", "outside stages", "apply (in-process)", "verify", "audit", "import claude",
-                     "floor: stat both roots"):
+                     "floor: stat both roots", "floor: receipts+stat"):
         assert expected in paths, (expected, proc.stdout)
     # The write and audit rows each carry the floor they are held to and a numeric ratio to it.
     for expected, floor in (("add (CLI)", "add floor"), ("memory_add (warm)", "memory_add fsync"),

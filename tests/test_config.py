@@ -94,6 +94,18 @@ def test_validated_sections_are_cached_and_a_changed_file_is_validated_again(tmp
     assert load_config(path).lock.timeout == 7 and load_config(path).problems == []
 
 
+def test_the_cache_file_all_installations_shared_is_removed_when_the_config_is_validated(tmp_path: Path) -> None:
+    path = tmp_path / "config.yaml"
+    path.write_text("lock: {timeout: 2}\n")
+    (tmp_path / "cache").mkdir()
+    legacy = tmp_path / "cache" / "config.json"
+    legacy.write_text('{"key": [], "value": {"values": {"lock": {"timeout": 99}}}}')
+    _settle()
+    assert load_config(path).lock.timeout == 2
+    assert not legacy.exists()
+    assert sorted(p.name for p in (tmp_path / "cache").iterdir()) == [Path(cache_file(tmp_path)).name]
+
+
 def test_a_config_written_just_now_is_not_cached(tmp_path: Path) -> None:
     path = tmp_path / "config.yaml"
     path.write_text("lock: {timeout: 3}\n")

@@ -10,17 +10,20 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import VerifyFailed
 from ..frozen import Frozen
-from ..fsutil import sha256_bytes
+from ..fsutil import read_bounded, sha256_bytes
 from ..mirror.guard import privacy_gate, refuse_drift, refuse_safe_without_mirror, verify_post
 from ..paths import Layout
 from ..receipts.maptext import MapText
+from ..receipts.newest import NEWEST, newest_bytes
 from ..receipts.receipt import (
     HashMaps,
+    LogEntry,
     build_receipt,
-    chain_head,
     diff_maps,
-    genesis_digest,
+    head_digest,
+    log_ends,
     log_name,
+    remember_landed,
     remember_written,
 )
 from ..receipts.witness import Head, head_name, read_head_file, written_here
@@ -135,7 +138,10 @@ def commit_run(svc: Services, run_dir: Path, rec: RunRecord, pre: PreState, post
     source, final = (pre.hash_maps(), post.hash_maps()) if hashes is None else hashes
     texts = MapText() if texts is None else texts
     ops = [op.summary() for op in post.operations]
-    seq, previous = chain_head(layout.receipts, cache_for(layout.project_home))
+    cache = cache_for(layout.project_home)
+    ends = log_ends(layout.receipts)
+    seq, previous = (1, None) if ends is None else (ends[1].seq + 1, head_digest(ends[1].path, cache))
+    first = rec.run_id if ends is None else ends[0].run_id
     common: dict[str, Any] = dict(
         run_id=rec.run_id, scope_key=layout.scope_key, scope_digest=rec.scope_digest,
         artifact_hash=rec.artifact_hash, plan_digest=sha256_bytes(plan_bytes), selected=rec.selected,
@@ -148,17 +154,19 @@ def commit_run(svc: Services, run_dir: Path, rec: RunRecord, pre: PreState, post
     # The next commit reads this receipt back as the chain head: its digest is kept by the file's hash.
     written = sha256_bytes(receipt_bytes)
     digest = remember_written(receipt, receipt_bytes, texts=texts, data_sha=written)
-    cache = cache_for(layout.project_home)
     cache.seen.add(written)
     cache.put("receipt", f"{log_name(seq, rec.run_id)} {written}", digest)
     changes = [*_changes("harness", pre.harness.hashes, post.harness, final["harness"]),
                *_changes("public", pre.public.hashes, post.public, final["public"])]
     touched = _touched(changes)
-    head = _head_change(layout, seq, rec.run_id, digest, bool(touched["public"]))
+    head = _head_change(layout, seq, rec.run_id, digest, bool(touched["public"]), ends)
     if head is not None:
         changes.append(head)
     changes.append(Change("receipts", log_name(seq, rec.run_id), receipt_bytes, None, written))
     changes.append(Change("run", "post-receipt.json", receipt_bytes, None, written))
+    # The log's pointer lands with the entry it names, so the next commit reads it instead of listing
+    # the log; a roll-back puts the old one back from the run's backup/home/.
+    changes.append(Change("home", NEWEST, newest_bytes(seq, rec.run_id, first), _pointer_hash(layout)))
     from ..store.indexbuild import Refresh, after_commit
 
     # The search indexes are written while the commit goes on, and committed once it has landed.
@@ -191,6 +199,7 @@ def commit_run(svc: Services, run_dir: Path, rec: RunRecord, pre: PreState, post
     finally:
         with t.stage(COMMIT_PARTS[2]):
             started[0].join()
+    remember_landed(layout.receipts / log_name(seq, rec.run_id), digest, len(receipt_bytes))
     prune_runs(layout.runs, svc.keep_runs, {rec.run_id}, later=prune_later)
     return receipt, layout.receipts / log_name(seq, rec.run_id)
 
@@ -209,6 +218,13 @@ def _changes(root: str, before: Mapping[str, str], files: Mapping[str, bytes],
             for name in names]
 
 
+def _pointer_hash(layout: Layout) -> str | None:
+    try:
+        return sha256_bytes(read_bounded(layout.project_home / NEWEST, 1 << 16))
+    except FileNotFoundError:
+        return None
+
+
 def _touched(changes: list[Change]) -> dict[str, set[str]]:
     """The names of each store root the commit changes."""
     out: dict[str, set[str]] = {"harness": set(), "public": set()}
@@ -218,7 +234,8 @@ def _touched(changes: list[Change]) -> dict[str, set[str]]:
     return out
 
 
-def _head_change(layout: Layout, seq: int, run_id: str, digest: str, touches_mirror: bool) -> Change | None:
+def _head_change(layout: Layout, seq: int, run_id: str, digest: str, touches_mirror: bool,
+                 ends: tuple[LogEntry, LogEntry] | None) -> Change | None:
     """The chain head naming this receipt, staged in the mirror with the same commit point.
 
     It is not in the receipt's hash maps: it names the receipt, so the receipt cannot hash it. A change
@@ -227,16 +244,16 @@ def _head_change(layout: Layout, seq: int, run_id: str, digest: str, touches_mir
     """
     if layout.mirror is None or (not touches_mirror and not os.access(layout.mirror, os.W_OK)):
         return None
-    chain = digest if seq == 1 else _genesis(layout)
+    chain = digest if ends is None else _genesis(layout, ends[0])
     name = head_name(chain)
     old = read_head_file(layout.mirror, name)
     return Change("public", name, Head(chain, seq, run_id, digest).to_bytes(),
                   None if old is None else sha256_bytes(old))
 
 
-def _genesis(layout: Layout) -> str:
+def _genesis(layout: Layout, first: LogEntry) -> str:
     try:
-        chain = genesis_digest(layout.receipts, cache_for(layout.project_home))
+        chain: str | None = head_digest(first.path, cache_for(layout.project_home))
     except (OSError, ValueError):
         chain = None
     if chain is None:

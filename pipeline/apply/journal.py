@@ -256,12 +256,14 @@ def _backup(run_dir: Path, resolve: RootResolver, changes: Iterable[Change], fds
     """
     folders: list[Path] = []
     for change in changes:
-        if change.pre is None or change.root not in ("harness", "public"):
+        if change.pre is None or change.root not in ("harness", "public", "home"):
             continue
         source = resolve(change.root) / change.name
         folder = run_dir / BACKUP / change.root
         if folder not in folders:
-            folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+            if not folders:
+                (run_dir / BACKUP).mkdir(exist_ok=True, mode=0o700)  # once, not a failed try per root
+            folder.mkdir(exist_ok=True, mode=0o700)
             folders.append(folder)
         try:
             os.link(source, folder / change.name, follow_symlinks=False)
@@ -385,12 +387,12 @@ def recover(
 ) -> str | None:
     """Finish or discard an interrupted transaction. Returns what was done, or None if nothing was."""
     pending = project_home / PENDING
-    # A kill inside atomic_write of `pending` itself (or of lock.json) leaves its temp here, with no
-    # `pending` to point at it; we hold the lock, so no live writer owns such a temp.
-    _sweep_temps(project_home)
     try:
         run_id = pending.read_text(encoding="utf-8").strip()
     except FileNotFoundError:
+        # A kill inside atomic_write of `pending` itself (or of lock.json) leaves its temp here, with no
+        # `pending` to point at it; we hold the lock, so no live writer owns such a temp.
+        _sweep_temps(project_home)
         return None
     outcome = "discarded"
     run_dir = runs / run_id if run_id and "/" not in run_id and run_id not in (".", "..") else runs / "-"
@@ -408,8 +410,9 @@ def recover(
             outcome = "rolled-back"
         else:
             outcome = "finished"
-    for key in (*roots, "run"):
-        _sweep_temps(resolve(key))
+    # The project home's temps go last: a commit stages the log's pointer there, rolled forward above.
+    for folder in (*(resolve(key) for key in (*roots, "run")), project_home):
+        _sweep_temps(folder)
     _silent_unlink(pending)
     return f"{outcome} run {run_id}"
 

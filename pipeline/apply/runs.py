@@ -19,12 +19,14 @@ def new_run_id(now: dt.datetime) -> str:
     return now.astimezone(dt.UTC).strftime("%Y%m%dT%H%M%SZ") + "-" + os.urandom(4).hex()
 
 
-def create_run_dir(runs: Path, home: Path, run_id: str) -> Path:
+def create_run_dir(runs: Path, home: Path, run_id: str, *, scratch: bool = True) -> Path:
+    """A new run dir; ``scratch`` (the worker's only writable dir) only for a run that has a worker."""
     refuse_symlinks(runs, home)
     run_dir = runs / run_id
     ensure_dir(runs, home)
     os.mkdir(run_dir, 0o700)
-    (run_dir / "scratch").mkdir(mode=0o700)
+    if scratch:
+        (run_dir / "scratch").mkdir(mode=0o700)
     return run_dir
 
 

@@ -115,6 +115,11 @@ def bench_add(plan: Plan, n: int, cli: Cli, add: Any, reps: int) -> None:
     stat_samples = stat_roots([r for r in roots if r is not None], max(reps, 3))
     fl["python+stat"] = fl["python"] + statistics.median(stat_samples)
     add("floor: stat both roots", stat_samples, None)
+    # The receipt contract's own floor: the log entry and the run's two receipts, each with both roots'
+    # full hash maps, written and fsynced as apply does, plus that lstat of every store file.
+    receipts = {key: changed[key] for key in ("receipts", "run")}
+    written = floors.staged_writes(receipts, len(stat_samples), where=plan.workdir)
+    add("floor: receipts+stat", [w + s for w, s in zip(written, stat_samples, strict=True)], None)
     target, factor = ADD_TARGETS.get(n, ("", None))
     add("add (CLI)", samples[1:], "add floor", target,
         (lambda r: (r.ratio or 0) <= factor) if factor else (lambda r: r.median <= 150) if target else None)

@@ -40,6 +40,7 @@ DEFAULTS: dict[str, dict[str, Any]] = {
     "mcp": {"allow_publish": False},
 }
 CACHE_PREFIX = "config-"
+LEGACY_CACHE = "config.json"
 # The installed package's directory: one per installation.
 _INSTALL = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -266,7 +267,21 @@ def load_config(path: Path | str) -> Config:
     values, problems = _validate(path)
     filecache.save(cache, key, {"values": values, "problems": [[p.code, p.path, p.message] for p in problems]},
                    [source])
+    _drop_shared_cache(os.path.dirname(cache))
     return Config(path, values, problems)
+
+
+def _drop_shared_cache(folder: str) -> None:
+    """Remove the one cache file all installations shared before ``cache_file`` (nothing reads it now).
+
+    Here, where the config is validated again, not on every load: the per-prompt path keeps its syscalls.
+    """
+    if os.path.islink(folder):
+        return
+    try:
+        os.unlink(os.path.join(folder, LEGACY_CACHE))
+    except OSError:
+        pass
 
 
 def _validate(path: Path | str) -> tuple[dict[str, Any], list[Issue]]:

@@ -16,6 +16,7 @@ from ..fsutil import digest_json, read_bounded, sha256_bytes
 from ..resources import load_schema
 from ..store.statecache import SETTLED_NS
 from .maptext import MAP_KEYS, MapText
+from .newest import read_newest
 
 RECEIPT_SCHEMA = "receipt.schema.json"
 RECEIPT_KIND = "memory-consolidation-receipt"
@@ -132,19 +133,34 @@ def parse_receipt(raw: bytes) -> dict[str, Any]:
     return data
 
 
+def log_ends(receipts: Path) -> tuple[LogEntry, LogEntry] | None:
+    """The first and the newest entry of the log (None for an empty log).
+
+    From the log's pointer (``newest.py``) when it holds: one small read and two stats, whatever the
+    length of the log. Otherwise from a listing, as ``log_entries``.
+    """
+    pointed = read_newest(receipts)
+    if pointed is not None:
+        seq, run_id, first = pointed
+        return (LogEntry(1, first, receipts / log_name(1, first)),
+                LogEntry(seq, run_id, receipts / log_name(seq, run_id)))
+    entries = log_entries(receipts)
+    return (entries[0], entries[-1]) if entries else None
+
+
 def chain_head(receipts: Path, cache: StateCache | None = None) -> tuple[int, str | None]:
     """The next sequence number and the digest of the newest receipt (None for an empty log)."""
-    entries = log_entries(receipts)
-    if not entries:
+    ends = log_ends(receipts)
+    if ends is None:
         return 1, None
-    last = entries[-1]
-    return last.seq + 1, file_digest(last.path, cache)
+    last = ends[1]
+    return last.seq + 1, head_digest(last.path, cache)
 
 
 def genesis_digest(receipts: Path, cache: StateCache | None = None) -> str | None:
     """The digest of the first receipt of the log: it names the chain (None for an empty log)."""
-    entries = log_entries(receipts)
-    return file_digest(entries[0].path, cache) if entries else None
+    ends = log_ends(receipts)
+    return file_digest(ends[0].path, cache) if ends is not None else None
 
 
 def file_digest(path: Path, cache: StateCache | None = None) -> str:
@@ -198,6 +214,45 @@ def _remember(key: str, digest: str) -> None:
     if len(_DIGESTS) >= _DIGESTS_MAX:
         _DIGESTS.clear()
     _DIGESTS[key] = digest
+
+
+# Receipts this process committed, by path: (their identity right after the commit, their digest). The
+# newest is the next commit's chain head, still within the racy window, and a warm server would read
+# and hash it back (0.7 MB at 2,000 memories). Its digest is that of the bytes this process wrote: if
+# they were changed in place since, within one clock tick so the identity stayed, the next receipt
+# links to what was committed, and `audit` reports the changed one as a break of the chain.
+_LANDED: dict[str, tuple[tuple[int, int, int, int, int], str]] = {}
+
+
+def _identity(st: os.stat_result) -> tuple[int, int, int, int, int]:
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+
+def head_digest(path: Path, cache: StateCache | None = None) -> str:
+    """``file_digest`` of the chain head a commit links to; the receipt this process committed there last
+    is not read back while its identity is unchanged (never used by ``verify`` or ``audit``)."""
+    landed = _LANDED.get(str(path))
+    if landed is not None:
+        try:
+            now = os.stat(path, follow_symlinks=False)
+        except OSError:
+            now = None
+        if now is not None and _identity(now) == landed[0]:
+            return landed[1]
+    return file_digest(path, cache)
+
+
+def remember_landed(path: Path, digest: str, size: int) -> None:
+    """Record the receipt this process just committed at ``path`` (``size`` bytes) under its digest."""
+    try:
+        st = os.stat(path, follow_symlinks=False)
+    except OSError:
+        return
+    if st.st_size != size:
+        return
+    if len(_LANDED) >= 64:
+        _LANDED.clear()
+    _LANDED[str(path)] = (_identity(st), digest)
 
 
 def remember_written(receipt: dict[str, Any], data: bytes, *, texts: MapText | None = None,

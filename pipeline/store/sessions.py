@@ -19,6 +19,8 @@ if TYPE_CHECKING:
 SESSIONS_DIR = "sessions"
 MAX_AGE_S = 7 * 24 * 3600
 MAX_BYTES = 1 << 20
+PRUNE_EVERY_S = 24 * 3600
+PRUNED_MARKER = ".pruned"  # a directory whose mtime is when the last prune ran; never a session file
 
 
 def path(project_home: str, session: str) -> str:
@@ -54,7 +56,26 @@ def save(project_home: str, session: str, sent: Mapping[str, str]) -> None:
 
 
 def _prune(directory: str, keep: str) -> None:
-    cutoff = time.time() - MAX_AGE_S
+    """At most once a day (by the marker's mtime): the directory holds one file per session ever seen."""
+    now = time.time()
+    marker = os.path.join(directory, PRUNED_MARKER)
+    try:
+        if now - os.stat(marker).st_mtime < PRUNE_EVERY_S:
+            return
+    except OSError:
+        pass
+    try:
+        # A directory, not a file: the per-prompt path counts its opens, and mkdir is none.
+        os.mkdir(marker, 0o700)
+    except FileExistsError:
+        pass
+    except OSError:
+        return
+    try:
+        os.utime(marker, (now, now))
+    except OSError:
+        return
+    cutoff = now - MAX_AGE_S
     try:
         with os.scandir(directory) as entries:
             for entry in entries:
