@@ -57,7 +57,7 @@ def test_an_add_creates_the_run_files_the_journal_needs_and_no_scratch_dir(env: 
         ("file", "<home>/memory/.tmp-MEMORY.md.tmp"), ("file", "<home>/memory/.tmp-project_b.md.tmp"),
         ("file", "<home>/receipts/.tmp-00000003-<run>.json.tmp"), ("file", "<mirror>/.tmp-chain-head.json.tmp"),
         ("file", "<runs>/<run>/.tmp-done-journal.json.tmp"), ("file", "<runs>/<run>/.tmp-journal.json.tmp"),
-        ("file", "<runs>/<run>/.tmp-post-receipt.json.tmp"), ("file", "<runs>/<run>/manifest.json"),
+        ("link", "<runs>/<run>/.tmp-post-receipt.json.tmp"), ("file", "<runs>/<run>/manifest.json"),
         ("file", "<runs>/<run>/plan.json"), ("file", "<runs>/<run>/pre-receipt.json"),
         ("file", "<runs>/<run>/snapshot.json"),
         ("link", "<runs>/<run>/backup/harness/MEMORY.md"), ("link", "<runs>/<run>/backup/home/newest-receipt.json"),
