@@ -100,6 +100,26 @@ def _live_and_pristine(tmp_path: Path) -> tuple[Synthetic, Path]:
 
 
 @pytest.mark.integration
+def test_a_swapped_out_store_is_moved_aside_during_the_samples_and_removed_after(tmp_path: Path) -> None:
+    """No sample runs right after the bench deleted a whole store in its directory: the previous copy
+    is renamed aside (its inodes untouched) and removed once the set of samples is done."""
+    from pipeline.bench.consolidate import PARTS, RETIRED, _swap_in, settled_copies
+
+    store, pristine = _live_and_pristine(tmp_path)
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    live, retired = tmp_path / "live", tmp_path / RETIRED
+    with settled_copies(pristine, live, 2, env) as copies:
+        first = {os.stat(copies[0] / part).st_ino for part in PARTS}
+        _swap_in(copies[0], live)
+        _swap_in(copies[1], live)
+        aside = sorted(retired.iterdir())
+        assert first <= {os.stat(p).st_ino for p in aside}, "the replaced store was moved aside, not deleted"
+        assert any(p.rglob("*.md") for p in aside)
+    assert not retired.exists()
+    assert store.layout.harness.is_dir()
+
+
+@pytest.mark.integration
 def test_a_settled_copy_keeps_the_state_an_earlier_transaction_left(tmp_path: Path) -> None:
     """The settled consolidate rows run on copies whose state cache vouches for every store file,
     as a user's store after any earlier command, and renaming the copy into place keeps it valid."""

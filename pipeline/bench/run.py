@@ -17,7 +17,7 @@ from typing import Any
 
 from . import floors, importing
 from . import mcp as mcp_bench
-from .consolidate import bench_apply, bench_consolidate, restore_cold
+from .consolidate import bench_apply, bench_consolidate, remove_retired, restore_cold
 from .planner import bench_planner
 from .prompt import bench_prompt
 from .synth import Synthetic, write_store
@@ -173,6 +173,7 @@ def bench_size(plan: Plan, n: int, env: dict[str, str], python_ms: float) -> Non
 
     bench_consolidate(plan, n, cli, add, pristine, live, env, consolidate_reps)
     restore_cold(pristine, live)
+    remove_retired(live)
     bench_planner(store, base / "planner-run", env, consolidate_reps, add)
 
     plan.progress(f"n={n}: apply in-process x{consolidate_reps}")
