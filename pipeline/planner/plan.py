@@ -136,12 +136,19 @@ def planned(manifest: dict[str, Any], memories: dict[str, tuple[bytes, Memory]],
 
 
 def final(work: Work, name: str) -> str:
-    """The memory of the post-state a selected name's content ends in (itself when it stays)."""
+    """The memory of the post-state a selected name's content ends in (itself when it stays).
+
+    The chain also passes through memories this plan created and then merged away (``forwards``):
+    they are never written, so nothing may be deleted into them.
+    """
     seen = {name}
-    while name in work.fates and work.fates[name].target and work.fates[name].target not in seen:
-        name = str(work.fates[name].target)
+    while True:
+        fate = work.fates.get(name)
+        step = fate.target if fate is not None else work.forwards.get(name)
+        if not step or step in seen:
+            return name
+        name = step
         seen.add(name)
-    return name
 
 
 def _clusters(work: Work, selected: list[str]) -> list[dict[str, Any]]:

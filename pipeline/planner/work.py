@@ -24,8 +24,8 @@ class Fate(FrozenValue):
 class Work:
     """The plan being built: the selected memories as they were, as they are now, and what happened."""
 
-    __slots__ = ("original", "live", "fixed", "limits", "today", "created", "fates", "verdicts", "events",
-                 "notes", "touched")
+    __slots__ = ("original", "live", "fixed", "limits", "today", "created", "fates", "forwards", "verdicts",
+                 "events", "notes", "touched")
 
     def __init__(self, original: dict[str, Memory], live: dict[str, Memory], fixed: dict[str, Memory],
                  limits: Limits, today: str) -> None:
@@ -36,6 +36,8 @@ class Work:
         self.today = today
         self.created: set[str] = set()
         self.fates: dict[str, Fate] = {}
+        # Where a memory this plan created, then merged away, went: what was merged into it follows on.
+        self.forwards: dict[str, str] = {}
         self.verdicts: dict[str, tuple[str, str]] = {}
         self.events: dict[str, list[str]] = {}
         self.notes: list[str] = []
@@ -51,6 +53,8 @@ class Work:
         del self.live[name]
         if name in self.created:
             self.created.discard(name)  # a file this plan would create and then drop is never created
+            if fate.target is not None:
+                self.forwards[name] = fate.target
         else:
             self.fates[name] = fate
 
