@@ -20,6 +20,7 @@ from test_apply import Fault, _seed, _temps
 
 from pipeline import fsutil
 from pipeline.apply import durable, journal
+from pipeline.apply import staged as staged_copies
 from pipeline.bench.importing import write_claude_dir
 
 MANY = durable.SYNCFS_MIN + 10
@@ -256,8 +257,8 @@ def test_on_a_filesystem_with_whole_second_times_a_staged_copy_is_read_back(
     """There a same-size rewrite within the second leaves every time alone: the bytes decide."""
     assert env.run("init").code == 0
     before = env.snapshot()
-    monkeypatch.setattr(journal, "_whole_seconds", lambda _st: True)
-    monkeypatch.setattr(journal, "_identity", lambda st: (st.st_dev, st.st_ino, st.st_size, st.st_mode))
+    monkeypatch.setattr(staged_copies, "_whole_seconds", lambda _st: True)
+    monkeypatch.setattr(staged_copies, "_identity", lambda st: (st.st_dev, st.st_ino, st.st_size, st.st_mode))
     original = journal.fsync_all
 
     def then_rewrite(fds: list[int], dirs: list[Path] | None = None) -> None:

@@ -25,6 +25,7 @@ from ..fsutil import (
     temp_name,
 )
 from .durable import fsync_all
+from .staged import check_copies, link_staged
 
 JOURNAL = "journal.json"
 PENDING = "pending"
@@ -164,7 +165,7 @@ def apply_changes(
                         post = hashed[id(change.data)] = sha256_bytes(change.data)
                     twin = (id(change.data), mode) if change.root in LINKABLE else None
                     first = twins.get(twin) if twin is not None else None
-                    if first is None or not _link_staged(made, staged, first, change.name, path):
+                    if first is None or not link_staged(made, staged, first, change.name, path):
                         fd = _create(made, path, change.data, mode)
                         fds.append(fd)
                         if twin is not None:
@@ -183,7 +184,7 @@ def apply_changes(
                 os.close(fd)
         if synced is not None:
             synced()
-        _check_staged(staged)
+        check_copies(staged)
         if check_staged is not None:
             check_staged()
         ops.rename(str(journal_temp), str(run_dir / JOURNAL))
@@ -221,30 +222,6 @@ def _create(made: list[str], path: str, data: bytes, mode: int = 0o600) -> int:
     return fd
 
 
-def _link_staged(made: list[str], staged: list[tuple[str, str, os.stat_result, str]], first: int,
-                 name: str, path: str) -> bool:
-    """Stage ``path`` as a second name of the staged copy ``staged[first]`` (the same bytes, mode and owner).
-
-    Each name is still renamed into place on its own journal entry, so a crash at any step leaves every
-    name either its staged temp or its target, both the one inode; recovery, which checks each by its
-    hash, is unchanged. The data is written and made durable once, the new entry by the fsync of its
-    directory. The link changes the inode's change time, so the first copy's recorded state is taken
-    again. Where links are refused (a filesystem without them, another mount), the caller writes a copy.
-    """
-    first_name, source, written, post = staged[first]
-    try:
-        ops.link(source, path)
-    except OSError:
-        return False
-    made.append(path)
-    now = os.lstat(path)
-    if _identity(now)[:4] != _identity(written)[:4] or now.st_mode != written.st_mode:  # all but the change time
-        raise ApplyFailed(f"staged copy of {first_name} changed after it was written", code="apply.staged-mismatch")
-    staged[first] = (first_name, source, now, post)
-    staged.append((name, path, now, post))
-    return True
-
-
 def _backup(run_dir: Path, resolve: RootResolver, changes: Iterable[Change], fds: list[int]) -> list[Path]:
     """Keep the pre-state of every touched file; returns the directories to fsync before the commit point.
 
@@ -272,36 +249,6 @@ def _backup(run_dir: Path, resolve: RootResolver, changes: Iterable[Change], fds
     return [run_dir / BACKUP, *folders] if folders else []
 
 
-def _check_staged(staged: list[tuple[str, str, os.stat_result, str]]) -> None:
-    """Each staged copy is still the file written from the hashed bytes, without reading it back.
-
-    Its name must still lead to the same inode with the same size, mode, modification and change
-    times as right after the write: any write, truncation, chmod or replacement since changes one of
-    them (the change time cannot be set back). The bytes were hashed in memory, before they were
-    written. Where the filesystem keeps whole seconds only, a rewrite within the same second would
-    leave the times alone: such a copy is read back and hashed as before.
-    """
-    for name, path, written, post in staged:
-        try:
-            now = os.lstat(path)
-        except FileNotFoundError:
-            now = None
-        same = now is not None and _identity(now) == _identity(written)
-        if same and _whole_seconds(written):
-            same = sha256_bytes(read_bounded(path)) == post
-        if not same:
-            raise ApplyFailed(f"staged copy of {name} changed after it was written",
-                              code="apply.staged-mismatch")
-
-
-def _whole_seconds(st: os.stat_result) -> bool:
-    return st.st_mtime_ns % 1_000_000_000 == 0 and st.st_ctime_ns % 1_000_000_000 == 0
-
-
-def _identity(st: os.stat_result) -> tuple[int, int, int, int, int, int]:
-    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_mode)
-
-
 def _current_hash(path: Path) -> str | None:
     try:
         return sha256_bytes(read_bounded(path))
@@ -312,7 +259,7 @@ def _current_hash(path: Path) -> str | None:
 def _roll_forward(resolve: RootResolver, entries: list[dict[str, Any]], staged_checked: bool = False) -> None:
     """Idempotent: each entry is checked against its post-hash before it is redone.
 
-    ``staged_checked``: the first attempt, right after ``_check_staged`` found every staged copy as it
+    ``staged_checked``: the first attempt, right after ``check_copies`` found every staged copy as it
     was written, under the same lock; those copies are renamed without being read and hashed, and a
     file to delete is unlinked without being read first.
     """
