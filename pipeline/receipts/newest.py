@@ -12,17 +12,16 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import stat
 from pathlib import Path
 
 from ..errors import InputRejected
 from ..fsutil import dump_json, read_bounded
+from .witness import RUN_ID_NAME
 
 NEWEST = "newest-receipt.json"
 NEWEST_KIND = "memfold-receipt-log-newest"
 _MAX_BYTES = 4096
-_RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
 _KEYS = {"kind", "schemaVersion", "seq", "runId", "firstRunId"}
 
 
@@ -50,7 +49,7 @@ def read_newest(receipts: Path) -> tuple[int, str, str] | None:
             or data["schemaVersion"] != 1:
         return None
     seq, run_id, first = data["seq"], data["runId"], data["firstRunId"]
-    if type(seq) is not int or seq < 1 or not all(isinstance(v, str) and _RUN_ID.match(v) for v in (run_id, first)):
+    if type(seq) is not int or seq < 1 or not all(isinstance(v, str) and RUN_ID_NAME.match(v) for v in (run_id, first)):
         return None
     if seq == 1 and run_id != first:
         return None

@@ -30,7 +30,8 @@ HEAD_KIND = "memfold-chain-head"
 MAX_HEAD_BYTES = 4096
 _NAME = re.compile(r"^chain-head-[0-9a-f]{16}\.json$")
 _HEX64 = re.compile(r"^[0-9a-f]{64}$")
-_RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
+# A run id as a receipt may name it (the engine's own, or an imported log's): no path separators.
+RUN_ID_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
 _KEYS = {"kind", "schemaVersion", "chain", "seq", "runId", "receipt"}
 _MAX_REPORTED = 5
 
@@ -74,7 +75,7 @@ def parse_head(raw: bytes) -> Head | None:
         return None
     chain, seq, run_id, receipt = data["chain"], data["seq"], data["runId"], data["receipt"]
     if not all(isinstance(v, str) and pattern.match(v) for v, pattern in
-               ((chain, _HEX64), (receipt, _HEX64), (run_id, _RUN_ID))):
+               ((chain, _HEX64), (receipt, _HEX64), (run_id, RUN_ID_NAME))):
         return None
     if type(seq) is not int or seq < 1:
         return None
