@@ -106,7 +106,7 @@ def test_recovery_rolls_a_committed_journal_forward(env: Env) -> None:
         raise KeyboardInterrupt  # stands in for a crash right after the commit point
 
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(apply, "_roll_forward", crash)
+        mp.setattr(apply, "roll_forward", crash)
         assert env.run("forget", "project_a").code == 130
     assert (env.project_home / "pending").exists()
     assert (env.mirror / "project_a.md").exists()

@@ -66,15 +66,15 @@ def other_forgets(env: Env, name: str) -> None:
 def killed_after_commit_point(ctx: dict[str, Any], monkeypatch: pytest.MonkeyPatch, name: str) -> None:
     from pipeline.apply import journal
 
-    original = journal._roll_forward
+    original = journal.roll_forward
 
     def crash(*_args: object, **_kwargs: object) -> None:
         raise KeyboardInterrupt  # a kill after the journal's rename, before the first file rename
 
-    monkeypatch.setattr(journal, "_roll_forward", crash)
+    monkeypatch.setattr(journal, "roll_forward", crash)
     with pytest.raises(KeyboardInterrupt):
         _add(ctx, name)
-    monkeypatch.setattr(journal, "_roll_forward", original)
+    monkeypatch.setattr(journal, "roll_forward", original)
 
 
 @then(parsers.parse("the backend read the store from disk {count:d} time"))

@@ -139,7 +139,7 @@ def test_recovery_rolls_the_pointer_forward_with_the_receipt_it_names(env: Env, 
     def crash(*_args: object, **_kwargs: object) -> None:
         raise KeyboardInterrupt  # a kill right after the commit point
 
-    monkeypatch.setattr(journal, "_roll_forward", crash)
+    monkeypatch.setattr(journal, "roll_forward", crash)
     assert env.run("add", "project_b", "-d", "beta", "-b", "b").code == 130
     monkeypatch.undo()
     assert (env.project_home / NEWEST).read_bytes() == before

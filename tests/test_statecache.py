@@ -143,7 +143,7 @@ def test_after_a_crash_and_recovery_the_rolled_forward_bytes_are_read(env: Env) 
         raise KeyboardInterrupt  # a crash right after the commit point
 
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(journal, "_roll_forward", crash)
+        mp.setattr(journal, "roll_forward", crash)
         assert env.run("update", "project_alpha", "-d", "alpha now deploys through the canary").code == 130
     assert _sha(env.harness / "project_alpha.md") == old  # not rolled forward yet
     assert env.spawn("recover").code == 0

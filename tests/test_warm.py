@@ -119,15 +119,15 @@ def test_after_a_crash_mid_apply_and_recovery_the_server_starts_from_the_recover
 
     backend = _backend(env)
     _add(backend, "project_alpha", "alpha deploys use the script")
-    original = journal._roll_forward
+    original = journal.roll_forward
 
     def crash(*_args: object, **_kwargs: object) -> None:
         raise KeyboardInterrupt  # killed right after the commit point, before any rename
 
-    monkeypatch.setattr(journal, "_roll_forward", crash)
+    monkeypatch.setattr(journal, "roll_forward", crash)
     with pytest.raises(KeyboardInterrupt):
         _add(backend, "project_beta", "beta runs the smoke tests")
-    monkeypatch.setattr(journal, "_roll_forward", original)
+    monkeypatch.setattr(journal, "roll_forward", original)
     assert not (env.harness / "project_beta.md").exists()
     receipt = _receipt(_add(backend, "project_gamma", "gamma tags after review"))  # recovery rolls beta forward
     assert len(reads) == 2

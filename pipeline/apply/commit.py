@@ -34,8 +34,9 @@ from ..store.state import Limits
 from ..store.statecache import cache_for
 from ..timing import Timings
 from .durable import SYNCFS_MIN
-from .journal import Change, RootResolver, recover
+from .journal import Change, RootResolver
 from .journal import apply_changes as apply_changes  # re-exported: the bench times it here
+from .recovery import recover
 from .runs import prune_runs
 
 if TYPE_CHECKING:

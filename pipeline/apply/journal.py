@@ -11,13 +11,11 @@ from typing import Any
 from ..errors import ApplyFailed, RecoveryNeeded
 from ..frozen import Frozen
 from ..fsutil import (
-    TEMP_PREFIX,
     atomic_write,
     canonical_json,
     create_unsynced,
     digest_json,
     dump_json,
-    fsync_dir,
     ops,
     read_bounded,
     safe_join,
@@ -104,7 +102,7 @@ def read_journal(path: Path) -> dict[str, Any]:
     return body
 
 
-def _write_journal(run_dir: Path, body: dict[str, Any]) -> None:
+def write_journal(run_dir: Path, body: dict[str, Any]) -> None:
     atomic_write(run_dir / JOURNAL, _journal_bytes(body))
 
 
@@ -123,8 +121,12 @@ def apply_changes(
     ``artifacts`` are new run-dir files (plan, manifest, pre receipt…) made durable in the same batch.
     ``synced`` is called once that batch is durable, before the commit point (work that would have
     made the batch's sync slower, such as other writes to the same filesystem, starts there).
-    The fsyncs come in three rounds, each one batch: every new file and every directory holding a new
-    entry; the journal's rename (the commit point); the directories of the renames.
+    The fsyncs come in two rounds, each one batch: every new file and every directory holding a new
+    entry (the backups and the journal's temp among them); then, after the journal's rename (the commit
+    point) and the renames it names, the run dir and the directories of the renames together. Until that
+    second round has returned, a power loss may keep any subset of those renames: with the journal's
+    rename among them recovery rolls forward, without it recovery rolls back from the durable temp
+    and the backups (``recover``), so the state on disk is the whole pre-state or the whole post-state.
     """
     run_id = run_dir.name
     tag = run_id[-12:]
@@ -188,22 +190,21 @@ def apply_changes(
         if check_staged is not None:
             check_staged()
         ops.rename(str(journal_temp), str(run_dir / JOURNAL))
-        fsync_dir(run_dir)
     except BaseException as exc:
-        _silent_unlink(run_dir / JOURNAL)
+        silent_unlink(run_dir / JOURNAL)
         for made_path in made:
-            _silent_unlink(made_path)
-        _silent_unlink(pending)
+            silent_unlink(made_path)
+        silent_unlink(pending)
         if isinstance(exc, (KeyboardInterrupt, SystemExit)) or getattr(exc, "exit_code", None) is not None:
             raise
         raise ApplyFailed(f"staging the transaction failed: {exc}", code="apply.stage",
                           hint="nothing was changed; check free space and permissions, then retry") from exc
     try:
-        _roll_forward(resolve, entries, True)  # staged_checked
+        roll_forward(resolve, entries, True, run_dir)  # staged_checked; the journal's rename made durable too
     except OSError as exc:
-        _silent_unlink(done_temp)
-        _roll_back(run_dir, resolve, body)
-        _silent_unlink(pending)
+        silent_unlink(done_temp)
+        roll_back(run_dir, resolve, body)
+        silent_unlink(pending)
         raise ApplyFailed(f"applying the transaction failed and was rolled back: {exc}",
                           code="apply.commit",
                           hint="both stores are as they were; check free space and permissions") from exc
@@ -213,7 +214,7 @@ def apply_changes(
         ops.rename(str(done_temp), str(run_dir / JOURNAL))
     except OSError:
         return  # committed; `pending` stays, so the next command's recovery marks it done
-    _silent_unlink(pending)
+    silent_unlink(pending)
 
 
 def _create(made: list[str], path: str, data: bytes, mode: int = 0o600) -> int:
@@ -256,12 +257,14 @@ def _current_hash(path: Path) -> str | None:
         return None
 
 
-def _roll_forward(resolve: RootResolver, entries: list[dict[str, Any]], staged_checked: bool = False) -> None:
+def roll_forward(resolve: RootResolver, entries: list[dict[str, Any]], staged_checked: bool = False,
+                  run_dir: Path | None = None) -> None:
     """Idempotent: each entry is checked against its post-hash before it is redone.
 
     ``staged_checked``: the first attempt, right after ``check_copies`` found every staged copy as it
     was written, under the same lock; those copies are renamed without being read and hashed, and a
-    file to delete is unlinked without being read first.
+    file to delete is unlinked without being read first. ``run_dir`` (the first attempt) is fsynced
+    with the roots: the journal's rename lands durable in the same batch as the renames it names.
     """
     dirs: dict[str, Path] = {}
     for entry in entries:
@@ -283,7 +286,7 @@ def _roll_forward(resolve: RootResolver, entries: list[dict[str, Any]], staged_c
         target = folder / entry["name"]
         if _current_hash(target) == entry["post"]:
             if entry["temp"]:
-                _silent_unlink(folder / entry["temp"])
+                silent_unlink(folder / entry["temp"])
             continue
         if entry["post"] is None:
             ops.unlink(str(target))
@@ -296,25 +299,25 @@ def _roll_forward(resolve: RootResolver, entries: list[dict[str, Any]], staged_c
                 hint="restore the run's backup/ by hand, or `memfold undo` once the store is consistent",
             )
         ops.rename(str(temp), str(target))
-    fsync_all([], sorted(set(dirs.values())))
+    fsync_all([], sorted({*dirs.values(), *([run_dir] if run_dir is not None else [])}))
 
 
-def _roll_back(run_dir: Path, resolve: RootResolver, body: dict[str, Any]) -> None:
+def roll_back(run_dir: Path, resolve: RootResolver, body: dict[str, Any]) -> None:
     """Put every pre-state back from backup/ (idempotent); marks the journal first."""
     try:
-        _write_journal(run_dir, {**body, "state": "rolling-back"})
+        write_journal(run_dir, {**body, "state": "rolling-back"})
         for entry in reversed(body["entries"]):
             folder = resolve(entry["root"])
             target = folder / entry["name"]
             if entry["pre"] is None:
-                _silent_unlink(target)
+                silent_unlink(target)
             elif _current_hash(target) != entry["pre"]:
                 saved = read_bounded(run_dir / BACKUP / entry["root"] / entry["name"])
                 atomic_write(target, saved)  # data and entry durable: rollback is rare
             if entry["temp"]:
-                _silent_unlink(folder / entry["temp"])
+                silent_unlink(folder / entry["temp"])
         fsync_all([], sorted({resolve(e["root"]) for e in body["entries"]}))
-        _write_journal(run_dir, {**body, "state": "rolled-back"})
+        write_journal(run_dir, {**body, "state": "rolled-back"})
     except OSError as exc:
         raise RecoveryNeeded(
             f"rolling back run {body['runId']} failed: {exc}", code="journal.rollback-failed",
@@ -322,53 +325,8 @@ def _roll_back(run_dir: Path, resolve: RootResolver, body: dict[str, Any]) -> No
         ) from exc
 
 
-def _silent_unlink(path: Path | str) -> None:
+def silent_unlink(path: Path | str) -> None:
     try:
         ops.unlink(str(path))
     except OSError:
         pass
-
-
-def recover(
-    project_home: Path, runs: Path, resolver_for: Callable[[Path], RootResolver], roots: Iterable[str]
-) -> str | None:
-    """Finish or discard an interrupted transaction. Returns what was done, or None if nothing was."""
-    pending = project_home / PENDING
-    try:
-        run_id = pending.read_text(encoding="utf-8").strip()
-    except FileNotFoundError:
-        # A kill inside atomic_write of `pending` itself (or of lock.json) leaves its temp here, with no
-        # `pending` to point at it; we hold the lock, so no live writer owns such a temp.
-        _sweep_temps(project_home)
-        return None
-    outcome = "discarded"
-    run_dir = runs / run_id if run_id and "/" not in run_id and run_id not in (".", "..") else runs / "-"
-    resolve = resolver_for(run_dir)
-    journal = run_dir / JOURNAL
-    if journal is not None and journal.exists():
-        body = read_journal(journal)
-        state = body.get("state")
-        if state == "committed":
-            _roll_forward(resolve, body["entries"])
-            _write_journal(run_dir, {**body, "state": "done"})
-            outcome = "rolled-forward"
-        elif state == "rolling-back":
-            _roll_back(run_dir, resolve, body)
-            outcome = "rolled-back"
-        else:
-            outcome = "finished"
-    # The project home's temps go last: a commit stages the log's pointer there, rolled forward above.
-    for folder in (*(resolve(key) for key in (*roots, "run")), project_home):
-        _sweep_temps(folder)
-    _silent_unlink(pending)
-    return f"{outcome} run {run_id}"
-
-
-def _sweep_temps(folder: Path) -> None:
-    try:
-        names = os.listdir(folder)
-    except FileNotFoundError:
-        return
-    for name in names:
-        if name.startswith(TEMP_PREFIX):
-            _silent_unlink(folder / name)
