@@ -52,7 +52,7 @@ def test_an_add_creates_the_run_files_the_journal_needs_and_no_scratch_dir(env: 
     assert made == sorted([
         ("dir", "<runs>/<run>"), ("dir", "<runs>/<run>/backup"), ("dir", "<runs>/<run>/backup/harness"),
         ("dir", "<runs>/<run>/backup/home"), ("dir", "<runs>/<run>/backup/public"),
-        ("file", "<home>/lock"), ("file", "<home>/.tmp-lock.json.tmp"), ("file", "<home>/.tmp-pending.tmp"),
+        ("file", "<home>/lock"), ("file", "<home>/lock.json"), ("file", "<home>/.tmp-pending.tmp"),
         ("file", "<home>/.tmp-newest-receipt.json.tmp"),
         ("file", "<home>/memory/.tmp-MEMORY.md.tmp"), ("file", "<home>/memory/.tmp-project_b.md.tmp"),
         ("file", "<home>/receipts/.tmp-00000003-<run>.json.tmp"), ("file", "<mirror>/.tmp-chain-head.json.tmp"),

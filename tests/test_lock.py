@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from conftest import REPO
 
-from pipeline.apply.lock import describe_owner, project_lock
+from pipeline.apply.lock import describe_owner, project_lock, read_owner
 from pipeline.errors import LockHeld
 
 RUN = "20261130T120000Z-0badc0de"
@@ -37,8 +37,29 @@ def test_the_holder_is_recorded_while_held_and_forgotten_after(tmp_path: Path) -
         on_disk = json.loads((tmp_path / "lock.json").read_bytes())
         assert on_disk == owner
         assert on_disk["runId"] == RUN and on_disk["operation"] == "add" and on_disk["pid"] == os.getpid()
-    assert not (tmp_path / "lock.json").exists()
+    # The record stays as an empty file: no owner, and no entry to create or delete on the next write.
+    assert (tmp_path / "lock.json").read_bytes() == b""
+    assert read_owner(tmp_path / "lock.json") is None
     assert (tmp_path / "lock").exists()
+
+
+def test_the_record_is_written_in_place_but_never_through_a_second_link(tmp_path: Path) -> None:
+    info = tmp_path / "lock.json"
+    with project_lock(tmp_path / "lock", info, run_id=RUN, operation="add", timeout=0, now="2026-11-30T12:00:00Z"):
+        pass
+    inode = info.stat().st_ino
+    with project_lock(tmp_path / "lock", info, run_id=RUN, operation="update", timeout=0,
+                      now="2026-11-30T12:00:01Z") as owner:
+        assert info.stat().st_ino == inode and json.loads(info.read_bytes()) == owner
+    elsewhere = tmp_path / "elsewhere.json"
+    elsewhere.write_bytes(b"keep me")
+    info.unlink()
+    os.link(elsewhere, info)
+    with project_lock(tmp_path / "lock", info, run_id=RUN, operation="forget", timeout=0,
+                      now="2026-11-30T12:00:02Z") as owner:
+        assert json.loads(info.read_bytes()) == owner
+    assert elsewhere.read_bytes() == b"keep me"
+    assert not info.exists()
 
 
 def test_a_second_process_waits_its_timeout_then_names_the_holder(tmp_path: Path) -> None:

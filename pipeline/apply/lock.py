@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -109,13 +110,46 @@ def project_lock(
             time.sleep(0.02)
         owner = {"runId": run_id, "pid": os.getpid(), "host": _host(),
                  "operation": operation, "since": now}
-        atomic_write(info_path, dump_json(owner), durable=False)
+        info_fd = _record_owner(info_path, dump_json(owner))
         try:
             yield owner
         finally:
-            try:
-                os.unlink(info_path)
-            except OSError:
-                pass
+            _forget_owner(info_path, info_fd)
     finally:
         fh.close()
+
+
+def _record_owner(info_path: Path, data: bytes) -> int | None:
+    """Write the owner record into ``lock.json`` in place; returns its descriptor, to empty it at release.
+
+    The file stays between locks, empty while nobody holds the lock (``read_owner`` then finds no
+    owner), so a write creates, renames and deletes no directory entry for it. A reader racing the
+    write sees an empty or partial record, which is no owner, and reads again. A file that is not a
+    plain file of one link is replaced instead, as it was written before.
+    """
+    fd = os.open(info_path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode) or st.st_nlink != 1:
+        os.close(fd)
+        atomic_write(info_path, data, durable=False)
+        return None
+    try:
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, data, 0)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _forget_owner(info_path: Path, fd: int | None) -> None:
+    try:
+        if fd is None:
+            os.unlink(info_path)
+        else:
+            os.ftruncate(fd, 0)
+    except OSError:
+        pass
+    finally:
+        if fd is not None:
+            os.close(fd)
