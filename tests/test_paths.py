@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shutil
+import stat
 import subprocess
 import sys
 from pathlib import Path
@@ -78,13 +80,13 @@ def test_without_any_home_the_default_is_unusable_in_tests(env: Env) -> None:
     assert main(["--project", str(env.project), "init"]) != 0
 
 
-@pytest.mark.parametrize("what", ["home", "projects", "store", "runs", "mirror"])
+@pytest.mark.parametrize("what", ["home", "projects", "store", "runs", "receipts", "mirror"])
 def test_a_symlink_on_memfold_paths_is_refused_and_nothing_is_written_outside(env: Env, tmp_path: Path, what: str) -> None:
     assert env.run("init").code == 0
     outside = tmp_path / "outside"
     outside.mkdir()
     target = {"home": env.home, "projects": env.home / "projects", "store": env.harness,
-              "runs": env.project_home / "runs", "mirror": env.mirror}[what]
+              "runs": env.project_home / "runs", "receipts": env.project_home / "receipts", "mirror": env.mirror}[what]
     moved = tmp_path / "moved"
     os.rename(target, moved)
     os.symlink(outside, target)
@@ -92,6 +94,25 @@ def test_a_symlink_on_memfold_paths_is_refused_and_nothing_is_written_outside(en
     assert result.code == 1, result.err
     assert "symlink" in result.err
     assert list(outside.iterdir()) == []
+
+
+def test_a_layout_changed_between_writes_is_checked_whole_again(env: Env, tmp_path: Path) -> None:
+    """A write on a layout that was complete takes a quick look first; what it finds changed gets the
+    full check: a loosened project home is 0700 again, a removed run dir is made, a linked lock record
+    is refused."""
+    assert env.run("add", "project_a", "-d", "alpha fact").code == 0
+    env.project_home.chmod(0o755)
+    shutil.rmtree(env.project_home / "runs")
+    assert env.run("add", "project_b", "-d", "beta fact").code == 0
+    assert stat.S_IMODE(env.project_home.stat().st_mode) == 0o700
+    assert (env.project_home / "runs").is_dir()
+    outside = tmp_path / "owner.json"
+    outside.write_bytes(b"")
+    (env.project_home / "lock.json").unlink()
+    os.symlink(outside, env.project_home / "lock.json")
+    result = env.run("add", "project_c", "-d", "gamma fact")
+    assert result.code == 1 and "symlink" in result.err, result.err
+    assert outside.read_bytes() == b""
 
 
 def test_two_writers_at_once_lose_no_update(env: Env) -> None:
