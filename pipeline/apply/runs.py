@@ -58,9 +58,9 @@ def prune_runs(runs: Path, keep: int, protect: set[str], *, later: bool = False)
     Each run dir leaves under its own name in one rename, under the caller's lock: a process killed
     while its files are removed leaves a hidden dir that nothing reads as a run (and the next prune
     removes), never a run dir with some of its files gone (a receipt whose manifest is missing).
-    With ``later`` (a long-lived process) the renamed dirs are removed on a thread of their own, so the
-    answer does not wait for a dozen unlinks that no guarantee needs; the process waits for that thread
-    before it exits.
+    With ``later`` (a long-lived process) the renamed dirs are removed on a kept thread, so the
+    answer does not wait for a dozen unlinks that no guarantee needs; the process waits for that
+    removal before it exits.
     """
     names = list_runs(runs)
     doomed = [n for n in names[: max(len(names) - keep, 0)] if n not in protect]
@@ -86,14 +86,14 @@ def prune_runs(runs: Path, keep: int, protect: set[str], *, later: bool = False)
     return doomed
 
 
-# Retired run dirs being removed by this process, and the threads removing them.
+# Retired run dirs being removed by this process, and the jobs removing them.
 _REMOVING: set[Path] = set()
 _REMOVERS: list[Any] = []
 _REMOVING_LOCK = allocate_lock()
 
 
 def _remove_later(paths: list[Path]) -> None:
-    import threading
+    from ..background import run_beside
 
     if not _FORK_HOOK:
         # A child forked meanwhile has none of the removing threads, and maybe a lock held by one.
@@ -102,17 +102,23 @@ def _remove_later(paths: list[Path]) -> None:
     with _REMOVING_LOCK:
         paths = [path for path in paths if path not in _REMOVING]
         _REMOVING.update(paths)
-        _REMOVERS[:] = [thread for thread in _REMOVERS if thread.is_alive()]
+        _REMOVERS[:] = [job for job in _REMOVERS if job.alive()]
     if not paths:
         return
-    # Not a daemon: an exiting process finishes the removal first (one killed leaves it to the next prune).
-    thread = threading.Thread(target=_remove, args=(paths,), name="memfold-prune")
+    if not _EXIT_HOOK:
+        # The kept threads are daemons: an exiting process waits for its removals first (one killed
+        # leaves them to the next prune).
+        import atexit
+
+        atexit.register(settle_pruned)
+        _EXIT_HOOK.append(True)
+    job = run_beside(lambda: _remove(paths), "memfold-prune")
     with _REMOVING_LOCK:
-        _REMOVERS.append(thread)
-    thread.start()
+        _REMOVERS.append(job)
 
 
 _FORK_HOOK: list[bool] = []
+_EXIT_HOOK: list[bool] = []
 
 
 def _forget_removals() -> None:
@@ -134,11 +140,11 @@ def _remove(paths: list[Path]) -> None:
 
 
 def settle_pruned() -> None:
-    """Wait until every retired run dir this process started removing is gone (tests, the bench)."""
+    """Wait until every retired run dir this process started removing is gone (tests, the bench, exit)."""
     with _REMOVING_LOCK:
-        threads = list(_REMOVERS)
-    for thread in threads:
-        thread.join()
+        jobs = list(_REMOVERS)
+    for job in jobs:
+        job.join()
 
 
 def write_artifact(run_dir: Path, name: str, data: bytes) -> str:

@@ -14,6 +14,7 @@ import stat
 import time
 from collections.abc import Mapping
 
+from ..background import Job, run_beside
 from . import fts
 from .searchcache import FORMAT, INDEX_NAME, PRIORITY, cache_file, connect, is_racy, sha_hex, stat_key
 
@@ -283,7 +284,7 @@ class Refresh:
     def __init__(self) -> None:
         import threading
 
-        self.threads: list[threading.Thread] = []
+        self.threads: list[Job] = []
         self._landed = threading.Event()
         self._outcome = False
 
@@ -314,8 +315,6 @@ def after_commit(layout: Any, source: Mapping[str, Mapping[str, str]], final: Ma
     given). Best effort: an index that missed the commit is caught as stale by its next reader and
     rebuilt there.
     """
-    import threading
-
     home = os.fspath(layout.project_home)
     bounds = (int(limits.max_file_bytes), int(limits.max_files))
     harness = final.get("harness", {})
@@ -340,9 +339,7 @@ def after_commit(layout: Any, source: Mapping[str, Mapping[str, str]], final: Ma
             except Exception:  # dropped, or a reader repairs what this misses (see the docstring)
                 pass
 
-        thread = threading.Thread(target=run, name="memfold-index", daemon=True)
-        thread.start()
-        refresh_.threads.append(thread)
+        refresh_.threads.append(run_beside(run, "memfold-index"))
     return refresh_
 
 
