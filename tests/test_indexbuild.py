@@ -52,6 +52,20 @@ def test_a_commit_changes_only_the_rows_of_the_files_it_changed(env: Env) -> Non
     assert "GAMMA-BODY" in _prompt(env, "gamma red script")
 
 
+def test_the_index_keeps_its_rollback_journal_between_commits(env: Env) -> None:
+    """Each refresh used to create and delete ``memory.sqlite-journal``; it now stays, its header zeroed
+    (nothing to roll back), so a commit frees no inode for it."""
+    _add(env, "project_alpha", "alpha deploys use the blue script", "ALPHA-BODY")
+    _add(env, "project_beta", "beta deploys use the green script", "BETA-BODY")
+    journal = Path(f"{_index(env)}-journal")
+    inode = journal.stat().st_ino
+    _add(env, "project_gamma", "gamma deploys use the red script", "GAMMA-BODY")
+    assert journal.stat().st_ino == inode
+    assert journal.read_bytes()[:28].strip(b"\0") == b""  # not a hot journal
+    assert set(_rows(env)) == {"project_alpha.md", "project_beta.md", "project_gamma.md"}
+    assert "GAMMA-BODY" in _prompt(env, "gamma red script")
+
+
 def test_a_store_without_an_index_gets_one_written_from_the_commit_not_read_back(env: Env) -> None:
     _add(env, "project_alpha", "alpha deploys use the blue script", "ALPHA-BODY")
     _index(env).unlink()

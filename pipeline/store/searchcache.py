@@ -113,6 +113,9 @@ def connect(cache: str) -> Connection | None:
     # A derived cache: a commit need not wait for the disk. Power loss may lose the last settle or
     # refresh, which the next reader detects from the files, as for any other stale index.
     conn.execute("PRAGMA synchronous = OFF")
+    # The rollback journal stays between transactions, its header zeroed, instead of being created and
+    # deleted by each: on ext4 without a journal every inode freed is one that later creates scan past.
+    conn.execute("PRAGMA journal_mode = PERSIST")
     return conn
 
 
