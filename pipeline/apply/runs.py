@@ -43,10 +43,15 @@ def find_run(runs: Path, run_id: str) -> Path:
 def list_runs(runs: Path) -> list[str]:
     """Run ids, oldest first (by the run dir's mtime: ids made in the same second sort randomly)."""
     try:
-        entries = [e for e in os.scandir(runs) if RUN_ID_RE.match(e.name) and e.is_dir(follow_symlinks=False)]
+        with os.scandir(runs) as entries:
+            return _by_age(list(entries))
     except FileNotFoundError:
         return []
-    return [e.name for e in sorted(entries, key=lambda e: (e.stat(follow_symlinks=False).st_mtime_ns, e.name))]
+
+
+def _by_age(entries: list[os.DirEntry[str]]) -> list[str]:
+    runs = [e for e in entries if RUN_ID_RE.match(e.name) and e.is_dir(follow_symlinks=False)]
+    return [e.name for e in sorted(runs, key=lambda e: (e.stat(follow_symlinks=False).st_mtime_ns, e.name))]
 
 
 PRUNED_PREFIX = ".memfold-pruned-"
@@ -62,12 +67,15 @@ def prune_runs(runs: Path, keep: int, protect: set[str], *, later: bool = False)
     answer does not wait for a dozen unlinks that no guarantee needs; the process waits for that
     removal before it exits.
     """
-    names = list_runs(runs)
-    doomed = [n for n in names[: max(len(names) - keep, 0)] if n not in protect]
     try:
-        leftovers = [e.name for e in os.scandir(runs) if e.name.startswith(PRUNED_PREFIX)]
+        with os.scandir(runs) as found:
+            entries = list(found)
     except FileNotFoundError:
-        leftovers = []
+        entries = []
+    leftovers = [e.name for e in entries if e.name.startswith(PRUNED_PREFIX)]
+    # The mtimes that order the runs are read only when there may be more runs than are kept.
+    names = _by_age(entries) if sum(1 for e in entries if RUN_ID_RE.match(e.name)) > keep else []
+    doomed = [n for n in names[: max(len(names) - keep, 0)] if n not in protect]
     if not doomed and not leftovers:
         return doomed
     for name in doomed:
