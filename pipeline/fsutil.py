@@ -144,7 +144,7 @@ def create_unsynced(path: str | Path, data: bytes, mode: int = 0o600) -> int:
     """
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, mode)
     try:
-        _write_all(fd, data)
+        write_all(fd, data)
     except BaseException:
         os.close(fd)
         _silent_unlink(path)
@@ -152,7 +152,7 @@ def create_unsynced(path: str | Path, data: bytes, mode: int = 0o600) -> int:
     return fd
 
 
-def _write_all(fd: int, data: bytes) -> None:
+def write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
         n = ops.write(fd, bytes(view[: 1 << 20]))
@@ -169,7 +169,7 @@ def write_new(path: Path, data: bytes, mode: int = 0o600) -> str:
     """Create ``path`` (must not exist), write and fsync it. Returns the sha256 of the bytes."""
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, mode)
     try:
-        _write_all(fd, data)
+        write_all(fd, data)
         ops.fsync(fd)
     except BaseException:
         os.close(fd)

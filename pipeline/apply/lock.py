@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import LockHeld
-from ..fsutil import atomic_write, dump_json
+from ..fsutil import atomic_write, dump_json, write_all
 
 
 def read_owner(info_path: Path) -> dict[str, Any] | None:
@@ -135,7 +135,7 @@ def _record_owner(info_path: Path, data: bytes) -> int | None:
         return None
     try:
         os.ftruncate(fd, 0)
-        os.pwrite(fd, data, 0)
+        write_all(fd, data)  # at offset 0: the descriptor is new, opened without O_APPEND
     except BaseException:
         os.close(fd)
         raise
