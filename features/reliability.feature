@@ -12,6 +12,19 @@ Feature: Reliability: crashes, contention, hostile stores and attestations
     And no memfold temp file is left
     And "audit" exits 0 without hand edits
 
+  Scenario: A power loss that keeps some of a commit's renames but not the journal's is rolled back whole
+    Given an initialised project
+    And the safe memory "project_a.md" with description "alpha fact"
+    When an update of "project_a.md" loses power after 2 of its renames, the journal's rename lost
+    Then the exit code is 130
+    And the mirror's "project_a.md" is not what it was
+    When I run "recover --json"
+    Then the exit code is 0
+    And the output mentions "rolled-back"
+    And both roots are unchanged
+    And no memfold temp file is left
+    And "audit" exits 0 without hand edits
+
   Scenario: A second consolidation while one runs exits 3 and names the running one
     Given an initialised project
     And the safe memory "project_a.md" with description "alpha fact"

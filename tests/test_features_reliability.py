@@ -8,6 +8,7 @@ import random
 from pathlib import Path
 from typing import Any
 
+import pytest
 from conftest import Env
 from pytest_bdd import given, parsers, scenarios, then, when
 from test_torture import CONSOLIDATE, fork_cli, roots_state, seed_store
@@ -39,6 +40,23 @@ def killed_consolidation(env: Env, ctx: dict[str, Any], tmp_path: Path) -> None:
     restore(env, saved)
     nth = random.Random().randint(1, int(report.read_text()))
     assert fork_cli(env.args(*CONSOLIDATE), kill_at=nth) == "killed"
+
+
+@when(parsers.parse('an update of "{name}" loses power after {landed:d} of its renames, the journal\'s rename lost'))
+def power_loss(env: Env, ctx: dict[str, Any], monkeypatch: pytest.MonkeyPatch, name: str, landed: int) -> None:
+    from test_power_loss import lose_power_after
+
+    from pipeline.apply import journal
+
+    ctx["mirror copy"] = (env.mirror / name).read_bytes()
+    with monkeypatch.context() as patched:
+        patched.setattr(journal, "roll_forward", lose_power_after(landed))
+        ctx["result"] = env.run("update", name.removesuffix(".md"), "-b", "a new body")
+
+
+@then(parsers.parse('the mirror\'s "{name}" is not what it was'))
+def mirror_changed(env: Env, ctx: dict[str, Any], name: str) -> None:
+    assert (env.mirror / name).read_bytes() != ctx["mirror copy"]
 
 
 @when("I make an attestation key and attest the last run with it")

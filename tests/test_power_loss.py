@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import Env
@@ -34,20 +35,16 @@ def _private_files(env: Env) -> dict[str, bytes]:
     return {**files, **heads}
 
 
-@pytest.mark.parametrize("landed", [0, 1, 3, None])
-def test_a_lost_journal_rename_rolls_back_every_rename_that_landed(
-    env: Env, monkeypatch: pytest.MonkeyPatch, landed: int | None
-) -> None:
-    _seed(env)
-    before, files_before = env.snapshot(), _private_files(env)
-    original = journal.roll_forward
-    seen: list[int] = []
+def lose_power_after(landed: int | None, seen: list[int] | None = None) -> Any:
+    """A stand-in for the renames of a commit: the first ``landed`` of them (all with None) reach the
+    disk, the journal's own rename does not, then the process stops (KeyboardInterrupt, exit 130)."""
 
     def power_loss(resolve: journal.RootResolver, entries: list[dict[str, object]], staged_checked: bool = False,
                    run_dir: Path | None = None) -> None:
         assert run_dir is not None and staged_checked
         keep = len(entries) if landed is None else landed
-        seen.append(len(entries))
+        if seen is not None:
+            seen.append(len(entries))
         for entry in entries[:keep]:  # these renames reached the disk
             folder = resolve(str(entry["root"]))
             if entry["temp"] is None:
@@ -57,6 +54,19 @@ def test_a_lost_journal_rename_rolls_back_every_rename_that_landed(
         # ... and the journal's own rename did not.
         os.rename(run_dir / journal.JOURNAL, run_dir / fsutil.temp_name(journal.JOURNAL, run_dir.name[-12:]))
         raise KeyboardInterrupt
+
+    return power_loss
+
+
+@pytest.mark.parametrize("landed", [0, 1, 3, None])
+def test_a_lost_journal_rename_rolls_back_every_rename_that_landed(
+    env: Env, monkeypatch: pytest.MonkeyPatch, landed: int | None
+) -> None:
+    _seed(env)
+    before, files_before = env.snapshot(), _private_files(env)
+    original = journal.roll_forward
+    seen: list[int] = []
+    power_loss = lose_power_after(landed, seen)
 
     monkeypatch.setattr(journal, "roll_forward", power_loss)
     assert env.run(*UPDATE).code == 130
