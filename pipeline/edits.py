@@ -125,15 +125,17 @@ def _edit(svc: Services, run_id: str, command: str, build: Callable[[PreState], 
         limits=svc.limits, extract_limits={}, allow_publish=publish == "any", created_at=svc.now(),
         command=command)
     identity = {key: manifest[key] for key in ("runId", "scopeKey", "scopeDigest", "artifactHash", "selected")}
+    # Each summary hashes its content: built once for the plan and the result (an import has thousands).
+    summaries = [op.summary() for op in operations]
     plan = {"kind": EDIT_PLAN_KIND, "schemaVersion": 1, **identity, "command": command,
-            "operations": [{**op.summary(), "content": op.content.decode("utf-8") if op.content else None}
-                           for op in operations]}
+            "operations": [{**summary, "content": op.content.decode("utf-8") if op.content else None}
+                           for summary, op in zip(summaries, operations, strict=True)]}
     plan_bytes = dump_json(plan)
     artifacts = {"snapshot.json": snapshot, "manifest.json": texts.dump(manifest), "plan.json": plan_bytes}
     rec = RunRecord(run_id, manifest["scopeDigest"], artifact, selected, command, PARENT_WORKER, NO_SANDBOX)
     log_path = commit_run(svc, run_dir, rec, pre, post, plan_bytes, artifacts, hashes=(source, final),
                           texts=texts, prune_later=long_lived)[1]
-    return TxResult(run_id, command, [op.summary() for op in operations], str(log_path)), post, final
+    return TxResult(run_id, command, summaries, str(log_path)), post, final
 
 
 # any: no check (--allow-publish); named: the memory the command names may become safe, a copy of

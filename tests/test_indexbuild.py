@@ -337,3 +337,40 @@ def test_a_large_batch_whose_commit_point_fails_leaves_the_index_as_it_was(
     monkeypatch.undo()
     assert _on_disk(env) == files
     assert (_rows(env), _meta(env, "state"), _index(env).stat().st_ino) == (rows, state, inode)
+
+
+def _index_files(env: Env) -> list[str]:
+    return sorted(n for n in os.listdir(_index(env).parent) if n.startswith("memory.sqlite"))
+
+
+def test_a_new_index_is_written_in_one_transaction_without_a_journal_file(
+        env: Env, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Its schema and rows commit once, with the journal in memory; only the finished file is synced."""
+    from pipeline.store import indexbuild
+
+    _add(env, "project_alpha", "alpha deploys use the blue script", "ALPHA-BODY")
+    _index(env).unlink()
+    create, seen = indexbuild.create, []
+    synced: list[int] = []
+    fsync = os.fsync
+
+    def watched(conn: sqlite3.Connection) -> None:
+        create(conn)
+        mode = conn.execute("PRAGMA journal_mode").fetchone()[0]
+        seen.append((conn.in_transaction, mode, _index_files(env)))
+
+    def counted(fd: int) -> None:
+        synced.append(os.fstat(fd).st_ino)
+        fsync(fd)
+
+    monkeypatch.setattr(indexbuild, "create", watched)
+    monkeypatch.setattr(indexbuild.os, "fsync", counted)
+    _add(env, "project_beta", "beta deploys use the green script", "BETA-BODY")
+    monkeypatch.undo()
+    [(in_transaction, mode, names)] = seen
+    assert (in_transaction, mode) == (True, "memory")
+    assert len(names) == 1 and names[0].startswith("memory.sqlite.") and names[0].endswith(".tmp")
+    assert _index_files(env) == ["memory.sqlite"]
+    assert _index(env).stat().st_ino in synced
+    assert set(_rows(env)) == {"project_alpha.md", "project_beta.md"}
+    assert "BETA-BODY" in _prompt(env, "beta green script")

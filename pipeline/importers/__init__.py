@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import InputRejected, MemfoldError
+from ..frozen import FrozenValue, Slotted
 from ..fsutil import read_bounded
 from ..state import Operation, PreState
 from ..store.duplicates import fold
@@ -18,30 +18,40 @@ if TYPE_CHECKING:
     from ..privacy import RuleSet
 
 
-@dataclass(frozen=True)
-class Candidate:
-    """One memory found in the source, before the store is consulted."""
+class Candidate(FrozenValue):
+    """One memory found in the source, before the store is consulted (immutable)."""
 
+    __slots__ = ("file", "memory", "source", "notes")
     file: str
     memory: Memory
     source: str
-    notes: tuple[str, ...] = ()
+    notes: tuple[str, ...]
+
+    def __init__(self, file: str, memory: Memory, source: str, notes: tuple[str, ...] = ()) -> None:
+        self._set(file=file, memory=memory, source=source, notes=notes)
 
 
-@dataclass(frozen=True)
-class Skip:
+class Skip(FrozenValue):
+    __slots__ = ("source", "reason")
     source: str
     reason: str
+
+    def __init__(self, source: str, reason: str) -> None:
+        self._set(source=source, reason=reason)
 
     def as_dict(self) -> dict[str, str]:
         return {"source": self.source, "reason": self.reason}
 
 
-@dataclass
-class Parsed:
-    candidates: list[Candidate] = field(default_factory=list)
-    skipped: list[Skip] = field(default_factory=list)
-    used: set[str] = field(default_factory=set)  # file names given out so far (lower-case)
+class Parsed(Slotted):
+    """What a parser found: candidates, skips, and the file names given out so far (lower-case)."""
+
+    __slots__ = ("candidates", "skipped", "used")
+
+    def __init__(self) -> None:
+        self.candidates: list[Candidate] = []
+        self.skipped: list[Skip] = []
+        self.used: set[str] = set()
 
     def skip(self, source: str, reason: str) -> None:
         self.skipped.append(Skip(source, reason))

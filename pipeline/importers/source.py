@@ -15,10 +15,11 @@ import re
 from typing import Any
 
 from ..errors import InputRejected
-from ..store.memory import TYPES, VISIBILITIES, Memory, check_name, sanitize_line, split_frontmatter
+from ..store.memory import TYPES, VISIBILITIES, Memory, is_memory_name, sanitize_line, split_frontmatter
 
 _FLAT = re.compile(r"^([A-Za-z_][A-Za-z0-9_-]*):(?: (.*))?$")
 _TEXT_KEYS = ("name", "description", "type", "visibility", "created", "modified", "expires")
+_TEXT_KEY_SET = frozenset(_TEXT_KEYS)
 _HEADING = re.compile(r"^\s{0,3}(?:#{1,6}\s+|[-*+]\s+|>\s*)")
 MAX_DESCRIPTION = 200
 
@@ -160,7 +161,9 @@ def to_memory(source: SourceFile, stem: str, *, default_type: str = "project") -
             meta["metadata"] = rest
         else:
             del meta["metadata"]
-    fields = {key: _text(meta.get(key)) for key in _TEXT_KEYS}
+    # What a flat head holds is text already: only other values go through ``_text``.
+    fields = {key: value if value is None or type(value) is str else _text(value)
+              for key in _TEXT_KEYS for value in (meta.get(key),)}
     name = sanitize_line(fields["name"] or "") or stem
     description = sanitize_line(fields["description"] or "")
     if not description:
@@ -176,7 +179,7 @@ def to_memory(source: SourceFile, stem: str, *, default_type: str = "project") -
     visibility = fields["visibility"] or "private"
     if visibility not in VISIBILITIES:
         raise InputRejected(f"visibility {visibility!r} is not safe or private", code="import.visibility")
-    extra = {k: v for k, v in meta.items() if k not in _TEXT_KEYS}
+    extra = {k: v for k, v in meta.items() if k not in _TEXT_KEY_SET}
     return Memory(name=name, description=description, type=mtype, visibility=visibility,
                   created=fields["created"], modified=fields["modified"], expires=fields["expires"],
                   body=source.body.lstrip("\n"), extra=extra)
@@ -185,13 +188,13 @@ def to_memory(source: SourceFile, stem: str, *, default_type: str = "project") -
 def file_name(source_name: str, memory: Memory, used: set[str]) -> str:
     """The source's file name where it is a valid memory name, else its words as a slug; numbered
     ``-2``, ``-3``… past a name ``used`` holds (lower-case), which it then holds too."""
-    from ..store.names import slugify
-
     stem = source_name.removesuffix(".md").removesuffix(".MD")
     base = f"{stem}.md"
-    if not _valid(base):
+    if not is_memory_name(base):
+        from ..store.names import slugify
+
         slug = slugify(stem) or slugify(memory.name)
-        base = f"{slug}.md" if slug and _valid(f"{slug}.md") else f"{memory.type}_{slug or 'note'}.md"
+        base = f"{slug}.md" if slug and is_memory_name(f"{slug}.md") else f"{memory.type}_{slug or 'note'}.md"
     return unique_name(base, used)
 
 
@@ -204,10 +207,3 @@ def unique_name(base: str, used: set[str]) -> str:
     used.add(name.lower())
     return name
 
-
-def _valid(name: str) -> bool:
-    try:
-        check_name(name)
-    except InputRejected:
-        return False
-    return True

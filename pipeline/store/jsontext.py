@@ -77,6 +77,7 @@ def dumps(value: Any, *, sort_keys: bool = False, ensure_ascii: bool = True,
 
 _SAFE_INT = 2**53 - 1
 _STR = {str}
+_SCALARS = frozenset({str, int, float, bool, type(None)})
 
 
 def _plain_json(value: Any) -> bool:
@@ -154,8 +155,9 @@ def _indented(value: Any, newline: str, out: list[str]) -> None:
             out.append("{}")
             return
         inner = newline + "  "
-        if set(map(type, value)) == _STR and set(map(type, value.values())) == _STR:
-            # A hash map: the C encoder writes it whole, the indentation being its item separator.
+        if set(map(type, value)) == _STR and set(map(type, value.values())) <= _SCALARS:
+            # A hash map, a journal entry, an operation's summary: no value holds a container, so the
+            # C encoder writes it whole, the indentation being its item separator.
             flat = dumps(value, sort_keys=True, ensure_ascii=False, separators=("," + inner, ": "))
             out.append("{" + inner + flat[1:-1] + newline + "}")
             return

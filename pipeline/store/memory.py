@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import json
 import re
+from _json import encode_basestring as _quote
 
 from ..errors import InputRejected
 from ..frozen import FrozenValue
@@ -24,6 +24,7 @@ _DATE_RE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 _STAMP_RE = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$")
 _PLAIN_RE = re.compile(r"^[A-Za-z0-9_./(][^\n]*$")
 _YAML_SPECIAL = re.compile(r"(: |\s#|^[-?:,\[\]{}#&*!|>'\"%@`]|:$|\s$)")
+_NUMBER_RE = re.compile(r"^[-+]?[\d.]+([eE][-+]?\d+)?$")
 _YAML_WORDS = {"true", "false", "yes", "no", "on", "off", "null", "~", "y", "n"}
 # Bidi controls and other invisible format characters can disguise text; drop them too.
 _INVISIBLE = {"Cc", "Cf", "Co", "Cs", "Zl", "Zp"}
@@ -316,10 +317,12 @@ def _scalar(value: str) -> str:
         _PLAIN_RE.match(value)
         and not _YAML_SPECIAL.search(value)
         and value.lower() not in _YAML_WORDS
-        and not re.match(r"^[-+]?[\d.]+([eE][-+]?\d+)?$", value)
+        and not _NUMBER_RE.match(value)
     ):
         return value
-    return json.dumps(value, ensure_ascii=False)
+    # What json.dumps(value, ensure_ascii=False) returns for a string, without building an encoder
+    # per call (a field of every memory an import writes).
+    return _quote(value)
 
 
 def render_memory(memory: Memory) -> bytes:
