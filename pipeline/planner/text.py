@@ -11,9 +11,10 @@ from ..store.search import ASCII_WORDS
 from .lazyre import Lazy
 
 _MARKER = re.compile(r"^\s*(?:[-*+]\s+\[[ xX]\]\s+|[-*+]\s+|\d+[.)]\s+|>\s*)+")
-# _MARKER at the start of every line of an ASCII text: ``\s`` without the line break is what ``\s``
-# matches within one line, so no match runs into the next line.
-_BODY_MARKERS = re.compile(_MARKER.pattern.replace("\\s", "[^\\S\n]"), re.MULTILINE)
+# _MARKER after every line break of a text: ``\s`` without the line break is what ``\s`` matches
+# within one line, so no match runs into the next line. The leading "\n" (not a multi-line "^") lets
+# the search jump from line break to line break instead of trying every offset.
+_BODY_MARKERS = re.compile("\n" + _MARKER.pattern.removeprefix("^").replace("\\s", "[^\\S\n]"))
 _PUNCT = Lazy(r"[^\w\s]|_")
 _WORD = Lazy(r"[a-z0-9]+")
 _LINK = Lazy(r"\[\[[^\]\n]*\]\]")
@@ -36,6 +37,10 @@ _NOT_DIGIT_BYTES = bytes(b for b in range(256) if b not in b"0123456789")
 _VALUE_BY_PARTS: dict[tuple[bool, ...], re.Pattern[str]] = {}
 # _PUNCT as a byte table for ASCII text (nearly every line): the same spaces, several times faster.
 _PUNCT_BYTES = bytes(b if chr(b).isalnum() or chr(b).isspace() else 32 for b in range(128)) + bytes(range(128, 256))
+# Lowering, _PUNCT_BYTES and the whitespace ``split`` sees in one table for ASCII lines: letters
+# lowered, digits kept, "\n" kept, everything else a space (runs of spaces are then made one).
+_FOLD_LINES = bytes(ord(chr(b).lower()) if chr(b).isalnum() else b if b == 10 else 32 for b in range(128)) \
+    + bytes(range(128, 256))
 VALUE_MARK = "zvalz"
 STOPWORDS = frozenset(
     """a an the and or but if then else of to in on at by for with from into onto via as is are was were be
@@ -104,12 +109,15 @@ def body_facts(body: str) -> tuple[tuple[str, str], ...]:
             if key:
                 out.append((raw.rstrip(), key))
         return tuple(out)
-    # ``fact_key`` of every line at once: ASCII case folding is lowering, and the punctuation table
-    # maps "\n" to itself and nothing else to it, so the folded body splits into the folded lines.
-    # Markers go in one pass too (_BODY_MARKERS is _MARKER at each line start), and the keys and the
-    # lines that have one are taken without a Python step per line.
-    folded = _BODY_MARKERS.sub("", body).lower().encode("ascii").translate(_PUNCT_BYTES).decode("ascii")
-    keys = list(map(" ".join, map(str.split, folded.split("\n"))))
+    # ``fact_key`` of every line at once: ASCII case folding is lowering, and _FOLD_LINES maps "\n"
+    # to itself and nothing else to it, so the folded body splits into the folded lines. Markers go
+    # in one pass too (_BODY_MARKERS is _MARKER after each line break), and the keys and the lines
+    # that have one are taken without a Python step per line.
+    unmarked = _BODY_MARKERS.sub("\n", "\n" + body)[1:]
+    folded = unmarked.encode("ascii").translate(_FOLD_LINES).decode("ascii")
+    while "  " in folded:
+        folded = folded.replace("  ", " ")
+    keys = list(map(str.strip, folded.split("\n")))
     return tuple(compress(zip(map(str.rstrip, lines), keys, strict=True), keys))
 
 
