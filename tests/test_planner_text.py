@@ -53,6 +53,19 @@ def test_keys_masks_and_tokens_match_their_regular_expressions(line: str) -> Non
     assert text.tokens.__wrapped__(line) == _tokens(line)
 
 
+_LINE_PIECES = ["- ", "* [ ] ", "  - [x] ", "1. ", "12) ", "> > ", "-", "*", "+", ">", "[x]", " ", "\t", "\r",
+                "\x0b", "\x1c", "\x1f", "A", "b", "Zq", "7", "_", ".", ",", "`", "\n", "\n", "é"]
+
+
+@settings(max_examples=3000, deadline=None)
+@given(body=st.lists(st.sampled_from(_LINE_PIECES), max_size=24).map("".join))
+def test_a_body_s_facts_are_its_lines_with_their_fact_keys(body: str) -> None:
+    """Markers, case, punctuation and whitespace handled for the whole body at once, as line by line."""
+    lines = body.split("\n")
+    assert text.body_facts.__wrapped__(body) == tuple((raw.rstrip(), _fact_key(raw)) for raw in lines
+                                                      if _fact_key(raw))
+
+
 def test_a_value_before_the_predicate_or_a_named_thing_stays_in_the_key() -> None:
     assert text.masked.__wrapped__("Host web01 uses port 8080 behind nginx") == (
         "host web01 uses port zvalz behind nginx", ("8080",))

@@ -88,3 +88,29 @@ def test_a_name_is_found_case_insensitively_among_ascii_and_other_names_alike() 
     assert find_name(["a.md", "A.md"], "A.MD") == "a.md"  # the first of two
     assert find_name([], "a.md") is None
     assert find_name(iter(["x.md", "Y.md"]), "y.MD") == "Y.md"
+
+
+def test_an_unhashed_read_gives_the_same_bytes_keeps_no_copy_and_still_refuses_symlinks(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    root = tmp_path / "memory"
+    root.mkdir()
+    (root / "project_a.md").write_bytes(b"A body\n")
+    (root / "project_b.md").write_bytes(b"B body\n")
+    (root / "MEMORY.md").write_bytes(b"# Memory Index\n")
+    (root / "notes.txt").write_bytes(b"not a memory\n")
+    monkeypatch.setattr(files, "_SETTLED_NS", -1)  # every file counts as settled: a hashed read keeps a copy
+    monkeypatch.setattr(files, "_known", {})
+    unhashed = read_root(root, Limits(), hashed=False)
+    assert dict(unhashed.files) == {"MEMORY.md": b"# Memory Index\n", "project_a.md": b"A body\n",
+                                    "project_b.md": b"B body\n"}
+    assert unhashed.hashes == {} and unhashed.ignored == ["notes.txt"]
+    assert files._known == {}
+    hashed = read_root(root, Limits())
+    assert dict(hashed.files) == dict(unhashed.files)
+    assert hashed.hashes["project_a.md"] == hashlib.sha256(b"A body\n").hexdigest()
+    assert str(root / "project_a.md") in files._known
+    with pytest.raises(Exception, match="bytes, over the 4-byte bound"):
+        read_root(root, Limits(max_file_bytes=4), hashed=False)
+    os.symlink(root / "project_a.md", root / "project_c.md")
+    with pytest.raises(Exception, match="symlink"):
+        read_root(root, Limits(), hashed=False)

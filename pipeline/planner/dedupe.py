@@ -7,9 +7,10 @@ try:
 except ImportError:  # pragma: no cover - an interpreter built without it
     from hashlib import blake2b
 import itertools
-from collections import Counter, defaultdict
+from collections import Counter, defaultdict, deque
 from collections.abc import Iterable, Iterator
 from functools import lru_cache
+from itertools import repeat
 
 from ..store.memory import Memory
 from .text import (
@@ -40,6 +41,8 @@ ROWS = 2
 MAX_BUCKET = 48
 _MASK = (1 << 61) - 1
 _EMPTY = _MASK + 1  # above every value: the mark of a bin no token fell into
+_BAND_STARTS, _DESC_STARTS = range(0, BINS, ROWS), range(0, BINS, 2 * ROWS)
+_BAND, _DESC = ("band",) * len(_BAND_STARTS), ("desc",) * len(_DESC_STARTS)
 # Tokens in more than this share of memories (and at least COMMON_MIN) say nothing about similarity.
 COMMON_SHARE = 0.02
 COMMON_MIN = 50
@@ -236,7 +239,9 @@ class Index:
         rare = memory_tokens(name, memory) - self.common
         if rare:
             sig = signature(rare)
-            keys.extend(("band", memory.type, band, sig[band : band + ROWS]) for band in range(0, BINS, ROWS))
+            # ("band", type, band, sig[band : band + ROWS]) for each band, the tuples made by zip in C.
+            bands = zip(*(sig[i::ROWS] for i in range(ROWS)), strict=True)
+            keys.extend(zip(_BAND, repeat(memory.type, len(_BAND)), _BAND_STARTS, bands, strict=True))
         words = tokens(memory.description)
         if len(words) >= MIN_TOKENS:
             # A description of everyday words only (each common in the store) still meets its copies.
@@ -244,12 +249,13 @@ class Index:
         desc = words - self.common
         if len(desc) >= MIN_TOKENS:
             dsig = signature(desc)
-            keys.extend(("desc", memory.type, b, dsig[b : b + 2 * ROWS]) for b in range(0, BINS, 2 * ROWS))
+            dbands = zip(*(dsig[i :: 2 * ROWS] for i in range(2 * ROWS)), strict=True)
+            keys.extend(zip(_DESC, repeat(memory.type, len(_DESC)), _DESC_STARTS, dbands, strict=True))
         return tuple(keys)
 
     def add(self, name: str, memory: Memory) -> None:
-        for key in self.keys(name, memory):
-            self.buckets[key].append(name)
+        # Each bucket's list gets the name, without a Python step per key.
+        deque(map(list.append, map(self.buckets.__getitem__, self.keys(name, memory)), repeat(name)), maxlen=0)
 
     def nearest(self, name: str, memory: Memory, memories: dict[str, Memory]) -> str | None:
         """The newest indexed memory that ``memory`` duplicates without conflicting, if any."""

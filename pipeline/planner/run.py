@@ -46,7 +46,7 @@ def plan_run(run_dir: Path) -> bytes:
     snapshot = _json(snapshot_path, MAX_SNAPSHOT_BYTES) if snapshot_path.exists() else {}
     roots = manifest["roots"]
     selected = set(manifest.get("selected") or [])
-    state = read_root(Path(roots["harness"]), limits_of(manifest))
+    state = read_root(Path(roots["harness"]), limits_of(manifest), hashed=False)
     memories: dict[str, tuple[bytes, Memory]] = {}
     for name, data in state.memories().items():
         try:

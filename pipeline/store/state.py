@@ -12,7 +12,7 @@ from pathlib import Path
 
 from ..errors import InputRejected, UnsafePath
 from ..frozen import FrozenValue
-from ..fsutil import TEMP_PREFIX
+from ..fsutil import TEMP_PREFIX, read_bounded
 from .files import Files, Stored, read_settled, stored_entry
 from .memory import INDEX_NAME, is_memory_name
 
@@ -67,8 +67,12 @@ class RootState:
         return self.files.subset(n for n in self.files if n != INDEX_NAME)
 
 
-def read_root(root: Path, limits: Limits, *, with_bytes: bool = True, cache: StateCache | None = None) -> RootState:
+def read_root(root: Path, limits: Limits, *, with_bytes: bool = True, cache: StateCache | None = None,
+              hashed: bool = True) -> RootState:
     """Scan one root. Symlinks and special files with a memory's name are refused.
+
+    ``hashed=False`` (bytes only, no cache) leaves ``hashes`` empty and keeps no copy of what it read:
+    the built-in planner reads each file once and never names a hash of what it read.
 
     With ``cache``, a file whose identity matches its entry is not hashed again, nor read at all when
     only hashes are asked for; files read are entered, files gone are forgotten. Every file's identity
@@ -84,7 +88,7 @@ def read_root(root: Path, limits: Limits, *, with_bytes: bool = True, cache: Sta
         state = _vouched(root, entries, stats, limits, with_bytes, cache)
         if state is not None:
             return state
-    return _scanned(root, entries, stats, limits, with_bytes, cache)
+    return _scanned(root, entries, stats, limits, with_bytes, cache, hashed=hashed)
 
 
 _NAME = attrgetter("name")
@@ -168,7 +172,7 @@ def _index_limit(limits: Limits) -> int:
 
 
 def _scanned(root: Path, entries: list[os.DirEntry[str]], stats: list[os.stat_result], limits: Limits,
-             with_bytes: bool, cache: StateCache | None, *, forget: bool = True) -> RootState:
+             with_bytes: bool, cache: StateCache | None, *, forget: bool = True, hashed: bool = True) -> RootState:
     """Each entry examined: refused, ignored, vouched for by the cache one by one, or read and hashed."""
     state = RootState(path=root)
     key = str(root)
@@ -225,6 +229,9 @@ def _scanned(root: Path, entries: list[os.DirEntry[str]], stats: list[os.stat_re
             hashes[name] = known
             if with_bytes:
                 files.stored(name, stored_entry((entry.path, size, known, limit)))
+            continue
+        if not hashed:
+            files.stored(name, read_bounded(entry.path, limit))
             continue
         started = time.time_ns()
         # Bytes read are hashed again: the hash then describes exactly the bytes handed on.

@@ -132,12 +132,13 @@ def compacted(plan: dict[str, Any]) -> dict[str, Any]:
     defaults: dict[str, Any] = {}
     for artifact in DEFAULTABLE:
         items = plan.get(artifact) or []
-        shapes = Counter(_compact({k: v for k, v in item.items() if k != "name"}) for item in items)
-        if not shapes:
+        # Each item is encoded once: the count and the filter read the same texts.
+        texts = [_compact({k: v for k, v in item.items() if k != "name"}) for item in items]
+        if not texts:
             continue
-        common, _ = shapes.most_common(1)[0]
+        common, _ = Counter(texts).most_common(1)[0]
         defaults[artifact] = json.loads(common)
-        out[artifact] = [item for item in items if _compact({k: v for k, v in item.items() if k != "name"}) != common]
+        out[artifact] = [item for item, text in zip(items, texts, strict=True) if text != common]
     out["clusters"] = [c for c in plan.get("clusters") or []
                        if not (len(c["files"]) == 1 and c["name"] == _self_name(c["files"][0]))]
     defaults["clusters"] = SELF_CLUSTERS
