@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from noskips import pytest_runtest_makereport  # noqa: F401  (a skip fails where every test must run)
 from pytest_bdd import given, parsers, then, when
 from unprivileged import ordinary_user  # noqa: F401  (a fixture every test module may use)
 from workers.carriers import carriers
