@@ -524,14 +524,46 @@ def unprivileged(env: Env) -> Iterator[dict[str, Any]]:
     for path in [base, *base.rglob("*")]:
         os.chown(path, NOBODY, NOBODY)
     data = {"base": base, "python": python, "token": f"tok-{secrets.token_hex(6)}",
+            "hostile": HOSTILE,
             "env": {"PATH": "/usr/bin:/bin", "PYTHONPATH": f"{REPO}:{site}", "MEMFOLD_NOW": "2026-11-30T12:00:00Z",
                     "HOME": str(base / "home"), "LC_ALL": "C.UTF-8"}}
-    probe_run = _as_nobody(data, "-c", "import pipeline.cli, yaml")
+    probe = ("-c", "import pipeline.cli, yaml")
+    probe_run = _as_nobody(data, *probe)
+    if probe_run.returncode != 0:
+        # A checkout (or its venv) below a root-only dir, such as /root: the same code and packages,
+        # linked (copied across filesystems) into a tree nobody can read, so the scenario still runs.
+        data["env"]["PYTHONPATH"] = _readable_copy(base / "code", site)
+        data["hostile"] = base / "code" / "src" / "tests" / "workers" / HOSTILE.name
+        probe_run = _as_nobody(data, *probe)
     if probe_run.returncode != 0:
         shutil.rmtree(base, ignore_errors=True)
         pytest.skip(f"nobody cannot import memfold here: {probe_run.stderr[-300:]}")
     yield data
     shutil.rmtree(base, ignore_errors=True)
+
+
+def _readable_copy(into: Path, site: str) -> str:
+    """The package, its data dirs, the test workers and the venv's packages under ``into`` (root-owned,
+    world-readable): a world-readable file is hard-linked, anything else copied and made readable, so
+    no mode of the checkout itself changes."""
+    def link(src: str, dst: str) -> None:
+        if os.stat(src).st_mode & 0o004:
+            try:
+                os.link(src, dst)
+                return
+            except OSError:
+                pass  # another filesystem: copied
+        shutil.copy2(src, dst)
+        os.chmod(dst, os.stat(dst).st_mode | 0o444)
+
+    skip = shutil.ignore_patterns("__pycache__")
+    for name in ("pipeline", "schemas", "procedures", "tests/workers"):
+        shutil.copytree(REPO / name, into / "src" / name, ignore=skip, copy_function=link)
+    shutil.copytree(site, into / "site", ignore=skip, copy_function=link, symlinks=True)
+    for path in [into, *into.rglob("*")]:
+        if path.is_dir() and not path.is_symlink():
+            path.chmod(0o755)
+    return f"{into / 'src'}:{into / 'site'}"
 
 
 def _as_nobody(data: dict[str, Any], *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
@@ -557,8 +589,8 @@ def nobody_runs(ctx: dict[str, Any], unpriv: dict[str, Any]) -> None:
     unpriv["before"] = tree(store)
     # Two workers in one run would need two configs; the grandchild is left by a wrapper shell line.
     argv = ["/bin/sh", "-c",
-            (f"{unpriv['python']} {HOSTILE} orphan {unpriv['token']} {{run_dir}}/scratch/marker 1; "
-            f"exec {unpriv['python']} {HOSTILE} --run-dir {{run_dir}} --then verdict write "
+            (f"{unpriv['python']} {unpriv['hostile']} orphan {unpriv['token']} {{run_dir}}/scratch/marker 1; "
+            f"exec {unpriv['python']} {unpriv['hostile']} --run-dir {{run_dir}} --then verdict write "
             f"{unpriv['token']} {{harness}}/planted.md {{harness}}/user_tea.md")]
     (base / "home" / "config.yaml").write_text(json.dumps({"workers": {"evil": {"argv": argv, "timeout": 10}}}))
     os.chown(base / "home" / "config.yaml", NOBODY, NOBODY)
