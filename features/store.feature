@@ -42,6 +42,16 @@ Feature: The memory store
     Then the exit code is 0
     And both roots are as remembered
 
+  Scenario: A run keeps its backups in one directory, and older runs' folders still undo
+    Given the safe memory "project_ci" with description "CI runs on every push"
+    And I remember the state of both roots
+    When I run "forget project_ci"
+    Then the last run's backup directory holds only files, named by root and file
+    When the last run's backups are moved into a folder per root, as older versions kept them
+    And I undo the last run
+    Then the exit code is 0
+    And both roots are as remembered
+
   Scenario: A second writer waits, then gives up naming the holder
     Given the project lock is held by another process
     When I run "add project_x -d 'a fact'" with a lock timeout of 0.2 seconds

@@ -37,10 +37,10 @@ def build(home: Path, project: Path, receipts: int = 1000, per: int = 20) -> Non
         source = {"harness": dict(harness), "public": dict(public)}
         ops = []
         run_dir = layout.runs / run_id
-        (run_dir / "backup" / "harness").mkdir(parents=True)
+        (run_dir / "backup").mkdir(parents=True)
         if seq % 25 == 0:
             for name in sorted(harness)[:-50]:
-                (run_dir / "backup" / "harness" / name).write_bytes(_memory(int(name[9:14])))
+                (run_dir / "backup" / f"harness.{name}").write_bytes(_memory(int(name[9:14])))
                 ops.append({"name": name, "kind": "delete", "classification": None, "contentSha256": None})
                 harness.pop(name)
                 public.pop(name, None)

@@ -244,7 +244,7 @@ def test_where_a_backup_cannot_be_a_hard_link_its_copy_is_synced_with_the_batch(
     assert env.run("update", "user_b", "-b", "b2").code == 0
     monkeypatch.undo()
     run = json.loads(sorted((env.project_home / "receipts").iterdir())[-1].read_text())["runId"]
-    copy = env.project_home / "runs" / run / "backup" / "harness" / "user_b.md"
+    copy = env.project_home / "runs" / run / "backup" / "harness.user_b.md"
     assert copy.read_bytes() == before and copy.stat().st_nlink == 1
     commit = next(i for i, (kind, path) in enumerate(events) if kind == "rename" and path.endswith("/journal.json"))
     assert ("fsync", str(copy)) in events[:commit]

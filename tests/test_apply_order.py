@@ -59,7 +59,7 @@ def test_every_file_and_directory_is_durable_before_the_commit_point_and_after_t
         assert str(Path(src).parent) in before, f"the entry of {src} was not durable before the journal"
     for name in ("pending", f"runs/{Path(run_dir).name}"):
         assert str(env.project_home / name) in before
-    for name in ("snapshot.json", "manifest.json", "plan.json", "pre-receipt.json", "backup/harness"):
+    for name in ("snapshot.json", "manifest.json", "plan.json", "pre-receipt.json", "backup"):
         assert f"{run_dir}/{name}" in before
     first, last = renames[0][0], renames[-1][0]
     # No wait between the journal's rename and the renames: a power loss before the round after them

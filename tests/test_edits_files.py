@@ -50,8 +50,7 @@ def test_an_add_creates_the_run_files_the_journal_needs_and_no_scratch_dir(env: 
         assert env.run("add", name, "-d", f"{name} fact", "-b", name, "--visibility", "safe").code == 0
     made = _created(env, "add", "project_b", "-d", "beta fact", "-b", "b")
     assert made == sorted([
-        ("dir", "<runs>/<run>"), ("dir", "<runs>/<run>/backup"), ("dir", "<runs>/<run>/backup/harness"),
-        ("dir", "<runs>/<run>/backup/home"), ("dir", "<runs>/<run>/backup/public"),
+        ("dir", "<runs>/<run>"), ("dir", "<runs>/<run>/backup"),
         ("file", "<home>/lock"), ("file", "<home>/lock.json"), ("file", "<home>/.tmp-pending.tmp"),
         ("file", "<home>/.tmp-newest-receipt.json.tmp"),
         ("file", "<home>/memory/.tmp-MEMORY.md.tmp"), ("file", "<home>/memory/.tmp-project_b.md.tmp"),
@@ -60,8 +59,8 @@ def test_an_add_creates_the_run_files_the_journal_needs_and_no_scratch_dir(env: 
         ("link", "<runs>/<run>/.tmp-post-receipt.json.tmp"), ("file", "<runs>/<run>/manifest.json"),
         ("file", "<runs>/<run>/plan.json"), ("file", "<runs>/<run>/pre-receipt.json"),
         ("file", "<runs>/<run>/snapshot.json"),
-        ("link", "<runs>/<run>/backup/harness/MEMORY.md"), ("link", "<runs>/<run>/backup/home/newest-receipt.json"),
-        ("link", "<runs>/<run>/backup/public/chain-head.json"),
+        ("link", "<runs>/<run>/backup/harness.MEMORY.md"), ("link", "<runs>/<run>/backup/home.newest-receipt.json"),
+        ("link", "<runs>/<run>/backup/public.chain-head.json"),
     ])
     run_dir = next((env.project_home / "runs").iterdir())
     assert not (run_dir / "scratch").exists()

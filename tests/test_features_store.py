@@ -6,8 +6,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from conftest import Env
+from conftest import Env, _last_run
 from pytest_bdd import given, scenarios, then, when
+from test_backup_layout import nest_backups_by_root
 
 scenarios("store.feature", "receipts.feature")
 
@@ -56,3 +57,19 @@ def verify_entry(env: Env, ctx: dict[str, Any]) -> None:
     log, _run_dir, _data = ctx["entry"]
     result = env.run("verify", str(log))
     assert result.code == 0, result.out
+
+
+@then("the last run's backup directory holds only files, named by root and file")
+def backups_in_one_directory(env: Env) -> None:
+    backup = _last_run(env) / "backup"
+    entries = {p.name: p for p in backup.iterdir()}
+    assert "harness.project_ci.md" in entries and "public.project_ci.md" in entries, sorted(entries)
+    assert all(p.is_file() and not p.is_symlink() for p in entries.values()), sorted(entries)
+    assert all(name.partition(".")[0] in ("harness", "public", "home") for name in entries), sorted(entries)
+
+
+@when("the last run's backups are moved into a folder per root, as older versions kept them")
+def nest_backups(env: Env) -> None:
+    backup = _last_run(env) / "backup"
+    nest_backups_by_root(backup.parent)
+    assert not [p for p in backup.iterdir() if p.is_file()]

@@ -166,7 +166,7 @@ def commit_run(svc: Services, run_dir: Path, rec: RunRecord, pre: PreState, post
     changes.append(Change("receipts", log_name(seq, rec.run_id), receipt_bytes, None, written))
     changes.append(Change("run", "post-receipt.json", receipt_bytes, None, written))
     # The log's pointer lands with the entry it names, so the next commit reads it instead of listing
-    # the log; a roll-back puts the old one back from the run's backup/home/.
+    # the log; a roll-back puts the old one back from the run's backup/home.newest-receipt.json.
     changes.append(Change("home", NEWEST, newest_bytes(seq, rec.run_id, first), _pointer_hash(layout)))
     from ..store.indexbuild import Refresh, after_commit
 

@@ -28,6 +28,7 @@ from .staged import check_copies, link_staged
 JOURNAL = "journal.json"
 PENDING = "pending"
 BACKUP = "backup"
+BACKED_UP = ("harness", "public", "home")  # the roots whose touched files a run keeps the pre-state of
 # Roots whose files only memfold writes and reads (the receipt log, the run dir): the same bytes staged in
 # two of them land as two names of one file. Never the stores: a memory edited in place by hand would
 # change its twin too.
@@ -223,31 +224,42 @@ def _create(made: list[str], path: str, data: bytes, mode: int = 0o600) -> int:
     return fd
 
 
+def backup_path(run_dir: Path, root: str, name: str) -> Path:
+    """Where ``run_dir`` keeps the pre-state of ``root``'s file ``name``: ``backup/<root>.<name>``, one
+    directory for every root (a root's name holds no dot); runs written before that keep it in
+    ``backup/<root>/<name>``, read where only that exists."""
+    flat = run_dir / BACKUP / f"{root}.{name}"
+    if not os.path.lexists(flat):
+        nested = run_dir / BACKUP / root / name
+        if os.path.lexists(nested):
+            return nested
+    return flat
+
+
 def _backup(run_dir: Path, resolve: RootResolver, changes: Iterable[Change], fds: list[int]) -> list[Path]:
     """Keep the pre-state of every touched file; returns the directories to fsync before the commit point.
 
     A hard link is the copy: store files are only ever replaced by rename, never written in place,
     so the linked inode keeps the pre-state bytes. It costs no data write and no per-file fsync,
-    only one fsync of each backup directory. Across filesystems (a mirror on another mount) or
+    only one fsync of the backup directory (one for all roots: each directory more is a creation and
+    an fsync more in the batch). Across filesystems (a mirror on another mount) or
     where links are refused, the bytes are copied, and the copy's descriptor joins ``fds`` to be
     made durable with the rest of the batch instead of waiting for an fsync of its own.
     """
-    folders: list[Path] = []
+    folder: Path | None = None
     for change in changes:
         if change.pre is None or change.root not in ("harness", "public", "home"):
             continue
         source = resolve(change.root) / change.name
-        folder = run_dir / BACKUP / change.root
-        if folder not in folders:
-            if not folders:
-                (run_dir / BACKUP).mkdir(exist_ok=True, mode=0o700)  # once, not a failed try per root
+        if folder is None:
+            folder = run_dir / BACKUP
             folder.mkdir(exist_ok=True, mode=0o700)
-            folders.append(folder)
+        target = folder / f"{change.root}.{change.name}"
         try:
-            os.link(source, folder / change.name, follow_symlinks=False)
+            os.link(source, target, follow_symlinks=False)
         except OSError:
-            fds.append(create_unsynced(folder / change.name, read_bounded(source)))
-    return [run_dir / BACKUP, *folders] if folders else []
+            fds.append(create_unsynced(target, read_bounded(source)))
+    return [folder] if folder is not None else []
 
 
 def _current_hash(path: Path) -> str | None:
@@ -312,7 +324,7 @@ def roll_back(run_dir: Path, resolve: RootResolver, body: dict[str, Any]) -> Non
             if entry["pre"] is None:
                 silent_unlink(target)
             elif _current_hash(target) != entry["pre"]:
-                saved = read_bounded(run_dir / BACKUP / entry["root"] / entry["name"])
+                saved = read_bounded(backup_path(run_dir, entry["root"], entry["name"]))
                 atomic_write(target, saved)  # data and entry durable: rollback is rare
             if entry["temp"]:
                 silent_unlink(folder / entry["temp"])

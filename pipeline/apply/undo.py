@@ -11,7 +11,7 @@ from ..receipts.receipt import load_receipt, normalize_maps
 from ..state import Operation, PreState
 from ..store.memory import INDEX_NAME, parse_memory
 from ..store.state import find_name
-from .journal import BACKUP
+from .journal import backup_path
 from .runs import find_run
 
 
@@ -46,7 +46,7 @@ def undo_ops(runs_dir: Path, run_id: str) -> Callable[[PreState], list[Operation
             if name not in source:
                 operations.append(Operation(name, "delete", None))
                 continue
-            data = read_bounded(run_dir / BACKUP / "harness" / name)
+            data = read_bounded(backup_path(run_dir, "harness", name))
             if sha256_bytes(data) != source[name]:
                 raise StaleState(f"the backup of {name} in run {run_id} does not match its receipt",
                                  code="undo.backup-mismatch")

@@ -3,7 +3,7 @@
 ``<project home>/newest-receipt.json`` names the newest receipt (sequence number and run id) and the
 first one (the chain's name). Every commit stages it with the receipt it names, under the same journal,
 so after any crash and recovery it names the receipt that landed last (a roll-back puts the old one
-back from the run's ``backup/home/``). It is a hint, never evidence: it holds only while the log's
+back from the run's ``backup/``). It is a hint, never evidence: it holds only while the log's
 directory has not changed after it (by change time) and both files it names exist as regular files;
 otherwise the log is listed as before. ``memfold audit`` always walks the listed log.
 """

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..apply.journal import BACKUP
 from ..errors import InputRejected, UsageError
 from ..fsutil import read_bounded
 from ..paths import Layout
@@ -176,7 +177,9 @@ def gather(layout: Layout, limits: Limits, *, public: bool, since: str | None, n
             receipts.append((item, load_receipt(item.path)))
         except (OSError, ValueError):
             receipts.append((item, None))
-        texts.add_dir(layout.runs / item.run_id / "backup" / "harness")
+        backup = layout.runs / item.run_id / BACKUP
+        texts.add_dir(backup, "harness.")
+        texts.add_dir(backup / "harness")  # a run written before backups were one directory
     texts.add_dir(layout.harness)
     if layout.mirror is not None:
         texts.add_dir(layout.mirror)

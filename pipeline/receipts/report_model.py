@@ -110,9 +110,11 @@ class Texts:
     def add(self, data: bytes) -> None:
         self._data.setdefault(sha256_bytes(data), data)
 
-    def add_dir(self, folder: Path) -> None:
+    def add_dir(self, folder: Path, prefix: str = "") -> None:
+        """Every regular file of ``folder`` whose name starts with ``prefix``."""
         try:
-            names = sorted(p for p in folder.iterdir() if p.is_file() and not p.is_symlink())
+            names = sorted(p for p in folder.iterdir()
+                           if p.name.startswith(prefix) and p.is_file() and not p.is_symlink())
         except OSError:
             return
         for path in names:
