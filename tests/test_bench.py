@@ -44,6 +44,42 @@ def test_the_table_names_every_row_its_floor_and_ratio() -> None:
     assert line.endswith("ok")
 
 
+def _result(*rows: Row, scaling: dict[str, object] | None = None) -> dict[str, object]:
+    return {"rows": [r.as_dict() for r in rows], "scaling": scaling, "importScaling": None, "machine": {
+        "cpu": "cpu", "cpus": 2, "platform": "linux", "python": "3.11", "loadavg1": 0.1}}
+
+
+def test_missed_lists_each_missed_target_and_nothing_met_or_untargeted() -> None:
+    from pipeline.bench.run import missed
+
+    met = Row("inject", 200, [10.0], "python", 8.0, "<= 2.5x floor", True)
+    untargeted = Row("list", 200, [50.0], "python", 8.0)
+    slow = Row("  apply (in-process)", 2000, [90.0], "staged-writes", 30.0, "<= 1.5x floor", False)
+    assert missed(_result(met, untargeted)) == []
+    assert missed(_result(met, slow, untargeted)) == ["apply (in-process) at 2000: 90.0 ms, target <= 1.5x floor"]
+    scaling = {"consolidate t(20000)/t(2000)": 14.2, "target": "<= 12", "met": False}
+    assert missed(_result(met, scaling=scaling)) == ["consolidate t(20000)/t(2000) = 14.2, target <= 12"]
+
+
+@pytest.mark.parametrize("strict", [False, True])
+def test_strict_exits_1_on_a_missed_target_and_names_it(env: Env, monkeypatch: pytest.MonkeyPatch,
+                                                       tmp_path: Path, strict: bool) -> None:
+    """The real command with the measuring replaced: only --strict turns a miss into exit 1."""
+    from pipeline.bench import run
+
+    slow = Row("add (CLI)", 2000, [120.0, 130.0], "add floor", 30.0, "<= 2x floor at 2000", False)
+    monkeypatch.setattr(run, "run_bench", lambda plan: _result(slow))
+    result = env.run("bench", "--sizes", "2000", "--workdir", str(tmp_path / "w"), *(["--strict"] if strict else []))
+    assert "MISSED" in result.out
+    if strict:
+        assert result.code == 1
+        assert "1 bench target(s) missed" in result.err and "add (CLI) at 2000: 125.0 ms" in result.err
+    else:
+        assert result.code == 0 and result.err == ""
+    monkeypatch.setattr(run, "run_bench", lambda plan: _result(Row("inject", 200, [10.0], "python", 8.0, "t", True)))
+    assert env.run("bench", "--quick", "--strict", "--workdir", str(tmp_path / "w")).code == 0
+
+
 @pytest.mark.integration
 def test_the_time_outside_the_stage_rows_leaves_out_each_stage_once() -> None:
     from pipeline.bench.consolidate import outside_stages

@@ -156,7 +156,9 @@ def bench_size(plan: Plan, n: int, env: dict[str, str], python_ms: float) -> Non
 
     small = n <= 200
     plan.progress(f"n={n}: inject, hook, search, memory_search, list")
-    bench_prompt(cli, add, store, n, reps)
+    # The per-prompt paths cost the same at every size and take milliseconds: all repetitions at every
+    # size (fewer at 20,000 left one cold sample deciding the median).
+    bench_prompt(cli, add, store, n, plan.reps)
     if small:
         sdk, init = mcp_bench.samples(store.home, store.project, env, reps)
         fl["import mcp SDK"] = statistics.median(sdk)
@@ -262,6 +264,18 @@ def format_table(result: dict[str, Any]) -> str:
     lines.append(f"machine: {m['cpu']} x{m['cpus']}, {m['platform']}, Python {m['python']}, "
                  f"load {m['loadavg1']}; times in ms")
     return "\n".join(lines) + "\n"
+
+
+def missed(result: dict[str, Any]) -> list[str]:
+    """Every target the run missed, one line each (``--strict`` exits 1 when there is any)."""
+    out = [f"{r['path'].strip()} at {r['n']}: {r['medianMs']:.1f} ms, target {r['target']}"
+           for r in result["rows"] if r["met"] is False]
+    for key in ("scaling", "importScaling"):
+        figures = result.get(key)
+        if figures and figures["met"] is False:
+            label = next(k for k in figures if "t(" in k)
+            out.append(f"{label} = {figures[label]}, target {figures['target']}")
+    return out
 
 
 def as_json(result: dict[str, Any]) -> str:

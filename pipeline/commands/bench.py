@@ -41,6 +41,7 @@ def bench(
                                  "of the privacy rules on a labelled corpus"),
     corpus: Path = typer.Option(None, "--corpus", help="folder with positives.jsonl and benign.jsonl "
                                 "(default: the source tree's tests/data/privacy/corpus)"),
+    strict: bool = typer.Option(False, "--strict", help="exit 1 when any target is missed (for cron or CI)"),
     json_out: bool = JsonOpt,
 ) -> int:
     """Benchmark inject, add, list, search, consolidate (and its stages), verify and audit."""
@@ -55,7 +56,7 @@ def bench(
         from ..bench.privacy import run_command
 
         return run_command(corpus, want_json(json_out))
-    from ..bench.run import Plan, as_json, format_table, run_bench
+    from ..bench.run import Plan, as_json, format_table, missed, run_bench
 
     if evaluate:
         from ..bench.evaluate import report
@@ -74,4 +75,11 @@ def bench(
                     consolidate_reps=consolidate_reps or (1 if quick else 3), workdir=Path(tmp), progress=progress)
         result = run_bench(plan)
     sys.stdout.write(as_json(result) if want_json(json_out) else format_table(result))
+    misses = missed(result)
+    if strict and misses:
+        sys.stderr.write(f"memfold: {len(misses)} bench target(s) missed (--strict):\n"
+                         + "".join(f"  {line}\n" for line in misses)
+                         + "  hint: the figures are machine-bound; rerun on a quiet machine before reading a miss "
+                         "as a regression\n")
+        return 1
     return 0
