@@ -14,6 +14,7 @@ from .prefilter import NEEDS_FILE, Gate, from_row, needs
 
 RULES_FILE = "privacy-rules.yaml"
 CACHE_NAME = "privacy-rules.json"
+DIGEST_CACHE_PREFIX = "privacy-digest-"
 SCHEMA_FILE = "privacy-rules.schema.json"
 
 
@@ -185,8 +186,11 @@ def _parse_rules_file(path: Any) -> dict[str, Any]:
 
 
 def _build(rules: list[dict[str, Any]], sources: list[str], allowlist: list[str], *,
-           shipped_allowlist: bool = False, benign: list[str] | None = None) -> RuleSet:
-    """Compile a rule set; the shipped rules (source RULES_FILE) lazily, everything else at once."""
+           shipped_allowlist: bool = False, benign: list[str] | None = None,
+           cache_home: str | None = None) -> RuleSet:
+    """Compile a rule set; the shipped rules (source RULES_FILE) lazily, everything else at once.
+
+    With ``cache_home`` (the shipped rules alone) the digest is kept in the home's cache."""
     seen: set[str] = set()
     compiled: list[Rule] = []
     for raw, source in zip(rules, sources, strict=False):
@@ -199,7 +203,8 @@ def _build(rules: list[dict[str, Any]], sources: list[str], allowlist: list[str]
         tuple(compiled),
         _compile_alternation(allowlist, "privacy allowlist", lazy=shipped_allowlist),
         _keyword_set(keywords),
-        lambda: _digest(rules, allowlist, benign or []),
+        (lambda: _shipped_digest(cache_home, rules, allowlist, benign or [])) if cache_home is not None
+        else (lambda: _digest(rules, allowlist, benign or [])),
         _compile_alternation(list(benign or ()), "privacy benign spans", lazy=shipped_allowlist),
         lambda: _rule_needs(rules),
     )
@@ -237,15 +242,48 @@ def _rule_needs(rules: list[dict[str, Any]]) -> list[Gate | None]:
     return out
 
 
+def _digest_sources() -> list[str]:
+    """The files ``_digest`` hashes besides the rules: this package's modules and the shipped needs."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    paths = [os.path.join(here, n) for n in sorted(os.listdir(here)) if n.endswith(".py")]
+    return [*paths, str(data_dir("schemas") / NEEDS_FILE)]
+
+
+def _shipped_digest(cache_home: str, rules: list[dict[str, Any]], allowlist: list[str],
+                    benign: list[str]) -> str | None:
+    """``_digest`` of the shipped rules, kept in the home's cache under the identities of every file it
+    hashes: the rules file (the rules, allowlist and benign spans are its parse) and the sources.
+
+    Hashing them read the package's modules and loaded OpenSSL on every write (6.5 ms of an ``add``
+    on the bench VM); the cache is one small read and a stat per source. Any write to one of those
+    files changes its identity, and a file changed within the last two seconds is never cached, as
+    for the config and the parsed rules (``filecache``). One cache file per installation, as for the
+    config: two installations sharing a home have different sources.
+    """
+    from ..fsutil import sha256_bytes
+    from ..store import filecache
+
+    sources = [str(data_dir("schemas") / RULES_FILE), *_digest_sources()]
+    identities = [filecache.identity(path) for path in sources]
+    key = [[os.path.basename(path), found] for path, found in zip(sources, identities, strict=True)]
+    install = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    cache = filecache.cache_path(cache_home, f"{DIGEST_CACHE_PREFIX}{sha256_bytes(install.encode())[:16]}.json")
+    cached = filecache.load(cache, key)
+    if isinstance(cached, str):
+        return cached
+    digest = _digest(rules, allowlist, benign)
+    if digest is not None:
+        filecache.save(cache, key, digest, identities)
+    return digest
+
+
 def _digest(rules: list[dict[str, Any]], allowlist: list[str], benign: list[str]) -> str | None:
     """The rules, the allowlist, the benign spans and the source of the code that applies them, hashed together."""
     import hashlib
     import json
 
     digest = hashlib.sha256(json.dumps([rules, allowlist, benign], sort_keys=True, default=repr).encode("utf-8"))
-    here = os.path.dirname(os.path.abspath(__file__))
-    paths = [os.path.join(here, n) for n in sorted(os.listdir(here)) if n.endswith(".py")]
-    for path in [*paths, str(data_dir("schemas") / NEEDS_FILE)]:
+    for path in _digest_sources():
         try:
             with open(path, "rb") as fh:
                 digest.update(fh.read())
@@ -294,7 +332,8 @@ def _default_ruleset(cache_home: str | None = None) -> RuleSet:
     if "ruleset" not in _MEMO:
         rules = list(document["rules"])
         _MEMO["ruleset"] = _build(rules, [RULES_FILE] * len(rules), list(document.get("allowlist", [])),
-                                  shipped_allowlist=True, benign=list(document.get("benign", [])))
+                                  shipped_allowlist=True, benign=list(document.get("benign", [])),
+                                  cache_home=cache_home)
     return _MEMO["ruleset"]  # type: ignore[no-any-return]
 
 

@@ -212,14 +212,14 @@ def state_digest(files: Mapping[str, str]) -> str:
     included), sorted by name, each as ``name/sha`` joined by NULs (neither occurs in a file name), under
     sha256. Kept in the index's ``state`` meta entry by whoever writes its rows, so the next writer can
     tell in one comparison whether the index describes the pre-state of its transaction."""
-    from hashlib import sha256
+    from ..fsutil import sha256_bytes
 
     for held, digest in tuple(_DIGESTED):  # a copy: the roots' indexes are written on threads of their own
         if held == files:
             return digest
     held = dict(files)
-    digest = sha256("\0".join([f"{name}/{sha}" for name, sha in sorted(held.items())]).encode("utf-8",
-                    "surrogatepass")).hexdigest()
+    digest = sha256_bytes("\0".join([f"{name}/{sha}" for name, sha in sorted(held.items())]).encode(
+        "utf-8", "surrogatepass"))
     _DIGESTED[:] = [(held, digest), *_DIGESTED[:_DIGESTS_KEPT - 1]]
     return digest
 

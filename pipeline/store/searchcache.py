@@ -91,9 +91,10 @@ def is_racy(st: os.stat_result, read_at: int) -> int:
 
 
 def sha_hex(data: bytes) -> str:
-    from hashlib import sha256
+    # fsutil's helper: CPython's own sha256 for a memory file, without loading OpenSSL (hashlib) first.
+    from ..fsutil import sha256_bytes
 
-    return sha256(data).hexdigest()
+    return sha256_bytes(data)
 
 
 def connect(cache: str) -> Connection | None:
