@@ -94,10 +94,16 @@ def test_bench_quick_completes_and_prints_the_table(tmp_path: Path) -> None:
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     env.pop("MEMFOLD_NOW", None)
     workdir = tmp_path / "not" / "yet"  # made on demand, like any output dir
-    proc = subprocess.run([sys.executable, "-m", "pipeline", "bench", "--quick", "--workdir", str(workdir)],
+    proc = subprocess.run([sys.executable, "-m", "pipeline", "bench", "--quick", "--strict", "--workdir", str(workdir)],
                           capture_output=True, text=True, timeout=600, env=env, cwd=tmp_path)
-    assert proc.returncode == 0, proc.stderr[-3000:]
     lines = proc.stdout.splitlines()
+    # --strict: the exit code and stderr agree with the table, whichever targets this machine misses.
+    missed = [(line[:22].strip(), int(line[22:29])) for line in lines[2:]
+              if line.endswith(" MISSED") and line[22:29].strip().isdigit()]
+    assert proc.returncode == (1 if missed or any(line.endswith(") MISSED") for line in lines) else 0), \
+        proc.stderr[-3000:]
+    for path, n in missed:
+        assert f"  {path} at {n}: " in proc.stderr, (path, proc.stderr[-3000:])
     assert lines[0].split()[:5] == ["path", "N", "median", "min", "max"]
     paths = {line[:22].strip() for line in lines[2:]}
     for expected in ("inject", "inject --prompt", "claude hook (start)", "claude hook (prompt)",
