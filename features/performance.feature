@@ -30,3 +30,13 @@ Feature: Writes near the floor: a write reads what changed, and never trusts a s
     Then adding "project_zeta" described as "Alpha deploys use the BLUE green script." in a new process succeeds
     And adding "project_eta" described as "alpha now waits for the NIGHTLY window" in a new process is refused as a near-duplicate of "project_alpha.md"
     And memfold verify and memfold audit exit 0
+
+  Scenario: A second list opens no memory file, and shows a hand edit that keeps the size and the mtime
+    Given settled synthetic stores of 40 and 400 memories
+    When I list each store twice, each list in its own process
+    Then the second list opened no store file in either store, and both listings are the same
+    Given three settled memories written by separate processes
+    When I list the memories in a new process
+    And I rewrite "project_alpha.md" in place to say "ALPHA DEPLOYS USE", keeping its size and mtime
+    And I list the memories in a new process
+    Then the listing shows "ALPHA DEPLOYS USE the blue green script"

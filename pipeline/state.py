@@ -158,6 +158,14 @@ def read_pre(layout: Layout, limits: Limits) -> PreState:
                     cache=cache, broken=broken)
 
 
+def current_memories(layout: Layout, limits: Limits) -> dict[str, Memory]:
+    """The private store's memories as they are now, for a command that only reads them (list, an
+    agent's memory_list): through the home's state cache, as a write reads them, so an unchanged file
+    is stat-ed, not read, hashed and parsed again. Nothing here takes the lock or changes the store."""
+    cache = cache_for(layout.project_home)
+    return parsed_memories(read_root(layout.harness, limits, cache=cache), cache)
+
+
 def parsed_memories(state: RootState, cache: StateCache | None = None) -> dict[str, Memory]:
     """The memory files of a root, parsed (each distinct file once per process, and, with ``cache``,
     once until it changes: its fields come from the cache and its body is read when asked for)."""

@@ -10,7 +10,7 @@ from typing import Any
 
 from conftest import Env
 from pytest_bdd import given, parsers, scenarios, then, when
-from test_statecache import _add_counting_opens, _newest_receipt, _seed, _settle
+from test_statecache import _add_counting_opens, _newest_receipt, _seed, _settle, counting_opens
 
 from pipeline.bench.synth import write_store
 
@@ -39,6 +39,36 @@ def add_twice(ctx: dict[str, Any]) -> None:
 def same_opens(ctx: dict[str, Any], most: int) -> None:
     small, large = ctx["counts"]
     assert small == large <= most, ctx["counts"]
+
+
+@when("I list each store twice, each list in its own process")
+def list_twice(ctx: dict[str, Any]) -> None:
+    ctx["lists"] = []
+    for store in ctx["stores"]:
+        args = (store.home, store.project, store.layout.harness, store.layout.mirror)
+        first = counting_opens(*args, "list")
+        assert first[0] >= store.count, first[0]  # a copied store: every memory is read once
+        ctx["lists"].append((first, counting_opens(*args, "list")))
+
+
+@then("the second list opened no store file in either store, and both listings are the same")
+def second_list_opens_nothing(ctx: dict[str, Any]) -> None:
+    for store, (first, second) in zip(ctx["stores"], ctx["lists"], strict=True):
+        assert second[0] == 0, second[0]
+        assert first[1] == second[1] and len(second[1].splitlines()) == store.count
+
+
+@when("I list the memories in a new process")
+def list_in_process(env: Env, ctx: dict[str, Any]) -> None:
+    result = env.spawn("list")
+    assert result.code == 0, result.err
+    ctx["listing"] = result.out
+
+
+@then(parsers.parse('the listing shows "{text}"'))
+def listing_shows(ctx: dict[str, Any], text: str) -> None:
+    assert text in ctx["listing"], ctx["listing"]
+    assert text.lower() not in ctx["listing"]
 
 
 @given("three settled memories written by separate processes")

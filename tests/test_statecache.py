@@ -42,13 +42,18 @@ def _sha(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def _add_counting_opens(home: Path, project: Path, harness: Path, mirror: Path, name: str) -> int:
+def counting_opens(home: Path, project: Path, harness: Path, mirror: Path, *args: str) -> tuple[int, str]:
+    """The real CLI in its own process: how many store files it opened, and what it printed."""
     proc = subprocess.run(
         [sys.executable, "-c", _COUNT_OPENS, str(harness), str(mirror), "--home", str(home), "--project",
-         str(project), "add", name, "-d", f"a note called {name} about the release", "-b", f"{name} body"],
-        capture_output=True, text=True, timeout=300, env={**os.environ, "PYTHONPATH": str(REPO)})
+         str(project), *args], capture_output=True, text=True, timeout=300, env={**os.environ, "PYTHONPATH": str(REPO)})
     assert proc.returncode == 0, proc.stderr[-2000:]
-    return int(proc.stderr.rsplit("OPENS ", 1)[1].split()[0])
+    return int(proc.stderr.rsplit("OPENS ", 1)[1].split()[0]), proc.stdout
+
+
+def _add_counting_opens(home: Path, project: Path, harness: Path, mirror: Path, name: str) -> int:
+    return counting_opens(home, project, harness, mirror, "add", name, "-d", f"a note called {name} about the release",
+                          "-b", f"{name} body")[0]
 
 
 @pytest.mark.integration

@@ -100,11 +100,10 @@ def forget(name: str, global_: bool, json_out: bool) -> int:
 
 
 def read_memories() -> tuple[Any, dict[str, Any]]:
-    from ..state import parsed_memories
-    from ..store.state import read_root
+    from ..state import current_memories
 
     svc = services(privacy=False)
-    return svc, parsed_memories(read_root(svc.layout.harness, svc.limits))
+    return svc, current_memories(svc.layout, svc.limits)
 
 
 def row(name: str, m: Any) -> dict[str, Any]:

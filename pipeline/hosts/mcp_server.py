@@ -14,7 +14,6 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from ..apply.commit import Services
 from ..errors import InputRejected, MemfoldError, UsageError
 from ..store.memory import Memory
-from ..store.state import read_root
 from ..transaction import ConsolidateRequest
 from .cron import DuePolicy
 
@@ -146,11 +145,11 @@ class Backend:
         return self.edit("forget", forget_ops(name))
 
     def memories(self) -> dict[str, Memory]:
-        """The store as it is now. Unchanged files are neither read nor parsed again: ``read_root`` and
-        ``parsed_memories`` keep them by file identity and content hash across calls."""
-        from ..state import parsed_memories
+        """The store as it is now. Unchanged files are neither read nor parsed again: the home's state
+        cache keeps them by file identity and content hash, across calls and across processes."""
+        from ..state import current_memories
 
-        return parsed_memories(read_root(self.svc.layout.harness, self.svc.limits))
+        return current_memories(self.svc.layout, self.svc.limits)
 
     def list_memories(self) -> dict[str, Any]:
         memories = self.memories()
