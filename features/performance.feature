@@ -40,3 +40,10 @@ Feature: Writes near the floor: a write reads what changed, and never trusts a s
     And I rewrite "project_alpha.md" in place to say "ALPHA DEPLOYS USE", keeping its size and mtime
     And I list the memories in a new process
     Then the listing shows "ALPHA DEPLOYS USE the blue green script"
+
+  Scenario: Showing one memory reads that memory and never lists the mirror
+    Given settled synthetic stores of 40 and 400 memories
+    When I list each store twice, each list in its own process
+    And I show the first memory of each store in its own process
+    Then each show opened at most one store file, listed the private store once and the mirror never
+    And each show printed the bytes of that memory's file

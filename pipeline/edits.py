@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from .apply.commit import RunRecord, Services, commit_run, gate
@@ -21,6 +21,7 @@ from .store.state import find_name
 
 if TYPE_CHECKING:
     from .receipts.receipt import HashMaps
+    from .store.stored import Broken
     from .store.warm import WarmState
 
 EDIT_PLAN_KIND = "memory-edit-plan"
@@ -300,14 +301,20 @@ def forget_ops(name: str) -> Callable[[PreState], list[Operation]]:
 
 def require(pre: PreState, name: str, *, parsed: bool = False) -> str:
     """The file ``name`` (a title, slug or file name) names; broken files count unless ``parsed``."""
+    return require_in(pre.memories, pre.broken, name, parsed=parsed)
+
+
+def require_in(memories: Mapping[str, Memory], broken: Mapping[str, Broken], name: str, *,
+               parsed: bool = False) -> str:
+    """``require`` over a root's parsed memories and broken files, without the rest of a PreState."""
     from .store.names import resolve
 
-    titles: dict[str, str | None] = {file: m.name for file, m in pre.memories.items()}
-    titles.update(dict.fromkeys(pre.broken))
+    titles: dict[str, str | None] = {file: m.name for file, m in memories.items()}
+    titles.update(dict.fromkeys(broken))
     actual = resolve(titles, name)
-    if parsed and actual in pre.broken:
-        raise InputRejected(f"{actual} does not parse: {pre.broken[actual].problem}", code="memory.broken",
-                            hint=pre.broken[actual].fix)
+    if parsed and actual in broken:
+        raise InputRejected(f"{actual} does not parse: {broken[actual].problem}", code="memory.broken",
+                            hint=broken[actual].fix)
     return actual
 
 

@@ -162,8 +162,16 @@ def current_memories(layout: Layout, limits: Limits) -> dict[str, Memory]:
     """The private store's memories as they are now, for a command that only reads them (list, an
     agent's memory_list): through the home's state cache, as a write reads them, so an unchanged file
     is stat-ed, not read, hashed and parsed again. Nothing here takes the lock or changes the store."""
+    return read_private(layout, limits)[1]
+
+
+def read_private(layout: Layout, limits: Limits) -> tuple[RootState, dict[str, Memory], dict[str, Broken]]:
+    """The private store alone, as ``read_pre`` reads it, with its parsed memories and broken files:
+    for a command about one memory (show, edit) that has no use for the mirror's files."""
     cache = cache_for(layout.project_home)
-    return parsed_memories(read_root(layout.harness, limits, cache=cache), cache)
+    harness = read_root(layout.harness, limits, cache=cache)
+    memories, broken = parsed_root(harness, cache)
+    return harness, memories, broken
 
 
 def parsed_memories(state: RootState, cache: StateCache | None = None) -> dict[str, Memory]:

@@ -10,7 +10,7 @@ from typing import Any
 
 from conftest import Env
 from pytest_bdd import given, parsers, scenarios, then, when
-from test_statecache import _add_counting_opens, _newest_receipt, _seed, _settle, counting_opens
+from test_statecache import _add_counting_opens, _newest_receipt, _seed, _settle, counting_opens, listings
 
 from pipeline.bench.synth import write_store
 
@@ -56,6 +56,30 @@ def second_list_opens_nothing(ctx: dict[str, Any]) -> None:
     for store, (first, second) in zip(ctx["stores"], ctx["lists"], strict=True):
         assert second[0] == 0, second[0]
         assert first[1] == second[1] and len(second[1].splitlines()) == store.count
+
+
+@when("I show the first memory of each store in its own process")
+def show_first(ctx: dict[str, Any]) -> None:
+    ctx["shows"] = []
+    for store in ctx["stores"]:
+        args = (store.home, store.project, store.layout.harness, store.layout.mirror)
+        name = sorted(p.name for p in store.layout.harness.glob("*.md") if p.name != "MEMORY.md")[0]
+        opened, out = counting_opens(*args, "show", name)
+        private, public, again = listings(*args, "show", name)
+        assert again == out
+        ctx["shows"].append((store, name, opened, private, public, out))
+
+
+@then("each show opened at most one store file, listed the private store once and the mirror never")
+def show_bounded(ctx: dict[str, Any]) -> None:
+    for _store, _name, opened, private, public, _out in ctx["shows"]:
+        assert opened <= 1 and (private, public) == (1, 0), (opened, private, public)
+
+
+@then("each show printed the bytes of that memory's file")
+def show_bytes(ctx: dict[str, Any]) -> None:
+    for store, name, _opened, _private, _public, out in ctx["shows"]:
+        assert out.rstrip("\n") == (store.layout.harness / name).read_text().rstrip("\n")
 
 
 @when("I list the memories in a new process")

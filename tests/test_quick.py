@@ -47,6 +47,9 @@ SESSION = [
     ["list"],
     ["list", "--json"],
     ["search", "make", "--limit", "1"],
+    ["show", "project_build"],
+    ["show", "reference_docs", "--json"],
+    ["show", "no_such_memory"],
     ["--global", "add", "user_editor", "-d", "the user edits with vim"],
     ["list", "--global", "--json"],
     ["forget", "reference_docs"],
@@ -66,7 +69,7 @@ def test_a_session_gives_the_same_output_codes_and_bytes_with_and_without_typer(
     quick, full = stores[False], stores[True]
     for args, a, b in zip(SESSION, quick[0], full[0], strict=False):
         assert (a.code, _same(a.out), _same(a.err)) == (b.code, _same(b.out), _same(b.err)), args
-    assert [r.code for r in quick[0]] == [0, 0, 0, 0, 1, 1, 1, 0, 0, 0, 0, 0, 0, 1]
+    assert [r.code for r in quick[0]] == [0, 0, 0, 0, 1, 1, 1, 0, 0, 0, 0, 0, 1, 0, 0, 0, 1]
     assert quick[1] == full[1] and quick[2] == full[2]  # the same bytes in both roots and the global store
     assert "Zq8vR2mX4kT9" not in quick[0][6].out + quick[0][6].err
 
@@ -74,7 +77,7 @@ def test_a_session_gives_the_same_output_codes_and_bytes_with_and_without_typer(
 @pytest.mark.parametrize("args", [
     ["add", "--help"], ["add", "x", "-d"], ["add", "x", "-d", "--json"], ["add", "x", "y", "-d", "two names"],
     ["add", "x", "-d", "a", "-d", "b"], ["add", "x", "--nope"], ["add", "-dvalue", "x"], ["add", "x", "--", "-d"],
-    ["search", "q", "--limit", "many"], ["list", "--json=yes"], ["--home"], ["show", "x"], ["add"],
+    ["search", "q", "--limit", "many"], ["list", "--json=yes"], ["--home"], ["rename", "a", "b"], ["show"], ["add"],
 ])
 def test_anything_unusual_goes_to_the_typer_app(args: list[str]) -> None:
     assert parse(args) is None
@@ -110,8 +113,9 @@ def test_add_list_and_search_import_no_heavy_library(env: Env, with_config: bool
         (env.home / "config.yaml").write_text("lock: {timeout: 2}\nruns: {keep: 10}\n")
         time.sleep(2.1)  # a config younger than 2 s is never cached
         assert env.run("list").code == 0  # validates once, fills the cache
-    commands = [["add", "project_q", "-d", "quick path fact", "-b", "body"], ["list", "--json"], ["search", "quick"]]
-    assert _fresh_process(env, commands, HEAVY) == ([], [0, 0, 0])
+    commands = [["add", "project_q", "-d", "quick path fact", "-b", "body"], ["list", "--json"], ["search", "quick"],
+                ["show", "project_q"]]
+    assert _fresh_process(env, commands, HEAVY) == ([], [0, 0, 0, 0])
     assert (env.harness / "project_q.md").read_text().startswith("---\nname: project_q\n")
 
 

@@ -20,14 +20,17 @@ from pipeline.store.statecache import FOLDER, MAGIC, NAME, StateCache, _load
 _COUNT_OPENS = """
 import atexit, os, sys
 roots = tuple(os.path.realpath(p) + os.sep for p in sys.argv[1:3])
-opened = []
+opened, listed = [], [0, 0]
 def hook(event, args):
-    if event == "open" and isinstance(args[0], (str, bytes, os.PathLike)):
+    if event in ("open", "os.scandir", "os.listdir") and isinstance(args[0], (str, bytes, os.PathLike)):
         path = os.path.realpath(os.fsdecode(args[0]))
-        if path.startswith(roots):
+        if event == "open" and path.startswith(roots):
             opened.append(path)
+        elif event != "open":
+            for i, root in enumerate(roots):
+                listed[i] += (path + os.sep).startswith(root)
 sys.addaudithook(hook)
-atexit.register(lambda: sys.stderr.write(f"\\nOPENS {len(opened)}\\n"))
+atexit.register(lambda: sys.stderr.write(f"\\nOPENS {len(opened)} LISTS {listed[0]} {listed[1]}\\n"))
 from pipeline.cli import run
 sys.argv = ["memfold", *sys.argv[3:]]
 run()
@@ -42,13 +45,25 @@ def _sha(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def counting_opens(home: Path, project: Path, harness: Path, mirror: Path, *args: str) -> tuple[int, str]:
-    """The real CLI in its own process: how many store files it opened, and what it printed."""
+def _counted(home: Path, project: Path, harness: Path, mirror: Path, *args: str) -> subprocess.CompletedProcess[str]:
     proc = subprocess.run(
         [sys.executable, "-c", _COUNT_OPENS, str(harness), str(mirror), "--home", str(home), "--project",
          str(project), *args], capture_output=True, text=True, timeout=300, env={**os.environ, "PYTHONPATH": str(REPO)})
     assert proc.returncode == 0, proc.stderr[-2000:]
+    return proc
+
+
+def counting_opens(home: Path, project: Path, harness: Path, mirror: Path, *args: str) -> tuple[int, str]:
+    """The real CLI in its own process: how many store files it opened, and what it printed."""
+    proc = _counted(home, project, harness, mirror, *args)
     return int(proc.stderr.rsplit("OPENS ", 1)[1].split()[0]), proc.stdout
+
+
+def listings(home: Path, project: Path, harness: Path, mirror: Path, *args: str) -> tuple[int, int, str]:
+    """As ``counting_opens``: how many times the CLI listed a directory of each root, and its output."""
+    proc = _counted(home, project, harness, mirror, *args)
+    private, public = proc.stderr.rsplit("LISTS ", 1)[1].split()[:2]
+    return int(private), int(public), proc.stdout
 
 
 def _add_counting_opens(home: Path, project: Path, harness: Path, mirror: Path, name: str) -> int:
@@ -73,6 +88,23 @@ def test_add_opens_as_many_store_files_at_ten_times_the_size(tmp_path: Path) -> 
     # read again) and its own; not one of the hundreds of settled memories.
     assert counts[0] == counts[1], counts
     assert counts[1] <= 12, counts
+
+
+@pytest.mark.integration
+def test_show_lists_only_the_private_store_and_prints_its_bytes_after_a_hand_edit(tmp_path: Path) -> None:
+    store = write_store(tmp_path / "s", 60)
+    layout = store.layout
+    assert layout.mirror is not None
+    args = (store.home, store.project, layout.harness, layout.mirror)
+    name = sorted(p.name for p in layout.harness.glob("*.md") if p.name != "MEMORY.md")[0]
+    private, public, out = listings(*args, "show", name)
+    assert (private, public) == (1, 0)  # one scan of the private store; the mirror is never listed
+    assert out.rstrip("\n") == (layout.harness / name).read_text().rstrip("\n")
+    path = layout.harness / name
+    edited = path.read_bytes().replace(b"\n---\n", b"\n---\nA line added by hand.\n", 1)
+    assert edited != path.read_bytes()
+    path.write_bytes(edited)
+    assert "A line added by hand." in listings(*args, "show", name)[2]
 
 
 def _stored(env: Env) -> StateCache:

@@ -83,9 +83,9 @@ def clear(yes: bool = typer.Option(False, "--yes", help="do not ask"), global_: 
 @app.command()
 def edit(name: str = typer.Argument(...), global_: bool = GlobalOpt, json_out: bool = JsonOpt) -> int:
     """Open a memory in $VISUAL/$EDITOR; the result is validated and committed like any write."""
-    from ..edits import direct_transaction, replace_ops, require
+    from ..edits import direct_transaction, replace_ops, require_in
     from ..fsutil import read_bounded, sha256_bytes, write_new
-    from ..state import read_pre
+    from ..state import read_private
 
     use_global(global_)
     if not sys.stdin.isatty():
@@ -95,9 +95,9 @@ def edit(name: str = typer.Argument(...), global_: bool = GlobalOpt, json_out: b
     if not editor:
         raise UsageError("set $VISUAL or $EDITOR to your editor", code="usage.no-editor")
     svc = services()
-    pre = read_pre(svc.layout, svc.limits)
-    actual = require(pre, name)
-    original = pre.harness.files[actual]
+    harness, found, broken = read_private(svc.layout, svc.limits)
+    actual = require_in(found, broken, name)
+    original = harness.files[actual]
     scratch = svc.layout.project_home / f"edit-{os.getpid()}-{actual}"
     write_new(scratch, original)
     try:

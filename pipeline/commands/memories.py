@@ -1,4 +1,4 @@
-"""The bodies of the everyday memory commands (add, update, forget, list, search), without typer.
+"""The bodies of the everyday memory commands (add, update, forget, list, show, search), without typer.
 
 ``store`` registers them as typer commands; ``quick`` runs a plain invocation of them without
 importing typer at all (typer imports pydantic for its own argument coercion: ~0.3 s per command).
@@ -123,6 +123,20 @@ def list_memories(global_: bool, json_out: bool) -> int:
     width = _file_width(rows)
     human = "\n".join(f"{r['file']:<{width}} {r['type']:<9} {r['visibility']:<7} {r['description']}" for r in rows)
     emit({"ok": True, "memories": rows}, human or "no memories yet", as_json=want_json(json_out))
+    return 0
+
+
+def show(name: str, global_: bool, json_out: bool) -> int:
+    """One memory's file as it is on disk, read through the state cache; the mirror is not read."""
+    use_global(global_)
+    from ..edits import require_in
+    from ..state import read_private
+
+    svc = services(privacy=False)
+    harness, found, broken = read_private(svc.layout, svc.limits)
+    actual = require_in(found, broken, name, parsed=True)
+    emit({"ok": True, **row(actual, found[actual]), "body": found[actual].body},
+         harness.files[actual].decode("utf-8"), as_json=want_json(json_out))
     return 0
 
 
