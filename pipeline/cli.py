@@ -17,8 +17,8 @@ FAST_COMMANDS = {"inject"}
 # consolidation imports ~200 modules, and freeing them took ~30 ms after its summary was printed.
 QUICK_EXIT_COMMANDS = {"consolidate"}
 # The commands of ``commands.spec``, which the typer-free fast path parses (kept literal: no import here).
-QUICK_COMMANDS = {"add", "update", "forget", "list", "show", "search", "consolidate", "validate", "verify", "audit",
-                  "mcp", "import", "export"}
+QUICK_COMMANDS = {"add", "update", "forget", "list", "show", "status", "search", "consolidate", "validate", "verify",
+                  "audit", "mcp", "import", "export"}
 VERSION_FLAGS = {"--version", "-V"}
 
 

@@ -89,6 +89,20 @@ def test_usage_errors_still_come_from_typer(env: Env) -> None:
     assert not any(env.home.rglob("project_x.md"))
 
 
+def test_status_prints_the_same_with_and_without_typer(env: Env) -> None:
+    assert env.run("init").code == 0
+    assert env.run("add", "project_s", "-d", "a status probe", "--visibility", "safe", "-b", "body").code == 0
+    (env.harness / "broken.md").write_text("no frontmatter here\n")
+    for args in (["status"], ["status", "--json"], ["--json", "status"], ["--global", "status"]):
+        assert parse(args) is not None, args
+        quick, full = _run(env, args, typer_only=False), _run(env, args, typer_only=True)
+        assert (quick.code, quick.out, quick.err) == (full.code, full.out, full.err), args
+    data = json.loads(_run(env, ["status", "--json"], typer_only=False).out)
+    assert (data["memories"], data["safe"], data["mirrorFiles"]) == (1, 1, 1)
+    assert (env.mirror / "project_s.md").is_file()
+    assert [item["path"].rsplit("/", 1)[-1] for item in data["broken"]] == ["broken.md"]
+
+
 def _fresh_process(env: Env, commands: list[list[str]], watched: tuple[str, ...]) -> tuple[list[str], list[int]]:
     """Run ``commands`` through cli.main in a fresh interpreter: which ``watched`` modules it loaded, and
     the exit codes."""
@@ -114,8 +128,8 @@ def test_add_list_and_search_import_no_heavy_library(env: Env, with_config: bool
         time.sleep(2.1)  # a config younger than 2 s is never cached
         assert env.run("list").code == 0  # validates once, fills the cache
     commands = [["add", "project_q", "-d", "quick path fact", "-b", "body"], ["list", "--json"], ["search", "quick"],
-                ["show", "project_q"]]
-    assert _fresh_process(env, commands, HEAVY) == ([], [0, 0, 0, 0])
+                ["show", "project_q"], ["status"]]
+    assert _fresh_process(env, commands, HEAVY) == ([], [0, 0, 0, 0, 0])
     assert (env.harness / "project_q.md").read_text().startswith("---\nname: project_q\n")
 
 

@@ -103,6 +103,8 @@ COMMANDS: dict[str, Command] = {c.name: c for c in (
             EVERYDAY),
     Command("show", (arg("name", "the memory: its title, file name or slug"), GLOBAL_OPT, JSON_OPT),
             "memories:show", "Print one memory.", EVERYDAY),
+    Command("status", (GLOBAL_OPT, JSON_OPT), "overview:status",
+            "Roots, counts, capacity, lock holder, last run and pending recovery.", EVERYDAY),
     Command("search", (arg("query", "words to find"),
                        opt("limit", "--limit", kind="int", default=20, help="at most this many results"),
                        GLOBAL_OPT, JSON_OPT),
@@ -159,7 +161,7 @@ COMMANDS: dict[str, Command] = {c.name: c for c in (
 # Every other command's group; typed.py checks that each registered command has one.
 PANELS: dict[str, str] = {
     **{name: c.panel for name, c in COMMANDS.items()},
-    **dict.fromkeys(("init", "edit", "rename", "clear", "path", "status"), EVERYDAY),
+    **dict.fromkeys(("init", "edit", "rename", "clear", "path"), EVERYDAY),
     **dict.fromkeys(("schedule", "undo"), CONSOLIDATION),
     **dict.fromkeys(("attest", "report"), AUDIT),
     **dict.fromkeys(("hooks", "trust", "untrust", "mirror", "inject"), HOSTS),

@@ -1,0 +1,47 @@
+"""The body of ``memfold status``, without typer (``spec`` lists it; ``quick`` runs its plain form)."""
+
+from __future__ import annotations
+
+from ..safetext import counted
+from .context import config, emit, services, use_global, want_json
+
+
+def status(global_: bool, json_out: bool) -> int:
+    """Roots, counts, capacity, lock holder, last run and pending recovery."""
+    use_global(global_)
+    from ..hosts.cron import DuePolicy
+    from ..status import project_status
+
+    section = config().consolidate
+    data = project_status(services(privacy=False), DuePolicy(hours=section.due_hours, writes=section.due_writes))
+    lines = [
+        f"project      {data['projectRoot']}",
+        f"private      {data['harness']} ({counted(data['memories'], 'memory')}: {data['safe']} safe, "
+        f"{data['private']} private)",
+        f"mirror       {data['mirror'] or 'none (the global store is private only)'} "
+        f"({counted(data['mirrorFiles'], 'file')})",
+        f"capacity     {data['capacity']['lines']}/{data['capacity']['maxLines']} lines, "
+        f"{data['capacity']['bytes']}/{data['capacity']['maxBytes']} bytes",
+        "trusted      "
+        + ("yes: the mirror is injected" if data["trusted"] else "no: only the private store is injected"),
+        f"lock         {data['lock'] or 'free'}",
+        f"last run     {data['lastRun'] or 'none'}",
+        f"consolidate  {'due' if data.get('due') else 'not due'}"
+        + (f" ({data['dueReason']})" if data.get("due") and data.get("dueReason") else ""),
+        f"receipts     {data['receipts']}",
+    ]
+    if data["pendingRecovery"]:
+        lines.append(f"RECOVERY     run {data['pendingRecovery']} was interrupted: run `memfold recover`")
+    if data["git"] is not None:
+        lines.append(f"git          {len(data['git']['tracked'])} mirror files tracked, "
+                     f"{len(data['git']['untracked'])} untracked")
+    for line in data["drift"]:
+        lines.append(f"drift        {line}")
+    for line in data.get("behind") or []:
+        lines.append(f"behind       {line}")
+    for item in data.get("broken") or []:
+        lines.append(f"broken       {item['path']}: {item['problem']}\n             fix: {item['fix']}")
+    for warning in data["warnings"]:
+        lines.append(f"warning      {warning}")
+    emit({"ok": True, **data}, "\n".join(lines), as_json=want_json(json_out))
+    return 0
