@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import REPO, Env
@@ -78,6 +79,32 @@ def test_strict_exits_1_on_a_missed_target_and_names_it(env: Env, monkeypatch: p
         assert result.code == 0 and result.err == ""
     monkeypatch.setattr(run, "run_bench", lambda plan: _result(Row("inject", 200, [10.0], "python", 8.0, "t", True)))
     assert env.run("bench", "--quick", "--strict", "--workdir", str(tmp_path / "w")).code == 0
+
+
+@pytest.mark.integration
+def test_the_import_rows_are_measured_before_any_store_size_and_printed_last(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The sizes free many files, which slows every file ext4 creates next: the import comes first."""
+    from pipeline.bench import importing, run
+
+    calls: list[str] = []
+
+    def sized(plan: Any, n: int, env: dict[str, str], python_ms: float) -> None:
+        calls.append(f"size {n}")
+        plan.rows.append(Row("inject", n, [10.0], "python", python_ms, "", None))
+
+    def imported(plan: Any, env: dict[str, str], python_ms: float, row: Any) -> dict[str, Any]:
+        calls.append("import")
+        plan.rows.append(row("import claude", 300, [100.0], "python+staged-writes", 50.0, "", None))
+        return {"import t(3000)/t(300) = ": 1.0, "exponent": 1.0, "target": "", "met": True}
+
+    monkeypatch.setattr(run, "bench_size", sized)
+    monkeypatch.setattr(importing, "bench_import", imported)
+    plan = run.Plan(sizes=(200, 2000), reps=1, consolidate_reps=1, workdir=tmp_path / "w", progress=lambda m: None)
+    result = run.run_bench(plan)
+    assert calls == ["import", "size 200", "size 2000"]
+    assert [(r["path"], r["n"]) for r in result["rows"]] == [
+        ("floor: import typer", 0), ("inject", 200), ("inject", 2000), ("import claude", 300)]
 
 
 @pytest.mark.integration
