@@ -174,14 +174,10 @@ def read_private(layout: Layout, limits: Limits) -> tuple[RootState, dict[str, M
     return harness, memories, broken
 
 
-def parsed_memories(state: RootState, cache: StateCache | None = None) -> dict[str, Memory]:
-    """The memory files of a root, parsed (each distinct file once per process, and, with ``cache``,
-    once until it changes: its fields come from the cache and its body is read when asked for)."""
-    return parsed_root(state, cache)[0]
-
-
 def parsed_root(state: RootState, cache: StateCache | None = None) -> tuple[dict[str, Memory], dict[str, Broken]]:
-    """``parsed_memories`` and the files that do not parse, each with its problem and fix."""
+    """The memory files of a root, parsed (each distinct file once per process, and, with ``cache``,
+    once until it changes: its fields come from the cache and its body is read when asked for), and
+    the files that do not parse, each with its problem and fix."""
     names = [name for name in state.files if name != INDEX_NAME]
     kept = _from_cache(names, state, cache) if cache is not None else {}
     memories: dict[str, Memory] = {}

@@ -15,7 +15,7 @@ from test_inject import PER_PROMPT_ABSENT
 from test_torture import fork_cli
 
 from pipeline.bench.synth import write_store
-from pipeline.state import parsed_memories
+from pipeline.state import parsed_root
 from pipeline.store.searchcache import COLUMNS, Index, Row, cache_file
 from pipeline.store.state import Limits, read_root
 
@@ -86,7 +86,7 @@ def rewrite_in_place(path: Path, old: bytes, new: bytes) -> None:
 
 def _answer_from_the_files(env: Env, query: str) -> list[str]:
     """What a fresh index of exactly the files on disk ranks first: the truth to compare with."""
-    memories = parsed_memories(read_root(env.harness, Limits()))
+    memories = parsed_root(read_root(env.harness, Limits()))[0]
     return [row.file for row, _ in Index.of_memories(memories).ranked(query, 20)]
 
 
