@@ -148,47 +148,58 @@ def test_batched_fsyncs_reuse_the_same_threads_and_sync_each_descriptor_once(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import threading
 
-    synced: list[tuple[int, str]] = []
+    synced: list[tuple[int, int]] = []
     real = fsutil.ops.fsync
 
     def record(fd: int) -> None:
-        synced.append((fd, threading.current_thread().name))
+        synced.append((fd, threading.get_ident()))
         real(fd)
 
     monkeypatch.setattr(fsutil.ops, "fsync", record)
     fds = _open_files(tmp_path, 20)
+    pool = durable._pool()
     try:
         durable.fsync_all(fds[:10])
-        workers = {t.ident for t in threading.enumerate() if t.name == "memfold-fsync"}
-        assert workers  # kept for the next batch
+        started = pool._started
+        assert started >= 9  # kept for the next batch
         durable.fsync_all(fds[10:])
-        assert {t.ident for t in threading.enumerate() if t.name == "memfold-fsync"} == workers
+        assert pool._started == started
     finally:
         for fd in fds:
             os.close(fd)
     assert sorted(fd for fd, _ in synced) == sorted(fds)
+    # Each descriptor was synced by the caller or by one of the pool's own threads.
+    assert {ident for _, ident in synced} <= pool.workers | {threading.get_ident()}
 
 
 def test_fsync_threads_started_ahead_serve_a_later_batch_which_starts_none(tmp_path: Path) -> None:
     # In a fresh process: the pool is per process, and this suite's other batches have grown it.
     code = (
-        "import os, sys, threading\n"
+        "import _thread, os, sys, threading, time\n"
         "from pipeline.apply import durable\n"
         "from pipeline.fsutil import ops\n"
         "durable.start_fsync_threads()\n"
-        "ahead = {t.ident for t in threading.enumerate() if t.name == 'memfold-fsync'}\n"
+        "pool = durable._pool()\n"
+        "ahead = pool._started\n"
+        "deadline = time.monotonic() + 10\n"
+        "while len(pool.workers) < ahead and time.monotonic() < deadline:\n"
+        "    time.sleep(0.001)\n"
+        "running = set(pool.workers)\n"
         "starts, synced = [], []\n"
-        "real_start, real_fsync = threading.Thread.start, ops.fsync\n"
-        "threading.Thread.start = lambda self: (starts.append(self.name), real_start(self))[1]\n"
-        "ops.fsync = lambda fd: (synced.append(fd), real_fsync(fd))[1]\n"
+        "real_start, real_fsync = _thread.start_new_thread, ops.fsync\n"
+        "_thread.start_new_thread = lambda *a: (starts.append(a), real_start(*a))[1]\n"
+        "threading.Thread.start = lambda self: starts.append(self.name)\n"
+        "ops.fsync = lambda fd: (synced.append((fd, threading.get_ident())), real_fsync(fd))[1]\n"
         "fds = [os.open(os.path.join(sys.argv[1], f'f{i}'), os.O_WRONLY | os.O_CREAT, 0o600) for i in range(40)]\n"
         "durable.fsync_all(fds)\n"
-        "after = {t.ident for t in threading.enumerate() if t.name == 'memfold-fsync'}\n"
-        "print(len(ahead), starts, after == ahead, sorted(synced) == sorted(fds))\n"
+        "by = {ident for _, ident in synced}\n"
+        "print(ahead, len(running), starts, pool.workers == running, by <= running | {threading.get_ident()},\n"
+        "      sorted(fd for fd, _ in synced) == sorted(fds))\n"
     )
     out = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True, check=True,
                          cwd=Path(__file__).resolve().parents[1]).stdout.split()
-    assert out == [str(durable._FSYNC_THREADS - 1), "[]", "True", "True"]
+    want = str(durable._FSYNC_THREADS - 1)
+    assert out == [want, want, "[]", "True", "True", "True"]
     assert len(list(tmp_path.iterdir())) == 40
 
 
