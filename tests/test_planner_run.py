@@ -225,6 +225,29 @@ def test_the_planner_as_a_library_leaves_the_callers_collector_on(tmp_path: Path
     assert gc.isenabled()
 
 
+@pytest.mark.integration
+def test_the_planner_plans_without_site_packages_and_imports_only_the_standard_library_and_itself(
+        tmp_path: Path) -> None:
+    # The launcher runs it in-process as it started (-S): no site directory is on its import path.
+    store = {f"project_note-{i}.md": render_memory(Memory(
+        name=f"project_note-{i}", description=f"Deploy note {i} about the staging cache", type="project",
+        created="2026-01-02", body=f"- Run `make deploy` before tagging release {i}.\n",
+    )) for i in range(6)}
+    run = _run_dir(tmp_path, store, {"ops/cache.sh": "echo cache\n"}, [])
+    code = ("import io, json, sys\n"
+            "assert not any('site-packages' in p for p in sys.path), sys.path\n"
+            "from pipeline.planner.run import main\n"
+            f"out = io.BytesIO()\nassert main(['--run-dir', {str(run)!r}], stdout=out) == 0\n"
+            "print(json.dumps([len(out.getvalue()), sorted(sys.modules)]))\n")
+    proc = subprocess.run([sys.executable, "-S", "-P", "-c", code], cwd=tmp_path, capture_output=True,
+                          env={"PYTHONPATH": str(REPO), "LC_ALL": "C.UTF-8"}, timeout=120, check=False)
+    assert proc.returncode == 0, proc.stderr.decode()
+    size, loaded = json.loads(proc.stdout)
+    assert size > 0 and "pipeline.planner.plan" in loaded
+    outside = sorted(m for m in loaded if m.split(".")[0] not in sys.stdlib_module_names | {"pipeline", "__main__"})
+    assert outside == []
+
+
 def _sandboxed_planner(tmp_path: Path, run: Path, *, in_process: bool, argv: tuple[str, ...] | None = None) -> Any:
     from pipeline.worker.run import WorkerSpec, build_env, run_worker
 

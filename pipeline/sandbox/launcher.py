@@ -21,7 +21,9 @@ from . import (
 
 TYPE_CHECKING = False  # typing costs ~5 ms of every sandboxed start
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Sequence
+    from importlib.machinery import ModuleSpec
+    from types import ModuleType
     from typing import Any, NoReturn
 
     from .policy import Policy
@@ -177,13 +179,36 @@ def _exec_worker(policy: Policy, argv: list[str], base: dict[str, Any], status_w
 PLANNER = ("-m", "pipeline.planner")
 
 
+class _SiteOnDemand:
+    """Last on ``sys.meta_path``: the first import no other finder resolves runs ``site.main()`` (the
+    site directories and their .pth files, as an exec'd interpreter gets them) and is looked up again."""
+
+    def find_spec(self, name: str, path: Sequence[str] | None, target: ModuleType | None = None,
+                  /) -> ModuleSpec | None:
+        import sys
+
+        if self in sys.meta_path:
+            sys.meta_path.remove(self)
+        import site
+
+        site.main()
+        if path is not None:
+            return None  # a submodule its package does not have: the site directories change nothing
+        from importlib.machinery import PathFinder
+
+        return PathFinder.find_spec(name)
+
+
 def _run_planner(argv: list[str], env: dict[str, str]) -> NoReturn:
     """The built-in planner, run by this confined process instead of an exec of a second interpreter.
 
     Everything the exec would have given it is set up here: the worker's environment, the import
-    path its ``PYTHONPATH`` and the interpreter's site directories name (this process started with
-    -S), a dumpable process (exec resets it), no descriptor of the supervisor (``status_w`` is
-    closed), and an exit status with a traceback for anything uncaught.
+    path its ``PYTHONPATH`` names, a dumpable process (exec resets it), no descriptor of the supervisor
+    (``status_w`` is closed), and an exit status with a traceback for anything uncaught. The site
+    directories (this process started with -S, as it preloaded the planner) are added by the first
+    import that nothing else finds (``_SiteOnDemand``): a plan needs only the standard library and this
+    package, unless a memory's frontmatter needs PyYAML, and running ``site`` up front, after the policy
+    arrived, cost ~4 ms of every consolidation.
     Confinement is already in force, and the report written: it describes this process.
     """
     if tuple(argv[1:3]) != PLANNER:
@@ -194,9 +219,7 @@ def _run_planner(argv: list[str], env: dict[str, str]) -> NoReturn:
     os.environ.clear()
     os.environ.update(env)
     sys.path[:0] = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
-    import site
-
-    site.main()
+    sys.meta_path.append(_SiteOnDemand())
     sys.argv = [argv[2], *argv[3:]]
     kernel.prctl(kernel.PR_SET_DUMPABLE, 1)
     code = 1
