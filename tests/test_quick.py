@@ -150,6 +150,17 @@ def test_the_write_and_read_commands_import_neither_dataclasses_nor_inspect(env:
     assert not (env.harness / "project_warm.md").exists()
 
 
+def test_an_ascii_title_is_slugged_without_the_transliteration_tables(env: Env) -> None:
+    # anyascii loads importlib.resources (~25 ms of an add): it is needed only for a title that is not ASCII.
+    assert env.run("init").code == 0
+    watched = ("anyascii", "importlib.resources")
+    assert _fresh_process(env, [["add", "Deploy target", "-d", "where releases go"]], watched) == ([], [0])
+    assert (env.harness / "project_deploy-target.md").read_text().startswith("---\nname: Deploy target\n")
+    loaded, codes = _fresh_process(env, [["add", "Déploiement cible", "-d", "où vont les versions"]], watched)
+    assert (loaded, codes) == (["anyascii", "importlib.resources"], [0])
+    assert (env.harness / "project_deploiement-cible.md").is_file()
+
+
 def test_consolidate_without_typer_commits_the_same_state(tmp_path: Path) -> None:
     seed = [["add", "project_a", "-d", "the api listens on port 8080", "-b", "port 8080"],
             ["add", "project_b", "-d", "the api listens on port 8080 too", "-b", "port 8080"],

@@ -24,9 +24,12 @@ def slugify(title: str) -> str:
     Accented letters lose their accents and other scripts are transliterated (``部署`` → ``bushu``), so a
     title in any language gives a readable file name; what no table covers (private use) is dropped.
     """
-    from anyascii import anyascii
+    if not title.isascii():
+        # Imported only here: anyascii loads importlib.resources, ~25 ms of an `add` whose title is ASCII.
+        from anyascii import anyascii
 
-    words = _NOT_SLUG.sub(" ", anyascii(title).lower()).split()
+        title = anyascii(title)
+    words = _NOT_SLUG.sub(" ", title.lower()).split()
     slug = ""
     for word in words:
         candidate = f"{slug}-{word}" if slug else word
