@@ -224,7 +224,8 @@ def run_bench(plan: Plan) -> dict[str, Any]:
     compile_bytecode(env)
     plan.progress("floor: python -c pass")
     python_ms = statistics.median(floors.interpreter(env, max(plan.reps, 5)))
-    plan.progress("floor: python -c 'import typer' (every command but inject imports it; it imports pydantic)")
+    plan.progress("floor: python -c 'import typer' (the commands outside the typer-free table import it, and "
+                  "it imports pydantic)")
     typer_ms = floors.interpreter(env, max(plan.reps, 5), "import typer")
     plan.rows.append(Row("floor: import typer", 0, typer_ms, "python", python_ms))
     # The import rows go first: each size below removes its copies of the store (hundreds of thousands
