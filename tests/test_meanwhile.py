@@ -173,11 +173,16 @@ def test_the_preparation_starts_the_commits_fsync_threads_while_the_worker_plans
         "from pipeline.apply import durable\n"
         "from pipeline.transaction import _later_stages\n"
         "from pipeline.worker.meanwhile import meanwhile\n"
-        "before = sum(t.name == 'memfold-fsync' for t in threading.enumerate())\n"
+        "import time\n"
+        "before = durable._POOL[0]._started if durable._POOL else 0\n"
         "with meanwhile(*_later_stages(SimpleNamespace(ruleset=None), SimpleNamespace(memories={}))) as start:\n"
         "    start()\n"
-        "print(before, sum(t.name == 'memfold-fsync' for t in threading.enumerate()), durable._FSYNC_THREADS - 1)\n"
+        "pool = durable._pool()\n"
+        "deadline = time.monotonic() + 10\n"
+        "while len(pool.workers) < pool._started and time.monotonic() < deadline:\n"
+        "    time.sleep(0.001)\n"
+        "print(before, pool._started, len(pool.workers), durable._FSYNC_THREADS - 1)\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          cwd=Path(__file__).resolve().parents[1]).stdout.split()
-    assert out[0] == "0" and out[1] == out[2] != "0"
+    assert out[0] == "0" and out[1] == out[2] == out[3] != "0"
