@@ -163,3 +163,28 @@ def test_the_etc_a_launcher_started_ahead_grants_is_the_one_worked_out_at_once()
 
     with start_launcher(planner=False) as launcher:
         assert launcher.etc_view() == narrowed_etc() and launcher.etc_view()
+
+
+@pytest.mark.integration
+def test_the_built_in_planner_is_granted_no_etc_and_its_launcher_walks_none(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from pipeline.sandbox import readable
+    from pipeline.worker import confine
+
+    walks: list[str] = []
+    real = readable.world_readable
+    monkeypatch.setattr(readable, "world_readable", lambda root, limit=None: (walks.append(root), real(root, limit))[1])
+    spec = _spec(tmp_path, "tok-planner")
+    planner = spec.with_changes(in_process=True)
+    for planned, want_walks in ((True, []), (False, ["/etc"])):
+        walks.clear()
+        with start_launcher(planner=planned) as launcher:
+            cg = launcher.run_cgroups(None, None)
+            policy = confine.policy_for(planner if planned else spec, tmp_path / "report.json", cg,
+                                        etc=launcher.etc_view)
+            assert walks == want_walks
+        etc = [p for p in policy.read_paths if p == "/etc" or p.startswith("/etc/")]
+        # The planner's date comes from the manifest and its modules are loaded: nothing of /etc is
+        # readable to it. A worker that execs still gets the world-readable part, and never the shadow file.
+        assert (etc == []) is planned
+        assert "/etc/shadow" not in etc and str(tmp_path) in policy.read_paths

@@ -96,7 +96,7 @@ def _confine(policy: Policy, base: dict[str, Any]) -> dict[str, Any]:
             sc["error"] = str(exc)
     report["seccomp"] = sc
     # What the rules above let the worker read: "narrowed" is the run dir, the roots, the project,
-    # the system dirs, the world-readable part of /etc and four device files.
+    # the system dirs, four device files and, for a worker that execs, the world-readable part of /etc.
     report["reads"] = "whole-filesystem" if "/" in policy.read_paths else "narrowed"
     report["uid"] = os.getuid()
     return report

@@ -35,14 +35,16 @@ class Launcher:
     Meanwhile a thread makes the run's cgroups and moves the launcher into them: the first move into
     a cgroup waits ~17 ms for the kernel, which the launcher no longer waits for once it has its
     policy. Their limits are set by ``run_cgroups`` before the policy goes over, so before anything
-    is forked in them. The same thread then works out the world-readable part of /etc the policy
-    grants (a walk of ~1,400 entries, ~9 ms), which the policy used to wait for."""
+    is forked in them. The same thread then works out the world-readable part of /etc the policy of a
+    worker that execs grants (a walk of ~1,400 entries, ~9 ms), which the policy used to wait for; the
+    built-in planner (``planner``) is granted no /etc, so its launcher walks none."""
 
-    def __init__(self, proc: subprocess.Popen[bytes], policy_w: int) -> None:
+    def __init__(self, proc: subprocess.Popen[bytes], policy_w: int, *, planner: bool = False) -> None:
         self.proc = proc
         self._policy_w: int | None = policy_w
         self._cgroups: RunCgroups | None = None
         self._etc: list[str] | WorkerFailed | None = None
+        self._planner = planner
         self._entering = threading.Thread(target=self._prepare, name="memfold-launcher-prep", daemon=True)
         self._entering.start()
 
@@ -53,6 +55,8 @@ class Launcher:
         made = cgroup.make()
         made.enter(self.proc.pid)
         self._cgroups = made
+        if self._planner:
+            return  # a policy that needs /etc after all works it out in etc_view
         try:
             self._etc = narrowed_etc()
         except WorkerFailed as exc:
@@ -137,4 +141,4 @@ def start_launcher(*, planner: bool) -> Launcher:
         raise WorkerFailed(f"could not start the sandbox launcher: {exc}", code="worker.spawn") from exc
     finally:
         os.close(policy_r)
-    return Launcher(proc, policy_w)
+    return Launcher(proc, policy_w, planner=planner)

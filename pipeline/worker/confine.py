@@ -17,8 +17,10 @@ if TYPE_CHECKING:
     from .run import WorkerSpec
 
 # Read+execute roots used when the caller narrows read_paths: what interpreters need to start.
-# /etc is added as its world-readable part (readable.py). Of /dev only four character devices:
-# the rest holds other processes' terminals (keystrokes typed during a run) and /dev/shm files.
+# /etc is added as its world-readable part (readable.py) for a worker that execs; the built-in
+# planner, run in the launcher's own process with its modules loaded, reads nothing of /etc (its
+# date is the manifest's), so it gets none. Of /dev only four character devices: the rest holds
+# other processes' terminals (keystrokes typed during a run) and /dev/shm files.
 _SYSTEM_READ = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/opt", "/proc", "/sys/devices/system/cpu")
 DEVICES = ("/dev/null", "/dev/zero", "/dev/random", "/dev/urandom")
 SYSTEM_ETC = "/etc"
@@ -32,7 +34,8 @@ def policy_for(spec: WorkerSpec, report_path: Path, cg: cgroup.RunCgroups,
     """
     if spec.read_paths and spec.sandbox:
         extra = {sys.prefix, sys.base_prefix, str(spec.cwd)}
-        system = [*_SYSTEM_READ, *DEVICES, *(narrowed_etc() if etc is None else etc())]
+        view = [] if spec.in_process else narrowed_etc() if etc is None else etc()
+        system = [*_SYSTEM_READ, *DEVICES, *view]
         read = tuple(dict.fromkeys([*(str(p) for p in spec.read_paths), *system, *sorted(extra)]))
     else:
         read = ("/",)
