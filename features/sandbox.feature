@@ -74,6 +74,13 @@ Feature: A hostile worker cannot touch anything but its scratch dir
     And the launcher recorded its protections, then ran the built-in planner itself, which exited 0
     And the manifest and the receipt record every protection this machine enforces
 
+  Scenario: The built-in planner reads none of /etc
+    Given the launchers that consolidations start ahead of their worker are watched
+    When I run "consolidate --no-context"
+    Then the exit code is 0
+    And the policy handed to the launcher runs the planner in-process and grants nothing under /etc
+    And the launcher recorded its protections, then ran the built-in planner itself, which exited 0
+
   Scenario: A run refused before its worker starts leaves no launcher behind
     Given the launchers that consolidations start ahead of their worker are watched
     And the project lock is held by another process

@@ -441,8 +441,10 @@ def watch_launchers(monkeypatch: pytest.MonkeyPatch, ctx: dict[str, Any]) -> Non
 
     def hand_over(self: Any, policy_json: str) -> Any:
         # What the cgroups hold and bound at the moment the policy goes over, before anything is forked.
-        procs = json.loads(policy_json)["cgroup_procs"]
-        handed.append({"pid": self.proc.pid, "procs": procs,
+        policy = json.loads(policy_json)
+        procs = policy["cgroup_procs"]
+        handed.append({"pid": self.proc.pid, "procs": procs, "reads": policy["read_paths"],
+                       "in_process": policy["in_process"],
                        "members": [Path(p).read_text().split() for p in procs],
                        "bounds": [{f.name: f.read_text().strip() for f in Path(p).parent.iterdir()
                                    if f.name in ("pids.max", "memory.max", "memory.limit_in_bytes")} for p in procs]})
@@ -450,6 +452,13 @@ def watch_launchers(monkeypatch: pytest.MonkeyPatch, ctx: dict[str, Any]) -> Non
 
     monkeypatch.setattr(ahead.Launcher, "hand_over", hand_over)
     ctx["handed"] = handed
+
+
+@then("the policy handed to the launcher runs the planner in-process and grants nothing under /etc")
+def policy_without_etc(ctx: dict[str, Any]) -> None:
+    [handed] = ctx["handed"]
+    assert handed["in_process"] is True and handed["reads"]
+    assert [p for p in handed["reads"] if p == "/etc" or p.startswith("/etc/")] == []
 
 
 @then("every launcher started ahead was stopped before it started anything")
