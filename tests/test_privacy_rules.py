@@ -269,3 +269,59 @@ def test_a_text_scanned_again_gets_the_same_findings_without_a_second_scan(monke
     ruleset.forget()
     ruleset.scan(secret)
     assert scans[-1] == secret and len(scans) == 4
+
+
+def _corpus_texts(limit: int) -> list[str]:
+    data = Path(__file__).parent / "data" / "privacy"
+    texts = [row["text"] for row in yaml.safe_load((data / "positives.yaml").read_text("utf-8"))]
+    for name in ("positives.jsonl", "benign.jsonl"):
+        with open(data / "corpus" / name, encoding="utf-8") as fh:
+            texts += [json.loads(line)["text"] for line, _ in zip(fh, range(limit), strict=False) if line.strip()]
+    return texts
+
+
+def test_verdicts_kept_from_earlier_texts_leave_every_later_finding_as_a_fresh_scan_gives_it() -> None:
+    # One rule set scans the labelled texts in a row, deciding each (rule, match) once; the other
+    # forgets everything before each text. Each text is also scanned again inside a line of an
+    # index, where the same matches stand at other offsets.
+    keeping, fresh = load_ruleset(), load_ruleset()
+    assert keeping is fresh  # the loader shares one compiled set: forget() is what separates the runs
+    texts = _corpus_texts(400)
+    keeping.forget()
+    kept = [keeping.scan(text) for text in texts] + [keeping.scan(f"- [x](x.md) — {t}\n") for t in texts]
+    decided = len(keeping._verdicts)
+    found = []
+    for text in [*texts, *(f"- [x](x.md) — {t}\n" for t in texts)]:
+        fresh.forget()
+        found.append(fresh.scan(text))
+    assert kept == found
+    assert sum(map(bool, found)) > 300 and decided > 300  # real findings, real verdicts reused
+
+
+def test_a_match_met_again_is_judged_once_and_reported_at_each_place(monkeypatch: pytest.MonkeyPatch) -> None:
+    ruleset = load_ruleset()
+    ruleset.forget()
+    judged: list[tuple[str, bytes, bytes]] = []
+    original = RuleSet._verdict
+
+    def counted(self: RuleSet, rule: Any, secret: bytes, whole: bytes) -> str | None:
+        judged.append((rule.id, secret, whole))
+        return original(self, rule, secret, whole)
+
+    monkeypatch.setattr(RuleSet, "_verdict", counted)
+    token = "ghp_4fT9kLm2Qx8vB7nR1zW3yH6jD0sA5cE9uPqX"
+    text = f"github token {token}\nagain: {token}\n"
+    findings = ruleset.scan(text, "notes")
+    assert [(f.line, f.column) for f in findings] == [(1, 14), (2, 8)]
+    assert len({f.rule_id for f in findings}) == 1 and all(token not in f.preview for f in findings)
+    # Every rule that matched the token judged it once, though it stands twice.
+    on_token = [entry for entry in judged if entry[1] == token.encode()]
+    assert on_token and len(on_token) == len(set(on_token)) == len({rule for rule, _, _ in on_token})
+    # Another text with the same token: found at its own place, with no new judgement.
+    count = len(judged)
+    later = ruleset.scan(f"old line\n\nagain: {token}", "other")
+    assert [(f.line, f.column, f.file, f.rule_id) for f in later] == [(3, 8, "other", findings[0].rule_id)]
+    assert [e for e in judged[count:] if e[1] == token.encode()] == []
+    ruleset.forget()
+    ruleset.scan(text)
+    assert len([e for e in judged if e[1] == token.encode()]) == 2 * len(on_token)

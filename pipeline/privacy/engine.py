@@ -17,6 +17,11 @@ MAX_HITS_PER_RULE = 1000
 MEMO_MAX_CHARS = 32 << 20
 
 
+# Verdict marks (compared by identity): an allowlisted match, and one not decided yet.
+_ALLOWED = "\0allowed"
+_UNDECIDED = "\0undecided"
+
+
 class _Hit(Frozen):
     """One unallowed match of one rule, by byte span (immutable)."""
 
@@ -92,6 +97,12 @@ class RuleSet:
         # memory as plan content (validation) and again as a mirror file (the gate).
         self._memo: dict[str, list[_Hit]] = {}
         self._memo_chars = 0
+        # What each (rule, match) came to: allowlisted, refused by the rule's check, or a hit with its
+        # preview. A pure function of the rule and the matched bytes, so a match met again (a file name
+        # in both halves of each index line, a line the last index scanned already) is decided once:
+        # the allowlists and checks cost ~15 µs a match, and a 2,000-memory MEMORY.md has ~2,000.
+        self._verdicts: dict[tuple[int, bytes, bytes], str | None] = {}
+        self._verdict_bytes = 0
         # What each rule's matches must contain (see ``prefilter``), read on the first scan: a rule
         # whose needs a text lacks cannot match it, so it is neither compiled nor run there.
         self._needs_source = needs
@@ -118,25 +129,36 @@ class RuleSet:
         """The rule's unallowed hits; the spans it recognised as documentation values go to ``known``."""
         hits: list[_Hit] = []
         group = rule.secret_group
+        verdicts, ident = self._verdicts, id(rule)  # the rule lives as long as this set: its id is stable
         for match in rule.pattern.finditer(data):
             if len(hits) >= MAX_HITS_PER_RULE:
                 break
             start, end = match.span(group)
             if start < 0 or start == end:
                 continue
-            secret_b = data[start:end]
-            whole_b = match.group(0)
-            if self._allowed(rule, secret_b, whole_b):
+            key = (ident, data[start:end], match.group(0))
+            verdict = verdicts.get(key, _UNDECIDED)
+            if verdict is _UNDECIDED:
+                verdict = verdicts[key] = self._verdict(rule, key[1], key[2])
+                self._verdict_bytes += len(key[1]) + len(key[2])
+                if self._verdict_bytes > MEMO_MAX_CHARS:
+                    verdicts.clear()
+                    self._verdict_bytes = 0
+            if verdict is _ALLOWED:
                 if not rule.fallback:
                     known.append((start, end))
-                continue
-            secret = secret_b.decode("utf-8", "replace")
-            if rule.check is not None:
-                whole = whole_b.decode("utf-8", "replace")
-                if not rule.check(secret, whole, rule.check_params):
-                    continue
-            hits.append(_Hit(rule, start, end, redact(secret, rule.preview_prefix)))
+            elif verdict is not None:
+                hits.append(_Hit(rule, start, end, verdict))
         return hits
+
+    def _verdict(self, rule: Rule, secret_b: bytes, whole_b: bytes) -> str | None:
+        """``_ALLOWED``, None (the rule's check refuses the match) or the hit's preview."""
+        if self._allowed(rule, secret_b, whole_b):
+            return _ALLOWED
+        secret = secret_b.decode("utf-8", "replace")
+        if rule.check is not None and not rule.check(secret, whole_b.decode("utf-8", "replace"), rule.check_params):
+            return None
+        return redact(secret, rule.preview_prefix)
 
     def _present_keywords(self, text: str, data: bytes) -> frozenset[str]:
         if self._keyword_set is not None:
@@ -198,9 +220,11 @@ class RuleSet:
             getattr(pattern, "compiled", None)
 
     def forget(self) -> None:
-        """Drop the remembered hits (a throughput measurement scans the same texts again)."""
+        """Drop the remembered hits and verdicts (a throughput measurement scans the same texts again)."""
         self._memo.clear()
         self._memo_chars = 0
+        self._verdicts.clear()
+        self._verdict_bytes = 0
 
     def scan(self, text: str, file: str = "<text>") -> list[Finding]:
         """Findings sorted by line, column and rule id; one finding per secret span."""
