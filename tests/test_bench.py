@@ -259,3 +259,47 @@ def test_the_staged_writes_floor_counts_the_runs_receipt_only_where_it_is_a_copy
     pre_size, post_size = (run / "pre-receipt.json").stat().st_size, (run / "post-receipt.json").stat().st_size
     assert counted["receipts"] == ([log.stat().st_size], 0)
     assert counted["run"] == (([pre_size], 0) if linked else ([post_size, pre_size], 0))
+
+
+def test_the_staged_writes_floor_writes_in_the_store_directories_and_leaves_them_as_they_were(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A creation costs what the directory's block group makes it cost: the floor stages its files where
+    the write lands (a fresh run directory inside ``runs``, as a write makes one), then removes them."""
+    from pipeline.bench import floors
+    from pipeline.bench.run import _changed_files, write_places
+
+    store = write_store(tmp_path / "s", 30)
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    subprocess.run([sys.executable, "-m", "pipeline", "--home", str(store.home), "--project", str(store.project),
+                    "add", "project_probe", "-d", "a probe fact", "--visibility", "safe"], env=env, check=True,
+                   capture_output=True)
+    layout = store.layout
+    changed = _changed_files(max(layout.receipts.iterdir()), layout)
+    places = write_places(layout)
+
+    def listing() -> dict[str, bytes]:
+        return {str(p.relative_to(tmp_path)): p.read_bytes() if p.is_file() else b"<dir>"
+                for p in sorted((tmp_path / "s").rglob("*"))}
+
+    before = listing()
+    created: list[Path] = []
+    real_open = os.open
+
+    def recording(path: Any, flags: int, *args: Any, **kwargs: Any) -> int:
+        if flags & os.O_CREAT:
+            created.append(Path(os.fsdecode(path)))
+        return real_open(path, flags, *args, **kwargs)
+
+    monkeypatch.setattr(os, "open", recording)
+    samples = floors.staged_writes(changed, 2, where=tmp_path, places=places)
+    monkeypatch.undo()
+    assert len(samples) == 2 and all(ms > 0 for ms in samples)
+    staged = sum(len(sizes) for sizes, _deleted in changed.values())
+    assert len(created) == 2 * staged
+    parents = {p.parent for p in created}
+    assert {places["harness"], places["public"], places["receipts"]} <= parents
+    runs = {p for p in parents if p.parent == places["run"]}
+    assert len(runs) == 2 and all(p.name.startswith(".memfold-bench-run-") for p in runs)
+    assert parents <= {places["harness"], places["public"], places["receipts"], *runs}
+    assert listing() == before

@@ -138,7 +138,7 @@ def _driver(store: Any, env: dict[str, str]) -> tuple[float, dict[str, Any]]:
 def bench_consolidate(plan: Plan, n: int, cli: Cli, add: Callable[..., Row], pristine: Path, live: Path,
                       env: dict[str, str], reps: int) -> dict[str, tuple[list[int], int]]:
     """The consolidate rows for one size; returns the files the last commit wrote (for the floors)."""
-    from .run import _changed_files
+    from .run import _changed_files, write_places
 
     store, small = cli.store, n <= 200
     fl = plan.floors[str(n)]
@@ -170,7 +170,8 @@ def bench_consolidate(plan: Plan, n: int, cli: Cli, add: Callable[..., Row], pri
         restore_cold(pristine, live)
         cold.append(_driver(store, env)[0])
     remove_retired(live)
-    fl["staged-writes"] = statistics.median(floors.staged_writes(changed, 3, where=plan.workdir))
+    fl["staged-writes"] = statistics.median(floors.staged_writes(changed, 3, where=plan.workdir,
+                                                                  places=write_places(store.layout)))
     fl["python+read+hash"] = fl["python"] + fl["read+hash"]
     fl["staged-writes+read+hash"] = fl["staged-writes"] + fl["read+hash"]
     fl["consolidate"] = 2 * fl["python"] + fl["read+hash"] + fl["staged-writes"]

@@ -50,25 +50,44 @@ def read_hash(roots: list[Path], reps: int) -> list[float]:
     return repeat(run, reps)
 
 
-def staged_writes(plan: Mapping[str, tuple[list[int], int]], reps: int, where: Path | None = None) -> list[float]:
+def staged_writes(plan: Mapping[str, tuple[list[int], int]], reps: int, where: Path | None = None,
+                  places: Mapping[str, Path] | None = None) -> list[float]:
     """The least a crash-safe apply of a change set can do, in each directory it touches.
 
     ``plan`` maps a directory (harness, public, receipts, run) to the sizes of the files written there
     and the number deleted. Per rep: stage every file (write a temp), fsync every file and directory,
     rename each temp into place, unlink the deleted ones, fsync every directory again. The fsyncs of a
     round are issued together, as apply issues them.
+
+    ``places`` names the real directory of a key: its files are staged there, under names no store
+    file has, and removed after the rep, untimed; ``run`` names the directory a fresh run directory is
+    made in, as a write makes its own. What a file creation costs depends on the directory: ext4 takes
+    a new inode from the block group of its parent, and the groups of a store written long ago can
+    cost ten times what a just-made directory's do (25 against 290 µs a creation on this VM). Keys
+    without a place get fresh directories under ``where``.
     """
     from concurrent.futures import ThreadPoolExecutor
 
+    places = places or {}
     out = []
     with tempfile.TemporaryDirectory(prefix="memfold-bench-fsync-", dir=where) as tmp, \
             ThreadPoolExecutor(16) as pool:
         for rep in range(reps):
-            folders = {name: Path(tmp) / str(rep) / name for name in plan}
-            doomed = []
-            for name, folder in folders.items():
-                folder.mkdir(parents=True)
-                doomed += [folder / f"d{i}" for i in range(plan[name][1])]
+            folders: dict[str, Path] = {}
+            made: list[Path] = []
+            for name in plan:
+                place = places.get(name)
+                if place is None:
+                    folder = Path(tmp) / str(rep) / name
+                    folder.mkdir(parents=True)
+                elif name == "run":
+                    folder = Path(tempfile.mkdtemp(prefix=".memfold-bench-run-", dir=place))
+                    made.append(folder)
+                else:
+                    folder = place
+                folders[name] = folder
+            stem = f".memfold-bench-{os.getpid()}-{rep}"
+            doomed = [folders[name] / f"{stem}-d{i}" for name in plan for i in range(plan[name][1])]
             for path in doomed:
                 path.write_bytes(b"x" * 1024)
             _fsync_all(pool, [], list(folders.values()))
@@ -76,11 +95,11 @@ def staged_writes(plan: Mapping[str, tuple[list[int], int]], reps: int, where: P
             temps, fds = [], []
             for name, folder in folders.items():
                 for i, size in enumerate(plan[name][0]):
-                    temp = folder / f".t{i}"
+                    temp = folder / f"{stem}-t{i}"
                     fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
                     os.write(fd, b"x" * size)
                     fds.append(fd)
-                    temps.append((temp, folder / f"f{i}"))
+                    temps.append((temp, folder / f"{stem}-f{i}"))
             _fsync_all(pool, fds, list(folders.values()))
             for fd in fds:
                 os.close(fd)
@@ -90,6 +109,10 @@ def staged_writes(plan: Mapping[str, tuple[list[int], int]], reps: int, where: P
                 os.unlink(path)
             _fsync_all(pool, [], list(folders.values()))
             out.append(ms_since(start))
+            for _temp, final in temps:
+                final.unlink()
+            for folder in made:
+                os.rmdir(folder)
     return out
 
 

@@ -112,6 +112,15 @@ def _settle(path: Path) -> None:
         time.sleep(2.1 - age)
 
 
+def write_places(layout: Any) -> dict[str, Path]:
+    """The directories a write of the store touches, by the keys of ``_changed_files``: where the
+    staged-writes floor stages its files (see ``floors.staged_writes``)."""
+    places = {"receipts": layout.receipts, "run": layout.runs, "harness": layout.harness}
+    if layout.mirror is not None:
+        places["public"] = layout.mirror
+    return places
+
+
 def _changed_files(receipt_path: Path, layout: Any) -> dict[str, tuple[list[int], int]]:
     """Every file the commit writes, by directory, with its size as it landed (the post-state is on
     disk now), and the files it deletes: both roots' differences, indexes included, the receipt log

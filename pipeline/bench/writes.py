@@ -49,7 +49,7 @@ def _newest_receipt(layout: Any) -> Path:
 def bench_writes(plan: Plan, n: int, cli: Cli, add: Any) -> None:
     """Append the add, memory_add and audit-path rows for a store of ``n`` memories (``add`` is
     run.py's row helper; ``cli`` runs memfold on the store)."""
-    from .run import _changed_files
+    from .run import _changed_files, write_places
 
     store = cli.store
     layout = store.layout
@@ -61,7 +61,8 @@ def bench_writes(plan: Plan, n: int, cli: Cli, add: Any) -> None:
         plan.progress(f"n={n}: memory_add (warm server) against its fsync waits")
         mcp_samples = _warm_driver(store, cli.env, reps, 0)
         changed = _changed_files(_newest_receipt(layout), layout)
-        fl["memory_add fsync"] = statistics.median(floors.staged_writes(changed, 3, where=plan.workdir))
+        fl["memory_add fsync"] = statistics.median(floors.staged_writes(changed, 3, where=plan.workdir,
+                                                                        places=write_places(layout)))
         add("memory_add (warm)", mcp_samples, "memory_add fsync", "<= 2x floor",
             lambda r: (r.ratio or 0) <= 2.0)
 
@@ -94,7 +95,7 @@ def _warm_driver(store: Any, env: dict[str, str], reps: int, fill: int) -> list[
 
 def bench_add(plan: Plan, n: int, cli: Cli, add: Any, reps: int) -> None:
     """The ``add (CLI)`` row against python + read + fsync, and the stat floor beside it."""
-    from .run import _changed_files
+    from .run import _changed_files, write_places
 
     layout = cli.store.layout
     roots = [layout.harness, layout.mirror]
@@ -107,7 +108,8 @@ def bench_add(plan: Plan, n: int, cli: Cli, add: Any, reps: int) -> None:
                         "-b", f"Probe {i}: tag after the smoke tests.")
         samples.append(ms)
     changed = _changed_files(_newest_receipt(layout), layout)
-    fl["add fsync"] = statistics.median(floors.staged_writes(changed, 3, where=plan.workdir))
+    fl["add fsync"] = statistics.median(floors.staged_writes(changed, 3, where=plan.workdir,
+                                                              places=write_places(layout)))
     fl["add read"] = statistics.median(floors.read_hash([r for r in roots if r is not None], 3))
     fl["add floor"] = fl["python"] + fl["add read"] + fl["add fsync"]
     # What a stat-validated write cannot go below: python's start and one lstat of every store file (a
@@ -118,7 +120,7 @@ def bench_add(plan: Plan, n: int, cli: Cli, add: Any, reps: int) -> None:
     # The receipt contract's own floor: the log entry and the run's two receipts, each with both roots'
     # full hash maps, written and fsynced as apply does, plus that lstat of every store file.
     receipts = {key: changed[key] for key in ("receipts", "run")}
-    written = floors.staged_writes(receipts, len(stat_samples), where=plan.workdir)
+    written = floors.staged_writes(receipts, len(stat_samples), where=plan.workdir, places=write_places(layout))
     add("floor: receipts+stat", [w + s for w, s in zip(written, stat_samples, strict=True)], None)
     target, factor = ADD_TARGETS.get(n, ("", None))
     add("add (CLI)", samples[1:], "add floor", target,
