@@ -1,4 +1,10 @@
-"""JSON parsing with a nesting bound checked before the parser recurses, and no NaN or Infinity."""
+"""JSON parsing with a nesting bound and no NaN or Infinity.
+
+The C parser's own recursion is bounded by the interpreter's recursion limit (it raises
+RecursionError, never overflows the stack), so a text is parsed first and the bound checked on the
+value it gave, one level of containers at a time. Only a text that does not parse is scanned for its
+brackets, so that one nested too deep is refused as such whatever else is wrong with it.
+"""
 
 from __future__ import annotations
 
@@ -53,11 +59,39 @@ def _reject_constant(literal: str) -> Any:
     raise ValueError(f"{literal} is not JSON")
 
 
+def _nests_deeper(value: Any, limit: int) -> bool:
+    """True if ``value`` (as json.loads gives it: plain dicts and lists) nests deeper than ``limit``.
+
+    For a valid text this is the depth of its brackets outside strings, which ``json_depth_exceeds``
+    measures on the text, at a fraction of the cost: only containers are visited.
+    """
+    level = [value] if type(value) is dict or type(value) is list else []
+    depth = 0
+    while level:
+        depth += 1
+        if depth > limit:
+            return True
+        below: list[Any] = []
+        for container in level:
+            below += [item for item in (container.values() if type(container) is dict else container)
+                      if type(item) is dict or type(item) is list]
+        level = below
+    return False
+
+
 def loads_bounded(text: str, max_depth: int) -> Any:
-    """json.loads with a depth pre-check and without NaN/Infinity; raises ValueError (TooDeep)."""
-    if json_depth_exceeds(text, max_depth):
-        raise TooDeep(f"nested deeper than {max_depth}")
+    """json.loads with a nesting bound and without NaN/Infinity; raises ValueError (TooDeep).
+
+    A text nested deeper than ``max_depth`` is TooDeep even where it is also invalid JSON.
+    """
     try:
-        return json.loads(text, parse_float=_finite_float, parse_constant=_reject_constant)
-    except RecursionError as exc:  # only reachable under an already deep caller stack
+        value = json.loads(text, parse_float=_finite_float, parse_constant=_reject_constant)
+    except RecursionError as exc:
         raise TooDeep("nested too deep") from exc
+    except ValueError:
+        if json_depth_exceeds(text, max_depth):
+            raise TooDeep(f"nested deeper than {max_depth}") from None
+        raise
+    if _nests_deeper(value, max_depth):
+        raise TooDeep(f"nested deeper than {max_depth}")
+    return value
