@@ -303,3 +303,13 @@ def test_the_staged_writes_floor_writes_in_the_store_directories_and_leaves_them
     assert len(runs) == 2 and all(p.name.startswith(".memfold-bench-run-") for p in runs)
     assert parents <= {places["harness"], places["public"], places["receipts"], *runs}
     assert listing() == before
+    # A failure inside a rep (a rename refused) leaves the store's directories as they were too.
+
+    def refused(_src: Any, _dst: Any) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, "replace", refused)
+    with pytest.raises(OSError, match="No space"):
+        floors.staged_writes(changed, 1, where=tmp_path, places=places)
+    monkeypatch.undo()
+    assert listing() == before

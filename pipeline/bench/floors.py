@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -87,32 +88,36 @@ def staged_writes(plan: Mapping[str, tuple[list[int], int]], reps: int, where: P
                     folder = place
                 folders[name] = folder
             stem = f".memfold-bench-{os.getpid()}-{rep}"
-            doomed = [folders[name] / f"{stem}-d{i}" for name in plan for i in range(plan[name][1])]
-            for path in doomed:
-                path.write_bytes(b"x" * 1024)
-            _fsync_all(pool, [], list(folders.values()))
-            start = time.perf_counter()
-            temps, fds = [], []
-            for name, folder in folders.items():
-                for i, size in enumerate(plan[name][0]):
-                    temp = folder / f"{stem}-t{i}"
-                    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-                    os.write(fd, b"x" * size)
-                    fds.append(fd)
-                    temps.append((temp, folder / f"{stem}-f{i}"))
-            _fsync_all(pool, fds, list(folders.values()))
-            for fd in fds:
-                os.close(fd)
-            for temp, final in temps:
-                os.replace(temp, final)
-            for path in doomed:
-                os.unlink(path)
-            _fsync_all(pool, [], list(folders.values()))
-            out.append(ms_since(start))
-            for _temp, final in temps:
-                final.unlink()
-            for folder in made:
-                os.rmdir(folder)
+            temps: list[tuple[Path, Path]] = []
+            doomed: list[Path] = []
+            try:
+                doomed = [folders[name] / f"{stem}-d{i}" for name in plan for i in range(plan[name][1])]
+                for path in doomed:
+                    path.write_bytes(b"x" * 1024)
+                _fsync_all(pool, [], list(folders.values()))
+                start = time.perf_counter()
+                temps, fds = [], []
+                for name, folder in folders.items():
+                    for i, size in enumerate(plan[name][0]):
+                        temp = folder / f"{stem}-t{i}"
+                        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+                        os.write(fd, b"x" * size)
+                        fds.append(fd)
+                        temps.append((temp, folder / f"{stem}-f{i}"))
+                _fsync_all(pool, fds, list(folders.values()))
+                for fd in fds:
+                    os.close(fd)
+                for temp, final in temps:
+                    os.replace(temp, final)
+                for path in doomed:
+                    os.unlink(path)
+                _fsync_all(pool, [], list(folders.values()))
+                out.append(ms_since(start))
+            finally:  # the store's directories are left as they were, even after a failure
+                for path in [*doomed, *(t for pair in temps for t in pair)]:
+                    path.unlink(missing_ok=True)
+                for folder in made:
+                    shutil.rmtree(folder, ignore_errors=True)
     return out
 
 
