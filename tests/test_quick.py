@@ -204,6 +204,29 @@ def test_a_consolidate_process_ends_after_its_exit_handlers_with_its_output_flus
     assert cache.is_file() and cache.stat().st_size > 0  # written by an exit handler, which still ran
 
 
+@pytest.mark.parametrize("args, code", [
+    (["add", "project_lint", "-d", "how lint runs", "-b", "Lint runs through make lint."], 0),
+    (["update", "project_deploys", "--body", "Deploys go through ops/deploy.sh, then the smoke tests."], 0),
+    (["forget", "project_deploys"], 0),
+    (["forget", "no_such_memory"], 1),
+])
+def test_a_write_process_ends_after_its_exit_handlers_with_its_output_and_code(env: Env, args: list[str],
+                                                                             code: int) -> None:
+    assert env.run("add", "project_deploys", "-d", "how deploys run", "-b", "Deploys go through ops/deploy.sh.").code == 0
+    cache = env.project_home / "cache" / "state.bin"
+    cache.unlink(missing_ok=True)
+    proc = subprocess.run([sys.executable, "-m", "pipeline", "--home", str(env.home), "--project", str(env.project),
+                           "--json", *args], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert proc.returncode == code, proc.stderr
+    if code == 0:
+        summary = json.loads(proc.stdout)  # flushed whole before the process ended
+        assert summary["ok"] is True and Path(summary["receipt"]).is_file()
+        assert cache.is_file() and cache.stat().st_size > 0  # the exit handler that writes it ran
+    else:
+        assert json.loads(proc.stdout or proc.stderr)["ok"] is False
+
+
 def test_a_quick_exit_lets_a_thread_that_is_not_a_daemon_finish_first(tmp_path: Path) -> None:
     marker = tmp_path / "finished"
     code = ("import threading, time, pathlib\n"
