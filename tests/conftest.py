@@ -395,3 +395,14 @@ def audit_drift(ctx: dict[str, Any], count: int, name: str) -> None:
 
 # Fixtures of the real-CLI tests; imported last because realclis imports the helpers above.
 from realclis import fake_model, real_clis  # noqa: E402, F401
+
+
+def inotify_count() -> int:
+    """How many inotify instances this process holds open."""
+    def target(fd: str) -> str:
+        try:
+            return os.readlink(f"/proc/self/fd/{fd}")
+        except OSError:
+            return ""
+
+    return sum(1 for fd in os.listdir("/proc/self/fd") if target(fd) == "anon_inode:inotify")

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import Env
+from conftest import Env, inotify_count
 
 from pipeline.apply.commit import Services
 from pipeline.apply.stale import refuse_if_stale
@@ -263,21 +263,6 @@ def test_the_consolidation_process_imports_no_dataclasses_or_secrets() -> None:
     assert out.strip() == "[]"
 
 
-def _inotify_fds() -> int:
-    import os
-
-    return sum(1 for fd in os.listdir("/proc/self/fd") if _link(f"/proc/self/fd/{fd}") == "anon_inode:inotify")
-
-
-def _link(path: str) -> str:
-    import os
-
-    try:
-        return os.readlink(path)
-    except OSError:
-        return ""
-
-
 def test_a_large_stores_consolidation_is_watched_so_its_post_commit_check_reads_back_only_its_writes(
         env: Env, monkeypatch: pytest.MonkeyPatch) -> None:
     from pipeline import transaction
@@ -301,12 +286,12 @@ def test_a_large_stores_consolidation_is_watched_so_its_post_commit_check_reads_
 
     monkeypatch.setattr(transaction, "commit_run", watched_commit)
     monkeypatch.setattr(landed, "_landed", counted_landed)
-    watches = _inotify_fds()
+    watches = inotify_count()
     result = env.run("--json", "consolidate", "--no-context")
     assert result.code == 0, result.err
     assert vouched == [True] and checked and all(checked)
     timings = json.loads(result.out)["timings"]
     parts = [timings[part] for part in ("commit: apply", "commit: re-verify", "commit: index wait")]
     assert all(ms >= 0 for ms in parts) and sum(parts) <= timings["commit"]
-    assert _inotify_fds() == watches  # the run's watch is closed with it
+    assert inotify_count() == watches  # the run's watch is closed with it
     assert env.run("verify").code == 0 and env.run("audit").code == 0

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import Env
+from conftest import Env, inotify_count
 
 from pipeline.errors import InputRejected
 from pipeline.store import warm as warm_module
@@ -178,6 +178,55 @@ def test_the_watch_names_writes_renames_and_deletions_and_gives_up_when_its_root
     os.rename(root, tmp_path / "moved")
     assert watch.changes() is None
     assert watch.changes() is None  # closed: it never vouches again
+
+
+def _watch_lines(fd: int) -> list[str]:
+    """The kernel's list of the watches on an inotify descriptor (``/proc``'s fdinfo)."""
+    with open(f"/proc/self/fdinfo/{fd}", encoding="ascii") as fh:
+        return [line for line in fh if line.startswith("inotify wd:")]
+
+
+def test_closing_a_watch_removes_its_watches_at_once_and_its_descriptor_once_joined(tmp_path: Path) -> None:
+    roots = [tmp_path / "a", tmp_path / "b"]
+    for root in roots:
+        root.mkdir()
+    watch = open_watch([str(root) for root in roots])
+    assert watch is not None
+    fd = watch.fd
+    assert len(_watch_lines(fd)) == 2
+    dup = os.dup(fd)  # the same inotify instance, still open whatever the kept thread does with ``fd``
+    try:
+        job = watch.close()
+        assert watch.fd == -1 and job is not None
+        assert _watch_lines(dup) == []  # removed before close() returned
+        job.join()
+        with pytest.raises(OSError):
+            os.fstat(fd)  # the descriptor itself is closed
+        assert watch.changes() is None and watch.close() is None
+    finally:
+        os.close(dup)
+
+
+def test_a_one_shot_watch_is_released_by_the_check_after_the_commit_and_closed_with_the_transaction(
+        env: Env, monkeypatch: pytest.MonkeyPatch) -> None:
+    assert env.run("add", "project_alpha", "-d", "alpha deploys use the script", "-b", "Alpha.").code == 0
+    monkeypatch.setattr(warm_module, "WATCH_FROM_DIR_BYTES", 0)  # every store counts as large
+    seen: list[tuple[bool, bool, bool]] = []
+    others_since = warm_module.WarmState.others_since
+
+    def drained(self: Any, pre: Any, ours: Any) -> bool:
+        watching = self.watch is not None
+        out = others_since(self, pre, ours)
+        seen.append((watching, self.watch is None, self.closing is not None))
+        return out
+
+    monkeypatch.setattr(warm_module.WarmState, "others_since", drained)
+    before = inotify_count()
+    result = env.run("add", "project_beta", "-d", "beta runs the smoke tests", "-b", "Beta.")
+    assert result.code == 0, result.err
+    assert seen == [(True, True, True)]  # watching until the drain, released by it
+    assert inotify_count() == before  # closed when the command returned
+    assert env.run("verify").code == 0 and env.run("audit").code == 0
 
 
 def test_a_file_gone_right_after_the_commit_costs_only_a_fresh_read(

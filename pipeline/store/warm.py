@@ -24,11 +24,15 @@ from .state import Limits, RootState
 from .statecache import cache_for
 from .watch import Watch, open_watch
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from ..background import Job
+
 
 class WarmState:
     """The pre-state to start the next transaction from, and the watch that vouches for it."""
 
-    __slots__ = ("layout", "limits", "watch", "pre", "events", "quiet", "landed")
+    __slots__ = ("layout", "limits", "watch", "pre", "events", "quiet", "landed", "one_shot", "closing")
     layout: Layout
     limits: Limits
     watch: Watch | None
@@ -37,8 +41,10 @@ class WarmState:
     quiet: bool  # the last drain found no event at all
     # Both roots' hashes as the check after the commit read back the files it wrote, right after a drain.
     landed: HashMaps | None
+    one_shot: bool  # watching for one transaction: released once the check after its commit drained it
+    closing: Job | None  # the watch's descriptor being closed
 
-    def __init__(self, layout: Layout, limits: Limits) -> None:
+    def __init__(self, layout: Layout, limits: Limits, *, one_shot: bool = False) -> None:
         self.layout = layout
         self.limits = limits
         self.watch = None
@@ -46,6 +52,8 @@ class WarmState:
         self.events = None
         self.quiet = False
         self.landed = None
+        self.one_shot = one_shot
+        self.closing = None
 
     def _roots(self) -> list[str]:
         return [str(root) for root in (self.layout.harness, self.layout.mirror) if root is not None]
@@ -85,6 +93,11 @@ class WarmState:
 
         True whenever it cannot tell: the post-commit check then scans both roots in full."""
         events = self._drain() if self.pre is pre else None
+        if self.one_shot and self.watch is not None:
+            # Its last use: the written files are read back after this drain, and nothing reads the
+            # watch again. Released now, the kernel's teardown of it overlaps the rest of the commit.
+            self.closing = self.watch.close()
+            self.watch = None
         return events is None or not events <= ours
 
     def read_back(self, maps: HashMaps) -> None:
@@ -93,10 +106,14 @@ class WarmState:
         self.landed = maps
 
     def close(self) -> None:
-        """Stop watching (a process that needs the watch for one transaction only)."""
+        """Stop watching (a process that needs the watch for one transaction only); the watch is closed
+        when this returns."""
         if self.watch is not None:
-            self.watch.close()
+            self.closing = self.watch.close()
         self.watch = self.pre = self.events = None
+        if self.closing is not None:
+            self.closing.join()
+            self.closing = None
 
     def forget(self) -> None:
         """Trust nothing kept: the transaction failed or was interrupted, its outcome is for disk to say."""
@@ -152,7 +169,7 @@ def one_shot(layout: Layout, limits: Limits) -> WarmState | None:
         large = os.stat(layout.harness).st_size >= WATCH_FROM_DIR_BYTES
     except OSError:
         return None
-    return WarmState(layout, limits) if large else None
+    return WarmState(layout, limits, one_shot=True) if large else None
 
 
 def _store_file(name: str) -> bool:
