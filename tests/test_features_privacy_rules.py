@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from conftest import Env
@@ -60,7 +61,7 @@ def hand_written(env: Env, name: str, text: str) -> None:
 def _rules_cache(env: Env) -> Any:
     from pipeline.privacy import loader
 
-    return env.home / "cache" / loader.CACHE_NAME
+    return Path(loader.rules_cache(env.home))
 
 
 @given("the home's privacy rules cache was written for another copy of the rules file")

@@ -229,7 +229,7 @@ def test_the_parsed_rules_are_cached_in_the_home_and_a_stale_cache_is_ignored_an
     monkeypatch.setattr(loader, "_MEMO", {})
     (tmp_path / "home").mkdir()
     assert len(loader.load_ruleset(cache_home=str(tmp_path / "home")).rules) == len(shipped["rules"])
-    cache = tmp_path / "home" / "cache" / loader.CACHE_NAME
+    cache = Path(loader.rules_cache(tmp_path / "home"))
     doc = json.loads(cache.read_text())
     assert doc["value"] == shipped
     doc["value"]["rules"] = doc["value"]["rules"][:1]
@@ -241,6 +241,33 @@ def test_the_parsed_rules_are_cached_in_the_home_and_a_stale_cache_is_ignored_an
     rewritten = json.loads(cache.read_text())
     assert rewritten["key"] == json.loads(json.dumps(filecache.identity(data_dir("schemas") / loader.RULES_FILE)))
     assert rewritten["value"] == shipped
+
+
+def test_two_installations_sharing_a_home_each_keep_their_parsed_rules(tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    from pipeline.privacy import loader
+
+    home = tmp_path / "home"
+    (home / "cache").mkdir(parents=True)
+    legacy = home / "cache" / loader.LEGACY_CACHE_NAME
+    legacy.write_text('{"key": null, "value": null}')  # the one file all installations once shared
+    installs = ("/opt/memfold-a/pipeline/privacy", "/home/dev/memfold/pipeline/privacy")
+
+    def load_as(install: str) -> Path:
+        """A fresh process of the installation at ``install`` loading the shipped rules."""
+        monkeypatch.setattr(loader.os.path, "abspath", lambda _path: f"{install}/loader.py")
+        monkeypatch.setattr(loader, "_MEMO", {})
+        loader.load_ruleset(cache_home=str(home))
+        return Path(loader.rules_cache(home))
+
+    first, second = (load_as(install) for install in installs)
+    assert first != second and first.is_file() and second.is_file()
+    assert json.loads(first.read_bytes()) == json.loads(second.read_bytes())  # the same shipped rules
+    assert not legacy.exists()
+    # Each installation's next process finds its own entry: the YAML is not parsed again.
+    monkeypatch.setattr(loader, "_parse_rules_file", lambda _path: pytest.fail("parsed the YAML again"))
+    for install in installs:
+        load_as(install)
 
 
 def test_a_text_scanned_again_gets_the_same_findings_without_a_second_scan(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -17,6 +17,7 @@ from conftest import REPO, Env, Result, tree_hashes
 
 from pipeline import cli
 from pipeline.commands.quick import parse
+from pipeline.privacy import loader
 
 HEAVY = ("typer", "click", "pydantic", "jsonschema", "yaml", "portalocker", "rfc8785")
 
@@ -122,7 +123,7 @@ def test_add_list_and_search_import_no_heavy_library(env: Env, with_config: bool
     assert env.run("init").code == 0
     # The first write in a home parses the shipped privacy rules and caches them under <home>/cache/.
     assert env.run("add", "project_warm", "-d", "warms the caches").code == 0
-    assert (env.home / "cache" / "privacy-rules.json").is_file()
+    assert Path(loader.rules_cache(env.home)).is_file()
     if with_config:
         (env.home / "config.yaml").write_text("lock: {timeout: 2}\nruns: {keep: 10}\n")
         time.sleep(2.1)  # a config younger than 2 s is never cached

@@ -13,7 +13,8 @@ from .model import Rule
 from .prefilter import NEEDS_FILE, Gate, from_row, needs
 
 RULES_FILE = "privacy-rules.yaml"
-CACHE_NAME = "privacy-rules.json"
+CACHE_PREFIX = "privacy-rules-"
+LEGACY_CACHE_NAME = "privacy-rules.json"  # the one file all installations shared: removed when rewritten
 DIGEST_CACHE_PREFIX = "privacy-digest-"
 SCHEMA_FILE = "privacy-rules.schema.json"
 
@@ -154,7 +155,7 @@ def _default_document(cache_home: str | None = None) -> dict[str, Any]:
     from ..store import filecache
 
     path = data_dir("schemas") / RULES_FILE
-    cache = filecache.cache_path(cache_home, CACHE_NAME) if cache_home else None
+    cache = rules_cache(cache_home) if cache_home else None
     missed = False
     if "document" not in _MEMO and cache is not None:
         cached = filecache.load(cache, filecache.identity(path))
@@ -169,7 +170,27 @@ def _default_document(cache_home: str | None = None) -> dict[str, Any]:
     if cache is not None and (missed or not os.path.exists(cache)):
         source = filecache.identity(path)
         filecache.save(cache, source, _MEMO["document"], [source])
+        try:
+            os.unlink(os.path.join(os.path.dirname(cache), LEGACY_CACHE_NAME))
+        except OSError:
+            pass
     return _MEMO["document"]  # type: ignore[no-any-return]
+
+
+def _install_tag() -> str:
+    """This installation, as it names its cache files in a home that several may share."""
+    from ..fsutil import sha256_bytes
+
+    return sha256_bytes(os.path.dirname(os.path.dirname(os.path.abspath(__file__))).encode())[:16]
+
+
+def rules_cache(cache_home: str | os.PathLike[str]) -> str:
+    """Where this installation keeps the parsed shipped rules in ``cache_home``: one file per
+    installation, as for the config and the rules digest. Two installations sharing one file each found
+    the other's entry (written for another rules file) and parsed the YAML again on every write."""
+    from ..store import filecache
+
+    return filecache.cache_path(os.fspath(cache_home), f"{CACHE_PREFIX}{_install_tag()}.json")
 
 
 def _parse_rules_file(path: Any) -> dict[str, Any]:
@@ -260,14 +281,12 @@ def _shipped_digest(cache_home: str, rules: list[dict[str, Any]], allowlist: lis
     for the config and the parsed rules (``filecache``). One cache file per installation, as for the
     config: two installations sharing a home have different sources.
     """
-    from ..fsutil import sha256_bytes
     from ..store import filecache
 
     sources = [str(data_dir("schemas") / RULES_FILE), *_digest_sources()]
     identities = [filecache.identity(path) for path in sources]
     key = [[os.path.basename(path), found] for path, found in zip(sources, identities, strict=True)]
-    install = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    cache = filecache.cache_path(cache_home, f"{DIGEST_CACHE_PREFIX}{sha256_bytes(install.encode())[:16]}.json")
+    cache = filecache.cache_path(cache_home, f"{DIGEST_CACHE_PREFIX}{_install_tag()}.json")
     cached = filecache.load(cache, key)
     if isinstance(cached, str):
         return cached
