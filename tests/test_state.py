@@ -114,3 +114,25 @@ def test_an_unhashed_read_gives_the_same_bytes_keeps_no_copy_and_still_refuses_s
     os.symlink(root / "project_a.md", root / "project_c.md")
     with pytest.raises(Exception, match="symlink"):
         read_root(root, Limits(), hashed=False)
+
+
+def test_each_files_identity_is_its_lstat_whether_or_not_the_root_opens_as_a_directory(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    root = tmp_path / "root"
+    root.mkdir()
+    for i in range(5):
+        (root / f"project_n{i}.md").write_bytes(b"---\ndescription: n\n---\nbody %d\n" % i)
+    expected = {}
+    for name in os.listdir(root):
+        st = os.lstat(root / name)
+        expected[name] = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+    assert read_root(root, Limits()).identities == expected
+    real_open = os.open
+
+    def refused(path: object, *args: object, **kwargs: object) -> int:
+        if path == root:
+            raise PermissionError(13, "refused for this test")
+        return real_open(path, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(os, "open", refused)  # the per-entry lstat is what answers then
+    assert read_root(root, Limits()).identities == expected
