@@ -220,6 +220,42 @@ def _silent_unlink(path: str | Path) -> None:
         pass
 
 
+def remove_tree(path: str | Path) -> None:
+    """Remove a directory memfold made and all below it, never following a link, ignoring what cannot
+    be removed (a later prune tries again): ``shutil.rmtree(path, ignore_errors=True)`` without
+    importing shutil, which imports bz2 and lzma (1.5 ms of a CLI write that retires a run)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return
+    try:
+        _clear(fd)
+    finally:
+        os.close(fd)
+    try:
+        os.rmdir(path)
+    except OSError:
+        pass
+
+
+def _clear(fd: int) -> None:
+    with os.scandir(fd) as found:
+        entries = list(found)
+    for entry in entries:
+        try:
+            if entry.is_dir(follow_symlinks=False):
+                sub = os.open(entry.name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=fd)
+                try:
+                    _clear(sub)
+                finally:
+                    os.close(sub)
+                os.rmdir(entry.name, dir_fd=fd)
+            else:
+                os.unlink(entry.name, dir_fd=fd)
+        except OSError:
+            continue
+
+
 def safe_join(root: Path, name: str) -> Path:
     """Join one plain file name onto ``root``; refuse separators, dot names and NULs."""
     if not name or "/" in name or "\\" in name or "\x00" in name or name in (".", ".."):

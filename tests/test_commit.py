@@ -117,7 +117,7 @@ def test_old_run_dirs_are_pruned_to_the_newest_n_and_receipts_never(env: Env) ->
 
 def test_a_prune_killed_while_removing_files_leaves_no_partial_run_dir(env: Env, monkeypatch: pytest.MonkeyPatch) -> None:
     """A run dir leaves by one rename before its files go: killed mid-removal, audit sees no half run."""
-    import shutil
+    from pipeline.apply import runs as runs_module
 
     assert env.run("init").code == 0
     svc = _services(env, keep=2)
@@ -125,7 +125,7 @@ def test_a_prune_killed_while_removing_files_leaves_no_partial_run_dir(env: Env,
     removed: list[str] = []
     written: dict[str, list[str]] = {}
 
-    def dies_after_one_file(path: Path, ignore_errors: bool = False) -> None:
+    def dies_after_one_file(path: Path) -> None:
         removed.append(Path(path).name)
         first = min(p for p in Path(path).iterdir() if p.is_file())
         first.unlink()  # the removal got this far, then the process died
@@ -133,7 +133,7 @@ def test_a_prune_killed_while_removing_files_leaves_no_partial_run_dir(env: Env,
 
     for i in range(1, 4):
         if i == 3:
-            monkeypatch.setattr(shutil, "rmtree", dies_after_one_file)
+            monkeypatch.setattr(runs_module, "remove_tree", dies_after_one_file)
         run_id = f"20261130T12000{i}Z-0000000{i}"
         try:
             _commit(svc, run_id,

@@ -183,21 +183,21 @@ def backend_keeping(env: Env, ctx: dict[str, Any], monkeypatch: pytest.MonkeyPat
 
 @when(parsers.parse('the backend adds "{name}" while removing files is held up'))
 def adds_while_removal_held(ctx: dict[str, Any], monkeypatch: pytest.MonkeyPatch, name: str) -> None:
-    import shutil
     import threading
 
+    from pipeline.apply import runs as runs_module
     from pipeline.apply.runs import settle_pruned
 
     settle_pruned()
     release, started = threading.Event(), threading.Event()
-    real_rmtree = shutil.rmtree
+    real_remove = runs_module.remove_tree
 
-    def held(path: Path, ignore_errors: bool = False) -> None:
+    def held(path: Path) -> None:
         started.set()
         if release.wait(10):
-            real_rmtree(path, ignore_errors=ignore_errors)
+            real_remove(path)
 
-    monkeypatch.setattr(shutil, "rmtree", held)
+    monkeypatch.setattr(runs_module, "remove_tree", held)
     _add(ctx, name, WORDS.get(name))
     ctx["release"], ctx["started"] = release, started
 

@@ -241,3 +241,45 @@ def test_a_forked_child_syncs_its_batch_with_threads_of_its_own(tmp_path: Path) 
         for fd in fds:
             os.close(fd)
     assert os.waitstatus_to_exitcode(status) == 0
+
+
+def test_remove_tree_removes_everything_below_and_never_follows_a_link(tmp_path: Path) -> None:
+    from pipeline.fsutil import remove_tree
+
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "keep.md").write_bytes(b"not the run's")
+    run = tmp_path / "runs" / "20261204T000000Z-00000000"
+    (run / "backup" / "deeper").mkdir(parents=True)
+    for path in (run / "plan.json", run / "backup" / "harness.a.md", run / "backup" / "deeper" / "x"):
+        path.write_bytes(b"x")
+    (run / "link-to-outside").symlink_to(outside)
+    (run / "backup" / "file-link").symlink_to(outside / "keep.md")
+    remove_tree(run)
+    assert not run.exists() and not os.path.lexists(run)
+    assert sorted(os.listdir(outside)) == ["keep.md"] and (outside / "keep.md").read_bytes() == b"not the run's"
+    remove_tree(run)  # gone already: nothing to do, nothing raised
+    link = tmp_path / "runs" / "a-link"
+    link.symlink_to(outside)
+    remove_tree(link)  # a link is not a directory memfold made: left as it is, its target untouched
+    assert link.is_symlink() and (outside / "keep.md").is_file()
+
+
+def test_remove_tree_leaves_what_it_cannot_remove_and_removes_the_rest(tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    from pipeline import fsutil
+
+    run = tmp_path / "run"
+    (run / "stuck").mkdir(parents=True)
+    (run / "stuck" / "held").write_bytes(b"x")
+    (run / "free").write_bytes(b"x")
+    real_unlink = os.unlink
+
+    def refuse_held(name: object, *args: object, **kwargs: object) -> None:
+        if name == "held":
+            raise PermissionError(13, "held open elsewhere")
+        real_unlink(name, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(fsutil.os, "unlink", refuse_held)
+    fsutil.remove_tree(run)
+    assert sorted(p.relative_to(run).as_posix() for p in run.rglob("*")) == ["stuck", "stuck/held"]

@@ -268,9 +268,9 @@ def test_the_kept_pre_state_is_exactly_what_a_fresh_read_of_both_roots_finds(env
 def test_a_servers_write_answers_before_its_retired_run_dir_is_removed_and_the_lock_is_free(
         env: Env, monkeypatch: pytest.MonkeyPatch) -> None:
     """Removing a retired run dir is no step of the transaction: a server does it after the answer."""
-    import shutil
     import threading
 
+    from pipeline.apply import runs as runs_module
     from pipeline.apply.lock import project_lock
     from pipeline.apply.runs import list_runs, settle_pruned
 
@@ -280,16 +280,16 @@ def test_a_servers_write_answers_before_its_retired_run_dir_is_removed_and_the_l
                                     backend.svc.ruleset, keep_runs=1)
     runs = env.project_home / "runs"
     release, started = threading.Event(), threading.Event()
-    real_rmtree = shutil.rmtree
+    real_remove = runs_module.remove_tree
 
-    def slow_rmtree(path: Path, ignore_errors: bool = False) -> None:
+    def slow_remove(path: Path) -> None:
         started.set()
         assert release.wait(10)
-        real_rmtree(path, ignore_errors=ignore_errors)
+        real_remove(path)
 
     _add(backend, "project_first.md", "first fact about the deploy window")
     settle_pruned()
-    monkeypatch.setattr(shutil, "rmtree", slow_rmtree)
+    monkeypatch.setattr(runs_module, "remove_tree", slow_remove)
     second = _add(backend, "project_second.md", "second fact about cache warmup")["runId"]
     assert started.wait(10)
     # Answered while the removal waits: the old run is no run any more, and the lock is free.

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import UsageError
-from ..fsutil import ensure_dir, refuse_symlinks
+from ..fsutil import ensure_dir, refuse_symlinks, remove_tree
 
 RUN_ID_RE = re.compile(r"^\d{8}T\d{6}Z-[0-9a-f]{8}$")
 
@@ -87,10 +87,8 @@ def prune_runs(runs: Path, keep: int, protect: set[str], *, later: bool = False)
     if later:
         _remove_later([runs / name for name in leftovers])
         return doomed
-    import shutil  # only when a run dir is pruned
-
     for name in leftovers:
-        shutil.rmtree(runs / name, ignore_errors=True)
+        remove_tree(runs / name)
     return doomed
 
 
@@ -137,11 +135,9 @@ def _forget_removals() -> None:
 
 
 def _remove(paths: list[Path]) -> None:
-    import shutil
-
     try:
         for path in paths:
-            shutil.rmtree(path, ignore_errors=True)
+            remove_tree(path)
     finally:
         with _REMOVING_LOCK:
             _REMOVING.difference_update(paths)
