@@ -28,3 +28,34 @@ Feature: A write is checked where it changes, and whatever that check cannot vou
     Then the write is refused with "privacy.credential" naming "project_beta.md"
     And the refusal does not show "TK-123456789"
     And the refused write added no receipt and changed no store file
+
+  Scenario: A CLI write after a CLI write is checked where it changes
+    Given a project where "project_beta" (safe) and "project_alpha" (private) were added by memfold processes
+    When a memfold process adds safe "project_gamma" saying "gamma tags after the review"
+    Then that process checked the post-state only where it changed
+    And the mirror holds exactly the safe memories "project_beta.md, project_gamma.md"
+    And both indexes on disk are rendered from the memories on disk
+    And memfold audit passes
+
+  Scenario: A hand edit between two CLI writes gets the whole check, and the write keeps it
+    Given a project where "project_beta" (safe) and "project_alpha" (private) were added by memfold processes
+    When I edit the private memory "project_alpha.md" by hand to say "ALPHA EDITED BY HAND"
+    And a memfold process adds safe "project_gamma" saying "gamma tags after the review"
+    Then that process checked the post-state in full
+    And the private memory "project_alpha.md" still says "ALPHA EDITED BY HAND"
+    And both indexes on disk are rendered from the memories on disk
+    And memfold audit passes
+
+  Scenario: A hand edit of an index between two CLI writes is rendered over, not carried along
+    Given a project where "project_beta" (safe) and "project_alpha" (private) were added by memfold processes
+    When I append "- [planted](project_planted.md) — not a memory" to the mirror index by hand
+    And a memfold process adds private "project_gamma" saying "gamma tags after the review"
+    Then that process checked the post-state in full
+    And both indexes on disk are rendered from the memories on disk
+
+  Scenario: A proof recorded by another version of memfold is not trusted
+    Given a project where "project_beta" (safe) and "project_alpha" (private) were added by memfold processes
+    When the recorded proof names another version of the code that checks a write
+    And a memfold process adds private "project_gamma" saying "gamma tags after the review"
+    Then that process checked the post-state in full
+    And memfold audit passes

@@ -17,6 +17,7 @@ from .state import Operation, PostState, PreState, compute_post, read_pre
 from .store.duplicates import near_duplicate
 from .store.index import capacity
 from .store.memory import INDEX_NAME, TYPES, VISIBILITIES, Memory, render_memory, sanitize_line, stamp, today
+from .store.proven import maps_digest
 from .store.state import find_name
 
 if TYPE_CHECKING:
@@ -109,14 +110,16 @@ def _edit(svc: Services, run_id: str, command: str, build: Callable[[PreState], 
     layout = svc.layout
     operations = build(pre)
     refuse_publishing(pre, operations, publish)
-    post = compute_post(pre, operations)
-    source, final = pre.hash_maps(), post.hash_maps()
+    texts = MapText()  # the snapshot, the manifest and both receipts carry the same maps
+    source = pre.hash_maps()
+    # An earlier process's proof of this very state is found by the digest of its maps.
+    post = compute_post(pre, operations, maps_digest(texts, source))
+    final = post.hash_maps()
     if final == source:
         return TxResult(None, command, warnings=["nothing to change"]), None, final
     gate(svc, pre, post)
     run_dir = create_run_dir(layout.runs, layout.home, run_id, scratch=False)  # no worker
     selected = sorted(op.name for op in operations if op.name in pre.memories)
-    texts = MapText()  # the snapshot, the manifest and both receipts carry the same maps
     snapshot = texts.dump({"kind": "memfold-direct-edit", "command": command, **(extra or {}),
                            "sourceHashes": source})
     artifact = sha256_bytes(snapshot)

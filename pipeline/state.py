@@ -15,7 +15,7 @@ from .receipts.receipt import HashMaps
 from .store.files import Files, known_digest, size_of
 from .store.index import render_index
 from .store.memory import INDEX_NAME, TYPES, VISIBILITIES, Memory, parse_memory
-from .store.proven import Derived, PostFiles, Proven, proof_for
+from .store.proven import Derived, PostFiles, Proven, proof_for, restored_proof
 from .store.state import Limits, RootState, read_root
 from .store.statecache import StateCache, cache_for
 from .store.stored import Broken, broken_file, stored_memories
@@ -254,12 +254,15 @@ def _sizes(state: RootState, names: list[str]) -> Any:
     return map(partial(size_of, state.files), names)
 
 
-def compute_post(pre: PreState, operations: list[Operation]) -> PostState:
+def compute_post(pre: PreState, operations: list[Operation], maps_digest: str | None = None) -> PostState:
     """Apply operations to the harness, then derive the whole mirror and both indexes from it.
 
-    From a pre-state this process proved (see ``Proven``), the mirror and indexes are derived where the
+    From a pre-state this process proved (see ``Proven``), or one an earlier process proved whose hash
+    maps have ``maps_digest`` (``restored_proof``), the mirror and indexes are derived where the
     operations change them, and every hash is carried along; the result is the same state."""
     proof = proof_for(pre)
+    if proof is None and maps_digest is not None:
+        proof = restored_proof(pre, maps_digest)
     if proof is not None and (proof.indexes[1] is not None) == pre.mirrored:
         return _derived_post(pre, operations, proof)
     files = pre.harness.memories()

@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import hashlib
+import json
+import os
+import subprocess
+import sys
 from typing import Any
 
 import pytest
-from conftest import Env
+from conftest import REPO, Env
 from pytest_bdd import given, parsers, scenarios, then, when
 from test_warm import _backend as backend_for
 
@@ -151,3 +155,94 @@ def not_shown(ctx: dict[str, Any], value: str) -> None:
 def nothing_written(env: Env, ctx: dict[str, Any]) -> None:
     assert env.snapshot() == ctx["before"]
     assert not (env.harness / "project_gamma.md").exists()
+
+
+# A memfold process whose post-state checks are counted: the real CLI in a fresh interpreter, so nothing
+# proven in this test process (or cached in its modules) can answer for it.
+_COUNTED = """
+import json, sys
+from pipeline.mirror import guard
+seen = {"full": 0, "derived": 0}
+full, derived = guard.full_issues, guard.derived_issues
+def counted_full(*a, **k):
+    seen["full"] += 1
+    return full(*a, **k)
+def counted_derived(*a, **k):
+    seen["derived"] += 1
+    return derived(*a, **k)
+guard.full_issues, guard.derived_issues = counted_full, counted_derived
+from pipeline.cli import main
+code = main(sys.argv[1:])
+sys.stderr.write("CHECKS " + json.dumps(seen) + "\\n")
+raise SystemExit(code)
+"""
+
+
+def _process(env: Env, *args: str) -> tuple[int, dict[str, int], str]:
+    proc = subprocess.run([sys.executable, "-c", _COUNTED, *env.args(*args)], capture_output=True, text=True,
+                          timeout=120, cwd=str(env.project), env={**os.environ, "PYTHONPATH": str(REPO)})
+    line = [ln for ln in proc.stderr.splitlines() if ln.startswith("CHECKS ")]
+    assert line, proc.stderr
+    return proc.returncode, json.loads(line[-1][len("CHECKS "):]), proc.stderr
+
+
+def _process_add(env: Env, ctx: dict[str, Any], name: str, words: str, visibility: str) -> None:
+    code, checks, err = _process(env, "add", name, "-d", words, "-b", f"{words}.", "--visibility", visibility)
+    assert code == 0, err
+    ctx["checks"] = checks
+
+
+@given(parsers.parse('a project where "{safe}" (safe) and "{private}" (private) were added by memfold processes'))
+def added_by_processes(env: Env, ctx: dict[str, Any], safe: str, private: str) -> None:
+    _process_add(env, ctx, safe, "beta runs the smoke tests", "safe")
+    _process_add(env, ctx, private, "alpha deploys use the blue green script", "private")
+    assert ctx["checks"] == {"full": 0, "derived": 1}  # the second write already started from the first's proof
+
+
+@when(parsers.parse('a memfold process adds {visibility} "{name}" saying "{words}"'))
+def process_adds(env: Env, ctx: dict[str, Any], visibility: str, name: str, words: str) -> None:
+    _process_add(env, ctx, name, words, visibility)
+
+
+@when(parsers.parse('I edit the private memory "{name}" by hand to say "{words}"'))
+def hand_edit_private(env: Env, name: str, words: str) -> None:
+    path = env.harness / name
+    path.write_bytes(path.read_bytes().rstrip(b"\n") + f"\n{words}\n".encode())
+
+
+@when(parsers.parse('I append "{line}" to the mirror index by hand'))
+def hand_edit_index(env: Env, line: str) -> None:
+    with open(env.mirror / "MEMORY.md", "a", encoding="utf-8") as fh:
+        fh.write(line + "\n")
+
+
+@when("the recorded proof names another version of the code that checks a write")
+def other_code(env: Env) -> None:
+    path = env.project_home / "cache" / "receipts.json"
+    document = json.loads(path.read_bytes())
+    document["proof"][6][0][1] += 1  # another inode for the first checking module: another installation
+    path.write_text(json.dumps(document))
+
+
+@then("that process checked the post-state only where it changed")
+def checked_where_changed(ctx: dict[str, Any]) -> None:
+    assert ctx["checks"] == {"full": 0, "derived": 1}
+
+
+@then("that process checked the post-state in full")
+def checked_in_full(ctx: dict[str, Any]) -> None:
+    assert ctx["checks"] == {"full": 1, "derived": 0}
+
+
+@then(parsers.parse('the mirror holds exactly the safe memories "{names}"'))
+def mirror_holds(env: Env, names: str) -> None:
+    from pipeline.store.memory import INDEX_NAME
+
+    mirror = {p.name: p.read_bytes() for p in env.mirror.glob("*.md") if p.name != INDEX_NAME}
+    assert sorted(mirror) == names.split(", ")
+    assert all(data == (env.harness / name).read_bytes() for name, data in mirror.items())
+
+
+@then(parsers.parse('the private memory "{name}" still says "{words}"'))
+def private_says(env: Env, name: str, words: str) -> None:
+    assert words.encode() in (env.harness / name).read_bytes()

@@ -30,6 +30,7 @@ from ..receipts.witness import Head, head_name, read_head_file, written_here
 from ..state import PostState, PreState
 from ..store.landed import current_hashes, landed_hashes
 from ..store.memory import stamp
+from ..store.proven import maps_digest, proven_maps, record_proof
 from ..store.state import Limits
 from ..store.statecache import cache_for
 from ..timing import Timings
@@ -200,6 +201,9 @@ def commit_run(svc: Services, run_dir: Path, rec: RunRecord, pre: PreState, post
     finally:
         with t.stage(COMMIT_PARTS[2]):
             started[0].join()
+    proof = proven_maps(final)
+    if proof is not None:  # what landed is the state this process checked in full: the next process need not
+        record_proof(cache, proof, maps_digest(texts, final))
     remember_landed(layout.receipts / log_name(seq, rec.run_id), digest, len(receipt_bytes))
     prune_runs(layout.runs, svc.keep_runs, {rec.run_id}, later=prune_later)
     return receipt, layout.receipts / log_name(seq, rec.run_id)

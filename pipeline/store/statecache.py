@@ -42,7 +42,8 @@ SETTLED_NS = 2_000_000_000
 # Values kept by key (``get``/``put``): "clean" by "<ruleset digest> <name> <hash>" (held by digest and
 # name, so the hashes are the entries' own strings); "receipt" holds a receipt file's digest by the
 # sha256 of its bytes, and by the file's identity once it has settled ("<file> @"): in a small JSON file
-# of its own, written whenever it changes (the chain head is read back by every commit).
+# of its own, written whenever it changes (the chain head is read back by every commit), which also
+# holds the record of the last state proven (``put_proof``).
 KINDS = ("receipt",)
 RECEIPTS_NAME = "receipts.json"
 RECEIPTS_VERSION = 1
@@ -62,7 +63,7 @@ class StateCache:
     """One project's cache as loaded, with what this process learned since; ``flush`` writes it."""
 
     __slots__ = ("path", "roots", "digests", "memory", "fold_text", "fold", "folded", "unfolded", "clean", "scopes",
-                 "derived", "dirty", "seen", "loaded", "changes", "receipts_dirty")
+                 "derived", "dirty", "seen", "loaded", "changes", "receipts_dirty", "proof")
 
     def __init__(self, path: str | None) -> None:
         self.path = path
@@ -87,6 +88,9 @@ class StateCache:
         self.receipts_dirty = False
         self.seen: set[str] = set()  # receipt content hashes read or written by this process
         self.loaded: tuple[int, ...] | None = None
+        # The last committed state that passed the whole post-state check, as ``store.proven`` records
+        # it (bound to the digest of both roots' hash maps); kept beside the receipt digests.
+        self.proof: list[Any] | None = None
 
     def entries(self, root: str) -> tuple[dict[str, Identity], dict[str, str]]:
         """The identities and hashes entered for ``root`` (empty when none)."""
@@ -185,6 +189,11 @@ class StateCache:
         self.dirty = True
         self.changes += 1
 
+    def put_proof(self, record: list[Any]) -> None:
+        if self.proof != record:
+            self.proof = record
+            self.receipts_dirty = True
+
     def worth_writing(self) -> bool:
         """Whether enough changed to rewrite the file. Rewriting it costs O(store); an entry not written
         only means that file is read again next time, so a few changes wait for more (at most 64,
@@ -197,8 +206,11 @@ class StateCache:
         if not self.receipts_dirty or self.path is None:
             return
         table = {k: v for k, v in self.derived["receipt"].items() if _content_of(k, v) in self.seen}
+        document: dict[str, Any] = {"version": RECEIPTS_VERSION, "receipt": table}
+        if self.proof is not None:
+            document["proof"] = self.proof
         _write(os.path.join(os.path.dirname(self.path), RECEIPTS_NAME),
-               json.dumps({"version": RECEIPTS_VERSION, "receipt": table}, sort_keys=True).encode("utf-8"))
+               json.dumps(document, sort_keys=True).encode("utf-8"))
         self.receipts_dirty = False
 
     def flush(self) -> None:
@@ -325,6 +337,8 @@ def _load(path: str, stamp: tuple[int, ...] | None) -> StateCache:
     if isinstance(receipts, dict) and receipts.get("version") == RECEIPTS_VERSION \
             and isinstance(receipts.get("receipt"), dict):
         cache.derived["receipt"] = receipts["receipt"]
+        if type(receipts.get("proof")) is list:
+            cache.proof = receipts["proof"]
     data = _read_payload(path) if stamp is not None else None
     if type(data) is not tuple or len(data) != 7 or data[0] != VERSION or type(data[4]) is not str \
             or not all(type(part) is dict for part in (*data[1:4], *data[5:])):
