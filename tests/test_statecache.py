@@ -218,3 +218,32 @@ def test_a_near_duplicate_is_refused_from_the_folded_keys_another_process_kept(e
     result = env.spawn("add", "project_beta_again", "-d", "Beta runs the SMOKE tests first.", "-b", "other words")
     assert result.code == 1 and "memory.near-duplicate" in result.err and "project_beta.md" in result.err
     assert not (env.harness / "project_beta_again.md").exists()
+
+
+def test_a_flushed_cache_holds_each_name_and_hash_once_and_loads_as_it_was(tmp_path: Path) -> None:
+    path = tmp_path / FOLDER / NAME
+    cache = StateCache(str(path))
+    names = [f"project_n{i}.md" for i in range(40)]
+    shas = [hashlib.sha256(name.encode()).hexdigest() for name in names]
+    for root in ("/store/memory", "/project/.memory"):
+        for i, (name, sha) in enumerate(zip(names, shas, strict=True)):
+            # Equal strings as distinct objects, as a process builds them table by table.
+            cache.roots.setdefault(root, {})["".join(name)] = (1, 1000 + i, 10, 2, 3)
+            cache.digests.setdefault(root, {})["".join(name)] = "".join(sha)
+    for name, sha in zip(names, shas, strict=True):
+        cache.memory["".join(name)] = ("".join(sha), "N", "a description", "project", "private", None, None, None, 40)
+        cache.folded["".join(name)] = "".join(sha)
+    cache.clean["scope"] = {"".join(name): "".join(sha) for name, sha in zip(names, shas, strict=True)}
+    cache.seen.update(shas)
+    cache.dirty = True
+    cache.flush()
+    loaded = _load(str(path), (0,))
+    assert loaded.roots == cache.roots and loaded.digests == cache.digests and loaded.memory == cache.memory
+    assert loaded.folded == cache.folded and loaded.clean == cache.clean
+    one, other = loaded.digests["/store/memory"], loaded.digests["/project/.memory"]
+    for name in names:
+        # One object per name and per hash across every table of the loaded cache.
+        keys = [next(k for k in table if k == name) for table in (one, other, loaded.memory, loaded.folded,
+                                                                 loaded.roots["/store/memory"], loaded.clean["scope"])]
+        assert all(key is keys[0] for key in keys)
+        assert one[name] is other[name] is loaded.memory[name][0] is loaded.folded[name] is loaded.clean["scope"][name]

