@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
 
 from .apply.commit import RunRecord, Services, commit_run, gate
 from .apply.runs import create_run_dir
@@ -20,7 +19,10 @@ from .store.memory import INDEX_NAME, TYPES, VISIBILITIES, Memory, render_memory
 from .store.proven import maps_digest
 from .store.state import find_name
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from .receipts.receipt import HashMaps
     from .store.stored import Broken
     from .store.warm import WarmState

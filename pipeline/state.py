@@ -5,7 +5,6 @@ from __future__ import annotations
 import operator
 from collections.abc import Callable, Mapping, MutableMapping
 from functools import partial
-from typing import Any, Protocol
 
 from .errors import InputRejected
 from .frozen import FrozenValue
@@ -19,6 +18,10 @@ from .store.proven import Derived, PostFiles, Proven, proof_for, restored_proof
 from .store.state import Limits, RootState, read_root
 from .store.statecache import StateCache, cache_for
 from .store.stored import Broken, broken_file, stored_memories
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Protocol
 
 KINDS = ("create", "rewrite", "delete")
 
@@ -45,10 +48,11 @@ class Operation(FrozenValue):
         }
 
 
-class Vouch(Protocol):
-    def others_since(self, pre: PreState, ours: set[tuple[str, str]]) -> bool: ...
+if TYPE_CHECKING:
+    class Vouch(Protocol):
+        def others_since(self, pre: PreState, ours: set[tuple[str, str]]) -> bool: ...
 
-    def read_back(self, maps: dict[str, dict[str, str]]) -> None: ...
+        def read_back(self, maps: dict[str, dict[str, str]]) -> None: ...
 
 
 class PreState:

@@ -6,7 +6,6 @@ import datetime as dt
 import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 from ..errors import VerifyFailed
 from ..frozen import Frozen
@@ -40,7 +39,10 @@ from .journal import apply_changes as apply_changes  # re-exported: the bench ti
 from .recovery import recover
 from .runs import prune_runs
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from ..privacy import RuleSet
 
 ROOTS = ("harness", "public", "receipts")

@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
 
 from ..fsutil import ops
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 _FSYNC_THREADS = 16
 # From this many descriptors and directories on one filesystem, one syncfs(2) replaces their fsyncs.

@@ -6,7 +6,6 @@ import json
 import os
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import Any
 
 from ..errors import ApplyFailed, RecoveryNeeded
 from ..frozen import Frozen
@@ -24,6 +23,10 @@ from ..fsutil import (
 )
 from .durable import fsync_all
 from .staged import check_copies, link_staged
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 JOURNAL = "journal.json"
 PENDING = "pending"

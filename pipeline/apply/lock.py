@@ -9,10 +9,13 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
 
 from ..errors import LockHeld
 from ..fsutil import atomic_write, dump_json, write_all
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def read_owner(info_path: Path) -> dict[str, Any] | None:

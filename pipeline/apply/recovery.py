@@ -5,11 +5,14 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any
 
 from ..errors import RecoveryNeeded
 from ..fsutil import TEMP_PREFIX, temp_name
 from .journal import JOURNAL, PENDING, RootResolver, read_journal, roll_back, roll_forward, silent_unlink, write_journal
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def recover(

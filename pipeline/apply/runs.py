@@ -7,10 +7,13 @@ import os
 import re
 from _thread import allocate_lock  # threading itself only once a run dir is removed
 from pathlib import Path
-from typing import Any
 
 from ..errors import UsageError
 from ..fsutil import ensure_dir, refuse_symlinks, remove_tree
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 RUN_ID_RE = re.compile(r"^\d{8}T\d{6}Z-[0-9a-f]{8}$")
 

@@ -9,13 +9,13 @@ import datetime as dt
 import os
 import sys
 from pathlib import Path
-from typing import Any
 
 from ..errors import MemfoldError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
+    from typing import Any
 
     from ..privacy import RuleSet
 

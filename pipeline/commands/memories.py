@@ -9,9 +9,12 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import Any
 
 from .context import emit, lock_timeout, services, use_global, want_json, warn
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 _MAX_BODY = 16 << 20
 

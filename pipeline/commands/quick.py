@@ -10,9 +10,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from .spec import COMMANDS, GLOBAL, Command, Param
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 _GLOBAL = {flag: p for p in GLOBAL for flag in p.flags}
 

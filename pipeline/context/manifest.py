@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from ..fsutil import digest_json
 from ..paths import Layout
@@ -12,6 +11,8 @@ from ..store.state import Limits
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from .artifacts import Writer
 
 MANIFEST_KIND = "memory-consolidation-manifest"

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterator, Mapping
-from typing import TYPE_CHECKING
 
 from ..errors import InputRejected, Issue, IssueList, PrivacyRejected, VerifyFailed
 from ..fsutil import sha256_bytes
@@ -16,6 +15,7 @@ from ..store.memory import INDEX_NAME, is_memory_name, parse_memory
 from ..store.proven import PostFiles, keep_proof, proof_for
 from ..store.state import Limits
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from ..privacy import RuleSet
     from ..store.statecache import StateCache

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 from .personal import CHECKS as PERSONAL_CHECKS
 from .personal import birth_date
 from .tokens import crc32_tail, is_random_token, keyed_token, looks_fake, random_token, shannon_entropy, vendor_token
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 # A check receives the secret text, the whole match text and the rule's parameters.
 Check = Callable[[str, str, dict[str, float]], bool]

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from collections.abc import Callable, Collection
-from typing import Any
 
 from ..frozen import Frozen
 from .model import Finding, Rule, redact
 from .prefilter import Features, Gate
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 # A hostile text can hold thousands of hits for one rule; past this many reported hits the
 # verdict is clear. Allowlisted matches do not count, so padding cannot hide a later secret.

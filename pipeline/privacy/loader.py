@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-from typing import Any
 
 from ..errors import ConfigError, Issue
 from ..resources import data_dir, load_schema
@@ -11,6 +10,10 @@ from .checks import CHECKS
 from .engine import RuleSet
 from .model import Rule
 from .prefilter import NEEDS_FILE, Gate, from_row, needs
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 RULES_FILE = "privacy-rules.yaml"
 CACHE_PREFIX = "privacy-rules-"

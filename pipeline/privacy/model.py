@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
 from ..frozen import Frozen, FrozenValue
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 if TYPE_CHECKING:  # only a type here; checks imports the rule helpers, which import the package
     from .checks import Check

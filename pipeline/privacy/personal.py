@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import re
 from functools import lru_cache
-from typing import Any
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 # The rule's check name -> the python-stdnum module that validates that identity number.
 ID_MODULES = {

@@ -24,9 +24,12 @@ are.
 from __future__ import annotations
 
 import re
-from typing import Any
 
 from ..frozen import Frozen, FrozenValue
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 GLUES = ("", " -", " -./")
 _DIGITS = frozenset("0123456789")

@@ -17,10 +17,13 @@ from __future__ import annotations
 
 import os
 from _json import encode_basestring  # the escaper the writers use (see store/jsontext.py)
-from typing import Any
 
 from ..fsutil import canonical_json, dump_json, sha256_bytes
 from ..store.jsontext import dumps
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 MAP_KEYS = ("sourceHashes", "finalHashes")
 

@@ -7,7 +7,6 @@ import os
 import time
 from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 from .. import __version__
 from ..errors import Issue
@@ -22,7 +21,10 @@ RECEIPT_SCHEMA = "receipt.schema.json"
 RECEIPT_KIND = "memory-consolidation-receipt"
 HashMaps = dict[str, dict[str, str]]
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from ..store.statecache import StateCache
 
 

@@ -14,7 +14,6 @@ import re
 import stat
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 from ..errors import Issue, UnsafePath
 from ..frozen import Frozen
@@ -22,7 +21,10 @@ from ..fsutil import dump_json, read_bounded
 from ..paths import MIRROR_DIR
 from ..safetext import counted
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from ..store.statecache import StateCache
     from .verify import Report
 

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
 
 from ..fsutil import sha256_bytes
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from ..state import PreState
     from .memory import Memory

@@ -5,12 +5,12 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from .memory import INDEX_NAME, is_memory_name
 from .state import Limits, RootState, landed_file, read_root
 from .statecache import cache_for
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from ..paths import Layout
     from ..receipts.receipt import HashMaps

@@ -7,11 +7,14 @@ from collections import deque
 from collections.abc import Mapping
 from itertools import repeat
 from pathlib import Path
-from typing import Any
 
 from ..errors import InputRejected
 from ..frozen import FrozenValue
 from .memory import Memory
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 
 class StoredMemory(Memory):
