@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -11,6 +12,7 @@ from typing import Any
 import jsonschema
 import pytest
 import yaml
+from conftest import REPO, Env
 
 from pipeline.errors import ConfigError
 from pipeline.privacy import Finding, RuleSet, load_ruleset, scan_bytes
@@ -257,7 +259,7 @@ def test_two_installations_sharing_a_home_each_keep_their_parsed_rules(tmp_path:
         """A fresh process of the installation at ``install`` loading the shipped rules."""
         monkeypatch.setattr(loader.os.path, "abspath", lambda _path: f"{install}/loader.py")
         monkeypatch.setattr(loader, "_MEMO", {})
-        loader.load_ruleset(cache_home=str(home))
+        assert loader.load_ruleset(cache_home=str(home)).rules  # read (and compiled) on first use
         return Path(loader.rules_cache(home))
 
     first, second = (load_as(install) for install in installs)
@@ -352,3 +354,39 @@ def test_a_match_met_again_is_judged_once_and_reported_at_each_place(monkeypatch
     ruleset.forget()
     ruleset.scan(text)
     assert len([e for e in judged if e[1] == token.encode()]) == 2 * len(on_token)
+
+
+_RULES_USED = """
+import sys
+from pipeline.privacy import loader
+used = []
+build, document = loader._build, loader._default_document
+loader._build = lambda *a, **k: used.append("build") or build(*a, **k)
+loader._default_document = lambda *a, **k: used.append("read") or document(*a, **k)
+from pipeline.cli import main
+code = main(sys.argv[1:])
+sys.stderr.write("RULES " + ",".join(used) + "\\n")
+raise SystemExit(code)
+"""
+
+
+def _rules_used(env: Env, *args: str) -> tuple[int, str, str]:
+    proc = subprocess.run([sys.executable, "-c", _RULES_USED, *env.args(*args)], capture_output=True, text=True,
+                          timeout=120, cwd=str(env.project), env={**os.environ, "PYTHONPATH": str(REPO)})
+    line = [ln for ln in proc.stderr.splitlines() if ln.startswith("RULES ")]
+    assert line, proc.stderr
+    return proc.returncode, line[-1][len("RULES "):], proc.stderr
+
+
+def test_the_shipped_rules_are_read_only_when_a_write_scans_something(env: Env) -> None:
+    assert env.run("add", "project_warm", "-d", "warms the caches", "--visibility", "safe").code == 0
+    assert _rules_used(env, "add", "project_alpha", "-d", "alpha deploys on fridays")[0] == 0  # keeps the digest
+    # A private memory changes no mirror file: the digest the home keeps is all the gate asks for.
+    code, used, err = _rules_used(env, "add", "project_beta", "-d", "beta runs the smoke tests")
+    assert code == 0 and used == "", err
+    # A safe one changes the mirror: the rules are read, compiled and applied.
+    code, used, err = _rules_used(env, "add", "project_gamma", "-d", "gamma's deploy key", "--visibility", "safe",
+                                  "-b", f"token {TOKEN}")
+    assert code != 0 and "privacy." in err and TOKEN not in err
+    assert "build" in used.split(",")
+    assert not (env.harness / "project_gamma.md").exists() and not (env.mirror / "project_gamma.md").exists()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from _thread import allocate_lock
 
 from ..errors import ConfigError, Issue
 from ..resources import data_dir, load_schema
@@ -13,6 +14,7 @@ from .prefilter import NEEDS_FILE, Gate, from_row, needs
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Any
 
 RULES_FILE = "privacy-rules.yaml"
@@ -275,6 +277,11 @@ def _digest_sources() -> list[str]:
 
 def _shipped_digest(cache_home: str, rules: list[dict[str, Any]], allowlist: list[str],
                     benign: list[str]) -> str | None:
+    return _shipped_digest_of(cache_home, lambda: (rules, allowlist, benign))
+
+
+def _shipped_digest_of(cache_home: str,
+                       parts: Callable[[], tuple[list[dict[str, Any]], list[str], list[str]]]) -> str | None:
     """``_digest`` of the shipped rules, kept in the home's cache under the identities of every file it
     hashes: the rules file (the rules, allowlist and benign spans are its parse) and the sources.
 
@@ -293,7 +300,7 @@ def _shipped_digest(cache_home: str, rules: list[dict[str, Any]], allowlist: lis
     cached = filecache.load(cache, key)
     if isinstance(cached, str):
         return cached
-    digest = _digest(rules, allowlist, benign)
+    digest = _digest(*parts())  # the rules are read only when the digest is not kept
     if digest is not None:
         filecache.save(cache, key, digest, identities)
     return digest
@@ -350,13 +357,50 @@ class _LazyKeywordSet:
 
 
 def _default_ruleset(cache_home: str | None = None) -> RuleSet:
-    document = _default_document(cache_home)
-    if "ruleset" not in _MEMO:
-        rules = list(document["rules"])
-        _MEMO["ruleset"] = _build(rules, [RULES_FILE] * len(rules), list(document.get("allowlist", [])),
-                                  shipped_allowlist=True, benign=list(document.get("benign", [])),
-                                  cache_home=cache_home)
-    return _MEMO["ruleset"]  # type: ignore[no-any-return]
+    memo = f"ruleset {cache_home}"  # one per home: each keeps its rules digest and parsed rules
+    if memo not in _MEMO:
+
+        def build() -> RuleSet:
+            document = _default_document(cache_home)
+            rules = list(document["rules"])
+            return _build(rules, [RULES_FILE] * len(rules), list(document.get("allowlist", [])),
+                          shipped_allowlist=True, benign=list(document.get("benign", [])), cache_home=cache_home)
+
+        if cache_home is None:
+            _MEMO[memo] = build()
+        else:
+            home = cache_home
+
+            def parts() -> tuple[list[dict[str, Any]], list[str], list[str]]:
+                document = _default_document(home)
+                return list(document["rules"]), list(document.get("allowlist", [])), list(document.get("benign", []))
+
+            _MEMO[memo] = _Later(build, lambda: _shipped_digest_of(home, parts))
+    return _MEMO[memo]  # type: ignore[no-any-return]
+
+
+class _Later(RuleSet):
+    """The shipped rules, read and compiled when first used. A write whose mirror files are all known
+    clean under the rule set's digest scans nothing and asks only for that digest, which the home's
+    cache answers without the rules (reading and building the 188 shipped rules cost ~2 ms)."""
+
+    def __init__(self, build: Callable[[], RuleSet], digest: Callable[[], str | None]) -> None:
+        # Not RuleSet.__init__: every other attribute is the built rule set's, taken on first use.
+        self.__dict__["_later"] = (build, allocate_lock())
+        self._digest = digest
+        self._digested = []
+
+    def __getattr__(self, name: str) -> Any:
+        later = self.__dict__.get("_later")
+        if later is None:
+            raise AttributeError(name)
+        with later[1]:
+            if "_later" in self.__dict__:
+                built = later[0]()
+                self.__dict__.update((key, value) for key, value in vars(built).items()
+                                     if key not in ("_digest", "_digested"))
+                del self.__dict__["_later"]
+        return object.__getattribute__(self, name)
 
 
 def load_ruleset(
