@@ -181,9 +181,10 @@ def forget_proofs() -> None:
 
 
 PROOF_VERSION = 1
-# The modules whose code decides the post-state check and the indexes it compares against.
-_CHECKED_BY = ("index.py", "memory.py", "proven.py", "state.py", os.path.join("..", "mirror", "guard.py"),
-               os.path.join("..", "state.py"))
+# The modules whose code decides the post-state check, the files it holds to the bounds and those that
+# do not parse, and the indexes it compares against.
+_CHECKED_BY = ("files.py", "index.py", "memory.py", "proven.py", "state.py", "stored.py",
+               os.path.join("..", "mirror", "guard.py"), os.path.join("..", "state.py"))
 
 
 def _code() -> list[Any]:
