@@ -58,3 +58,30 @@ def test_the_demo_runs_the_main_job_and_passes(tmp_path: Path) -> None:
     assert proc.stdout.rstrip().endswith("demo passed")
     assert "6 → 4 memories" in proc.stdout and "verified no-op" in proc.stdout
     assert "Zx81Zx81" not in proc.stdout + proc.stderr  # the token itself, never more than its public prefix
+
+
+def test_the_demo_passes_when_its_two_duplicate_notes_fall_in_different_seconds(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    import datetime as dt
+    import itertools
+
+    from pipeline.cli import main
+
+    ticks = itertools.count()
+    start = dt.datetime.now(dt.UTC)
+
+    class Ticking(dt.datetime):
+        """A clock one second further on at every reading: no two commands share a second."""
+
+        @classmethod
+        def now(cls, tz: dt.tzinfo | None = None) -> Ticking:  # type: ignore[override]
+            moment = start + dt.timedelta(seconds=next(ticks))
+            return cls.fromtimestamp(moment.timestamp(), tz)
+
+    monkeypatch.delenv("MEMFOLD_NOW", raising=False)
+    monkeypatch.setattr(dt, "datetime", Ticking)
+    assert main(["demo"]) == 0
+    out = capsys.readouterr().out
+    # The second note is the newer one now: the pair merged into it, holding the facts of both.
+    assert "merged into project_deploy-howto.md, which kept the facts of both: yes" in out
+    assert out.rstrip().endswith("demo passed")

@@ -82,9 +82,14 @@ def demo(ctx: typer.Context,
     failures += _step(run, "verify the newest receipt", home, project, "verify") != 0
     failures += _step(run, "audit the receipt chain", home, project, "audit") != 0
     mirror = project / ".memory"
-    merged = (mirror / "project_deploy-target.md").read_text(encoding="utf-8")
-    kept = "Push the release tag before deploying." in merged and not (mirror / "project_deploy-howto.md").exists()
-    sys.stdout.write(f"\nthe merged memory kept the fact only its duplicate had: {'yes' if kept else 'NO'}\n")
+    # The two deploy notes are duplicates: they merge into the newer one, which is the second unless both
+    # adds fell within the same second of the clock (then the names decide). Either way one is left,
+    # holding the facts of both.
+    left = [name for name in ("project_deploy-target.md", "project_deploy-howto.md") if (mirror / name).exists()]
+    merged = (mirror / left[0]).read_text(encoding="utf-8") if len(left) == 1 else ""
+    kept = all(fact in merged for fact in ("never deploy by hand", "Push the release tag before deploying."))
+    sys.stdout.write(f"\nthe two deploy notes merged into {' and '.join(left) or 'nothing'}, which kept the facts "
+                     f"of both: {'yes' if kept else 'NO'}\n")
     failures += not kept
     failures += (mirror / "user_staging-token.md").exists() or (mirror / "project_code-freeze.md").exists()
     sys.stdout.write(f"\nmirror {mirror} (tracked by git, shared with the team):\n")
