@@ -14,7 +14,8 @@ import pytest
 from conftest import REPO, Env
 
 from pipeline.bench.synth import write_store
-from pipeline.store.statecache import FOLDER, MAGIC, NAME, StateCache, _load
+from pipeline.store.cachefile import MAGIC
+from pipeline.store.statecache import FOLDER, NAME, StateCache, _load
 
 # Counts every open of a file inside the store roots, then runs the real CLI in this interpreter.
 _COUNT_OPENS = """

@@ -13,9 +13,10 @@ import pytest
 
 from pipeline.errors import InputRejected, UnsafePath
 from pipeline.store import statecache
+from pipeline.store.cachefile import MAGIC, crc
 from pipeline.store.files import Stored
 from pipeline.store.state import Limits, read_root
-from pipeline.store.statecache import MAGIC, VERSION, StateCache, _crc, _load
+from pipeline.store.statecache import VERSION, StateCache, _load
 
 _MEMORY = b"---\nname: a\ndescription: the a note\ntype: project\nvisibility: private\n---\nbody of a\n"
 
@@ -121,7 +122,7 @@ def test_temps_and_strays_are_reported_beside_vouched_files(tmp_path: Path) -> N
 
 def _write_payload(path: Path, payload: object) -> None:
     data = marshal.dumps(payload)
-    path.write_bytes(MAGIC + _crc(data) + data)
+    path.write_bytes(MAGIC + crc(data) + data)
 
 
 def test_a_checksummed_cache_whose_entries_have_another_shape_is_not_used(tmp_path: Path) -> None:
@@ -139,7 +140,7 @@ def test_a_checksummed_cache_whose_entries_have_another_shape_is_not_used(tmp_pa
         loaded = _load(str(path), (1,))
         assert loaded.roots == {} and loaded.digests == {} and loaded.memory == {}, bad
     data = marshal.dumps(good)
-    path.write_bytes(MAGIC + _crc(data) + data[:-3])  # torn
+    path.write_bytes(MAGIC + crc(data) + data[:-3])  # torn
     assert _load(str(path), (1,)).roots == {}
 
 
