@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -12,7 +11,7 @@ from typing import Any
 import jsonschema
 import pytest
 import yaml
-from conftest import REPO, Env
+from conftest import Env, spawn_probed
 
 from pipeline.errors import ConfigError
 from pipeline.privacy import Finding, RuleSet, load_ruleset, scan_bytes
@@ -44,13 +43,13 @@ def test_default_ruleset_is_cached_and_compiled_with_re2() -> None:
 
 def test_every_shipped_rule_compiles_eagerly_with_its_secret_group() -> None:
     """The shipped rules are compiled lazily at run time, so their compile-time checks run here."""
-    from pipeline.privacy import loader
+    from pipeline.privacy import loader, patterns
 
     document = loader._parse_rules_file(data_dir("schemas") / loader.RULES_FILE)
     for raw in document["rules"]:
-        rule = loader.compile_rule(raw, "shipped", lazy=False)
+        rule = patterns.compile_rule(raw, "shipped", lazy=False)
         assert rule.pattern.groups >= rule.secret_group, rule.id
-    assert loader._compile_alternation(document.get("allowlist", []), "shipped allowlist") is not None
+    assert patterns.compile_alternation(document.get("allowlist", []), "shipped allowlist") is not None
 
 
 def test_a_shipped_pattern_is_compiled_only_when_its_keyword_occurs() -> None:
@@ -356,26 +355,19 @@ def test_a_match_met_again_is_judged_once_and_reported_at_each_place(monkeypatch
     assert len([e for e in judged if e[1] == token.encode()]) == 2 * len(on_token)
 
 
+# Which steps of loading the shipped rules a memfold process took.
 _RULES_USED = """
-import sys
 from pipeline.privacy import loader
-used = []
+seen = []
 build, document = loader._build, loader._default_document
-loader._build = lambda *a, **k: used.append("build") or build(*a, **k)
-loader._default_document = lambda *a, **k: used.append("read") or document(*a, **k)
-from pipeline.cli import main
-code = main(sys.argv[1:])
-sys.stderr.write("RULES " + ",".join(used) + "\\n")
-raise SystemExit(code)
+loader._build = lambda *a, **k: seen.append("build") or build(*a, **k)
+loader._default_document = lambda *a, **k: seen.append("read") or document(*a, **k)
 """
 
 
 def _rules_used(env: Env, *args: str) -> tuple[int, str, str]:
-    proc = subprocess.run([sys.executable, "-c", _RULES_USED, *env.args(*args)], capture_output=True, text=True,
-                          timeout=120, cwd=str(env.project), env={**os.environ, "PYTHONPATH": str(REPO)})
-    line = [ln for ln in proc.stderr.splitlines() if ln.startswith("RULES ")]
-    assert line, proc.stderr
-    return proc.returncode, line[-1][len("RULES "):], proc.stderr
+    code, seen, err = spawn_probed(env, _RULES_USED, *args)
+    return code, ",".join(seen), err
 
 
 def test_the_shipped_rules_are_read_only_when_a_write_scans_something(env: Env) -> None:

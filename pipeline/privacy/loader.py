@@ -7,9 +7,9 @@ from _thread import allocate_lock
 
 from ..errors import ConfigError, Issue
 from ..resources import data_dir, load_schema
-from .checks import CHECKS
 from .engine import RuleSet
 from .model import Rule
+from .patterns import LazyPattern, compile_alternation, compile_rule, keyword_set
 from .prefilter import NEEDS_FILE, Gate, from_row, needs
 
 TYPE_CHECKING = False
@@ -22,70 +22,6 @@ CACHE_PREFIX = "privacy-rules-"
 LEGACY_CACHE_NAME = "privacy-rules.json"  # the one file all installations shared: removed when rewritten
 DIGEST_CACHE_PREFIX = "privacy-digest-"
 SCHEMA_FILE = "privacy-rules.schema.json"
-
-
-def _compile(pattern: str, where: str) -> Any:
-    import re2
-
-    options = re2.Options()
-    # A rejected user pattern is reported through ConfigError; RE2's own stderr log is noise.
-    options.log_errors = False
-    try:
-        return re2.compile(pattern, options)
-    except re2.error as exc:
-        raise ConfigError(
-            f"{where}: pattern is not accepted by RE2 ({exc})",
-            issues=[Issue("privacy.pattern", where, str(exc))],
-        ) from exc
-
-
-class LazyPattern:
-    """An RE2 pattern compiled on first use.
-
-    A rule runs only where one of its keywords occurs, so most shipped patterns are never needed in
-    a process, and compiling all of them costs ~30 ms of every write. The shipped rules are compiled
-    whole by the test suite; user rules are compiled when loaded, so their mistakes surface at once.
-    """
-
-    __slots__ = ("_compiled", "_source", "_where")
-
-    def __init__(self, source: str, where: str) -> None:
-        self._source = source
-        self._where = where
-        self._compiled: Any = None
-
-    @property
-    def compiled(self) -> Any:
-        if self._compiled is None:
-            self._compiled = _compile(self._source, self._where)
-        return self._compiled
-
-    @property
-    def ready(self) -> bool:
-        """Compiled already: running it costs no more than any cheaper test that could skip it."""
-        return self._compiled is not None
-
-    @property
-    def groups(self) -> int:
-        return int(self.compiled.groups)
-
-    def finditer(self, data: bytes) -> Any:
-        return self.compiled.finditer(data)
-
-    def search(self, data: bytes) -> Any:
-        return self.compiled.search(data)
-
-
-def _compile_alternation(patterns: list[str], where: str, *, lazy: bool = False) -> Any:
-    """One RE2 program for a whole allowlist, so a candidate costs one search, not N."""
-    if not patterns:
-        return None
-    alternation = "|".join(f"(?:{p})" for p in patterns)
-    if lazy:
-        return LazyPattern(alternation, where)
-    for index, pattern in enumerate(patterns):
-        _compile(pattern, f"{where}[{index}]")
-    return _compile(alternation, where)
 
 
 def _rule_label(document: dict[str, Any], path: list[Any]) -> str:
@@ -118,38 +54,6 @@ def validate_document(document: Any, source: str) -> None:
     first = issues[0]
     more = f" (and {len(issues) - 1} more)" if len(issues) > 1 else ""
     raise ConfigError(f"{source}: {first.message}{more}", code="config.invalid", issues=issues)
-
-
-def compile_rule(raw: dict[str, Any], source: str, *, lazy: bool = False) -> Rule:
-    """One rule; ``lazy`` defers compiling its patterns to first use (for the tested shipped rules)."""
-    rid = str(raw["id"])
-    where = f"{source}: privacy rule {rid!r}"
-    pattern = LazyPattern(str(raw["pattern"]), where) if lazy else _compile(str(raw["pattern"]), where)
-    group = int(raw.get("secret_group", 0))
-    if not lazy and group > pattern.groups:
-        raise ConfigError(f"{where}: secret_group {group} but the pattern has {pattern.groups} groups")
-    check_name = raw.get("check")
-    if check_name is not None and check_name not in CHECKS:
-        raise ConfigError(f"{where}: unknown check {check_name!r}; known checks: {', '.join(sorted(CHECKS))}",
-                          issues=[Issue("privacy.check", where, f"unknown check {check_name!r}")])
-    params: dict[str, float] = {}
-    for name in ("min_entropy", "max_gap"):
-        if name in raw:
-            params[name] = float(raw[name])
-    return Rule(
-        id=rid,
-        category=str(raw["category"]),
-        description=str(raw["description"]),
-        source=source,
-        pattern=pattern,
-        keywords=tuple(str(k) for k in raw.get("keywords", ())),
-        check=CHECKS[check_name] if check_name else None,
-        check_params=params,
-        secret_group=group,
-        allowlist=_compile_alternation(list(raw.get("allowlist", ())), f"{where} allowlist", lazy=lazy),
-        preview_prefix=int(raw.get("preview_prefix", 0)),
-        fallback=bool(raw.get("fallback", False)),
-    )
 
 
 _MEMO: dict[str, Any] = {}  # the parsed shipped rules and their compiled RuleSet, once per process
@@ -227,11 +131,11 @@ def _build(rules: list[dict[str, Any]], sources: list[str], allowlist: list[str]
     keywords = sorted({k for rule in compiled for k in rule.keywords})
     return RuleSet(
         tuple(compiled),
-        _compile_alternation(allowlist, "privacy allowlist", lazy=shipped_allowlist),
-        _keyword_set(keywords),
+        compile_alternation(allowlist, "privacy allowlist", lazy=shipped_allowlist),
+        keyword_set(keywords),
         (lambda: _shipped_digest(cache_home, rules, allowlist, benign or [])) if cache_home is not None
         else (lambda: _digest(rules, allowlist, benign or [])),
-        _compile_alternation(list(benign or ()), "privacy benign spans", lazy=shipped_allowlist),
+        compile_alternation(list(benign or ()), "privacy benign spans", lazy=shipped_allowlist),
         lambda: _rule_needs(rules),
     )
 
@@ -321,39 +225,6 @@ def _digest(rules: list[dict[str, Any]], allowlist: list[str], benign: list[str]
         except OSError:
             return None  # the code cannot be named, so no verdict is kept
     return digest.hexdigest()
-
-
-def _keyword_set(keywords: list[str]) -> Any:
-    """A case-insensitive RE2 set of literal keywords, indexed like ``keywords``, compiled on its first
-    match: a write whose mirror holds nothing new scans nothing, and compiling the set (with RE2's
-    import) cost ~7 ms of every write."""
-    return _LazyKeywordSet(keywords) if keywords else None
-
-
-class _LazyKeywordSet:
-    __slots__ = ("_keywords", "_compiled")
-
-    def __init__(self, keywords: list[str]) -> None:
-        self._keywords = keywords
-        self._compiled: Any = None
-
-    @property
-    def compiled(self) -> Any:
-        if self._compiled is None:
-            import re2
-
-            options = re2.Options()
-            options.case_sensitive = False
-            options.literal = True
-            keyword_set = re2.Set.SearchSet(options)
-            for keyword in self._keywords:
-                keyword_set.Add(keyword)
-            keyword_set.Compile()
-            self._compiled = keyword_set
-        return self._compiled
-
-    def Match(self, data: bytes) -> Any:  # RE2 sets name it so
-        return self.compiled.Match(data)
 
 
 def _default_ruleset(cache_home: str | None = None) -> RuleSet:
