@@ -406,3 +406,16 @@ def inotify_count() -> int:
             return ""
 
     return sum(1 for fd in os.listdir("/proc/self/fd") if target(fd) == "anon_inode:inotify")
+
+
+def spawn_probed(env: Env, probe: str, *args: str) -> tuple[int, Any, str]:
+    """The real CLI in a fresh interpreter, after ``probe``: code that wraps what a test watches and
+    records it in ``seen`` (a JSON value it defines). Nothing proven, parsed or cached in the test's own
+    process answers for that one. Returns the exit code, ``seen`` as the command left it, and stderr."""
+    script = (f"import json, sys\n{probe}\nfrom pipeline.cli import main\ncode = main(sys.argv[1:])\n"
+              "sys.stderr.write('\\nPROBED ' + json.dumps(seen) + '\\n')\nraise SystemExit(code)\n")
+    proc = subprocess.run([sys.executable, "-c", script, *env.args(*args)], capture_output=True, text=True,
+                          timeout=120, cwd=str(env.project), env={**os.environ, "PYTHONPATH": str(REPO)})
+    line = [ln for ln in proc.stderr.splitlines() if ln.startswith("PROBED ")]
+    assert line, proc.stderr
+    return proc.returncode, json.loads(line[-1][len("PROBED "):]), proc.stderr

@@ -4,13 +4,10 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import subprocess
-import sys
 from typing import Any
 
 import pytest
-from conftest import REPO, Env
+from conftest import Env, spawn_probed
 from pytest_bdd import given, parsers, scenarios, then, when
 from test_warm import _backend as backend_for
 
@@ -157,10 +154,8 @@ def nothing_written(env: Env, ctx: dict[str, Any]) -> None:
     assert not (env.harness / "project_gamma.md").exists()
 
 
-# A memfold process whose post-state checks are counted: the real CLI in a fresh interpreter, so nothing
-# proven in this test process (or cached in its modules) can answer for it.
+# The post-state checks of a memfold process, counted.
 _COUNTED = """
-import json, sys
 from pipeline.mirror import guard
 seen = {"full": 0, "derived": 0}
 full, derived = guard.full_issues, guard.derived_issues
@@ -171,23 +166,11 @@ def counted_derived(*a, **k):
     seen["derived"] += 1
     return derived(*a, **k)
 guard.full_issues, guard.derived_issues = counted_full, counted_derived
-from pipeline.cli import main
-code = main(sys.argv[1:])
-sys.stderr.write("CHECKS " + json.dumps(seen) + "\\n")
-raise SystemExit(code)
 """
 
 
-def _process(env: Env, *args: str) -> tuple[int, dict[str, int], str]:
-    proc = subprocess.run([sys.executable, "-c", _COUNTED, *env.args(*args)], capture_output=True, text=True,
-                          timeout=120, cwd=str(env.project), env={**os.environ, "PYTHONPATH": str(REPO)})
-    line = [ln for ln in proc.stderr.splitlines() if ln.startswith("CHECKS ")]
-    assert line, proc.stderr
-    return proc.returncode, json.loads(line[-1][len("CHECKS "):]), proc.stderr
-
-
 def _process_add(env: Env, ctx: dict[str, Any], name: str, words: str, visibility: str) -> None:
-    code, checks, err = _process(env, "add", name, "-d", words, "-b", f"{words}.", "--visibility", visibility)
+    code, checks, err = spawn_probed(env, _COUNTED, "add", name, "-d", words, "-b", f"{words}.", "--visibility", visibility)
     assert code == 0, err
     ctx["checks"] = checks
 
