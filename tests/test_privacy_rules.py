@@ -357,20 +357,20 @@ def test_a_match_met_again_is_judged_once_and_reported_at_each_place(monkeypatch
 
 # Which steps of loading the shipped rules a memfold process took.
 _RULES_USED = """
-from pipeline.privacy import loader
 seen = []
-build, document = loader._build, loader._default_document
-loader._build = lambda *a, **k: seen.append("build") or build(*a, **k)
-loader._default_document = lambda *a, **k: seen.append("read") or document(*a, **k)
 
 
-class _Imports:  # records the compilers' modules as they are imported
+class _Imports:  # records the compilers' modules as they are imported, the loader's own import included
     def find_spec(self, name, path=None, target=None):
         if name in ("pipeline.privacy.patterns", "pipeline.privacy.checks"):
             seen.append(name)
 
 
 sys.meta_path.insert(0, _Imports())
+from pipeline.privacy import loader
+build, document = loader._build, loader._default_document
+loader._build = lambda *a, **k: seen.append("build") or build(*a, **k)
+loader._default_document = lambda *a, **k: seen.append("read") or document(*a, **k)
 """
 
 

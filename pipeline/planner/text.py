@@ -235,7 +235,7 @@ def memory_tokens(name: str, memory: Memory) -> frozenset[str]:
 @lru_cache(maxsize=1 << 20)
 def _memory_tokens(name: str, description: str, body: str) -> frozenset[str]:
     # The body's own set is not kept: only this union is asked for again (a body's set is the largest
-    # of a memory's; keeping each one held ~50 MB at 20,000 memories).
+    # of a memory's; keeping each one held ~60 MB at 20,000 memories).
     return tokens(name_stem(name)) | tokens(description) | tokens.__wrapped__(body)
 
 

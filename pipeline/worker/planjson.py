@@ -178,9 +178,7 @@ def expanded(plan: dict[str, Any], selected: Sequence[str]) -> dict[str, Any]:
 
 def _copies(item: dict[str, Any], count: int) -> list[dict[str, Any]]:
     """``count`` deep copies of a JSON item, none sharing a container with another: one parse of the
-    item's text repeated (at 20,000 memories a parse per copy cost 135 ms, one parse of all 75)."""
-    if count == 0:
-        return []
+    item's text repeated (at 20,000 memories a parse per copy cost 135 ms, one parse of them all 75 ms)."""
     copies: list[dict[str, Any]] = json.loads("[" + ",".join([_compact(item)] * count) + "]")
     return copies
 
