@@ -52,6 +52,50 @@ def test_a_commit_changes_only_the_rows_of_the_files_it_changed(env: Env) -> Non
     assert "GAMMA-BODY" in _prompt(env, "gamma red script")
 
 
+def _offsets(env: Env, table: str) -> set[tuple[str, int | None]]:
+    """(field, offset) of every token instance the FTS5 table holds, read through ``fts5vocab``."""
+    conn = sqlite3.connect(str(_index(env)))
+    try:
+        conn.execute(f"CREATE VIRTUAL TABLE temp.vocab_{table} USING fts5vocab(main, {table}, instance)")
+        return set(conn.execute(f"SELECT col, offset FROM temp.vocab_{table}"))
+    finally:
+        conn.close()
+
+
+def test_the_trigram_index_keeps_which_fields_hold_a_gram_not_where(env: Env) -> None:
+    """Trigrams are looked up one by one, never as a phrase: their positions were a quarter of a large
+    index and rewritten for every row a commit changed. The word index keeps them (its phrases need them)."""
+    _add(env, "project_deploy", "deployments go through the blue script", "Run it from the release branch.")
+    grams = _offsets(env, "grams")
+    assert {col for col, _ in grams} == {"name", "description", "body"}
+    assert {offset for _, offset in grams} == {None}
+    assert None not in {offset for _, offset in _offsets(env, "words")}
+    # A typo and a fragment are still found through the trigrams, the name ranked by its weight.
+    for query in ("deplyoments", "ploym"):
+        result = env.run("search", query)
+        assert result.code == 0, result
+        assert "project_deploy.md" in result.out
+
+
+def test_an_index_of_the_previous_format_is_written_anew_before_it_is_read(env: Env) -> None:
+    _add(env, "project_alpha", "alpha deploys use the blue script", "ALPHA-BODY")
+    conn = sqlite3.connect(str(_index(env)))
+    with conn:
+        conn.execute("UPDATE meta SET value = 'memfold-search-5' WHERE key = 'format'")
+        conn.execute("DROP TABLE grams")
+        conn.execute("CREATE VIRTUAL TABLE grams USING fts5(name, description, body, tokenize='trigram')")
+    conn.close()
+    assert "ALPHA-BODY" in _prompt(env, "alpha blue script")
+    conn = sqlite3.connect(str(_index(env)))
+    try:
+        assert conn.execute("SELECT value FROM meta WHERE key = 'format'").fetchone() == ("memfold-search-6",)
+        sql = conn.execute("SELECT sql FROM sqlite_master WHERE name = 'grams'").fetchone()[0]
+    finally:
+        conn.close()
+    assert "detail=column" in sql
+    assert {offset for _, offset in _offsets(env, "grams")} == {None}
+
+
 def test_the_index_keeps_its_rollback_journal_between_commits(env: Env) -> None:
     """Each refresh used to create and delete ``memory.sqlite-journal``; it now stays, its header zeroed
     (nothing to roll back), so a commit frees no inode for it."""

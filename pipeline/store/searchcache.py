@@ -39,7 +39,7 @@ if TYPE_CHECKING:
 
     from .memory import Memory
 
-FORMAT = "memfold-search-5"
+FORMAT = "memfold-search-6"
 PRIORITY = {"feedback": 0, "user": 1, "project": 2, "reference": 3}
 INDEX_DIR = "index"
 SETTLED_NS = 2_000_000_000
