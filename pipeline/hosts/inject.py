@@ -73,7 +73,8 @@ def _wanted(home: str, root: str, harness: str, project_home: str, include_globa
 
 
 def _sources(wanted: Sequence[tuple[str, str, str, str]], limits: Any, warnings: list[str]) -> list[Source]:
-    from ..store.searchcache import Index, cache_file
+    from ..store.searchcache import Index
+    from ..store.searchdb import cache_file
 
     sources = [Source(kind, path, Index.open(path, cache_file(store_home, name), int(limits.max_file_bytes),
                                              int(limits.max_files)))

@@ -12,7 +12,7 @@ from ..errors import InputRejected, Issue, UsageError
 from ..frozen import FrozenValue
 from ..fsutil import sha256_bytes
 from ..privacy import RuleSet
-from ..state import PreState
+from ..state.model import PreState
 from ..store.memory import INDEX_NAME, Memory, is_memory_name, parse_memory
 from ..store.state import Limits
 
