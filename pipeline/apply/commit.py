@@ -10,7 +10,7 @@ from pathlib import Path
 from ..errors import VerifyFailed
 from ..frozen import Frozen
 from ..fsutil import read_bounded, sha256_bytes
-from ..mirror.guard import privacy_gate, refuse_drift, refuse_safe_without_mirror, verify_post
+from ..mirror.guard import name_gate, privacy_gate, refuse_drift, refuse_safe_without_mirror, verify_post
 from ..paths import Layout
 from ..receipts.maptext import MapText
 from ..receipts.newest import NEWEST, newest_bytes
@@ -113,6 +113,8 @@ def gate(svc: Services, pre: PreState, post: PostState) -> None:
     """Everything that must hold before anything is written: drift, privacy, post-state shape."""
     if not post.mirrored:
         refuse_safe_without_mirror(post)
+        if svc.ruleset is not None:
+            name_gate(post, svc.ruleset)
         verify_post(post, svc.limits, None)
         return
     refuse_drift(pre, {op.name for op in post.operations},

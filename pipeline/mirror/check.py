@@ -16,7 +16,7 @@ from ..state import PreState, read_pre
 from ..store.index import render_index
 from ..store.memory import INDEX_NAME, is_memory_name, windows_reserved
 from ..store.state import Limits
-from .guard import behind, check_disk_mirror, mirror_drift
+from .guard import behind, check_disk_mirror, mirror_drift, withhold_names
 
 if TYPE_CHECKING:
     from ..privacy import RuleSet
@@ -168,4 +168,4 @@ def check_mirror(layout: Layout, ruleset: RuleSet, limits: Limits, files: list[P
     issues.extend(check_disk_mirror(contents, pre.harness.files if pre else None, ruleset, limits, behind=late))
     seen = {i.path.split(":", 1)[0] for i in issues}  # one finding per file is enough
     issues.extend(i for i in found if i.path not in seen and i.code != BEHIND)
-    return issues
+    return withhold_names(issues, contents, ruleset)
