@@ -229,6 +229,8 @@ def test_mirror_check_flags_a_composed_secret_placed_by_hand(env: Env, case: str
     path.write_text(path.read_text().replace("alpha\n", COMPOSED[case][0] + "\n"))
     result = env.run("--json", "mirror", "check")
     assert result.code == 7, result.out + result.err
+    rule = {"clone": "github-classic-token", "postgres": "database-url-password"}[case]
+    assert f"{rule} (" in result.out + result.err
     assert COMPOSED[case][1] not in result.out + result.err
 
 

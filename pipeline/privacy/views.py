@@ -191,7 +191,9 @@ def _values(text: str) -> list[tuple[str, int, int]]:
 
 
 _WORD = re.compile(r"\S+")
+_DIGIT = re.compile(r"[0-9]")
 MAX_CHAIN = 400
+MIN_CHAIN = 20  # the shortest token the specific rules know carries 16 characters after its prefix
 
 
 def joined_lines(text: str) -> View | None:
@@ -207,9 +209,10 @@ def joined_lines(text: str) -> View | None:
     values = _values(text)
     pieces: list[tuple[str, int, int]] = []
     for index, (value, start, _) in enumerate(values[:-1]):
-        words = [(m.group(0), start + m.start(), start + m.end()) for m in _WORD.finditer(value)]
-        chain = [words[-1]]
-        size = len(words[-1][0])
+        last = value.rsplit(maxsplit=1)[-1]
+        end = start + len(value)
+        chain = [(last, end - len(last), end)]
+        size = len(last)
         for following, next_start, _ in values[index + 1:]:
             first = _WORD.match(following)
             assert first is not None  # a value is stripped and not empty
@@ -217,6 +220,9 @@ def joined_lines(text: str) -> View | None:
             size += first.end()
             if first.end() < len(following) or size > MAX_CHAIN:
                 break
+        joined = "".join(word for word, _, _ in chain)
+        if len(joined) < MIN_CHAIN or _DIGIT.search(joined) is None:
+            continue  # two words of prose, not a machine-made token cut at a line end
         pieces.extend(chain)
         pieces.append(("\n", start, start))  # chains are read apart
     return View("joined across lines", pieces) if pieces else None
