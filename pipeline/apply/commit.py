@@ -10,7 +10,7 @@ from pathlib import Path
 from ..errors import VerifyFailed
 from ..frozen import Frozen
 from ..fsutil import ensure_dir, read_bounded, sha256_bytes
-from ..mirror.guard import privacy_gate, refuse_safe_without_mirror, verify_post
+from ..mirror.guard import name_gate, privacy_gate, refuse_safe_without_mirror, verify_post
 from ..paths import Layout
 from ..receipts.log import LogEntry, log_name
 from ..receipts.maptext import MapText, maps_digest
@@ -110,6 +110,8 @@ def gate(svc: Services, pre: PreState, post: PostState) -> None:
     """Everything that must hold before anything is written: privacy, post-state shape."""
     if not post.mirrored:
         refuse_safe_without_mirror(post)
+        if svc.ruleset is not None:
+            name_gate(post, svc.ruleset)
         verify_post(post, svc.limits, None)
         return
     if svc.ruleset is not None:

@@ -22,7 +22,7 @@ from ..receipts.witness import MAX_HEAD_BYTES, is_legacy_head_name, parse_head
 from ..state.read import read_private
 from ..store.memory import INDEX_NAME, is_memory_name, windows_reserved
 from ..store.state import Limits
-from .guard import check_disk_mirror
+from .guard import check_disk_mirror, withhold_names
 
 if TYPE_CHECKING:
     from ..privacy import RuleSet
@@ -93,7 +93,8 @@ def check_mirror(layout: Layout, ruleset: RuleSet, limits: Limits, files: list[P
             continue
         contents[name] = read_bounded(path, limit)
     issues.extend(check_disk_mirror(contents, _private_copies(layout, limits), ruleset, limits))
-    return issues
+    # A file name that holds a credential is withheld from every line printed.
+    return withhold_names(issues, [*contents, *targets], ruleset)
 
 
 def _case_clashes(names: list[str]) -> dict[str, str]:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Collection, Iterator, Mapping
 
 from ..errors import InputRejected, Issue, IssueList, PrivacyRejected, VerifyFailed
 from ..fsutil import sha256_bytes
@@ -116,6 +116,7 @@ def _scan(name: str, data: bytes, ruleset: RuleSet) -> Iterator[Issue]:
     hidden = _invisible(text)
     if hidden:
         yield _hidden_issue(name, hidden)
+    yield from _file_name_issues(name, ruleset)
     for finding in ruleset.scan(text, f".memory/{name}"):
         yield Issue(
             f"privacy.{finding.category}",
@@ -124,8 +125,60 @@ def _scan(name: str, data: bytes, ruleset: RuleSet) -> Iterator[Issue]:
         )
 
 
+_WITHHELD = "<name withheld>"
+
+
+def _file_name_issues(name: str, ruleset: RuleSet, what: str = "a mirror file's name") -> Iterator[Issue]:
+    """A credential in a file name (the name is withheld from the message: it holds the value)."""
+    for finding in ruleset.scan_name(name):
+        yield Issue(f"privacy.{finding.category}", f".memory/{_WITHHELD}",
+                    f"{what} matches {finding.rule_id} ({finding.description}) {finding.preview}")
+
+
+def withhold_names(issues: list[Issue], names: Collection[str], ruleset: RuleSet) -> list[Issue]:
+    """``issues`` with every name that holds a credential replaced by a mark, in paths and messages."""
+    flagged = sorted((n for n in names if ruleset.scan_name(n)), key=len, reverse=True)
+    if not flagged:
+        return issues
+
+    def hide(text: str) -> str:
+        for name in flagged:
+            text = text.replace(name, _WITHHELD).replace(name.removesuffix(".md"), _WITHHELD)
+        return text
+
+    return [Issue(i.code, hide(i.path), hide(i.message)) for i in issues]
+
+
+def name_issues(post: PostState, ruleset: RuleSet) -> Iterator[Issue]:
+    """Credentials in the file names and titles of the memories ``post`` writes, whatever their
+    visibility: names are shown in every index and injected block, private or not."""
+    for op in post.operations:
+        if op.kind == "delete":
+            continue
+        if op.name not in post.public:  # a mirror file's name is checked with its content
+            yield from _file_name_issues(op.name, ruleset, "the file name of a memory")
+        memory = post.memories.get(op.name)
+        for finding in ruleset.scan_name(memory.name) if memory is not None and memory.name else ():
+            yield Issue(f"privacy.{finding.category}", f"{_WITHHELD}:name",
+                        f"the title of a memory matches {finding.rule_id} ({finding.description}) "
+                        f"{finding.preview}")
+
+
+def name_gate(post: PostState, ruleset: RuleSet) -> None:
+    """A memory whose name or title holds a credential is refused, private or safe."""
+    found = IssueList(name_issues(post, ruleset))
+    found.raise_if_any(
+        PrivacyRejected,
+        "refused: a memory's name looks like it holds a credential (names are shown in every index and "
+        "injected block, whatever the visibility)",
+        hint="name the memory in words without the value; keep the value itself in the body of a private "
+        "memory",
+    )
+
+
 def privacy_gate(post: PostState, ruleset: RuleSet, cache: StateCache | None = None) -> None:
-    """Any finding in what will be public rejects the whole transaction."""
+    """Any finding in a name, or in what will be public, rejects the whole transaction."""
+    name_gate(post, ruleset)
     found = IssueList()
     found.extend(privacy_issues(post, ruleset, cache))
     found.raise_if_any(

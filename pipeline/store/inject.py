@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from .memory import Memory
     from .searchcache import Index, Row
 
-    Masker = Callable[["Source", Row], tuple[str, str]]
+    Masker = Callable[["Source", Row], tuple[str, str, str]]
 
 GUIDANCE = (
     "To save a durable fact for later sessions, run `memfold add NAME -d \"one self-contained line\" "
@@ -203,8 +203,8 @@ def marker(omitted: int, path: str) -> str:
             f"{_field(path)}\n")
 
 
-def _plain(source: Source, row: Row) -> tuple[str, str]:
-    return row.description or "", row.body or ""
+def _plain(source: Source, row: Row) -> tuple[str, str, str]:
+    return row.description or "", row.body or "", row.file
 
 
 class _Budget:
@@ -279,7 +279,8 @@ def build_injection(sources: Sequence[Source], *, query: str | None, max_bytes: 
                     index_open = False
                     return
                 source, row = nxt
-                line = f"- {_field(row.file)} [{_field(source.label(row))}]: {_field(mask(source, row)[0])}\n"
+                description, _, file = mask(source, row)
+                line = f"- {_field(file)} [{_field(source.label(row))}]: {_field(description)}\n"
                 pending.append((source, row, line))
             source, row, line = pending[0]
             if budget.left - _size(line) < keep_back:
@@ -298,7 +299,8 @@ def build_injection(sources: Sequence[Source], *, query: str | None, max_bytes: 
     if candidates and budget.take(BODIES_HEAD):
         for source, row in candidates:
             label = _field(source.label(row, with_type=False))
-            block = f"\n### {_field(row.file)} ({label})\n{quote(mask(source, row)[1].strip())}"
+            _, body, file = mask(source, row)
+            block = f"\n### {_field(file)} ({label})\n{quote(body.strip())}"
             if not budget.take(block):
                 dropped.add(row.file)
                 continue
