@@ -15,6 +15,7 @@ from .consolidate import bench_apply, bench_consolidate, remove_retired, restore
 from .planner import bench_planner
 from .prompt import bench_prompt
 from .synth import write_store
+from .team import PULLED, bench_team
 from .writes import bench_writes
 
 
@@ -71,6 +72,9 @@ def bench_size(plan: Plan, n: int, env: dict[str, str], python_ms: float) -> Non
     add("verify", cli.timed(reps, "verify"), "python+read+hash")
     add("audit", cli.timed(reps, "audit"), "python+read+hash")
     bench_writes(plan, n, cli, add)
+    if n <= 2000:
+        plan.progress(f"n={n}: a pull of {PULLED} teammates' memories, then a prompt and an add")
+        bench_team(cli, add, store, pristine, live, n, reps, fl)
     shutil.rmtree(base, ignore_errors=True)
 
 

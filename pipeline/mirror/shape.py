@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-_MARKERS = (b"<<<<<<< ", b"=======", b">>>>>>> ")
-
 
 def has_conflict_markers(data: bytes) -> bool:
-    """Whether git left a merge's conflict markers in the file (a line opening, parting or closing one)."""
-    return any(line.startswith(_MARKERS) for line in data.splitlines())
+    """Whether git left a merge's conflict markers in the file: a line opening one and a line closing one
+    (a line of equals signs alone is also a Markdown heading's underline)."""
+    lines = data.splitlines()
+    return any(line.startswith(b"<<<<<<< ") for line in lines) and any(line.startswith(b">>>>>>> ") for line in lines)
 
 
 def _head(data: bytes) -> bytes | None:

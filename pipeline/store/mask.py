@@ -111,7 +111,7 @@ class RowMasker:
         index = source.index
         if id(index) not in self.checked:
             self.checked.add(id(index))
-            if self._reset(index):
+            if self.reset(index):
                 row.masks = None
         spans = json.loads(row.masks) if row.masks else None
         if spans is None:
@@ -126,7 +126,7 @@ class RowMasker:
         return (_apply(description, spans, "description"), _apply(body, spans, "body"),
                 _apply(row.file, spans, NAME))
 
-    def _reset(self, index: Any) -> bool:
+    def reset(self, index: Any) -> bool:
         """Drop the index's masks unless they were found with rules holding what this installation's
         hold; whether they were dropped."""
         from . import jsontext as json
