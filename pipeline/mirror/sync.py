@@ -393,7 +393,16 @@ def team_report(layout: Layout, limits: Limits, ruleset: RuleSet | None, pre: Pr
     """What the next write's sync would do, for people (``status``, ``doctor``, ``sync --dry-run``)."""
     sync = team_sync(layout, limits, ruleset, pre, pre.cache)
     return {"trusted": sync.trusted, "incoming": [a.as_dict() for a in sync.adopted],
-            "held": [h.as_dict() for h in sync.held], "conflicts": [c.as_dict() for c in sync.conflicts]}
+            "held": [h.as_dict() for h in sync.held], "conflicts": [c.as_dict() for c in sync.conflicts],
+            "behind": behind(pre, sync)}
+
+
+def behind(pre: PreState, sync: Sync) -> list[str]:
+    """Safe memories whose mirror copy is older than the store's, nothing having come from outside: written
+    since from another worktree, or an older commit checked out. The next write here brings them up to date."""
+    hashes, mirror, taken = pre.harness.hashes, pre.public.hashes, sync.names()
+    return sorted(name for name, memory in pre.memories.items() if memory.is_safe and name not in taken
+                  and mirror.get(name) != hashes.get(name))
 
 
 SIDES = ("mine", "theirs")
