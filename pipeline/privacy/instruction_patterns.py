@@ -156,7 +156,7 @@ ROLE_PATTERNS = (
     r"as)\b",
     r"</?(?:system|system_prompt|system-prompt|sys|admin|developer_message)>",
     r"\n\n(?:Human|Assistant|H|A): ",
-    r"(?:^|\n)(?:User|Human|Assistant|AI|Bot|ChatGPT|Claude|GPT-?4?): .{0,200}\n+(?:User|Human|Assistant|AI|Bot|"
+    r"(?:^|\n)(?:User|Human|Assistant|AI|Bot|ChatGPT|Claude|GPT-?4?): [^\n]*\n+(?:User|Human|Assistant|AI|Bot|"
     r"ChatGPT|Claude|GPT-?4?): ",
     # identity swaps
     r"(?i)\byou are (?:now|no longer|hereby|henceforth|from now on|going to (?:act|pretend|play|be|simulate|"
@@ -283,18 +283,18 @@ EXFIL_VERBS = (
 SEND_VERBS = r"(?i)\b(?:send|sending|upload|uploading|exfiltrate|exfiltrating|transmit|forward|leak|e-?mail)\b"
 EXFIL_PATTERNS = (
     # a URL with a slot for data to be filled in, in an image or link the client fetches unasked
-    r"!\[[^\]\n]{0,100}\]\(\s*https?://[^)\s]{1,300}[?&/=](?:\{[^}\s]{1,40}\}|\[[A-Z_ ]{2,40}\]|<[A-Za-z_ ]{2,40}>|"
+    r"!\[[^\]\n]{0,100}\]\(\s*https?://[^)\s]+[?&/=](?:\{[^}\s]{1,40}\}|\[[A-Z_ ]{2,40}\]|<[A-Za-z_ ]{2,40}>|"
     r"\$[A-Za-z_]{2,40}|DATA|SECRET)",
     r"(?i)\b(?:url[- ]?encode|base64[- ]?encode|encode) (?:it|the (?:result|data|answer|summary|information|secret|"
     r"key|conversation|content)s?|them)\b[^\n]{0,60}\b(?:append|add|attach|put|include|insert)",
     r"(?i)\b(?:append|add|attach|concatenate) (?:it|them|the (?:result|data|answer|summary|information|secret|key|"
     r"conversation|content|output)s?) (?:to|into|at the end of) (?:the |this |a )?(?:url|link|https?://|query|image)",
     # fetched code run at once, in a directive to the model
-    r"(?i)\b(?:curl|wget|iwr|invoke-webrequest|irm)\b[^\n|;]{1,200}\|\s*(?:sudo\s+)?(?:ba|z|"
+    r"(?i)\b(?:curl|wget|iwr|invoke-webrequest|irm)\b[^\n|;]+\|\s*(?:sudo\s+)?(?:ba|z|"
     r"da)?sh\b[^\n]{0,80}\b(?:without (?:asking|telling|confirm|permission)|silently|secretly|do not (?:tell|"
     r"mention|ask|inform)|don't (?:tell|mention|ask|inform))",
     r"(?i)\b(?:without (?:asking|telling|confirm\w*|permission)|silently|secretly|quietly)\b[^\n]{0,60}\b(?:curl|"
-    r"wget|iwr|irm)\b[^\n|;]{1,200}\|\s*(?:sudo\s+)?(?:ba|z|da)?sh\b",
+    r"wget|iwr|irm)\b[^\n|;]+\|\s*(?:sudo\s+)?(?:ba|z|da)?sh\b",
     r"(?i)\b(?:download|fetch|curl|wget) (?:and (?:run|execute)|then (?:run|execute)) [^\n]{0,80}\b(?:without|"
     r"silently|secretly|before (?:answering|responding|replying))\b",
 )
@@ -337,7 +337,7 @@ ADDRESSED_TO_MODEL = (
     r"read|include|insert|add|say|reply|respond|answer|tell|follow)\b"
 )
 # A Markdown link reference nothing links to, the usual way to write a comment: [//]: # (text)
-MARKDOWN_COMMENT = r"(?m:^\[(?://|comment|hidden|_)\]: ?# ?[\(\"'].{0,1000}[\)\"']$)"
+MARKDOWN_COMMENT = r"(?m:^\[(?://|comment|hidden|_)\]: ?# ?[\(\"'].*[\)\"']$)"
 BASE64 = r"[A-Za-z0-9+/]{24,}={0,2}|[A-Za-z0-9_-]{24,}"
 DECODE_AND_OBEY = (
     r"(?i)\b(?:decode|decompress|decrypt|deobfuscate|unscramble|reverse|translate|interpret)\b[^\n.]{0,40}\b(?:and|"

@@ -6,7 +6,7 @@ or identity, or hidden from the human who reads the file. Each mechanism is a sm
 yields the offsets where its rule fires:
 
 - ``override``: a verb of disregarding, a word for instructions and a marker of "previous / all /
-  your" in one sentence, close together, from lexicons of 25 languages (word order does not matter);
+  your" in one sentence, close together, from lexicons of about 30 languages (word order does not matter);
   and a few English phrasings without an instruction word ("ignore the above");
 - ``role``: chat-template tokens, forged speaker labels, identity swaps ("you are now", "pretend to
   be"), jailbreak personas and modes;
