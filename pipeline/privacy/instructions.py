@@ -52,7 +52,7 @@ DESCRIPTIONS = {
     "instructions.exfiltrate": "a directive to send secrets or private data out, or to run fetched code unseen",
     "instructions.hidden-directive": "a directive for the model hidden from the human reader",
     "instructions.invisible": "invisible characters (tags, bidi controls, zero-width) that can hide text",
-    "instructions.encoded": "encoded text (base64) that carries instructions for the model",
+    "instructions.encoded": "encoded text (base64, escapes) that decodes to instructions, or an order to decode one",
 }
 
 
@@ -96,7 +96,7 @@ PHRASES: dict[str, tuple[str, tuple[str, ...]]] = {
 
 
 class _Programs:
-    """The RE2 programs, compiled together on the first scan of a process (a few ms)."""
+    """The RE2 programs, compiled together on the first scan of a process (tens of ms, once)."""
 
     def __init__(self) -> None:
         import re2
