@@ -230,7 +230,7 @@ def _index_lines(index: bytes) -> dict[str, str]:
 
 def screen_for(ruleset: RuleSet | None, max_file_bytes: int) -> Screen:
     """The checks a teammate's file must pass before the store takes it; the first it fails holds it."""
-    from .guard import scan_issues
+    from .guard import instruction_issues, scan_issues
 
     def screen(name: str, data: bytes) -> tuple[str, str, str] | None:
         try:
@@ -257,6 +257,11 @@ def screen_for(ruleset: RuleSet | None, max_file_bytes: int) -> Screen:
             return ("held.privacy", f"{issue.message}: it is already public in git",
                     "rotate that value now (it is in the repository's history), then remove it from the file "
                     "and, if you can, from git history")
+        aimed = instruction_issues(name, data)
+        if aimed:
+            return ("held.instructions", aimed[0].message,
+                    "read the file: text aimed at an AI agent as instructions does not belong in a memory; remove it "
+                    "in git (and ask who committed it)")
         return None
 
     return screen
