@@ -452,3 +452,22 @@ def settle(sync: Sync, pre: PreState, name: str, side: str) -> Sync:
     adopted = [*sync.adopted, *([Adopted(name, "taken-theirs", pre.public.hashes.get(name), agreed)]
                                 if side == "theirs" else [])]
     return Sync(sync.base, sync.trusted, operations, adopted, helds, conflicts, kept)
+
+
+def keep_behind(sync: Sync, pre: PreState, settled: str | None = None) -> Sync:
+    """``sync`` that leaves the mirror's files that are only behind the store as they are: ``memfold sync``
+    carries out what came from outside and nothing else (an older commit checked out stays as git left
+    it, so checking out the newer one again never meets files memfold wrote meanwhile). ``settled``: the
+    name ``--take`` settles, which the sync writes all the same."""
+    late = [name for name in behind(pre, sync) if name != settled]
+    if not late:
+        return sync
+    files = dict(sync.kept.files)
+    lines = dict(sync.kept.lines)
+    for name in late:
+        files[name] = pre.public.files[name] if name in pre.public.hashes else None
+        if files[name] is not None:
+            line = _line_of(name, files[name] or b"")
+            if line is not None:
+                lines[name] = line
+    return Sync(sync.base, sync.trusted, sync.operations, sync.adopted, sync.held, sync.conflicts, Kept(files, lines))
