@@ -64,12 +64,17 @@ def print_tx(result: Any, as_json: bool) -> int:
 
 
 def add(name: str, description: str | None, type_: str | None, visibility: str | None, body: str | None,
-        body_file: Path | None, expires: str | None, global_: bool, json_out: bool, allow_publish: bool = False) -> int:
+        body_file: Path | None, expires: str | None, global_: bool, json_out: bool, allow_publish: bool = False,
+        cite: list[str] | None = None) -> int:
     use_global(global_)
     from ..edits import MemoryInput, add_ops, direct_transaction
+    from ..store.memory import Memory, sanitize_line
 
-    data = MemoryInput(description, type_, visibility, read_body(body, body_file), expires)
+    text = read_body(body, body_file)
     svc = services()
+    citing = _citing(svc, cite)
+    evidence = citing(Memory(name, sanitize_line(description or "") or "-", body=text or ""))
+    data = MemoryInput(description, type_, visibility, text, expires, evidence)
     result = direct_transaction(svc, "add", add_ops(name, data, svc.clock()), lock_timeout=lock_timeout(),
                                 publish=_publish(allow_publish))
     return print_tx(result, want_json(json_out))
@@ -77,15 +82,26 @@ def add(name: str, description: str | None, type_: str | None, visibility: str |
 
 def update(name: str, description: str | None, type_: str | None, visibility: str | None, body: str | None,
            body_file: Path | None, expires: str | None, global_: bool, json_out: bool,
-           allow_publish: bool = False) -> int:
+           allow_publish: bool = False, cite: list[str] | None = None) -> int:
     use_global(global_)
     from ..edits import MemoryInput, direct_transaction, update_ops
 
     data = MemoryInput(description, type_, visibility, read_body(body, body_file), expires)
     svc = services()
-    build = update_ops(name, data, svc.clock())
+    citing = _citing(svc, cite)
+    build = update_ops(name, data, svc.clock(), anchor=citing)
     result = direct_transaction(svc, "update", build, lock_timeout=lock_timeout(), publish=_publish(allow_publish))
+    result.warnings += citing.notes
     return print_tx(result, want_json(json_out))
+
+
+def _citing(svc: Any, cite: list[str] | None) -> Any:
+    """What the memory written cites: ``--cite`` (relative to the working directory or the project root)
+    and the tracked files its text names; the global store cites nothing."""
+    from ..evidence.cite import Citing
+
+    layout = svc.layout
+    return Citing(None if layout.is_global else layout.project_root, cite, Path.cwd())
 
 
 def _publish(allow_publish: bool) -> str:

@@ -83,6 +83,8 @@ _MEMORY = (
     opt("body", "--body", "-b", help="the memory text"),
     opt("body_file", "--body-file", kind="path", help="read the text from a file ('-' for stdin)"),
     opt("expires", "--expires", help="YYYY-MM-DD after which the memory is stale"),
+    opt("cite", "--cite", kind="repeat",
+        help="PATH[:A[-B]]: repository text the memory rests on, checked before each use (repeatable)"),
     GLOBAL_OPT, JSON_OPT,
     opt("allow_publish", "--allow-publish", kind="flag",
         help="let a safe memory carry the wording of another, private memory"),

@@ -7,6 +7,7 @@ from _json import encode_basestring as _quote
 
 from ..errors import InputRejected
 from ..frozen import FrozenValue
+from . import evidence as _evidence
 
 # Read on every prompt (``memfold inject``): datetime, dataclasses and typing are left out of the import.
 TYPE_CHECKING = False
@@ -110,7 +111,8 @@ def _utc(now: dt.datetime, fmt: str) -> str:
 class Memory(FrozenValue):
     """One parsed memory; immutable (parsed memories are shared between readers by content hash)."""
 
-    __slots__ = ("name", "description", "type", "visibility", "created", "modified", "expires", "body", "extra")
+    __slots__ = ("name", "description", "type", "visibility", "created", "modified", "expires", "body", "extra",
+                 "evidence")
     name: str
     description: str
     type: str
@@ -120,12 +122,16 @@ class Memory(FrozenValue):
     expires: str | None
     body: str
     extra: dict[str, Any]
+    # The repository text the memory cites (``store.evidence``), in the order written.
+    evidence: tuple[_evidence.Cite, ...]
 
     def __init__(self, name: str, description: str, type: str = "project", visibility: str = "private",
                  created: str | None = None, modified: str | None = None, expires: str | None = None,
-                 body: str = "", extra: dict[str, Any] | None = None) -> None:
+                 body: str = "", extra: dict[str, Any] | None = None,
+                 evidence: tuple[_evidence.Cite, ...] = ()) -> None:
         self._set(name=name, description=description, type=type, visibility=visibility, created=created,
-                  modified=modified, expires=expires, body=body, extra={} if extra is None else extra)
+                  modified=modified, expires=expires, body=body, extra={} if extra is None else extra,
+                  evidence=tuple(evidence))
 
     __hash__ = None  # type: ignore[assignment]  # ``extra`` is a dict
 
@@ -175,7 +181,7 @@ _YAML_BOOL_NULL = {"yes", "no", "true", "false", "on", "off", "null"}
 _CANON_WORDS = frozenset(TYPES + VISIBILITIES)
 
 
-def _canonical_meta(head: str) -> dict[str, str] | None:
+def _canonical_meta(head: str) -> tuple[dict[str, str], tuple[_evidence.Cite, ...]] | None:
     """The fields of a canonical head without YAML (which costs ~50 ms to import), or None to use YAML.
 
     Only what YAML provably reads as the same strings is accepted: plain values that start with a
@@ -191,7 +197,19 @@ def _canonical_meta(head: str) -> dict[str, str] | None:
     meta: dict[str, str] = {}
     if not head.endswith("\n"):
         return None
-    for line in head[:-1].split("\n"):
+    lines = head[:-1].split("\n")
+    cites: tuple[_evidence.Cite, ...] = ()
+    if "evidence:" in lines:
+        # The block render_memory writes: the key alone, then its entries, up to the next key.
+        at = lines.index("evidence:")
+        end = at + 1
+        while end < len(lines) and lines[end][:1] in ("-", " "):
+            end += 1
+        block = _evidence.parse_block(lines[at + 1:end])
+        if block is None:
+            return None
+        cites, lines = block, lines[:at] + lines[end:]
+    for line in lines:
         # ``key: value`` with a known key, given once, and a non-empty value.
         key, sep, value = line.partition(": ")
         if not sep or not value or key not in _CANON_KEYS or key in meta:
@@ -207,7 +225,7 @@ def _canonical_meta(head: str) -> dict[str, str] | None:
               or value.lower() in _YAML_WORDS or value.lower() in _YAML_BOOL_NULL):
             return None  # what _scalar would quote, or what YAML would read as a bool or null
         meta[key] = value
-    return meta
+    return meta, cites
 
 
 _MONTH_DAYS = (31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)
@@ -239,9 +257,10 @@ def parse_memory(data: bytes, file: str = "<memory>") -> Memory:
     head, body = split_frontmatter(text, file)
     canonical = _canonical_meta(head)
     if canonical is not None:
-        return _build(canonical, {}, body, file)  # known keys with string values only
+        return _build(canonical[0], {}, body, file, canonical[1])  # known keys with string values only
     fields, extra = _normalise(_yaml_meta(head, file), file)
-    return _build(fields, extra, body, file)
+    cites = _evidence.cites_of(extra.pop("evidence", None), file)
+    return _build(fields, extra, body, file, cites)
 
 
 def _yaml_meta(head: str, file: str) -> Any:
@@ -283,7 +302,8 @@ def _normalise(meta: Any, file: str) -> tuple[dict[str, str], dict[str, Any]]:
     return fields, {str(k): v for k, v in meta.items() if k not in _KNOWN}
 
 
-def _build(fields: dict[str, str], extra: dict[str, Any], body: str, file: str) -> Memory:
+def _build(fields: dict[str, str], extra: dict[str, Any], body: str, file: str,
+           cites: tuple[_evidence.Cite, ...] = ()) -> Memory:
     name = sanitize_line(fields.get("name", "")) or file.rsplit("/", 1)[-1].removesuffix(".md")
     description = sanitize_line(fields.get("description", ""))
     if not description:
@@ -309,6 +329,7 @@ def _build(fields: dict[str, str], extra: dict[str, Any], body: str, file: str) 
         expires=fields.get("expires"),
         body=body.lstrip("\n"),
         extra=extra,
+        evidence=cites,
     )
 
 
@@ -337,6 +358,7 @@ def render_memory(memory: Memory) -> bytes:
             lines.append(f"{key}: {value}")
         else:
             lines.append(f"{key}: {_scalar(value)}")
+    lines.extend(_evidence.render_lines(memory.evidence, _quote))
     if memory.extra:
         import yaml
 
