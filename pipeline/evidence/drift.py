@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import Any
 
 from ..mirror import gitinfo
-from .cite import Follower
 from ..store.evidence import CHANGED, RENAMED, Found, check, locate, read_cited
 from ..store.memory import Memory
+from .cite import Follower
 
 MAX_DIFF_LINES = 24
 MAX_VERSIONS = 200
