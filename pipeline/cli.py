@@ -108,6 +108,7 @@ def _full(args: list[str]) -> int:
     from .commands import hooks as _hooks  # noqa: F401
     from .commands import mirror as _mirror  # noqa: F401
     from .commands import report as _report  # noqa: F401
+    from .commands import review as _review  # noqa: F401
     from .commands import schedule as _schedule  # noqa: F401
     from .commands import store as _store  # noqa: F401
     from .commands._app import app

@@ -112,6 +112,12 @@ class McpSection(Section):
     allow_publish: bool
 
 
+class UsageSection(Section):
+    __slots__ = ()
+    dormant_days: int
+    forget_dormant: bool
+
+
 class WorkerSection(Section):
     """One ``workers.NAME`` entry."""
 
@@ -127,6 +133,7 @@ class WorkerSection(Section):
 _SECTION_TYPES: dict[str, type[Section]] = {
     "limits": LimitsSection, "lock": LockSection, "runs": RunsSection, "privacy": PrivacySection,
     "inject": InjectSection, "consolidate": ConsolidateSection, "mcp": McpSection,
+    "usage": UsageSection,
 }
 
 
@@ -177,6 +184,10 @@ class Config:
     @property
     def mcp(self) -> McpSection:
         return self.section("mcp")  # type: ignore[no-any-return]
+
+    @property
+    def usage(self) -> UsageSection:
+        return self.section("usage")  # type: ignore[no-any-return]
 
     @property
     def workers(self) -> dict[str, WorkerSection]:

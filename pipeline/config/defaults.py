@@ -18,4 +18,8 @@ DEFAULTS: dict[str, dict[str, Any]] = {
     "inject": {"guidance": True, "max_bytes": 16_000, "max_files": 8, "mask_credentials": True},
     "consolidate": {"due_hours": 24.0, "due_writes": 20},
     "mcp": {"allow_publish": False},
+    # A memory not used (injected in full, found by a search, read through a tool) in dormant_days is
+    # reported by `status` and the consolidation report; the built-in planner deletes it only with
+    # forget_dormant.
+    "usage": {"dormant_days": 90, "forget_dormant": False},
 }

@@ -121,7 +121,8 @@ def reanchor(root: Path, cites: Sequence[Cite], follow: Callable[[str], str | No
                 fresh = anchor(path, data, None, None)
         out.append(fresh)
         if fresh != cite:
-            notes.append(f"re-anchored {cite.where} to {fresh.where}")
+            now = "the text it holds now" if fresh.where == cite.where else fresh.where
+            notes.append(f"re-anchored {cite.where} to {now}")
     return unique(out), notes
 
 
@@ -188,3 +189,12 @@ class Citing:
                                     self.base)
         self.notes = notes
         return cites
+
+
+def checked(root: Path | None, cites: Sequence[Cite], follow: Follower | None = None) -> dict[str, Any]:
+    """What a reader shows of a memory's citations: each with its status, and the marks of the drifted
+    ones (``{}`` for a memory that cites nothing, or outside a project)."""
+    if root is None or not cites:
+        return {}
+    found = check(str(root), cites, follow or Follower(root))
+    return {"evidence": [f.as_dict() for f in found], "marks": [m for f in found if (m := f.mark()) is not None]}

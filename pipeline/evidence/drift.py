@@ -50,6 +50,8 @@ class Drift:
                 entry = f.as_dict()
                 if f.drifted and diff:
                     entry["diff"] = self.changed_lines(f)
+                    if not entry["diff"] and f.status == CHANGED:
+                        entry["diff"] = [f"(no commit holds the cited text of {f.cite.path}: nothing to compare)"]
                 entries.append(entry)
             out.append({"file": name, "name": memories[name].name, "description": memories[name].description,
                         "marks": [m for f in found if (m := f.mark()) is not None], "evidence": entries})
@@ -105,3 +107,30 @@ def unified(old: bytes, new: bytes, start: int | None, end: int | None, old_name
         if len(out) >= MAX_DIFF_LINES:
             return [*out[:MAX_DIFF_LINES], "… (more changes; see the file)"]
     return out
+
+
+def evidence_report(layout: Any, memories: Mapping[str, Memory], *, diff: bool = True) -> list[dict[str, Any]]:
+    """The memories of a project's store whose cited code drifted, with the changed lines (``[]`` for the
+    global store, which cites no repository)."""
+    if layout.is_global or not any(m.evidence for m in memories.values()):
+        return []
+    return Drift(layout.project_root, memories).report(memories, diff=diff)
+
+
+def unused_report(layout: Any, memories: Mapping[str, Memory], days: int, now: float) -> list[dict[str, str]]:
+    """The memories not used in ``days`` days, from the private home's usage log."""
+    from ..store import usage
+
+    known = usage.load(str(layout.project_home))
+    found = usage.dormant(known, {n: m.created for n, m in memories.items()}, days, now)
+    return [{"file": name, "why": why} for name, why in sorted(found.items())]
+
+
+def drift_lines(entries: list[dict[str, Any]], indent: str) -> list[str]:
+    """The report of drifted memories as lines for a terminal: each mark, then the changed lines."""
+    lines = []
+    for entry in entries:
+        lines.append(f"{entry['file']}: {' '.join(entry['marks'])}")
+        for cited in entry["evidence"]:
+            lines += [f"{indent}{line}" for line in cited.get("diff", [])]
+    return lines
