@@ -297,6 +297,8 @@ class Found(FrozenValue):
         out: dict[str, Any] = {**self.cite.as_dict(), "cited": self.cite.where, "status": self.status}
         if self.status in (MOVED, RENAMED):
             out["now"] = self.at
+        if self.status == RENAMED:
+            out["nowPath"] = self.path
         return out
 
 

@@ -34,6 +34,7 @@ RULES: dict[str, RuleSpec] = {
         RuleSpec("grounding", grounding.grounding, needs=("grounding",)),
         RuleSpec("project-grounding", grounding.project_observed, needs=("grounding",)),
         RuleSpec("operations", operations.operations, needs=("operations",)),
+        RuleSpec("evidence", grounding.evidence, needs=("operations",)),
         RuleSpec("bounds", operations.bounds, needs=("operations",)),
         RuleSpec("deletes", outcome.deletes, needs=("operations",), reads=("staleness",)),
         RuleSpec("visibility", outcome.visibility, needs=("operations",)),
