@@ -181,7 +181,8 @@ def _table(result: dict[str, Any]) -> str:
         for variant in ("cited", "named"):
             s = labelled[variant]
             lines.append(f"  {variant:<6} marked {s['marked']:>3}  stale marked "
-                         f"{s['staleMarked']:>3}/{labelled['stale']} (recall {s['recall']})  false alarms {len(s['falseAlarms'])}  statuses {s['statuses']}")
+                         f"{s['staleMarked']:>3}/{labelled['stale']} (recall {s['recall']})  "
+                         f"false alarms {len(s['falseAlarms'])}  statuses {s['statuses']}")
             lines.append(f"         missed: {', '.join(s['missed']) or '-'}")
             lines.append(f"         false alarms: {', '.join(s['falseAlarms']) or '-'}")
         d = labelled["named"]["detected"]
