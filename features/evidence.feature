@@ -62,3 +62,11 @@ Feature: Memories know when the code they cite changed, and what was used
     And I run "search suite"
     Then the usage log in the private home records "project_dev-port.md" injected and "project_ci.md" searched
     And nothing in the mirror, the chain heads or git's view of the project mentions the usage
+
+  Scenario: A teammate's cited memory is adopted with its citation and checked against my work tree
+    Given the project is trusted
+    And a teammate's safe memory "project_team-port.md" in the mirror citing "Makefile:5"
+    When I run "sync"
+    Then the private store's "project_team-port.md" cites "Makefile:5"
+    When line 5 of the Makefile changes to port 9090
+    Then the session block shows "project_team-port.md [safe, project] [code changed since this was written: Makefile:5]"

@@ -229,3 +229,27 @@ def usage_private(env: Env) -> None:
     assert "usage" not in changed
     safe = (env.mirror / "project_ci.md").read_text()
     assert "inject" not in safe and "search" not in safe.split("---")[1]
+
+
+@given("the project is trusted")
+def trusted(env: Env) -> None:
+    assert env.run("trust").code == 0
+
+
+@given(parsers.parse('a teammate\'s safe memory "{name}" in the mirror citing "{cite}"'))
+def teammate_memory(env: Env, name: str, cite: str) -> None:
+    from pipeline.evidence.cite import from_specs
+    from pipeline.store.memory import Memory
+
+    memory = Memory("Team port", "a teammate says the dev server listens on 8080", visibility="safe",
+                    created="2026-12-01", modified="2026-12-01T00:00:00Z", body="from a teammate\n",
+                    evidence=from_specs(env.project, [cite]))
+    env.mirror.mkdir(exist_ok=True)
+    (env.mirror / name).write_bytes(render_memory(memory))
+
+
+@then(parsers.parse('the private store\'s "{name}" cites "{where}"'))
+def adopted_cites(env: Env, ctx: dict[str, Any], name: str, where: str) -> None:
+    assert ctx["result"].code == 0, ctx["result"].err
+    assert [c.where for c in parse_memory((env.harness / name).read_bytes()).evidence] == [where]
+    assert (env.harness / name).read_bytes() == (env.mirror / name).read_bytes()
