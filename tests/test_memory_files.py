@@ -332,3 +332,15 @@ def test_a_second_tool_process_sees_the_first_ones_writes_without_hand_edit_drif
     audit = env.run("audit", "--json")
     assert audit.code == 0 and audit.json()["drift"] == []
     subprocess.run(["git", "-C", str(env.project), "status", "--short"], check=True, capture_output=True)
+
+
+def test_clear_all_memory_deletes_every_memory_in_one_transaction_that_undo_reverses(
+        tool: MemfoldMemoryTool, env: Env) -> None:
+    call(tool, "create", path="/memories/a.md", file_text="alpha")
+    assert env.run("add", "Deploy target", "-d", "blue/green via ops/deploy.sh").code == 0
+    before = env.snapshot()
+    assert tool.clear_all_memory() == "All memory cleared"
+    assert sorted(p.name for p in env.harness.iterdir()) == ["MEMORY.md"]
+    assert _receipts(env)[-1]["command"] == "memory-tool clear"
+    assert env.run("undo", tool.last_result.run_id).code == 0  # type: ignore[union-attr]
+    assert env.snapshot()["harness"] == before["harness"]

@@ -257,3 +257,9 @@ class MemoryFiles:
                     Operation(new, "create", memory.visibility, self._bounded(new, moved, text))]
 
         return Done(f"Successfully renamed {file_path(old)} to {file_path(new)}", self._edit("rename", build))
+
+    def clear(self) -> Done:
+        """Every memory file of the store deleted, as one transaction (``memfold undo`` brings them back)."""
+        from ..edits import clear_ops
+
+        return Done("All memory cleared", self._edit("clear", clear_ops()))

@@ -158,6 +158,11 @@ class MemfoldMemoryTool(BetaAbstractMemoryTool):
         return self._run("rename", [command.old_path, command.new_path],
                          lambda: self.files.rename(command.old_path, command.new_path))
 
+    def clear_all_memory(self) -> str:
+        """Delete every memory of the store (not a command of the model's): one receipted transaction,
+        which ``memfold undo RUN_ID`` reverses."""
+        return self._run("clear", [], self.files.clear)
+
     # -- one command --
 
     def _run(self, kind: str, where: list[object], run: Callable[[], Done]) -> str:
@@ -227,6 +232,11 @@ class AsyncMemfoldMemoryTool(BetaAsyncAbstractMemoryTool):
 
     async def rename(self, command: BetaMemoryTool20250818RenameCommand) -> str:
         return await self._sync(self.tool.rename, command)
+
+    async def clear_all_memory(self) -> str:
+        from anyio.to_thread import run_sync
+
+        return await run_sync(self.tool.clear_all_memory)
 
     @staticmethod
     async def _sync(method: Callable[[Any], str], command: Any) -> str:
