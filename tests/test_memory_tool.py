@@ -9,13 +9,16 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import os
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import anthropic
 import pytest
-from conftest import Env, held_lock
+from conftest import REPO, Env, held_lock
 from fake_model_server import FakeModelServer
 from memtool_support import (
     SLACK_TOKEN,
@@ -330,3 +333,22 @@ def test_the_log_holds_codes_and_paths_never_the_text_written(env: Env, tool_ses
     digest = hashlib.sha256(_file(env, "pw.md")).hexdigest()
     assert json.loads(receipts(env)[0].read_bytes())["finalHashes"]["harness"]["pw.md"].removeprefix("sha256:") \
         == digest
+
+
+def test_the_example_on_the_docs_page_runs_and_is_under_thirty_lines(
+        env: Env, scripted_model: FakeModelServer) -> None:
+    page = (REPO / "docs" / "hosts" / "memory-tool.md").read_text()
+    example = page.split("```python\n", 1)[1].split("```", 1)[0]
+    assert len(example.splitlines()) < 30
+    scripted_model.turns = [
+        [{"type": "tool_use", "id": "toolu_doc1", "name": "memory",
+          "input": use("create", path="/memories/deploys.md", file_text="Deploys go through ops/deploy.sh\n")}],
+        [{"type": "text", "text": "Noted."}],
+    ]
+    proc = subprocess.run([sys.executable, "-c", example], cwd=env.project, capture_output=True, text=True,
+                          timeout=120, env={**os.environ, "PYTHONPATH": str(REPO), "MEMFOLD_HOME": str(env.home),
+                                            "ANTHROPIC_BASE_URL": scripted_model.url, "ANTHROPIC_API_KEY": "test-key"})
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    run_id = json.loads(receipts(env)[-1].read_bytes())["runId"]
+    assert proc.stdout.splitlines() == ["Noted.", f"undo the last write with: memfold undo {run_id}"]
+    assert _text(env, "deploys.md") == "Deploys go through ops/deploy.sh\n"
