@@ -165,8 +165,11 @@ def test_a_secret_written_to_a_private_memory_is_refused_when_a_person_later_mak
 
 def test_a_secret_written_into_a_safe_memory_is_refused_naming_the_rule_not_the_value(
         env: Env, tool_session: Session) -> None:
-    answered(tool_session.one(use("create", path="/memories/chat.md", file_text="Team chat: #deploys\n")))
+    answered(tool_session.one(use("create", path="/memories/chat.md", file_text="Team chat: #dev\n")))
     assert env.run("update", "chat.md", "--visibility", "safe").code == 0
+    answered(tool_session.one(use("str_replace", path="/memories/chat.md", old_str="#dev", new_str="#deploys")))
+    assert (env.mirror / "chat.md").read_bytes() == _file(env, "chat.md")  # a safe memory's edit is mirrored
+    assert _text(env, "chat.md") == "Team chat: #deploys\n"
     mirror_before, count = (env.mirror / "chat.md").read_bytes(), len(receipts(env))
     text = refused(tool_session.one(use("str_replace", path="/memories/chat.md", old_str="#deploys",
                                    new_str=f"#deploys, bot {SLACK_TOKEN}")))
@@ -352,3 +355,11 @@ def test_the_example_on_the_docs_page_runs_and_is_under_thirty_lines(
     run_id = json.loads(receipts(env)[-1].read_bytes())["runId"]
     assert proc.stdout.splitlines() == ["Noted.", f"undo the last write with: memfold undo {run_id}"]
     assert _text(env, "deploys.md") == "Deploys go through ops/deploy.sh\n"
+
+
+def test_without_the_sdk_the_import_says_which_extra_to_install() -> None:
+    code = ("import sys\nsys.modules['anthropic'] = None\n"
+            "try:\n    import pipeline.hosts.memory_tool\nexcept ImportError as exc:\n    print(exc)\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert proc.stdout.strip() == "memfold's memory tool needs the Anthropic SDK: pip install 'memfold[anthropic]'"

@@ -21,22 +21,27 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 import pydantic
-from anthropic.lib.tools import (
-    BetaAbstractMemoryTool,
-    BetaAsyncAbstractMemoryTool,
-    BetaFunctionToolResultType,
-    ToolError,
-)
-from anthropic.types.beta import (
-    BetaCacheControlEphemeralParam,
-    BetaMemoryTool20250818Command,
-    BetaMemoryTool20250818CreateCommand,
-    BetaMemoryTool20250818DeleteCommand,
-    BetaMemoryTool20250818InsertCommand,
-    BetaMemoryTool20250818RenameCommand,
-    BetaMemoryTool20250818StrReplaceCommand,
-    BetaMemoryTool20250818ViewCommand,
-)
+
+try:
+    from anthropic.lib.tools import (
+        BetaAbstractMemoryTool,
+        BetaAsyncAbstractMemoryTool,
+        BetaFunctionToolResultType,
+        ToolError,
+    )
+    from anthropic.types.beta import (
+        BetaCacheControlEphemeralParam,
+        BetaMemoryTool20250818Command,
+        BetaMemoryTool20250818CreateCommand,
+        BetaMemoryTool20250818DeleteCommand,
+        BetaMemoryTool20250818InsertCommand,
+        BetaMemoryTool20250818RenameCommand,
+        BetaMemoryTool20250818StrReplaceCommand,
+        BetaMemoryTool20250818ViewCommand,
+    )
+except ImportError as missing:  # the SDK is an optional dependency
+    raise ImportError("memfold's memory tool needs the Anthropic SDK: pip install 'memfold[anthropic]'",
+                      name=missing.name) from missing
 
 from .. import paths
 from ..apply.commit import Services
