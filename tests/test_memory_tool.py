@@ -232,8 +232,10 @@ def test_malformed_inputs_get_an_error_naming_the_field(env: Env, tool_session: 
     assert "view_range [3, 1] is not a range" in texts[5]
     for text in texts[6:]:
         assert "view, create, str_replace, insert, delete, rename" in text
-    codes = [e["code"] for e in log_entries(env)]
-    assert codes == ["memory-tool.arguments"] * 5 + ["memory-tool.view-range"] + ["memory-tool.arguments"] * 3
+    logged = log_entries(env)
+    assert [e["code"] for e in logged] == ["memory-tool.arguments"] * 5 + ["memory-tool.view-range"] + \
+        ["memory-tool.arguments"] * 3
+    assert [e["paths"] for e in logged[:3]] == [["/memories/a.md"], [], ["/memories/a.md"]]
     assert receipts(env) == []
 
 
@@ -262,11 +264,15 @@ def test_the_count_bound_is_a_clear_tool_error(env: Env, scripted_model: FakeMod
     tool.close()
 
 
-def test_a_busy_store_answers_with_the_lock_holder_and_writes_nothing(
+def test_a_busy_store_answers_with_the_lock_holder_and_writes_nothing_while_view_takes_no_lock(
         env: Env, scripted_model: FakeModelServer, holder: Any) -> None:
     (env.home / "config.yaml").write_text("lock:\n  timeout: 0.2\n")
     tool = MemfoldMemoryTool(env.project, home=env.home)
-    text = refused(Session(scripted_model, tool).one(use("create", path="/memories/late.md", file_text="late")))
+    chat = Session(scripted_model, tool)
+    seen, write = chat.run([use("view", path="/memories/early.md"),
+                            use("create", path="/memories/late.md", file_text="late")])
+    assert answered(seen).endswith("     1\twritten before the lock\n     2\t")
+    text = refused(write)
     assert "20261130T120000Z-0badc0de" in text
     assert log_entries(env)[-1]["code"] == "lock.held"
     assert not (env.harness / "late.md").exists()
@@ -275,7 +281,7 @@ def test_a_busy_store_answers_with_the_lock_holder_and_writes_nothing(
 
 @pytest.fixture
 def holder(env: Env) -> Iterator[Any]:
-    assert env.run("init").code == 0
+    assert env.run("add", "early.md", "-d", "a memory from before", "-b", "written before the lock").code == 0
     with held_lock(env) as proc:
         yield proc
 

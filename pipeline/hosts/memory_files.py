@@ -17,6 +17,7 @@ from ..apply.commit import Services
 from ..edits import TxResult, direct_transaction
 from ..errors import InputRejected, PrivacyRejected
 from ..frozen import Frozen
+from ..privacy.nearcopy import NEAR_COPY
 from ..state.model import Operation, PreState
 from ..state.read import read_private
 from ..store.memory import Memory, stamp, today
@@ -67,7 +68,7 @@ def _privacy_refusal(exc: PrivacyRejected, heads: dict[str, int]) -> PrivacyReje
     """The privacy gate's refusal in the model's terms: the file it wrote, the rules, and the lines of
     the text it sees (not of the file with its frontmatter); never the value."""
     shared = "is shared with the team through git (a person made it safe), so memfold checks what goes into it"
-    if "would be safe" in exc.message and " but " in exc.message:  # a near copy of a private memory
+    if exc.code == NEAR_COPY and " would be safe" in exc.message and " but " in exc.message:
         name, detail = exc.message.split(" would be safe", 1)[0], exc.message.split(" but ", 1)[1]
         return PrivacyRejected(f"{file_path(name)} {shared}: the change {detail}. Nothing was written; reword "
                                "it, or keep it in a file of its own (a file you create stays private)",
@@ -99,11 +100,6 @@ class MemoryFiles:
         self._heads: dict[str, int] = {}  # lines of frontmatter of each file the running edit writes
 
     # -- reading (no lock) --
-
-    def texts(self) -> dict[str, str]:
-        """Every memory file of the private store with its text, as the model would view it."""
-        state, memories, _broken = read_private(self.svc.layout, self.svc.limits)
-        return {name: mt.text_of(state.files[name]) for name in memories}
 
     def view(self, path: object, wanted: object = None) -> Done:
         name = memory_target(path)

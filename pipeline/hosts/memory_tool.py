@@ -124,9 +124,11 @@ class MemfoldMemoryTool(BetaAbstractMemoryTool):
     def _command(self, raw: object) -> BetaMemoryTool20250818Command:
         kind = raw.get("command") if isinstance(raw, dict) else None
         model = _COMMANDS.get(kind) if isinstance(kind, str) else None
+        where: list[object] = [raw[key] for key in ("path", "old_path", "new_path")
+                               if isinstance(raw, dict) and isinstance(raw.get(key), str)]
         if model is None:
             names = ", ".join(_COMMANDS)
-            self._refuse(str(kind)[:40] if kind is not None else "?", [],
+            self._refuse(str(kind)[:40] if kind is not None else "?", where,
                          MemfoldError(f"the memory tool has the commands {names}; the input named "
                                       f"{shown(str(kind)) if kind is not None else 'none'}",
                                       code="memory-tool.arguments"))
@@ -135,10 +137,10 @@ class MemfoldMemoryTool(BetaAbstractMemoryTool):
         except pydantic.ValidationError as exc:
             problems = []
             for error in exc.errors():
-                where = ".".join(str(part) for part in error.get("loc", ())) or "input"
-                problems.append(f"'{where}' is required" if error.get("type") == "missing"
-                                else f"'{where}': {error.get('msg', 'invalid')}")
-            self._refuse(str(kind), [], MemfoldError(f"{kind}: " + "; ".join(problems) + " (nothing was done)",
+                field = ".".join(str(part) for part in error.get("loc", ())) or "input"
+                problems.append(f"'{field}' is required" if error.get("type") == "missing"
+                                else f"'{field}': {error.get('msg', 'invalid')}")
+            self._refuse(str(kind), where, MemfoldError(f"{kind}: " + "; ".join(problems) + " (nothing was done)",
                                                       code="memory-tool.arguments"))
         return command
 
