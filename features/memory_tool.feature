@@ -22,7 +22,7 @@ Feature: memfold as the store behind the Claude API memory tool
     And the model creates "/memories/notes/todo.md" with the text "nested"
     Then the model was refused with "never leave /memories"
     And the model was refused with "use /memories/notes_todo.md"
-    And the memory tool log names the codes "memory-tool.traversal", "memory-tool.directory"
+    And the memory tool log names the codes "memtool.traversal", "memtool.directory"
     And both roots are as remembered
 
   Scenario: An edit that matches twice or inserts past the end changes nothing

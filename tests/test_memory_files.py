@@ -252,7 +252,7 @@ def test_a_text_exactly_at_the_size_bound_is_stored_and_one_byte_more_is_refused
 
 def test_text_with_a_carriage_return_or_control_character_is_refused_naming_the_line(tool: MemfoldMemoryTool) -> None:
     cr = refusal(tool, "create", path="/memories/w.md", file_text="one\r\ntwo")
-    assert cr.code == "memory-tool.text" and "carriage return (line 1)" in str(cr.content)
+    assert cr.code == "memtool.text" and "carriage return (line 1)" in str(cr.content)
     bell = refusal(tool, "create", path="/memories/w.md", file_text="one\ntwo\x07")
     assert "U+0007 (line 2)" in str(bell.content)
     lone = refusal(tool, "create", path="/memories/w.md", file_text="half \ud800")

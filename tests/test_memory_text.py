@@ -78,7 +78,7 @@ def test_an_edit_moves_derived_fields_and_keeps_set_ones() -> None:
 def test_text_no_memory_file_can_hold_is_refused_naming_the_line_not_the_text(text: str, bad: str, words: str) -> None:
     with pytest.raises(InputRejected) as caught:
         check_text(text, "file_text")
-    assert caught.value.code == "memory-tool.text" and words in caught.value.message
+    assert caught.value.code == "memtool.text" and words in caught.value.message
     assert bad not in caught.value.message
 
 
@@ -91,11 +91,11 @@ def test_replace_once_replaces_the_one_match_and_names_its_line() -> None:
 
 
 @pytest.mark.parametrize(("text", "old", "code", "words"), [
-    ("abc", "z", "memory-tool.no-match", "did not appear verbatim in /memories/x.md"),
-    ("abc", "", "memory-tool.no-match", "old_str is empty"),
-    ("x\ny\nx", "x", "memory-tool.several-matches", "appears 2 times in /memories/x.md (lines 1, 3)"),
-    ("aaa", "aa", "memory-tool.several-matches", "appears 2 times"),
-    ("k\n" * 30, "k", "memory-tool.several-matches", "more than 20 times"),
+    ("abc", "z", "memtool.no-match", "did not appear verbatim in /memories/x.md"),
+    ("abc", "", "memtool.no-match", "old_str is empty"),
+    ("x\ny\nx", "x", "memtool.several-matches", "appears 2 times in /memories/x.md (lines 1, 3)"),
+    ("aaa", "aa", "memtool.several-matches", "appears 2 times"),
+    ("k\n" * 30, "k", "memtool.several-matches", "more than 20 times"),
 ])
 def test_replace_once_refuses_zero_or_several_matches(text: str, old: str, code: str, words: str) -> None:
     with pytest.raises(InputRejected) as caught:
@@ -119,7 +119,7 @@ def test_insert_puts_a_line_after_line_n_and_ends_with_a_newline(text: str, line
 def test_insert_outside_the_lines_is_refused(line: int) -> None:
     with pytest.raises(InputRejected) as caught:
         insert_at("a\nb\n", line, "x", "/memories/x.md")
-    assert caught.value.code == "memory-tool.insert-line"
+    assert caught.value.code == "memtool.insert-line"
     assert "which has 2 lines: use 0 to insert before the first line up to 2" in caught.value.message
 
 

@@ -96,21 +96,21 @@ def test_a_created_file_is_a_private_reference_memory_with_derived_frontmatter(e
 
 
 @pytest.mark.parametrize(("path", "code"), [
-    ("/memories/../../etc/passwd", "memory-tool.traversal"),
-    ("/memories/./notes.md", "memory-tool.traversal"),
-    ("/etc/passwd", "memory-tool.outside"),
-    ("/memoriesx/notes.md", "memory-tool.outside"),
-    ("memories/notes.md", "memory-tool.outside"),
-    ("/memories/%2e%2e/notes.md", "memory-tool.encoded"),
-    ("/memories/..%2fnotes.md", "memory-tool.encoded"),
-    ("/memories/sub\\notes.md", "memory-tool.encoded"),
-    ("/memories/sub\u2215notes.md", "memory-tool.encoded"),
-    ("/memories/sub/notes.md", "memory-tool.directory"),
-    ("/memories/MEMORY.md", "memory-tool.reserved"),
+    ("/memories/../../etc/passwd", "memtool.traversal"),
+    ("/memories/./notes.md", "memtool.traversal"),
+    ("/etc/passwd", "memtool.outside"),
+    ("/memoriesx/notes.md", "memtool.outside"),
+    ("memories/notes.md", "memtool.outside"),
+    ("/memories/%2e%2e/notes.md", "memtool.encoded"),
+    ("/memories/..%2fnotes.md", "memtool.encoded"),
+    ("/memories/sub\\notes.md", "memtool.encoded"),
+    ("/memories/sub\u2215notes.md", "memtool.encoded"),
+    ("/memories/sub/notes.md", "memtool.directory"),
+    ("/memories/MEMORY.md", "memtool.reserved"),
     ("/memories/notes.txt", "memory.name"),
     ("/memories/.hidden.md", "memory.name"),
     ("/memories/aux.md", "memory.name-reserved"),
-    ("/memories/notes\x00.md", "memory-tool.path"),
+    ("/memories/notes\x00.md", "memtool.path"),
 ])
 def test_hostile_paths_are_refused_with_their_code_and_nothing_is_written(
         env: Env, tool_session: Session, tmp_path: Path, path: str, code: str) -> None:
@@ -206,8 +206,8 @@ def test_str_replace_with_zero_or_several_matches_and_insert_past_the_end_change
     assert "appears 2 times in /memories/todo.md (lines 1, 3)" in refused(several)
     assert "insert_line 4 is outside /memories/todo.md, which has 3 lines" in refused(past)
     assert "insert_line -1 is outside" in refused(negative)
-    assert [e["code"] for e in log_entries(env)[1:]] == ["memory-tool.no-match", "memory-tool.several-matches",
-                                                        "memory-tool.insert-line", "memory-tool.insert-line"]
+    assert [e["code"] for e in log_entries(env)[1:]] == ["memtool.no-match", "memtool.several-matches",
+                                                        "memtool.insert-line", "memtool.insert-line"]
     assert env.snapshot() == before and len(receipts(env)) == 1
 
 
@@ -233,8 +233,8 @@ def test_malformed_inputs_get_an_error_naming_the_field(env: Env, tool_session: 
     for text in texts[6:]:
         assert "view, create, str_replace, insert, delete, rename" in text
     logged = log_entries(env)
-    assert [e["code"] for e in logged] == ["memory-tool.arguments"] * 5 + ["memory-tool.view-range"] + \
-        ["memory-tool.arguments"] * 3
+    assert [e["code"] for e in logged] == ["memtool.arguments"] * 5 + ["memtool.view-range"] + \
+        ["memtool.arguments"] * 3
     assert [e["paths"] for e in logged[:3]] == [["/memories/a.md"], [], ["/memories/a.md"]]
     assert receipts(env) == []
 
@@ -325,7 +325,7 @@ def test_a_refusal_raised_outside_the_runner_carries_memfolds_code(env: Env) -> 
     tool = MemfoldMemoryTool(env.project, home=env.home)
     with pytest.raises(MemoryToolRefused) as caught:
         tool.call({"command": "view", "path": "/memories/missing.md"})
-    assert caught.value.code == "memory-tool.not-found"
+    assert caught.value.code == "memtool.not-found"
     assert caught.value.content == "The path /memories/missing.md does not exist; view /memories to see the files there"
     tool.close()
 
@@ -337,7 +337,7 @@ def test_the_log_holds_codes_and_paths_never_the_text_written(env: Env, tool_ses
     assert SLACK_TOKEN not in log
     entries = log_entries(env)
     assert [(e["command"], e["paths"], e["ok"], e.get("code")) for e in entries] == [
-        ("create", ["/memories/pw.md"], True, None), ("create", ["/memories/pw.md"], False, "memory-tool.exists")]
+        ("create", ["/memories/pw.md"], True, None), ("create", ["/memories/pw.md"], False, "memtool.exists")]
     assert entries[0]["runId"] == json.loads(receipts(env)[0].read_bytes())["runId"]
     digest = hashlib.sha256(_file(env, "pw.md")).hexdigest()
     assert json.loads(receipts(env)[0].read_bytes())["finalHashes"]["harness"]["pw.md"].removeprefix("sha256:") \

@@ -31,7 +31,7 @@ def test_view_range_shows_the_lines_asked_for(wanted: list[int], lines: list[str
 def test_a_bad_view_range_is_refused(wanted: object, words: str) -> None:
     with pytest.raises(InputRejected) as caught:
         view_range(wanted, 4, "lines")
-    assert caught.value.code == "memory-tool.view-range" and words in caught.value.message
+    assert caught.value.code == "memtool.view-range" and words in caught.value.message
 
 
 def test_a_snippet_shows_two_lines_either_side_of_the_edit() -> None:

@@ -49,7 +49,7 @@ def _file(path: object, action: str) -> str:
     name = memory_target(path)
     if name is None:
         raise InputRejected(f"{ROOT} is the folder of memories; {action} needs a file such as {ROOT}/notes.md",
-                            code="memory-tool.folder")
+                            code="memtool.folder")
     return name
 
 
@@ -57,7 +57,7 @@ def _missing(names: list[str], name: str) -> InputRejected:
     other = find_name(names, name)
     hint = f"; did you mean {file_path(other)}? (names match exactly)" if other is not None else \
         f"; view {ROOT} to see the files there"
-    return InputRejected(f"The path {file_path(name)} does not exist{hint}", code="memory-tool.not-found")
+    return InputRejected(f"The path {file_path(name)} does not exist{hint}", code="memtool.not-found")
 
 
 _FINDING = re.compile(r"^\.memory/([^:/]+):(\d+):\d+$")
@@ -160,7 +160,7 @@ class MemoryFiles:
             clash = find_name(names, name)
             if clash == name:
                 raise InputRejected(f"File {file_path(name)} already exists; change it with str_replace or insert, "
-                                    "or delete it first", code="memory-tool.exists")
+                                    "or delete it first", code="memtool.exists")
             if clash is not None:
                 raise InputRejected(f"{file_path(name)} clashes with {file_path(clash)}: memfold's file names are "
                                     "unique regardless of case; edit that file or pick another name",
@@ -208,7 +208,7 @@ class MemoryFiles:
     def insert(self, path: object, insert_line: object, insert_text: str) -> Done:
         if type(insert_line) is not int:
             raise InputRejected("insert_line must be a whole number: 0 inserts before the first line, the file's "
-                                "number of lines after the last", code="memory-tool.insert-line")
+                                "number of lines after the last", code="memtool.insert-line")
         line: int = insert_line
         self._early_bound(insert_text, "insert_text")
         return self._rewrite("insert", path, lambda text, where: (mt.insert_at(text, line, insert_text, where), line),
@@ -218,7 +218,7 @@ class MemoryFiles:
         name = memory_target(path)
         if name is None:
             raise InputRejected(f"{ROOT} itself cannot be deleted; delete its files one by one",
-                                code="memory-tool.folder")
+                                code="memtool.folder")
 
         def build(pre: PreState) -> list[Operation]:
             if name in pre.broken:
@@ -233,7 +233,7 @@ class MemoryFiles:
         new = memory_target(new_path)
         if old is None or new is None:
             raise InputRejected(f"{ROOT} itself cannot be renamed or replaced; rename one file to another, "
-                                f"e.g. {ROOT}/a.md to {ROOT}/b.md", code="memory-tool.folder")
+                                f"e.g. {ROOT}/a.md to {ROOT}/b.md", code="memtool.folder")
         now = self.svc.clock()
 
         def build(pre: PreState) -> list[Operation]:
@@ -242,7 +242,7 @@ class MemoryFiles:
             if clash is not None and clash != old:
                 raise InputRejected(f"The destination {file_path(new)} already exists"
                                     + (f" as {file_path(clash)}" if clash != new else "")
-                                    + "; delete it first or pick another name", code="memory-tool.exists")
+                                    + "; delete it first or pick another name", code="memtool.exists")
             if new == old:
                 return []
             # The title follows the file where it was the file's (the name memfold derived from the path).

@@ -29,7 +29,7 @@ FORM = "/memories/<name>.md (letters, digits, '_' and '-', starting with a lette
 class PathRefused(InputRejected):
     """A path the memory tool does not map to a memory; ``code`` says which rule refused it."""
 
-    default_code = "memory-tool.path"
+    default_code = "memtool.path"
 
 
 def shown(path: str) -> str:
@@ -55,33 +55,33 @@ def memory_target(path: object) -> str | None:
     Raises ``PathRefused`` (exit 1, nothing read) with a code per rule and a message the model can act on.
     """
     if not isinstance(path, str):
-        raise PathRefused("the path must be a string such as /memories/notes.md", code="memory-tool.path")
+        raise PathRefused("the path must be a string such as /memories/notes.md", code="memtool.path")
     if len(path) > MAX_PATH_CHARS:
         raise PathRefused(f"the path is {len(path)} characters long; memory paths are short: {FORM}",
-                          code="memory-tool.path")
+                          code="memtool.path")
     if any(ord(ch) < 0x20 or ord(ch) == 0x7F for ch in path):
         raise PathRefused(f"the path {shown(path)!r} holds a control character; use {FORM}",
-                          code="memory-tool.path")
+                          code="memtool.path")
     if _ESCAPE.search(path) or any(ch in _SEPARATOR_LIKE for ch in path):
         raise PathRefused(f"the path {shown(path)!r} holds an encoded or look-alike separator; paths are "
-                          f"taken as written, never decoded: use {FORM}", code="memory-tool.encoded")
+                          f"taken as written, never decoded: use {FORM}", code="memtool.encoded")
     parts = path.split("/")
     if any(part in (".", "..") for part in parts):
         raise PathRefused(f"the path {shown(path)!r} has a '.' or '..' part; memory paths never leave "
-                          f"/memories and name one file directly: {FORM}", code="memory-tool.traversal")
+                          f"/memories and name one file directly: {FORM}", code="memtool.traversal")
     if path in (ROOT, ROOT + "/"):
         return None
     if not path.startswith(ROOT + "/"):
         raise PathRefused(f"the path {shown(path)!r} is outside /memories; the memory tool only reads and "
-                          f"writes /memories and the files directly in it: {FORM}", code="memory-tool.outside")
+                          f"writes /memories and the files directly in it: {FORM}", code="memtool.outside")
     rest = path[len(ROOT) + 1:]
     if "/" in rest:
         raise PathRefused(f"the path {shown(path)!r} is below a directory; memfold keeps memories in one flat "
                           f"folder, with no directories below /memories: use /memories/{suggest(rest)}",
-                          code="memory-tool.directory")
+                          code="memtool.directory")
     if rest.lower() == INDEX_NAME.lower():
         raise PathRefused(f"{ROOT}/{rest} is memfold's index of the memories, not a memory; `view /memories` "
-                          "lists them, and every other name is free", code="memory-tool.reserved")
+                          "lists them, and every other name is free", code="memtool.reserved")
     if len(rest) > MAX_NAME_LEN or not NAME_RE.fullmatch(rest):
         raise PathRefused(f"{shown(rest)!r} is not a name memfold gives a memory file; use {FORM}, for "
                           f"example /memories/{suggest(rest)}", code="memory.name")

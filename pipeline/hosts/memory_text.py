@@ -49,10 +49,10 @@ def check_text(text: str, field: str) -> None:
     ch = found.group()
     if ch == "\r":
         raise InputRejected(f"{field} holds a carriage return (line {line}); memory files break lines with "
-                            "\\n alone: send the text with \\n line breaks", code="memory-tool.text")
+                            "\\n alone: send the text with \\n line breaks", code="memtool.text")
     what = "a lone surrogate" if "\ud800" <= ch <= "\udfff" else f"the control character U+{ord(ch):04X}"
     raise InputRejected(f"{field} holds {what} (line {line}); a memory is text: tab and \\n are the only "
-                        "control characters it may hold", code="memory-tool.text")
+                        "control characters it may hold", code="memtool.text")
 
 
 def derived(name: str, text: str) -> tuple[str, str]:
@@ -125,12 +125,12 @@ def replace_once(text: str, old: str, new: str, path: str) -> tuple[str, int]:
     """
     if not old:
         raise InputRejected(f"old_str is empty; nothing in {path} was replaced: give the exact text to replace",
-                            code="memory-tool.no-match")
+                            code="memtool.no-match")
     first = text.find(old)
     if first == -1:
         raise InputRejected(f"No replacement was performed: old_str did not appear verbatim in {path}. View the "
                             "file and copy the text exactly, whitespace and line breaks included",
-                            code="memory-tool.no-match")
+                            code="memtool.no-match")
     starts = [first]
     while len(starts) <= 20 and (found := text.find(old, starts[-1] + 1)) != -1:
         starts.append(found)
@@ -139,7 +139,7 @@ def replace_once(text: str, old: str, new: str, path: str) -> tuple[str, int]:
         many = f"{len(starts)}" if len(starts) <= 20 else "more than 20"
         raise InputRejected(f"No replacement was performed: old_str appears {many} times in {path} (lines "
                             f"{', '.join(map(str, lines))}); include more of the surrounding text so that it "
-                            "matches exactly once", code="memory-tool.several-matches")
+                            "matches exactly once", code="memtool.several-matches")
     return text[:first] + new + text[first + len(old):], text.count("\n", 0, first)
 
 
@@ -158,6 +158,6 @@ def insert_at(text: str, line: int, insert: str, path: str) -> str:
     if not 0 <= line <= len(lines):
         raise InputRejected(f"insert_line {line} is outside {path}, which has {len(lines)} lines: use 0 to insert "
                             f"before the first line up to {len(lines)} to insert after the last",
-                            code="memory-tool.insert-line")
+                            code="memtool.insert-line")
     lines.insert(line, insert.rstrip("\n"))
     return "\n".join(lines) + "\n"

@@ -131,7 +131,7 @@ class MemfoldMemoryTool(BetaAbstractMemoryTool):
             self._refuse(str(kind)[:40] if kind is not None else "?", where,
                          MemfoldError(f"the memory tool has the commands {names}; the input named "
                                       f"{shown(str(kind)) if kind is not None else 'none'}",
-                                      code="memory-tool.arguments"))
+                                      code="memtool.arguments"))
         try:
             command: BetaMemoryTool20250818Command = model.model_validate(raw, strict=True)  # type: ignore[assignment]
         except pydantic.ValidationError as exc:
@@ -141,7 +141,7 @@ class MemfoldMemoryTool(BetaAbstractMemoryTool):
                 problems.append(f"'{field}' is required" if error.get("type") == "missing"
                                 else f"'{field}': {error.get('msg', 'invalid')}")
             self._refuse(str(kind), where, MemfoldError(f"{kind}: " + "; ".join(problems) + " (nothing was done)",
-                                                      code="memory-tool.arguments"))
+                                                      code="memtool.arguments"))
         return command
 
     def view(self, command: BetaMemoryTool20250818ViewCommand) -> str:

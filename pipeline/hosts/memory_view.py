@@ -26,15 +26,15 @@ def view_range(value: object, total: int, what: str) -> tuple[int, int] | None:
         return None
     if (not isinstance(value, list) or len(value) != 2 or not all(type(v) is int for v in value)):
         raise InputRejected("view_range must be two whole numbers [first, last]; last may be -1 for the end",
-                            code="memory-tool.view-range")
+                            code="memtool.view-range")
     first, last = value
     end = total if last == -1 else last
     if first < 1 or (last != -1 and last < first):
         raise InputRejected(f"view_range [{first}, {last}] is not a range of {what}: first starts at 1 and last "
-                            "is at least first, or -1 for the end", code="memory-tool.view-range")
+                            "is at least first, or -1 for the end", code="memtool.view-range")
     if first > max(total, 1):
         raise InputRejected(f"view_range starts at {first} but there are only {total} {what}",
-                            code="memory-tool.view-range")
+                            code="memtool.view-range")
     return first, min(end, total)
 
 
