@@ -344,3 +344,22 @@ def test_clear_all_memory_deletes_every_memory_in_one_transaction_that_undo_reve
     assert _receipts(env)[-1]["command"] == "memory-tool clear"
     assert env.run("undo", tool.last_result.run_id).code == 0  # type: ignore[union-attr]
     assert env.snapshot()["harness"] == before["harness"]
+
+
+def test_a_teammates_memory_in_a_trusted_mirror_is_shown_and_an_edit_adopts_it(
+        tool: MemfoldMemoryTool, env: Env) -> None:
+    call(tool, "create", path="/memories/mine.md", file_text="my note")
+    team = b"---\nname: team_x\ndescription: team fact\ntype: project\nvisibility: safe\n---\nfrom a teammate\n"
+    (env.mirror / "team_x.md").write_bytes(team)  # as a pull would bring it
+    assert "/memories/team_x.md" not in call(tool, "view", path="/memories")  # untrusted: nothing foreign shown
+    (env.mirror / "team_x.md").unlink()
+    assert env.run("trust").code == 0
+    (env.mirror / "team_x.md").write_bytes(team)
+    assert call(tool, "view", path="/memories").splitlines()[2:] == ["7B\t/memories/mine.md",
+                                                                     "16B\t/memories/team_x.md"]
+    assert not (env.harness / "team_x.md").exists()  # shown, not adopted: a read writes nothing
+    call(tool, "str_replace", path="/memories/team_x.md", old_str="teammate", new_str="teammate, edited")
+    assert (env.harness / "team_x.md").read_bytes().endswith(b"\n---\nfrom a teammate, edited\n")
+    assert (env.mirror / "team_x.md").read_bytes() == (env.harness / "team_x.md").read_bytes()
+    audit = env.run("audit", "--json")
+    assert audit.code == 0 and audit.json()["drift"] == [], audit.out

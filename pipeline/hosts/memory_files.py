@@ -17,9 +17,9 @@ from ..apply.commit import Services
 from ..edits import TxResult, direct_transaction
 from ..errors import InputRejected, PrivacyRejected
 from ..frozen import Frozen
+from ..mirror.team import read_view
 from ..privacy.nearcopy import NEAR_COPY
 from ..state.model import Operation, PreState
-from ..state.read import read_private
 from ..store.memory import Memory, stamp, today
 from ..store.state import find_name
 from . import memory_text as mt
@@ -102,13 +102,15 @@ class MemoryFiles:
     # -- reading (no lock) --
 
     def view(self, path: object, wanted: object = None) -> Done:
+        """The store as the next write will find it: teammates' memories that write's sync adopts are
+        shown already, as every read of a project shows them (``mirror.team``)."""
         name = memory_target(path)
-        state, memories, broken = read_private(self.svc.layout, self.svc.limits)
+        seen = read_view(self.svc.layout, self.svc.limits, lambda: self.svc.ruleset)
         if name is None:
-            sizes = {n: len(mt.text_of(state.files[n]).encode("utf-8")) for n in memories}
+            sizes = {n: len(mt.text_of(seen.files[n]).encode("utf-8")) for n in seen.memories}
             return Done(listing(sizes, wanted))
-        self._parsed(name, memories, broken)
-        return Done(file_view(file_path(name), mt.text_of(state.files[name]), wanted))
+        self._parsed(name, seen.memories, seen.broken)
+        return Done(file_view(file_path(name), mt.text_of(seen.files[name]), wanted))
 
     @staticmethod
     def _parsed(name: str, memories: Mapping[str, Memory], broken: Mapping[str, object]) -> Memory:
