@@ -17,7 +17,6 @@ receipt of that chain, so it wins.
 from __future__ import annotations
 
 from ..errors import MemfoldError
-from ..receipts.witness import parse_head
 from ..store.memory import build_memory, memory_fields, parse_memory, render_memory
 
 TYPE_CHECKING = False
@@ -48,6 +47,8 @@ def settled(base: bytes, ours: bytes, theirs: bytes) -> bytes | None:
 
 def merge_head(base: bytes, ours: bytes, theirs: bytes) -> bytes | None:
     """The side whose head has the higher sequence number of the one chain both name; else None."""
+    from ..receipts.witness import parse_head  # json and pathlib: only for heads
+
     done = settled(base, ours, theirs)
     if done is not None:
         return done
@@ -156,9 +157,12 @@ def merge_versions(kind: str, base: bytes, ours: bytes, theirs: bytes, file: str
                    git_merge: GitMerge | None = None) -> tuple[bytes, bool] | None:
     """What a merge driver leaves: (bytes, clean). memfold's merge of ``kind`` when it settles the file,
     else git's text merge with its conflict markers; None when git cannot merge them either (binary)."""
-    from .gitinfo import merge_file
+    def run_git(*args: Any) -> tuple[bytes, bool] | None:
+        if git_merge is not None:
+            return git_merge(*args)
+        from .gitinfo import merge_file  # a process to start: only for what memfold cannot settle alone
 
-    run_git: GitMerge = merge_file if git_merge is None else git_merge
+        return merge_file(*args)
 
     def text_merge(old: bytes, mine: bytes, other: bytes) -> bytes | None:
         done = run_git(mine, old, other, labels, marker_size)
