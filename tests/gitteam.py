@@ -71,7 +71,7 @@ class Mate:
         """A chain head file as memfold writes it, in ``.memfold/heads/``."""
         path = self.clone / HEADS / f"{chain[:16]}.json"
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(Head(chain, seq, f"20261130T12000{seq}Z-0000000{seq}", f"{seq:x}" * 64).to_bytes())
+        path.write_bytes(Head(chain, seq, f"20261130T120000Z-{seq:08x}", f"{seq:064x}").to_bytes())
         return path
 
 

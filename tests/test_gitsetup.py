@@ -147,6 +147,18 @@ def test_core_hooks_path_refuses_the_sync_hook_with_the_line_to_add(repo: Path) 
     assert config(repo, "merge.memfold-memory.name")
 
 
+def test_a_symlinked_gitattributes_is_refused_before_the_config_changes(repo: Path, tmp_path: Path) -> None:
+    outside = tmp_path / "shared-attributes"
+    outside.write_text("*.png binary\n")
+    (repo / ".gitattributes").symlink_to(outside)
+    before = (repo / ".git" / "config").read_bytes()
+    with pytest.raises(UnsafePath) as caught:
+        gitsetup.install(repo, MEMFOLD, None)
+    assert caught.value.code == "path.symlink"
+    assert outside.read_text() == "*.png binary\n"
+    assert (repo / ".git" / "config").read_bytes() == before
+
+
 def test_a_path_holding_a_percent_sign_is_refused(repo: Path) -> None:
     with pytest.raises(UsageError) as caught:
         gitsetup.install(repo, ["/opt/100%/memfold"], None)

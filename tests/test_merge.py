@@ -171,7 +171,7 @@ CHAIN = "ab" * 32
 
 
 def head(seq: int, chain: str = CHAIN, receipt: str | None = None) -> bytes:
-    return Head(chain, seq, f"run-{seq}", receipt or f"{seq:x}" * 64).to_bytes()
+    return Head(chain, seq, f"run-{seq}", receipt or f"{seq:064x}").to_bytes()
 
 
 @pytest.mark.parametrize(("mine", "other"), [(3, 2), (2, 3), (7, 1)])
