@@ -58,6 +58,18 @@ Feature: Git merges the team memory
       | 3       | 2    | 3      |
       | 2       | 4    | 4      |
 
+  Scenario: One person's memfold writes on two branches, merged
+    Given a team of "alice" and "bob" sharing a bare remote, both with memfold's merge drivers
+    And "alice" adds the safe memory "Deploy target" and commits
+    And "alice" starts the branch "feature"
+    And "alice" adds the safe memory "Test database" and commits
+    And "alice" goes back to "main"
+    And "alice" adds the safe memory "Release day" and commits
+    When "alice" runs "git merge --no-edit feature"
+    Then git exits 0
+    And "alice" has no unmerged file
+    And "alice"'s chain head names her newest receipt
+
   Scenario: Without the drivers, git's own text merge takes over
     Given a team of "alice" and "bob" sharing a bare remote, where only "alice" has memfold's merge drivers
     And "alice" adds the safe memory "Deploy target" and pushes
@@ -88,6 +100,15 @@ Feature: Git merges the team memory
     When "bob" runs "git checkout -q -b topic"
     Then git exits 0
     And the memfold on PATH ran "sync --quiet" 2 times in "bob"'s clone, after "--home" and bob's home
+
+  Scenario: With the sync hook, a pull brings a teammate's memory into the private store
+    Given a team of "alice" and "bob" sharing a bare remote, both with memfold's merge drivers
+    And "bob" runs memfold "trust"
+    And "bob" runs memfold "hooks install git --sync-hook"
+    And "alice" adds the safe memory "Deploy target" and pushes
+    When "bob" runs "git pull --no-rebase"
+    Then git exits 0
+    And "bob"'s private store holds "project_deploy-target.md" as the mirror has it
 
   Scenario: A hook memfold did not write is left alone
     Given a team of "alice" and "bob" sharing a bare remote, where only "alice" has memfold's merge drivers

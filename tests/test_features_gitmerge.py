@@ -126,6 +126,16 @@ def head_on_branch(team_box: dict[str, Team], who: str, seq: int, branch: str) -
     head_on_current(team_box, who, seq)
 
 
+@given(parsers.parse('"{who}" starts the branch "{branch}"'))
+def start_branch(team_box: dict[str, Team], who: str, branch: str) -> None:
+    _mate(team_box, who).ok("checkout", "-q", "-b", branch)
+
+
+@given(parsers.parse('"{who}" goes back to "{branch}"'))
+def back_to(team_box: dict[str, Team], who: str, branch: str) -> None:
+    _mate(team_box, who).ok("checkout", "-q", branch)
+
+
 @given(parsers.parse('"{who}" installs the git hooks with "--sync-hook" through a memfold on PATH whose sync fails'))
 def install_through_stub(team_box: dict[str, Team], ctx: dict[str, Any], tmp_path: Path,
                          monkeypatch: pytest.MonkeyPatch, who: str) -> None:
@@ -170,6 +180,12 @@ def git_command(team_box: dict[str, Team], ctx: dict[str, Any], who: str, comman
 @when(parsers.parse('"{who}" runs memfold "{command}"'))
 def memfold_command(team_box: dict[str, Team], ctx: dict[str, Any], who: str, command: str) -> None:
     ctx["memfold"] = _mate(team_box, who).memfold(*shlex.split(command))
+
+
+@given(parsers.parse('"{who}" runs memfold "{command}"'))
+def memfold_done(team_box: dict[str, Team], who: str, command: str) -> None:
+    result = _mate(team_box, who).memfold(*shlex.split(command))
+    assert result.code == 0, result.err
 
 
 @then(parsers.parse("git exits {code:d}"))
@@ -242,6 +258,18 @@ def head_is(team_box: dict[str, Team], who: str, seq: int) -> None:
     assert mate.ok("show", f"HEAD:{HEADS.as_posix()}/{CHAIN[:16]}.json").encode() == path.read_bytes()
 
 
+@then(parsers.parse('"{who}"\'s chain head names her newest receipt'))
+def head_names_newest(team_box: dict[str, Team], who: str) -> None:
+    mate = _mate(team_box, who)
+    (path,) = (mate.clone / HEADS).iterdir()
+    newest = max((mate.env.project_home / "receipts").iterdir())
+    head = json.loads(path.read_bytes())
+    assert head["seq"] == int(newest.name[:8]) == 3
+    assert head["runId"] in newest.name
+    assert mate.ok("show", f"HEAD:{HEADS.as_posix()}/{path.name}").encode() == path.read_bytes()
+    assert mate.memfold("audit").code == 0
+
+
 @then(parsers.parse('the memfold on PATH ran "{args}" once in "{who}"\'s clone, after "--home" and bob\'s home'))
 def ran_once(team_box: dict[str, Team], ctx: dict[str, Any], args: str, who: str) -> None:
     ran_times(team_box, ctx, args, 1, who)
@@ -253,6 +281,12 @@ def ran_times(team_box: dict[str, Team], ctx: dict[str, Any], args: str, times: 
     mate = _mate(team_box, who)
     lines = ctx["sync_log"].read_text().splitlines()
     assert lines == [f"--home {mate.home} {args}\t{mate.clone}"] * times, lines
+
+
+@then(parsers.parse('"{who}"\'s private store holds "{name}" as the mirror has it'))
+def adopted(team_box: dict[str, Team], who: str, name: str) -> None:
+    mate = _mate(team_box, who)
+    assert (mate.env.harness / name).read_bytes() == mate.path(name).read_bytes()
 
 
 @then(parsers.parse('"{who}"\'s post-merge hook is unchanged'))

@@ -15,22 +15,21 @@ import stat
 
 from ..errors import InputRejected, UnsafePath
 from ..fsutil import atomic_write, read_bounded
-from ..paths import MIRROR_DIR
+from ..paths import HEADS_DIR, MIRROR_DIR, STATE_DIR
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from pathlib import Path
 
 ATTRIBUTES_FILE = ".gitattributes"
-HEADS_DIR = ".memfold/heads"
 MEMORY_DRIVER = "memfold-memory"
 HEAD_DRIVER = "memfold-head"
-BEGIN = "# >>> memfold: how git merges the team memory (memfold keeps this block up to date) >>>"
-END = "# <<< memfold <<<"
+BEGIN = "# memfold: begin"
+END = "# memfold: end"
 RULES = (
     f"{MIRROR_DIR}/*.md merge={MEMORY_DRIVER}",
     f"{MIRROR_DIR}/MEMORY.md merge=union",
-    f"{HEADS_DIR}/*.json merge={HEAD_DRIVER}",
+    f"{STATE_DIR}/{HEADS_DIR}/*.json merge={HEAD_DRIVER}",
 )
 MAX_BYTES = 1 << 20
 
