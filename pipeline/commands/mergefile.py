@@ -16,7 +16,6 @@ if TYPE_CHECKING:
 
 USAGE = ("usage: memfold merge-file {memory,head} BASE OURS THEIRS [PATHNAME] [--marker-size N] "
          "[--label-base S] [--label-ours X] [--label-theirs Y]")
-KINDS = ("memory", "head")
 # Placeholders that git before 2.44 leaves in the driver's command line as they are.
 _UNEXPANDED = ("%S", "%X", "%Y")
 _LABELS = {"--label-ours": 0, "--label-base": 1, "--label-theirs": 2}
@@ -25,6 +24,7 @@ _LABELS = {"--label-ours": 0, "--label-base": 1, "--label-theirs": 2}
 def main(argv: Sequence[str]) -> int:
     """``argv``: what follows ``merge-file`` on the command line."""
     from ..errors import UsageError
+    from ..mirror.merge import KINDS
 
     if any(a in ("-h", "--help") for a in argv):
         sys.stdout.write(USAGE + "\n")
