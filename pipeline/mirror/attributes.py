@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import stat
 
-from ..errors import InputRejected, UnsafePath
+from ..errors import InputRejected, MemfoldError, UnsafePath
 from ..fsutil import atomic_write, read_bounded
 from ..paths import HEADS_DIR, MIRROR_DIR, STATE_DIR
 
@@ -141,3 +141,18 @@ def remove_block(root: Path) -> bool:
     path = root / ATTRIBUTES_FILE
     old = _read(path)
     return old is not None and _write(path, old, without_block(old))
+
+
+def keep_block(root: Path, mirror_has_memories: bool) -> str | None:
+    """After a transaction that changed the mirror of a git work tree holding memory files: the block
+    present and current. Returns a warning when it cannot be written (the transaction stands: the block
+    only spares the team merge conflicts), None otherwise; nothing is written outside git or for a mirror
+    without a memory file (a person who used memfold alone can still pull the team's first commit)."""
+    if not mirror_has_memories or not os.path.lexists(root / ".git"):
+        return None
+    try:
+        write_block(root)
+    except (MemfoldError, OSError) as exc:
+        message = exc.message if isinstance(exc, MemfoldError) else str(exc.strerror or exc)
+        return f"the merge rules in .gitattributes were not written ({message}); `memfold hooks install git` says why"
+    return None
