@@ -82,7 +82,7 @@ DOCUMENTATION_VALUES = [
     "mail alice@example.org or bob@sub.example.net",
     "the address example@gmail.com is a placeholder",
     "host db.staging.example resolves in the lab",
-    "https://admin:s3cretPass9@api.example.com/v1",
+    "https://admin:password@api.example.com/v1",
     "aws_access_key_id = AKIAIOSFODNN7EXAMPLE",
     "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
     "GITHUB_TOKEN=ghp_" + "x" * 36,
