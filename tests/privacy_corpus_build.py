@@ -827,16 +827,48 @@ def gitleaks(mirrors: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]
             for text in _go_elements(source, opening.end()):
                 if not text.strip():
                     continue
-                where = f"gitleaks/gitleaks@{commit[:12]}:{path}"
-                if opening.group(1) == "tps":
-                    found.append({"family": "scanner-fixtures", "kind": f"gitleaks-{kind}", "variant": "fixture",
-                                  "split": split, "source": where, "text": text})
-                else:
-                    clean.append({"kind": "scanner-ok", "split": split, "source": where, "text": text})
+                positive = opening.group(1) == "tps"
+                (found if positive else clean).append(_scanner_row(positive, f"gitleaks-{kind}", split,
+                                                                   f"gitleaks/gitleaks@{commit[:12]}:{path}", text))
     return found, clean
 
 
+def _scanner_row(positive: bool, kind: str, split: str, source: str, text: str) -> dict[str, Any]:
+    """One scanner example: a fixture the scanner must find, or a text it must not (kind ``scanner-ok``)."""
+    if positive:
+        return {"family": "scanner-fixtures", "kind": kind, "variant": "fixture", "split": split, "source": source,
+                "text": text}
+    return {"kind": "scanner-ok", "split": split, "source": source, "text": text}
+
+
 _JWT_NAME = r"(?i)(?:^|[/\s\"'-])(?:py|go-|j)?jwt(?:[/\s\"'@.-]|$)"  # a package named for JSON Web Tokens
+SECRETLINT = ("secretlint+secretlint", "packages/@secretlint/", "train")
+# secretlint's snapshot folders: ng.* must be reported, ok.* must not; the presets repeat the rules' own,
+# and the filter, example, pattern and dotenv rules test options or file names, not text; the .p12
+# inputs are binary key stores.
+_SNAPSHOT = re.compile(r"^packages/@secretlint/secretlint-rule-([^/]+)/test/snapshots/(ng|ok)[^/]*/input\.(?:txt|md|ya?ml|json|env|config)$")
+_SNAPSHOT_SKIP = ("preset-", "filter-comments", "example", "pattern", "no-dotenv")
+
+
+def secretlint(mirrors: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The input file of every snapshot test of secretlint's rules, whole: ``ng`` ones as positives,
+    ``ok`` ones as benign texts."""
+    repo, commit, split, paths = _scanner_files(mirrors, SECRETLINT)
+    found: list[dict[str, Any]] = []
+    clean: list[dict[str, Any]] = []
+    for path in paths:
+        snapshot = _SNAPSHOT.match(path)
+        if snapshot is None or snapshot.group(1).startswith(_SNAPSHOT_SKIP):
+            continue
+        text = _git(repo, "show", f"HEAD:{path}").strip("\n")
+        if not text.strip():
+            continue
+        positive = snapshot.group(2) == "ng"
+        (found if positive else clean).append(_scanner_row(positive, f"secretlint-{snapshot.group(1)}", split,
+                                                           f"secretlint/secretlint@{commit[:12]}:{path}", text))
+    return found, clean
+
+
 # Real files that hold references, placeholders and names that look like secrets but are none, taken
 # whole or by the marker of their family (never by what the rules say): (repository, path pattern,
 # line marker or None for the whole file, kind). All are training sources.
@@ -893,8 +925,9 @@ def outside(mirrors: Path) -> None:
     """Replace the outside sources' rows in the corpus files; the generated rows stay as they are."""
     found, clean = semgrep(mirrors)
     leaks, leaks_clean = gitleaks(mirrors)
-    added = {"positives.jsonl": noseyparker(mirrors) + found + leaks,
-             "benign.jsonl": clean + memory_lines(mirrors) + leaks_clean + placeholders(mirrors)}
+    linted, linted_clean = secretlint(mirrors)
+    added = {"positives.jsonl": noseyparker(mirrors) + found + leaks + linted,
+             "benign.jsonl": clean + memory_lines(mirrors) + leaks_clean + linted_clean + placeholders(mirrors)}
     outside_kinds = ("memory-file", "scanner-ok", *{k for *_, k in PLACEHOLDER_SOURCES}, "external-secret")
     for name, rows in added.items():
         with open(OUT / name, encoding="utf-8") as fh:
