@@ -20,6 +20,10 @@ MAX_HITS_PER_RULE = 1000
 MEMO_MAX_CHARS = 32 << 20
 
 
+# A value that runs on into one of these was written with a filler for its rest (xoxp-5723…-####…): a
+# placeholder, whatever its visible part looks like.
+_FILLER_TAILS = (b"####", b"xxxx", b"XXXX", b"****", b"...", "\u2026".encode())
+
 # Verdict marks (compared by identity): an allowlisted match, and one not decided yet.
 _ALLOWED = "\0allowed"
 _UNDECIDED = "\0undecided"
@@ -141,6 +145,10 @@ class RuleSet:
                 break
             start, end = match.span(group)
             if start < 0 or start == end:
+                continue
+            if data.startswith(_FILLER_TAILS, end):
+                if not rule.fallback:
+                    known.append((start, end))
                 continue
             key = (ident, data[start:end], match.group(0))
             verdict = verdicts.get(key, _UNDECIDED)
