@@ -449,6 +449,9 @@ MECHANISM_FINDINGS = [
     ("password-hash", "$krb5tgs$23$*svc_sql$ACME.LOCAL$http/web01*$5e1c2b9a8f7d6e4c0f3e2d1c4b5a6978$"
      + "8796a5b4c3d2e1f0" * 12),
     ("netntlmv2-hash", "jdoe::ACME:5e1c2b9a8f7d6e4c:0f3e2d1c4b5a69788796a5b4c3d2e1f0:0101000000000000" + "9f3c" * 20),
+    # a PostgreSQL password file line; a secret handed to a setter or a Gradle DSL line
+    ("pgpass-password", "pg.acme.internal:5432:billing:svc_billing:Wq4#pT8vLz2K"),
+    ("secret-call-argument", 'credentials {\n  username "ci"\n  password "Wq4#pT8vLz2Kx"\n}'),
     # tools that take a password after -p
     ("cli-password-argument", r"psexec \\web01 -u ACME\deploy -p Zq9xLm2Rv8Tn4 cmd.exe"),
 ]

@@ -267,8 +267,8 @@ def quoted_secret(secret: str, _context: str, _params: dict[str, float]) -> bool
     parts = value.split(".")
     if len(parts) > 1 and all(p.isidentifier() and p.islower() for p in parts):
         return False  # a module or settings path ('django.contrib.auth')
-    if value.replace("_", "").replace("-", "").isalpha() and (value.isupper() or value.islower()):
-        return False
+    if value.replace("_", "").replace("-", "").isalpha() and (value.isupper() or value.islower() or value.istitle()):
+        return False  # a word or a name written in one case, or capitalised ("Bearer")
     return _classes(value) >= 2
 
 
