@@ -60,6 +60,8 @@ SHAPES = {
     "ellipsis-after": "{secret} ...",
     "placeholder-next": "<token> {secret}",
     "xxxx-next": "xxxx {secret}",
+    "ellipsis-touching": "use {secret}... then rotate it",
+    "unicode-ellipsis-touching": "use {secret}\u2026",
 }
 
 

@@ -21,8 +21,9 @@ MEMO_MAX_CHARS = 32 << 20
 
 
 # A value that runs on into one of these was written with a filler for its rest (xoxp-5723…-####…): a
-# placeholder, whatever its visible part looks like.
-_FILLER_TAILS = (b"####", b"xxxx", b"XXXX", b"****", b"...", "\u2026".encode())
+# placeholder, whatever its visible part looks like. Not an ellipsis: a whole token may end a sentence
+# with one ("use ghp_…...").
+_FILLER_TAILS = (b"####", b"xxxx", b"XXXX", b"****")
 
 # Verdict marks (compared by identity): an allowlisted match, and one not decided yet.
 _ALLOWED = "\0allowed"
@@ -144,6 +145,8 @@ class RuleSet:
             if len(hits) >= MAX_HITS_PER_RULE:
                 break
             start, end = match.span(group)
+            while end > start and data[end - 1] == 0x2E:
+                end -= 1  # a sentence's full stop or ellipsis after a token whose alphabet holds "."
             if start < 0 or start == end:
                 continue
             if data.startswith(_FILLER_TAILS, end):
