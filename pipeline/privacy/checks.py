@@ -7,7 +7,17 @@ from collections.abc import Callable
 
 from .personal import CHECKS as PERSONAL_CHECKS
 from .personal import birth_date
-from .tokens import crc32_tail, is_random_token, keyed_token, looks_fake, random_token, shannon_entropy, vendor_token
+from .tokens import (
+    SETTING,
+    crc32_tail,
+    is_random_token,
+    keyed_token,
+    looks_fake,
+    names_reference,
+    random_token,
+    shannon_entropy,
+    vendor_token,
+)
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -198,10 +208,6 @@ _REFERENCE_LEADS = ("<", "{", "[", "(", "@", "/", "~", "./", "../", "env:", "vau
                     "var.", "local.", "module.", "data.", "each.", "self.", "!var.", "!local.")
 # The name a value is given, when it names a reference or an identifier rather than a secret: the
 # Jenkins credentialsId, .NET UserSecretsId, a client or key id, a secret's name, path or variable.
-_REFERENCE_NAME = re.compile(r"(?:[iI][dD]s?|[nN]ame|NAME|[rR]ef|REF|[aA]rn|ARN|[uU]r[li]|UR[LI]|[pP]ath|PATH|"
-                             r"[fF]ile|FILE|[vV]ariable|VARIABLE|[vV]ar|VAR|[kK]ey[vV]ault|[hH]ash|HASH)$")
-_SETTING = re.compile(r"([A-Za-z0-9_.$-]+)[\"'`\]>]*\s*(?::=|=>|==|[:=(,<>])?\s*[rbuf]?[\"'`(<]*\s*$")
-
 
 # A value made of words (database-password, MY_ENV_VAR1, privateKey, secret00), set under a name that
 # names a key: the key a secret is stored under (secretKey, key, property, secretName), not the secret.
@@ -220,16 +226,10 @@ def names_key(secret: str, context: str) -> bool:
     if _WORDS_VALUE.fullmatch(value) is None or is_random_token(value, 8):
         return False
     head = context[: context.rfind(secret)] if secret in context else ""
-    setting = _SETTING.search(head[-80:])
+    setting = SETTING.search(head[-80:])
     return setting is not None and _KEY_NAME.search(setting.group(1)) is not None
 
 
-def names_reference(secret: str, context: str) -> bool:
-    """The value's setting name ends in Id, Name, Ref, Url, Path, File or Variable: it names a
-    reference (``credentialsId: '29f6…'``, ``<UserSecretsId>79a3…``), not the secret itself."""
-    head = context[: context.rfind(secret)] if secret in context else ""
-    setting = _SETTING.search(head[-80:])
-    return setting is not None and _REFERENCE_NAME.search(setting.group(1)) is not None
 _PROSE_STOPWORDS = frozenset("""
 the a an is are was were be been being in on at to of for from by with and or not no yes it this that there here
 stored kept saved set required needed missing wrong correct invalid valid expired rotated changed reset updated

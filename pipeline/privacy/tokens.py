@@ -125,7 +125,6 @@ def keyed_token(secret: str, context: str, params: dict[str, float]) -> bool:
     lowered = context.lower()
     if any(word in lowered for word in _DIGEST_WORDS) or looks_fake(secret):
         return False
-    from .checks import names_reference  # checks imports this module
 
     if names_reference(secret, context):
         return False
@@ -161,3 +160,17 @@ def crc32_tail(secret: str, _context: str, _params: dict[str, float]) -> bool:
     if len(body) > 6 and _base62_crc32(body[:-6]) == body[-6:]:
         return True
     return vendor_token(secret, _context, _params)
+
+
+_REFERENCE_NAME = re.compile(r"(?:[iI][dD]s?|[nN]ame|NAME|[rR]ef|REF|[aA]rn|ARN|[uU]r[li]|UR[LI]|[pP]ath|PATH|"
+                             r"[fF]ile|FILE|[vV]ariable|VARIABLE|[vV]ar|VAR|[kK]ey[vV]ault|[hH]ash|HASH)$")
+# The setting name a value stands under (``name: value``, ``name = "value"``, ``<name>value``).
+SETTING = re.compile(r"([A-Za-z0-9_.$-]+)[\"'`\]>]*\s*(?::=|=>|==|[:=(,<>])?\s*[rbuf]?[\"'`(<]*\s*$")
+
+
+def names_reference(secret: str, context: str) -> bool:
+    """The value's setting name ends in Id, Name, Ref, Url, Path, File or Variable: it names a
+    reference (``credentialsId: '29f6…'``, ``<UserSecretsId>79a3…``), not the secret itself."""
+    head = context[: context.rfind(secret)] if secret in context else ""
+    setting = SETTING.search(head[-80:])
+    return setting is not None and _REFERENCE_NAME.search(setting.group(1)) is not None
