@@ -16,7 +16,7 @@ TRUST_FILE = "trusted-projects.json"
 
 def trusted_roots(home: Path | str) -> set[str]:
     try:
-        data = json.loads(read_bounded(os.path.join(home, TRUST_FILE), 4 << 20))
+        data = json.loads_bounded(read_bounded(os.path.join(home, TRUST_FILE), 4 << 20, settings="trust list"))
     except (OSError, ValueError):
         return set()
     roots = data.get("roots") if isinstance(data, dict) else None

@@ -7,7 +7,6 @@ backups, plan operations, the files on disk), so a diff shown is always the text
 
 from __future__ import annotations
 
-import json
 import os
 from collections import Counter
 from dataclasses import dataclass
@@ -16,7 +15,7 @@ from typing import Any
 
 from ..apply.journal import BACKUP
 from ..errors import InputRejected, UsageError
-from ..fsutil import read_bounded
+from ..fsutil import read_bounded, read_json
 from ..paths import Layout
 from ..store.index import capacity
 from ..store.memory import INDEX_NAME, parse_memory
@@ -28,7 +27,7 @@ from .verify import Report, audit
 
 def _plan(run_dir: Path, texts: Texts) -> dict[str, Any]:
     try:
-        plan = json.loads(read_bounded(run_dir / "plan.json", 64 << 20))
+        plan = read_json(run_dir / "plan.json", 64 << 20)
     except (OSError, ValueError):
         return {}
     if not isinstance(plan, dict):
@@ -49,7 +48,7 @@ def _by_name(items: Any, key: str) -> dict[str, Any]:
 def _undoes(run_dir: Path) -> str | None:
     """The run an undo put back: its direct-edit snapshot names it (bound to the receipt by artifactHash)."""
     try:
-        snapshot = json.loads(read_bounded(run_dir / "snapshot.json", 256 << 20))
+        snapshot = read_json(run_dir / "snapshot.json", 256 << 20)
     except (OSError, ValueError):
         return None
     undone = snapshot.get("undoes") if isinstance(snapshot, dict) else None

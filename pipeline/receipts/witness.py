@@ -8,7 +8,6 @@ first receipt), so the heads of teammates' stores, which share the mirror, never
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import stat
@@ -20,6 +19,7 @@ from ..frozen import Frozen
 from ..fsutil import dump_json, read_bounded
 from ..paths import MIRROR_DIR
 from ..safetext import counted
+from ..store.jsontext import loads_bounded
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -70,7 +70,7 @@ class Head(Frozen):
 def parse_head(raw: bytes) -> Head | None:
     """The head in ``raw``, or None unless it has exactly the shape memfold writes."""
     try:
-        data = json.loads(raw)
+        data = loads_bounded(raw)
     except ValueError:
         return None
     if not isinstance(data, dict) or set(data) != _KEYS or data["kind"] != HEAD_KIND or data["schemaVersion"] != 1:
