@@ -37,7 +37,7 @@ DEFAULTS: dict[str, dict[str, Any]] = {
     "privacy": {"rules": [], "allowlist": []},
     "inject": {"guidance": True, "max_bytes": 16_000, "max_files": 8, "mask_credentials": True},
     "consolidate": {"due_hours": 24.0, "due_writes": 20},
-    "mcp": {"allow_publish": False},
+    "mcp": {"allow_publish": False, "max_request_bytes": 16 << 20},
 }
 CACHE_PREFIX = "config-"
 LEGACY_CACHE = "config.json"
@@ -122,6 +122,7 @@ class ConsolidateSection(Section):
 class McpSection(Section):
     __slots__ = ()
     allow_publish: bool
+    max_request_bytes: int
 
 
 class WorkerSection(Section):
