@@ -113,6 +113,29 @@ def _drift_code(line: str) -> str:
 _LINK = re.compile(r"\]\(([^)\s]+\.md)\)")
 
 
+def case_collisions(mirror: Path, targets: list[str]) -> list[Issue]:
+    """Names in the mirror that differ only in case, where one of them is checked: on a case-insensitive
+    checkout (macOS, Windows) git writes both to one file, and one memory silently replaces the other."""
+    try:
+        names = os.listdir(mirror)
+    except OSError:
+        return []
+    groups: dict[str, list[str]] = {}
+    for name in names:
+        groups.setdefault(name.casefold(), []).append(name)
+    checked = set(targets)
+    issues = []
+    for group in groups.values():
+        if len(group) > 1 and not checked.isdisjoint(group):
+            first, *others = sorted(group)
+            for other in others:
+                issues.append(Issue("mirror.case-collision", f".memory/{other}",
+                                    f"{other} and {first} differ only in case: a case-insensitive checkout "
+                                    "(macOS, Windows) keeps one file for both; keep one spelling (`memfold "
+                                    "rename` or `memfold forget` the other, or `git rm` a teammate's copy)"))
+    return issues
+
+
 def check_mirror(layout: Layout, ruleset: RuleSet, limits: Limits, files: list[Path]) -> list[Issue]:
     mirror = layout.mirror
     if mirror is None:
@@ -129,6 +152,7 @@ def check_mirror(layout: Layout, ruleset: RuleSet, limits: Limits, files: list[P
                             f"the mirror holds {len(targets)} entries, over the bound of {limits.max_files} "
                             f"memories; only the first {bound} were checked"))
         targets = targets[:bound]
+    issues.extend(case_collisions(mirror, targets))
     for name in targets:
         path = mirror / name
         where = f".memory/{name}"
