@@ -216,7 +216,10 @@ def gather(layout: Layout, limits: Limits, *, public: bool, since: str | None, n
             tuple(lines), hidden, tuple(_changes(src, fin, plan, texts, public))))
     now_lines, now_hidden = drift.get("now", ([], 0))
     by_type, by_visibility, cap = _newest(layout, limits, current, texts, public)
-    return Chain(public=public, scope_key=layout.scope_key, project=None if public else str(layout.project_root),
+    # The scope key is the sha256 of the project's absolute path: a public page would let anyone confirm a
+    # guessed home directory or user name. It stays in private reports only.
+    return Chain(public=public, scope_key="" if public else layout.scope_key,
+                 project=None if public else str(layout.project_root),
                  generated_at=now, audit_ok=report.ok, receipts_total=len(logged), entries=tuple(entries),
                  findings=tuple(findings.get("", [])), hand_edits_now=tuple(now_lines),
                  hidden_hand_edits_now=now_hidden, memories=sum(by_visibility.values()),
@@ -276,7 +279,7 @@ def write_report(layout: Layout, limits: Limits, *, public: bool, since: str | N
         folder = layout.home / "reports"
         ensure_dir(folder, layout.home)
         stamp = now.replace("-", "").replace(":", "")
-        out = folder / f"{layout.scope_key[:12]}-{stamp}.html"
+        out = folder / f"{'public' if public else layout.scope_key[:12]}-{stamp}.html"
     out = Path(out).absolute()
     mode = 0o644 if public else 0o600
     try:
