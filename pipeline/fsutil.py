@@ -34,14 +34,18 @@ def _syncfs(fd: int) -> None:
 
 
 class _Ops:
-    """Indirection over the syscalls a transaction makes, so tests can inject faults."""
+    """Indirection over the syscalls a transaction makes, so tests can inject faults.
+
+    ``rename`` and ``link`` take ``src_dir_fd``/``dst_dir_fd``, ``unlink`` takes ``dir_fd``, as ``os`` does:
+    a transaction names every file of a root relative to the root's open descriptor.
+    """
 
     write: Callable[[int, bytes], int] = staticmethod(os.write)
     fsync: Callable[[int], None] = staticmethod(os.fsync)
     syncfs: Callable[[int], None] = staticmethod(_syncfs)
-    rename: Callable[[str, str], None] = staticmethod(os.replace)
-    unlink: Callable[[str], None] = staticmethod(os.unlink)
-    link: Callable[[str, str], None] = staticmethod(os.link)
+    rename: Callable[..., None] = staticmethod(os.replace)
+    unlink: Callable[..., None] = staticmethod(os.unlink)
+    link: Callable[..., None] = staticmethod(os.link)
 
 
 ops = _Ops()
@@ -186,20 +190,35 @@ def fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
-def create_unsynced(path: str | Path, data: bytes, mode: int = 0o600) -> int:
+def create_unsynced(path: str | Path, data: bytes, mode: int = 0o600, *, dir_fd: int | None = None) -> int:
     """Create ``path`` (must not exist) and write ``data`` without an fsync; returns the open descriptor.
 
     For batches: the caller fsyncs it with the others (``apply.durable.fsync_all``) and closes it. On a failed write
-    the file is removed again.
+    the file is removed again. With ``dir_fd``, ``path`` is a name in that open directory.
     """
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, mode)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, mode, dir_fd=dir_fd)
     try:
         write_all(fd, data)
     except BaseException:
         os.close(fd)
-        _silent_unlink(path)
+        _silent_unlink(path, dir_fd)
         raise
     return fd
+
+
+def open_dir(path: Path | str) -> int:
+    """Open the directory ``path`` for writes relative to it, refusing a symlink in its place.
+
+    A transaction opens each root once and stages, renames and unlinks through the descriptor: a root
+    swapped for a link (or moved away) after memfold checked it cannot redirect a write elsewhere.
+    """
+    try:
+        return os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError as exc:
+        if exc.errno in (errno.ELOOP, errno.ENOTDIR) and os.path.islink(path):
+            raise UnsafePath(f"{path} is a symlink; memfold refuses symlinks on its own paths", code="path.symlink",
+                             hint="replace the link with a real directory") from exc
+        raise
 
 
 def write_all(fd: int, data: bytes) -> None:
@@ -263,9 +282,9 @@ def replace_unsynced(path: str, data: bytes, mode: int = 0o600) -> None:
         raise
 
 
-def _silent_unlink(path: str | Path) -> None:
+def _silent_unlink(path: str | Path, dir_fd: int | None = None) -> None:
     try:
-        os.unlink(path)
+        os.unlink(path, dir_fd=dir_fd)
     except OSError:
         pass
 
