@@ -34,6 +34,27 @@ def _outside(tmp_path: Path) -> Path:
     return outside
 
 
+def _record_writes(monkeypatch: pytest.MonkeyPatch, then: Any = None) -> list[str]:
+    """The file behind every descriptor memfold writes bytes to, as it is written (a temp removed again
+    by the clean-up of a failed run was still written where it was); ``then(path)`` runs before the write."""
+    written: list[str] = []
+    write = fsutil.ops.write
+
+    def recording(fd: int, data: bytes) -> int:
+        where = os.readlink(f"/proc/self/fd/{fd}")
+        if then is not None:
+            then(where)
+        written.append(os.readlink(f"/proc/self/fd/{fd}"))
+        return write(fd, data)
+
+    monkeypatch.setattr(fsutil.ops, "write", recording)
+    return written
+
+
+def _inside(written: list[str], folder: Path) -> list[str]:
+    return [path for path in written if path.startswith(str(folder) + os.sep)]
+
+
 def test_a_mirror_swapped_for_a_link_before_the_commit_is_refused_and_nothing_lands_in_its_target(
         env: Env, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     assert env.run("init").code == 0
@@ -45,7 +66,9 @@ def test_a_mirror_swapped_for_a_link_before_the_commit_is_refused_and_nothing_la
         return original(*args, **kwargs)
 
     monkeypatch.setattr(commit, "apply_changes", swapped_first)
+    written = _record_writes(monkeypatch)
     result = env.run(*SECRET_FREE)
+    assert _inside(written, outside) == []
     assert result.code == 1 and "[path.symlink]" in result.err, result.err
     assert sorted(p.name for p in outside.iterdir()) == ["keep.txt"]
     assert not list(env.harness.glob("*deploy*"))
@@ -56,20 +79,18 @@ def test_a_mirror_swapped_while_its_files_are_staged_keeps_every_write_in_the_di
         env: Env, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     assert env.run("init").code == 0
     outside = _outside(tmp_path)
-    write = fsutil.ops.write
     swapped: list[str] = []
 
-    def swap_on_first_mirror_write(fd: int, data: bytes) -> int:
-        where = os.readlink(f"/proc/self/fd/{fd}")
+    def swap_on_first_mirror_write(where: str) -> None:
         if not swapped and os.path.dirname(where) == str(env.mirror):
             swapped.append(where)
             _swap_mirror(env, outside)  # the first staged mirror file is written: the rest follow it
-        return write(fd, data)
 
-    monkeypatch.setattr(fsutil.ops, "write", swap_on_first_mirror_write)
+    written = _record_writes(monkeypatch, swap_on_first_mirror_write)
     result = env.run(*SECRET_FREE)
     monkeypatch.undo()
     assert swapped, "no file was staged in the mirror"
+    assert _inside(written, outside) == []
     # The commit went into the directory memfold checked (now .memory-moved); the check after it reads the
     # mirror by its name, finds the link, and says so.
     assert result.code == 7 and "[verify.post-commit]" in result.err, result.err
