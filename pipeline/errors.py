@@ -95,6 +95,13 @@ class UsageError(MemfoldError):
     default_code = "usage"
 
 
+class UnsafeOwner(UsageError):
+    """The memfold home or a file memfold reads its settings from belongs to another user, or others may
+    write it (``home.unsafe``, ``settings.unsafe``): nothing in it is used."""
+
+    default_code = "home.unsafe"
+
+
 class ConfigError(UsageError):
     default_code = "config.invalid"
 

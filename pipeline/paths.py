@@ -272,10 +272,10 @@ def _recorded_key(home: str, key: str) -> str:
     text = _read_small(os.path.join(project_home(home, key), PROJECT_INFO))
     if not text:
         return key
-    import json
+    from .store.jsontext import loads_bounded
 
     try:
-        recorded = json.loads(text).get("scopeKey")
+        recorded = loads_bounded(text).get("scopeKey")
     except (ValueError, AttributeError):
         return key
     valid = isinstance(recorded, str) and len(recorded) == 64 and all(c in "0123456789abcdef" for c in recorded)

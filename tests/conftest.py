@@ -115,6 +115,12 @@ class Env:
         return {"harness": tree_hashes(self.harness), "public": tree_hashes(self.mirror), "heads": heads}
 
 
+def op_path(name: str, dir_fd: int | None = None) -> str:
+    """A file an ``fsutil.ops`` call names, as a path: a transaction names a root's files relative to the
+    root's open descriptor (``dir_fd``), here spelled out through /proc."""
+    return name if dir_fd is None else os.path.join(os.readlink(f"/proc/self/fd/{dir_fd}"), name)
+
+
 def survivors(token: str) -> list[int]:
     """Pids whose command line holds ``token``: a worker or descendant that outlived its run."""
     return carriers(token)

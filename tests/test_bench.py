@@ -250,7 +250,7 @@ def test_the_staged_writes_floor_counts_the_runs_receipt_only_where_it_is_a_copy
     from pipeline.paths import make_layout
 
     if not linked:
-        def refused(_src: str, _dst: str) -> None:
+        def refused(_src: str, _dst: str, **_at: int) -> None:
             raise OSError(errno.EPERM, os.strerror(errno.EPERM))
 
         monkeypatch.setattr(fsutil.ops, "link", refused)

@@ -11,7 +11,7 @@ from conftest import REPO
 from pipeline import errors
 from pipeline.errors import InputRejected, Issue, IssueList, MemfoldError
 
-EXPECTED = {"InputRejected": 1, "PrivacyRejected": 1, "UnsafePath": 1, "UsageError": 2, "ConfigError": 2,
+EXPECTED = {"InputRejected": 1, "PrivacyRejected": 1, "UnsafePath": 1, "UsageError": 2, "UnsafeOwner": 2, "ConfigError": 2,
             "LockHeld": 3, "WorkerFailed": 4, "StaleState": 5, "ApplyFailed": 6, "VerifyFailed": 7,
             "RecoveryNeeded": 8}
 

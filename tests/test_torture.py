@@ -172,11 +172,11 @@ def _count_ops(kill_at: int | None, counter: list[int]) -> None:
     for name in OPS:
         original = getattr(fsutil.ops, name)
 
-        def inner(*args: Any, _fn: Callable[..., Any] = original) -> Any:
+        def inner(*args: Any, _fn: Callable[..., Any] = original, **kwargs: Any) -> Any:
             counter[0] += 1
             if counter[0] == kill_at:
                 os.kill(os.getpid(), signal.SIGKILL)
-            return _fn(*args)
+            return _fn(*args, **kwargs)
 
         setattr(fsutil.ops, name, inner)
 
@@ -335,13 +335,13 @@ class CountingFault:
         original = getattr(fsutil.ops, op)
         lock = threading.Lock()  # fsyncs are issued from worker threads: count each call exactly once
 
-        def failing(*args: Any) -> Any:
+        def failing(*args: Any, **kwargs: Any) -> Any:
             with lock:
                 self.calls += 1
                 hit = self.calls == nth
             if hit:
                 raise OSError(err, os.strerror(err))
-            return original(*args)
+            return original(*args, **kwargs)
 
         mp.setattr(fsutil.ops, op, failing)
 
@@ -365,10 +365,10 @@ def _op_counts(env: Env, command: list[str]) -> tuple[Counter[str], Counter[str]
         for name in OPS:
             original = getattr(fsutil.ops, name)
 
-            def inner(*args: Any, _fn: Callable[..., Any] = original, _n: str = name) -> Any:
+            def inner(*args: Any, _fn: Callable[..., Any] = original, _n: str = name, **kwargs: Any) -> Any:
                 with lock:
                     counts[_n] += 1
-                return _fn(*args)
+                return _fn(*args, **kwargs)
 
             mp.setattr(fsutil.ops, name, inner)
         assert env.run(*command).code == 0

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import stat
 import time
@@ -12,6 +11,7 @@ from pathlib import Path
 
 from ..errors import LockHeld
 from ..fsutil import atomic_write, dump_json, write_all
+from ..store.jsontext import loads_bounded
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 def read_owner(info_path: Path) -> dict[str, Any] | None:
     try:
         with open(info_path, "rb") as fh:
-            data = json.loads(fh.read(64 * 1024))
+            data = loads_bounded(fh.read(64 * 1024))
     except (OSError, ValueError):
         return None
     return data if isinstance(data, dict) else None

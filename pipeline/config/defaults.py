@@ -17,5 +17,5 @@ DEFAULTS: dict[str, dict[str, Any]] = {
     "privacy": {"rules": [], "allowlist": []},
     "inject": {"guidance": True, "max_bytes": 16_000, "max_files": 8, "mask_credentials": True},
     "consolidate": {"due_hours": 24.0, "due_writes": 20},
-    "mcp": {"allow_publish": False},
+    "mcp": {"allow_publish": False, "max_request_bytes": 16 << 20},
 }

@@ -94,6 +94,8 @@ def _define_models() -> tuple[dict[str, Any], Any]:
         # An agent may make a memory it names safe only when the user says so here; a copy of another
         # private memory still needs a person's --allow-publish.
         allow_publish: bool = DEFAULTS["mcp"]["allow_publish"]
+        # One request line from the client; a longer one is answered with an error and skipped.
+        max_request_bytes: int = Field(DEFAULTS["mcp"]["max_request_bytes"], ge=1 << 16, le=1 << 30)
 
     class Workers(BaseModel):
         model_config = ConfigDict(frozen=True)

@@ -11,6 +11,7 @@ from typing import Any
 
 from ..errors import InputRejected
 from ..fsutil import atomic_write, read_bounded
+from ..store.jsontext import TooDeep, loads_bounded
 
 HOOK_TAIL = ("inject", "--format", "claude-hook")
 HOOK_TIMEOUT = 30
@@ -47,7 +48,10 @@ def read_settings(path: Path) -> dict[str, Any] | None:
     except FileNotFoundError:
         return None
     try:
-        data = json.loads(raw.decode("utf-8")) if raw.strip() else {}
+        data = loads_bounded(raw.decode("utf-8")) if raw.strip() else {}
+    except TooDeep as exc:
+        raise InputRejected(f"{path} is {exc}, deeper than any host settings file; fix it first, memfold will "
+                            "not overwrite it", code="hooks.settings-depth") from None
     except (UnicodeDecodeError, ValueError) as exc:
         raise InputRejected(f"{path} is not valid JSON ({exc}); fix it first, memfold will not overwrite it",
                             code="hooks.settings-json") from None

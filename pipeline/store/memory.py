@@ -254,10 +254,14 @@ def memory_fields(data: bytes, file: str = "<memory>") -> tuple[dict[str, str], 
 def _yaml_meta(head: str, file: str) -> Any:
     import yaml
 
+    from .jsontext import TooDeep
+    from .yamltext import load_yaml
+
     try:
-        # The C loader is the same safe loader, about 10x faster where libyaml is built in.
-        loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-        meta = yaml.load(head, Loader=loader) if head.strip() else {}
+        meta = load_yaml(head) if head.strip() else {}
+    except TooDeep as exc:
+        raise InputRejected(f"{file}: frontmatter is {exc}", code="memory.yaml-depth",
+                            hint="keep the frontmatter to flat fields; nothing memfold reads nests") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 2}" if mark is not None else ""
