@@ -21,8 +21,6 @@ CODE = re.compile(r"^[a-z][a-z0-9-]*(\.[a-z0-9<][a-z0-9<>._-]*)+$")
 # Calls whose first argument is an issue's code: an Issue, a validator's list, a verify report, an MCP error.
 ISSUE_CALLS = {"Issue": "problem", "add": "problem", "fail": "failure", "warn": "warning",
                "error_result": "tool error"}
-# File names that match the code shape but are none.
-NOT_CODES = re.compile(r"\.(json|yaml|yml|md|py|so(\.\d+)?|txt|sqlite)$")
 # An error written out by a path that cannot afford the error classes (the per-prompt inject).
 WRITTEN = re.compile(r"error \[([a-z][a-z0-9.-]+)\]")
 
@@ -125,7 +123,7 @@ def scan(root: Path = PACKAGE) -> dict[str, Code]:
                 hint = _literal(keywords["hint"], constants) if "hint" in keywords else None
             elif name in ISSUE_CALLS and call.args:
                 code, kind = _literal(call.args[0], constants), ISSUE_CALLS[name]
-            if not code or not CODE.match(code) or NOT_CODES.search(code):
+            if not code or not CODE.match(code):
                 continue
             entry = _note(found, code, kind, module)
             if name in exit_of and kind == "raised":

@@ -28,13 +28,6 @@ def topic_of(relative: str) -> str:
     return stem.removesuffix("/index")
 
 
-def page_of(topic: str) -> str:
-    """The path under docs/ of a topic's page."""
-    if topic == HOME_TOPIC:
-        return "index.md"
-    return f"{topic}.md"
-
-
 def files() -> dict[str, Path]:
     """Every page written by hand, by topic."""
     root = docs_dir()
