@@ -45,8 +45,10 @@ def title_and_summary(text: str) -> tuple[str, str]:
     for i, line in enumerate(lines):
         if line.startswith("# "):
             title = line[2:].strip()
+            fenced = False
             for rest in lines[i + 1:]:
-                if rest.strip() and not rest.startswith(("#", "```", "|", "!!!", "<", "-")):
+                fenced ^= rest.startswith("```")
+                if rest.strip() and not fenced and not rest.startswith(("#", "```", "|", "!!!", "<", "-")):
                     paragraph.append(rest.strip())
                 elif paragraph:
                     break
