@@ -211,7 +211,11 @@ def _fresh(tmp_path: Path) -> tuple[Path, dict[str, str]]:
 
 def _example_pages() -> list[str]:
     hosts = sorted(p.relative_to(DOCS).as_posix() for p in (DOCS / "hosts").glob("*.md"))
-    return ["getting-started.md", *hosts]
+    return ["../README.md", "getting-started.md", *hosts]
+
+
+def test_the_readmes_five_minutes_are_runnable() -> None:
+    assert len(runnable_blocks((REPO / "README.md").read_text(encoding="utf-8"))) == 1
 
 
 @pytest.mark.integration
