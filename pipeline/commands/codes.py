@@ -56,10 +56,16 @@ def _literal(node: ast.expr, constants: dict[str, str]) -> str | None:
     if isinstance(node, ast.Name):
         return constants.get(node.id)
     if isinstance(node, ast.JoinedStr):
-        parts = [v.value if isinstance(v, ast.Constant) else f"<{ast.unparse(v.value).split('.')[-1]}>"
-                 for v in node.values if isinstance(v, ast.Constant | ast.FormattedValue)]
-        return "".join(str(p) for p in parts)
+        return "".join(str(v.value) if isinstance(v, ast.Constant) else _placeholder(v)
+                       for v in node.values if isinstance(v, ast.Constant | ast.FormattedValue))
     return None
+
+
+def _placeholder(value: ast.FormattedValue) -> str:
+    """A value of an f-string: ``<name>`` for a plain name or attribute, ``…`` for anything else."""
+    if isinstance(value.value, ast.Name | ast.Attribute):
+        return f"<{ast.unparse(value.value).split('.')[-1]}>"
+    return "…"
 
 
 def _calls(tree: ast.Module) -> Iterator[tuple[str, ast.Call]]:
