@@ -2,8 +2,9 @@ Feature: The receipt chain binds its sources and has a witness in git
   A receipt's source hashes are the ones its run recorded before anything was
   planned, and each transaction starts where the previous one ended unless a
   file was edited by hand in between. Every transaction also writes the chain
-  head (sequence number and receipt digest) into the mirror, so git holds a
-  witness of the private chain that a rewrite of the store alone cannot change.
+  head (sequence number and receipt digest) beside the mirror, in .memfold/heads/,
+  so git holds a witness of the private chain that a rewrite of the store alone
+  cannot change.
 
   Background:
     Given an initialised project
@@ -28,8 +29,8 @@ Feature: The receipt chain binds its sources and has a witness in git
     When I run "audit --strict"
     Then the exit code is 7
 
-  Scenario: Every transaction leaves the chain head in the mirror
-    Then the chain head in the mirror names the newest receipt
+  Scenario: Every transaction leaves the chain head beside the mirror
+    Then the chain head beside the mirror names the newest receipt
     When I commit the mirror to git
     And I run "forget project_a"
     And I undo the last run
@@ -37,8 +38,8 @@ Feature: The receipt chain binds its sources and has a witness in git
     And I commit the mirror to git
     And I run "audit --strict"
     Then the exit code is 0
-    And the chain head in the mirror names the newest receipt
-    And the output mentions "committed heads are receipts of the chain"
+    And the chain head beside the mirror names the newest receipt
+    And the output mentions "committed heads checked, each a receipt of the chain"
     When I run "mirror check"
     Then the exit code is 0
 
@@ -48,10 +49,10 @@ Feature: The receipt chain binds its sources and has a witness in git
     Then the exit code is 7
     And the output mentions "witness.head-mismatch"
 
-  Scenario: Rewriting the head in the mirror too is caught by the head committed in git
+  Scenario: Rewriting the head beside the mirror too is caught by the head committed in git
     When I commit the mirror to git
     And I tamper with "user_b.md" and rewrite the newest receipt's final hashes to match
-    And I rewrite the chain head in the mirror to name the rewritten receipt
+    And I rewrite the chain head beside the mirror to name the rewritten receipt
     And I run "audit --strict"
     Then the exit code is 7
     And the output mentions "witness.committed-mismatch"

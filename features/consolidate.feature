@@ -65,7 +65,7 @@ Feature: Consolidation as one receipted transaction
     When I run "consolidate --no-context --json"
     Then the exit code is 0
     And the summary is a verified no-op with 0 operations
-    And each root holds only an empty index, and the mirror the chain head
+    And the private store holds only an empty index, the mirror nothing, and the chain head is beside it
     And 1 receipt was written
     When I run "verify"
     Then the exit code is 0

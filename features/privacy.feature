@@ -103,3 +103,17 @@ Feature: Private things never reach the repository
       | a 10 MB file "project_big.md"                  | 7    | bounds.file-size   |
       | a memory with bidi characters                  | 7    | mirror.invisible   |
       | a memory with a closing memory tag             | 7    | mirror.extra       |
+
+  Scenario: A token written as the user of an internal host's URL is refused
+    Given I remember the state of both roots
+    When I add a safe memory "project_clone" whose body clones with a GitHub token at "git.acme.internal"
+    Then the exit code is 1
+    And the output mentions "github-classic-token"
+    And both roots are as remembered
+    And the secret value appears in no output and in no file outside the private store
+
+  Scenario: A title that holds a credential is refused even for a private memory
+    When I add a private memory titled with an AWS access key id
+    Then the exit code is 1
+    And the output mentions "aws-access-key-id"
+    And the AWS access key id appears in no output

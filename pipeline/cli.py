@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import sys
 
-from .errors import MemfoldError, exit_flushed
+from .errors import MemfoldError, exit_after_handlers, exit_flushed
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
-    from typing import NoReturn
 
 _VALUE_OPTIONS = {"--home", "--project"}
 FAST_COMMANDS = {"inject"}
@@ -59,25 +58,6 @@ def run() -> int:
     if command in QUICK_EXIT_COMMANDS:
         exit_after_handlers(code)
     return code
-
-
-def exit_after_handlers(code: int) -> NoReturn:
-    """Run the exit handlers (the state cache is written by one), flush, and end the process.
-
-    What is skipped is only the interpreter's teardown: every transaction is durable at its commit
-    point and safe against a kill at any instant, so nothing on disk waits for the teardown.
-    """
-    import atexit
-    import threading
-
-    # As the interpreter's own shutdown does first: a thread that is not a daemon (a retired run dir
-    # being removed) finishes before the process ends.
-    current = threading.current_thread()
-    for thread in threading.enumerate():
-        if thread is not current and not thread.daemon:
-            thread.join()
-    atexit._run_exitfuncs()
-    exit_flushed(code)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -11,21 +11,23 @@ from .context.manifest import build_manifest
 from .errors import InputRejected, PrivacyRejected, StaleState
 from .frozen import Frozen
 from .fsutil import dump_json, sha256_bytes
-from .receipts.maptext import MapText
-from .state import Operation, PostState, PreState, compute_post, read_pre
+from .mirror.sync import Sync, merge_operations, sync_record, sync_warnings, synced_view, team_sync
+from .receipts.maptext import MapText, maps_digest
+from .state.model import Operation, PostState, PreState
+from .state.post import compute_post
+from .state.read import read_pre
 from .store.duplicates import near_duplicate
 from .store.index import capacity
 from .store.memory import INDEX_NAME, TYPES, VISIBILITIES, Memory, render_memory, sanitize_line, stamp, today
-from .store.proven import maps_digest
 from .store.state import find_name
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-    from .receipts.receipt import HashMaps
+    from .state.maps import HashMaps
+    from .state.warm import WarmState
     from .store.stored import Broken
-    from .store.warm import WarmState
 
 EDIT_PLAN_KIND = "memory-edit-plan"
 DIRECT = "direct"  # the context mode and scope of a direct edit: the parent chose the operations
@@ -34,42 +36,49 @@ NO_SANDBOX: dict[str, Any] = {"kind": "none", "reason": "direct edit: no worker 
 
 
 class TxResult:
-    """What a direct edit did: its run, operation summaries, receipt and warnings."""
+    """What a direct edit did: its run, operation summaries, receipt, warnings, and the sync that opened it."""
 
-    __slots__ = ("run_id", "command", "operations", "receipt", "warnings")
+    __slots__ = ("run_id", "command", "operations", "receipt", "warnings", "sync")
     run_id: str | None
     command: str
     operations: list[dict[str, Any]]
     receipt: str | None
     warnings: list[str]
+    sync: dict[str, Any] | None
 
     def __init__(self, run_id: str | None, command: str, operations: list[dict[str, Any]] | None = None,
-                 receipt: str | None = None, warnings: list[str] | None = None) -> None:
+                 receipt: str | None = None, warnings: list[str] | None = None,
+                 sync: dict[str, Any] | None = None) -> None:
         self.run_id = run_id
         self.command = command
         self.operations = [] if operations is None else operations
         self.receipt = receipt
         self.warnings = [] if warnings is None else warnings
+        self.sync = sync
 
     def __repr__(self) -> str:
         return (f"TxResult(run_id={self.run_id!r}, command={self.command!r}, operations={self.operations!r}, "
                 f"receipt={self.receipt!r}, warnings={self.warnings!r})")
 
     def as_dict(self) -> dict[str, Any]:
-        return {"ok": True, "command": self.command, "runId": self.run_id, "operations": self.operations,
-                "receipt": self.receipt, "warnings": self.warnings}
+        out = {"ok": True, "command": self.command, "runId": self.run_id, "operations": self.operations,
+               "receipt": self.receipt, "warnings": self.warnings}
+        if self.sync is not None:
+            out["sync"] = self.sync
+        return out
 
 
 def direct_transaction(
     svc: Services, command: str, build: Callable[[PreState], list[Operation]], *, lock_timeout: float,
     extra: dict[str, Any] | None = None, publish: str = "any", warm: WarmState | None = None,
+    settle: Callable[[Sync, PreState], Sync] | None = None,
 ) -> TxResult:
     """Read, build the operations, gate, then commit with a receipt, inside the one transaction skeleton.
 
     ``publish`` is what the caller may publish (``PUBLISH``): undo, import and rename restore or move
     what a person already decided, so they publish "any"; add, update and edit by a person "named".
     ``warm`` (a long-lived process) keeps the post-state as the next pre-state while nothing else
-    changes the roots.
+    changes the roots. ``settle`` changes the sync that opens the transaction (``sync --take``).
     """
     layout = svc.layout
     # A large store is watched for this one transaction too: the check after the commit then reads
@@ -80,7 +89,8 @@ def direct_transaction(
             watched.forget()  # recovery changed the roots: read them
         pre = watched.read() if watched is not None else read_pre(layout, svc.limits)
         try:
-            result, post, final = _edit(svc, tx.run_id, command, build, pre, extra, publish, warm is not None)
+            result, post, final = _edit(svc, tx.run_id, command, build, pre, extra, publish, warm is not None,
+                                        settle)
         except BaseException:
             if watched is not None:
                 watched.forget()
@@ -93,32 +103,41 @@ def direct_transaction(
         if post is None:
             return result
     indexes = (("private", post.harness), ("mirror", post.public))
-    result.warnings = [w for label, files in indexes if INDEX_NAME in files
-                       for w in [capacity(files[INDEX_NAME], svc.limits).warning(label)] if w]
+    result.warnings += [w for label, files in indexes if INDEX_NAME in files
+                        for w in [capacity(files[INDEX_NAME], svc.limits).warning(label)] if w]
     return result
 
 
 def _one_shot_watch(layout: Any, limits: Any) -> WarmState | None:
-    from .store.warm import one_shot
+    from .state.warm import one_shot
 
     return one_shot(layout, limits)
 
 
 def _edit(svc: Services, run_id: str, command: str, build: Callable[[PreState], list[Operation]], pre: PreState,
           extra: dict[str, Any] | None, publish: str, long_lived: bool = False,
+          settle: Callable[[Sync, PreState], Sync] | None = None, synced: Sync | None = None,
           ) -> tuple[TxResult, PostState | None, HashMaps]:
     """Build, gate and commit one direct edit from ``pre`` (under the transaction's lock); a
     ``long_lived`` process removes retired run dirs after it answers."""
     layout = svc.layout
-    operations = build(pre)
-    refuse_publishing(pre, operations, publish)
+    # Teammates' changes that git brought into the mirror come first: the edit is built on them.
+    sync = synced if synced is not None else team_sync(layout, svc.limits, svc.ruleset, pre, pre.cache)
+    if settle is not None:
+        sync = settle(sync, pre)
+    view = synced_view(pre, sync.operations)
+    own = build(view)
+    refuse_publishing(view, own, publish)
+    operations = merge_operations(pre, sync.operations, own)
     texts = MapText()  # the snapshot, the manifest and both receipts carry the same maps
     source = pre.hash_maps()
     # An earlier process's proof of this very state is found by the digest of its maps.
-    post = compute_post(pre, operations, maps_digest(texts, source))
+    post = compute_post(pre, operations, maps_digest(texts, source), kept=sync.kept)
     final = post.hash_maps()
+    record = sync_record(layout, sync) if layout.mirror is not None else None
+    warnings = sync_warnings(sync)
     if final == source:
-        return TxResult(None, command, warnings=["nothing to change"]), None, final
+        return TxResult(None, command, warnings=["nothing to change", *warnings], sync=record), None, final
     gate(svc, pre, post)
     run_dir = create_run_dir(layout.runs, layout.home, run_id, scratch=False)  # no worker
     selected = sorted(op.name for op in operations if op.name in pre.memories)
@@ -140,8 +159,14 @@ def _edit(svc: Services, run_id: str, command: str, build: Callable[[PreState], 
     artifacts = {"snapshot.json": snapshot, "manifest.json": texts.dump(manifest), "plan.json": plan_bytes}
     rec = RunRecord(run_id, manifest["scopeDigest"], artifact, selected, command, PARENT_WORKER, NO_SANDBOX)
     log_path = commit_run(svc, run_dir, rec, pre, post, plan_bytes, artifacts, hashes=(source, final),
-                          texts=texts, prune_later=long_lived)[1]
-    return TxResult(run_id, command, summaries, str(log_path)), post, final
+                          texts=texts, prune_later=long_lived, sync=record)[1]
+    return TxResult(run_id, command, summaries, str(log_path), warnings, record), post, final
+
+
+def commit_sync(svc: Services, run_id: str, pre: PreState, sync: Sync) -> TxResult:
+    """Commit ``sync`` alone from ``pre``, inside a transaction the caller holds (a consolidation's, whose
+    worker must find the adopted files on disk)."""
+    return _edit(svc, run_id, "sync", lambda view: [], pre, None, "any", synced=sync)[0]
 
 
 # any: no check (--allow-publish); named: the memory the command names may become safe, a copy of
@@ -225,7 +250,7 @@ def add_ops(raw: str, data: MemoryInput, now: Any) -> Callable[[PreState], list[
             extra=existing.extra if existing else {},
         )
         if existing is None:
-            twin = near_duplicate(pre, name, memory)
+            twin = near_duplicate(pre.memories, pre.harness.hashes, pre.cache, name, memory)
             if twin:
                 raise InputRejected(
                     f"{name} is a near-duplicate of {twin}; not stored twice",

@@ -183,3 +183,22 @@ def exit_flushed(code: int) -> NoReturn:
     except (OSError, ValueError):
         code = code or 1
     os._exit(code)
+
+
+def exit_after_handlers(code: int) -> NoReturn:
+    """Run the exit handlers (the state cache is written by one), flush, and end the process.
+
+    What is skipped is only the interpreter's teardown: every transaction is durable at its commit
+    point and safe against a kill at any instant, so nothing on disk waits for the teardown.
+    """
+    import atexit
+    import threading
+
+    # As the interpreter's own shutdown does first: a thread that is not a daemon (a retired run dir
+    # being removed) finishes before the process ends.
+    current = threading.current_thread()
+    for thread in threading.enumerate():
+        if thread is not current and not thread.daemon:
+            thread.join()
+    atexit._run_exitfuncs()
+    exit_flushed(code)

@@ -24,6 +24,12 @@ PROJECTS_DIR = "projects"
 GLOBAL_DIR = "global"
 MEMORY_DIR = "memory"
 PROJECT_INFO = "project.json"
+# Beside the mirror, git-tracked: the chain heads of everyone who writes this mirror.
+STATE_DIR = ".memfold"
+HEADS_DIR = "heads"
+# A run's id (``20261130T082517Z-1a2b3c4d``), and the folder of its run dir that keeps the pre-state.
+RUN_ID_PATTERN = r"^\d{8}T\d{6}Z-[0-9a-f]{8}$"
+BACKUP_DIR = "backup"
 _GITDIR_LIMIT = 1 << 12
 
 
@@ -217,6 +223,11 @@ class Layout(Frozen):
         return None if self.is_global else self.project_root / MIRROR_DIR
 
     @property
+    def heads(self) -> Path | None:
+        """Where every transaction writes its chain's head: beside the mirror, tracked by git with it."""
+        return None if self.is_global else self.project_root / STATE_DIR / HEADS_DIR
+
+    @property
     def runs(self) -> Path:
         return self.project_home / "runs"
 
@@ -241,7 +252,7 @@ class Layout(Frozen):
         return "global" if self.is_global else str(self.project_root)
 
     def root(self, key: str) -> Path:
-        path = {"harness": self.harness, "public": self.mirror, "receipts": self.receipts,
+        path = {"harness": self.harness, "public": self.mirror, "heads": self.heads, "receipts": self.receipts,
                 "home": self.project_home}[key]
         if path is None:
             raise KeyError(f"the {self.label} scope has no {key} root")
@@ -384,3 +395,15 @@ def ensure_layout(layout: Layout) -> bool:
         atomic_write(info, dump_json({"kind": "memfold-global" if layout.is_global else "memfold-project",
                                       "root": str(layout.project_root), "scopeKey": layout.scope_key}))
     return created
+
+
+def find_run(runs: Path, run_id: str) -> Path:
+    import re
+
+    if not re.match(RUN_ID_PATTERN, run_id):
+        raise UsageError(f"{run_id!r} is not a run id (like 20261130T082517Z-1a2b3c4d)", code="usage.run-id")
+    run_dir = runs / run_id
+    if not run_dir.is_dir() or run_dir.is_symlink():
+        raise UsageError(f"no run {run_id} in {runs}", code="usage.no-run",
+                         hint="`memfold status` shows the last run; old run dirs are pruned, receipts are not")
+    return run_dir

@@ -13,10 +13,10 @@ from .apply.runs import list_runs
 from .apply.summary import SETTLED_REASON, capacity_advice, settled
 from .hosts.cron import DuePolicy, due_state
 from .mirror import gitinfo
-from .mirror.check import BEHIND, differences
+from .mirror.sync import team_report
 from .mirror.trust import is_trusted
-from .receipts.receipt import log_entries
-from .state import read_pre
+from .receipts.log import log_entries
+from .state.read import read_pre
 from .store.index import capacity, render_index
 
 
@@ -67,7 +67,7 @@ def project_status(svc: Services, due_policy: DuePolicy | None = None) -> dict[s
     if history is None:
         warnings.append("the git history of .memory/ could not be read, so past leaks are not checked")
     leaks = sorted(private_names & (history or set()))
-    mirror = differences(pre, layout) if layout.mirror else []
+    team = team_report(layout, svc.limits, svc.ruleset, pre) if layout.mirror else None
     warnings += [f"{n} is private now but is in the git history of .memory/: rewrite that history" for n in leaks]
     return {
         "projectRoot": str(layout.project_root),
@@ -86,8 +86,7 @@ def project_status(svc: Services, due_policy: DuePolicy | None = None) -> dict[s
         "lastRun": runs[-1] if runs else None,
         "receipts": len(log_entries(layout.receipts)),
         "pendingRecovery": pending,
-        "drift": [i.message for i in mirror if i.code != BEHIND],
-        "behind": [i.message for i in mirror if i.code == BEHIND],
+        "team": team,
         "broken": [b.as_dict() for b in pre.broken.values()],
         "trusted": is_trusted(layout.home, layout.project_root),
         "due": due["due"],

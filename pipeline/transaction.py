@@ -8,18 +8,22 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from .apply.commit import RunRecord, Services, commit_run, gate
-from .apply.runs import create_run_dir
+from .apply.runs import create_run_dir, new_run_id
 from .apply.skeleton import Transaction, transaction
 from .apply.stale import refuse_if_stale
 from .context.artifacts import RunArtifacts
 from .context.manifest import build_manifest, write_manifest
 from .context.scope import default_scope, select
 from .context.snapshot import ContextLimits, snapshot_run
+from .edits import commit_sync
 from .errors import InputRejected
 from .frozen import FrozenValue
 from .fsutil import sha256_bytes
-from .state import PreState, compute_post, read_pre
-from .store.warm import WarmState, one_shot
+from .mirror.sync import Sync, consistent, sync_record, team_sync
+from .state.model import PreState
+from .state.post import compute_post
+from .state.read import read_pre
+from .state.warm import WarmState, one_shot
 from .timing import Timings
 from .worker.ahead import Launcher, start_launcher
 from .worker.extract import ExtractLimits
@@ -120,10 +124,12 @@ def _run(svc: Services, req: ConsolidateRequest, tx: Transaction, t: Timings, la
     layout = svc.layout
     with t.stage("read"):
         pre = watched.read() if watched is not None else read_pre(layout, svc.limits)
+    with t.stage("sync"):
+        pre, sync = _synced(svc, req, pre, watched, rules)
     run_dir = create_run_dir(layout.runs, layout.home, tx.run_id)
     files = RunArtifacts()
     try:
-        result = _stages(svc, req, tx, t, launcher, pre, run_dir, files, rules)
+        result = _stages(svc, req, tx, t, launcher, pre, sync, run_dir, files, rules)
     except BaseException:
         with suppress(OSError):  # the run's own error is the one to report
             files.settle()
@@ -132,8 +138,26 @@ def _run(svc: Services, req: ConsolidateRequest, tx: Transaction, t: Timings, la
     return result
 
 
+def _synced(svc: Services, req: ConsolidateRequest, pre: PreState, watched: WarmState | None,
+            rules: Callable[[], RuleSet] | None) -> tuple[PreState, Sync]:
+    """The sync that opens the run. The worker reads the store from disk, so what it adopts lands first,
+    as a transaction (and receipt) of its own under the same lock; a dry run adopts nothing."""
+    if consistent(pre):
+        return pre, team_sync(svc.layout, svc.limits, svc.ruleset, pre, pre.cache)
+    ruleset = svc.ruleset if svc.ruleset is not None or rules is None else rules()
+    sync = team_sync(svc.layout, svc.limits, ruleset, pre, pre.cache)
+    if not sync.operations or req.dry_run:
+        return pre, sync
+    commit_sync(svc.with_changes(ruleset=ruleset), new_run_id(svc.clock()), pre, sync)
+    if watched is not None:
+        watched.forget()
+    pre = read_pre(svc.layout, svc.limits)
+    return pre, team_sync(svc.layout, svc.limits, ruleset, pre, pre.cache)
+
+
 def _stages(svc: Services, req: ConsolidateRequest, tx: Transaction, t: Timings, launcher: Launcher,
-            pre: PreState, run_dir: Path, files: RunArtifacts, rules: Callable[[], RuleSet] | None) -> dict[str, Any]:
+            pre: PreState, sync: Sync, run_dir: Path, files: RunArtifacts,
+            rules: Callable[[], RuleSet] | None) -> dict[str, Any]:
     layout, write = svc.layout, files.write
     with t.stage("snapshot"):
         snapshot, snapshot_digest = snapshot_run(run_dir, req.context, source=req.context_source,
@@ -159,7 +183,7 @@ def _stages(svc: Services, req: ConsolidateRequest, tx: Transaction, t: Timings,
     with t.stage("stale-check"):
         refuse_if_stale(layout, svc.limits, pre)
     with t.stage("index"):
-        post = compute_post(pre, validation.operations)
+        post = compute_post(pre, validation.operations, kept=sync.kept)
     summary = summarize(tx.run_id, outcome.extracted.plan, pre, post, _redactor(svc))
     if req.refuse_emptying:
         _refuse_emptying(summary)
@@ -173,7 +197,8 @@ def _stages(svc: Services, req: ConsolidateRequest, tx: Transaction, t: Timings,
     with t.stage("commit"):
         files.settle()  # the run's own files are durable before the commit point
         receipt, log_path = commit_run(svc, run_dir, record, pre, post, plan_bytes,
-                                       outcome=receipt_outcome(summary), timings=t)
+                                       outcome=receipt_outcome(summary), timings=t,
+                                       sync=sync_record(layout, sync) if layout.mirror is not None else None)
     return {**summary, "dryRun": False, "runDir": str(run_dir), "receipt": str(log_path),
             "planDigest": sha256_bytes(plan_bytes), "previous": receipt["previous"], "timings": t.stages}
 

@@ -91,24 +91,27 @@ class Env:
     def mirror(self) -> Path:
         return self.project / ".memory"
 
+    @property
+    def heads(self) -> Path:
+        return self.project / ".memfold" / "heads"
+
     def receipted(self) -> dict[str, dict[str, str]]:
-        """Both roots as a receipt's ``finalHashes`` hash them: all but the chain head, which names the receipt."""
-        public = {n: h for n, h in tree_hashes(self.mirror).items() if not n.startswith("chain-head-")}
-        return {"harness": tree_hashes(self.harness), "public": public}
+        """Both roots as a receipt's ``finalHashes`` hash them (the chain head lives beside the mirror)."""
+        return {"harness": tree_hashes(self.harness), "public": tree_hashes(self.mirror)}
 
     def snapshot(self) -> dict[str, dict[str, str]]:
-        """Every file of both roots (names and sha256), temps included.
+        """Every file of both roots (names and sha256), temps included, and the chain head.
 
         A chain head stands for what it names: its bytes hold the newest receipt's digest, which differs
         between two runs of the same command (each run has its own id), and an undo moves it on. It
         is in no receipt's hash map (it names the receipt), so it is compared by what it names.
         """
-        public = tree_hashes(self.mirror)
-        for name in [n for n in public if n.startswith("chain-head-")]:
+        heads = tree_hashes(self.heads)
+        for name in [n for n in heads if not n.startswith(".")]:
             # Named after the chain's first receipt, which also differs from run to run.
-            del public[name]
-            public["<chain head>"] = head_summary(self.mirror / name, self.project_home / "receipts")
-        return {"harness": tree_hashes(self.harness), "public": public}
+            del heads[name]
+            heads["<chain head>"] = head_summary(self.heads / name, self.project_home / "receipts")
+        return {"harness": tree_hashes(self.harness), "public": tree_hashes(self.mirror), "heads": heads}
 
 
 def survivors(token: str) -> list[int]:

@@ -14,8 +14,9 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.fsutil import dump_json
+from pipeline.receipts.log import log_entries, log_name
 from pipeline.receipts.newest import NEWEST
-from pipeline.receipts.receipt import log_entries, log_name, receipt_digest
+from pipeline.receipts.receipt import receipt_digest
 
 _LISTED: list[str] = []
 _WATCHED: list[str] = []

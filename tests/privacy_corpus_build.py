@@ -583,8 +583,8 @@ def positives(rng: random.Random) -> list[dict[str, Any]]:
         for kind, value in make(rng):
             items.append((family, kind, source, value))
     out = []
-    for index, (family, kind, source, value) in enumerate(items):
-        split = "train" if index % 2 == 0 else "holdout"
+    for family, kind, source, value in items:
+        split = "train"  # the rules were written against every generated value
         variants = [("raw", value), ("sentence", rng.choice(PLAIN[family]).format(v=value)),
                     ("keyword", rng.choice(KEYWORD[family]).format(v=value))]
         for variant, text in variants:
@@ -650,8 +650,8 @@ def benign(mirrors: Path, rng: random.Random) -> list[dict[str, Any]]:
         add(f"release tarball sha512 {hashlib.sha512(rng.randbytes(64)).hexdigest()}", "hashlib", "digest")
     rows.extend(_sops_lines(rng, seen))
     rows.extend(_index_lines(rows, seen))
-    for index, row in enumerate(rows):
-        row["split"] = "train" if index % 2 == 0 else "holdout"
+    for row in rows:
+        row["split"] = "train"  # the rules were written against every generated row
     return rows
 
 
@@ -689,11 +689,105 @@ def _index_lines(rows: list[dict[str, Any]], seen: set[str]) -> list[dict[str, A
     return out
 
 
+# Outside sources, split by source: what the rules were tuned on is ``train``, the rest ``test``.
+# The test split's hash is frozen in tests/test_privacy_corpus.py.
+NOSEY = ("praetorian-inc+noseyparker", "crates/noseyparker/data/default/builtin/rules/", "test")
+SEMGREP = ("semgrep+semgrep-rules", "generic/secrets/security/", "train")
+# Repositories that commit an agent's memory directory; alternately test and train, by name.
+MEMORY_REPOS = ("4444J99+application-pipeline", "FradSer+open-deskos", "FradSer+pi-packages")
+# Scanner rules whose matches are no credential to memfold: an account number, password hashes.
+NOT_SECRETS = frozenset({"detected-aws-account-id", "detected-bcrypt-hash", "detected-etc-shadow"})
+_ANNOTATION = re.compile(r"^\s*(?:#|//|<!--|--|;)\s*(ruleid|ok|todoruleid|todook)\s*:\s*([\w.-]+)")
+
+
+def _files(repo: Path, prefix: str) -> list[str]:
+    return sorted(p for p in _git(repo, "ls-tree", "-r", "--name-only", "HEAD").splitlines() if p.startswith(prefix))
+
+
+def noseyparker(mirrors: Path) -> list[dict[str, Any]]:
+    """Each rule's ``examples`` in Nosey Parker's rule files: what its authors wrote its rule must find."""
+    import yaml
+
+    folder, prefix, split = NOSEY
+    repo = mirrors / folder / "repo"
+    commit = _git(repo, "rev-parse", "HEAD").strip()
+    rows = []
+    for path in _files(repo, prefix):
+        if not path.endswith(".yml"):
+            continue
+        for rule in yaml.safe_load(_git(repo, "show", f"HEAD:{path}")).get("rules") or []:
+            for example in rule.get("examples") or []:
+                rows.append({"family": "scanner-fixtures", "kind": rule["id"], "variant": "fixture", "split": split,
+                             "source": f"praetorian-inc/noseyparker@{commit[:12]}:{path}", "text": example})
+    return rows
+
+
+def semgrep(mirrors: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The line after each ``ruleid:`` (a finding) and ``ok:`` (none) annotation of Semgrep's secret rules' tests."""
+    folder, prefix, split = SEMGREP
+    repo = mirrors / folder / "repo"
+    commit = _git(repo, "rev-parse", "HEAD").strip()
+    found: list[dict[str, Any]] = []
+    clean: list[dict[str, Any]] = []
+    for path in _files(repo, prefix):
+        if path.endswith((".yaml", ".yml")):
+            continue
+        lines = _git(repo, "show", f"HEAD:{path}").splitlines()
+        for index, line in enumerate(lines[:-1]):
+            mark = _ANNOTATION.match(line)
+            target = lines[index + 1]
+            if mark is None or mark.group(2) in NOT_SECRETS or not target.strip() or _ANNOTATION.match(target):
+                continue
+            source = f"semgrep/semgrep-rules@{commit[:12]}:{path}"
+            if mark.group(1) == "ruleid":
+                found.append({"family": "scanner-fixtures", "kind": mark.group(2), "variant": "fixture",
+                              "split": split, "source": source, "text": target})
+            elif mark.group(1) == "ok":
+                clean.append({"kind": "scanner-ok", "split": split, "source": source, "text": target})
+    return found, clean
+
+
+def memory_lines(mirrors: Path) -> list[dict[str, Any]]:
+    """Lines of the memory files public repositories commit (``.memory/``, ``.claude/memory/``)."""
+    rows = []
+    for number, folder in enumerate(MEMORY_REPOS):
+        repo = mirrors / folder / "repo"
+        commit = _git(repo, "rev-parse", "HEAD").strip()
+        seen: set[str] = set()
+        for path in _files(repo, ""):
+            if not re.search(r"(?:^|/)(?:\.memory|\.claude/memory)/[^/]+\.md$", path):
+                continue
+            for line in _git(repo, "show", f"HEAD:{path}").splitlines():
+                text = line.strip()
+                if len(text) >= 20 and text not in seen and text != "---":
+                    seen.add(text)
+                    rows.append({"kind": "memory-file", "split": "test" if number % 2 == 0 else "train",
+                                 "source": f"{folder.replace('+', '/')}@{commit[:12]}:{path}", "text": text})
+    return rows
+
+
+def outside(mirrors: Path) -> None:
+    """Replace the outside sources' rows in the corpus files; the generated rows stay as they are."""
+    found, clean = semgrep(mirrors)
+    added = {"positives.jsonl": noseyparker(mirrors) + found, "benign.jsonl": clean + memory_lines(mirrors)}
+    for name, rows in added.items():
+        with open(OUT / name, encoding="utf-8") as fh:
+            kept = [row for row in map(json.loads, fh) if row["split"] == "train" and row.get("variant") != "fixture"
+                    and row.get("kind") not in ("memory-file", "scanner-ok")]
+        with open(OUT / name, "w", encoding="utf-8") as fh:
+            for row in kept + rows:
+                fh.write(json.dumps(row, ensure_ascii=False) + "\n")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--mirrors", type=Path, required=True, help="folder of <owner>+<name>/repo git directories")
+    parser.add_argument("--outside", action="store_true", help="only rebuild the outside sources' rows")
     args = parser.parse_args()
     OUT.mkdir(parents=True, exist_ok=True)
+    if args.outside:
+        outside(args.mirrors)
+        return
     rng = random.Random(SEED)
     for name, rows in (("positives.jsonl", positives(rng)), ("benign.jsonl", benign(args.mirrors, rng))):
         with open(OUT / name, "w", encoding="utf-8") as fh:

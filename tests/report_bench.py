@@ -14,7 +14,8 @@ from pathlib import Path
 
 from pipeline.fsutil import digest_json, sha256_bytes
 from pipeline.paths import ensure_layout, make_layout
-from pipeline.receipts.receipt import build_receipt, log_name
+from pipeline.receipts.log import log_name
+from pipeline.receipts.receipt import build_receipt
 from pipeline.receipts.report import write_report
 from pipeline.store.state import Limits
 

@@ -45,8 +45,8 @@ def test_a_write_keeps_each_roots_pre_state_as_a_link_in_one_backup_directory(en
     before = _seeded(env)
     run_dir, receipt = _newest_run(env)
     backup = run_dir / journal.BACKUP
-    entries = sorted(re.sub(r"chain-head-[0-9a-f]{16}", "chain-head", p.name) for p in backup.iterdir())
-    assert entries == ["harness.project_train.md", "home.newest-receipt.json", "public.chain-head.json"]
+    entries = sorted(re.sub(r"heads\.[0-9a-f]{16}", "heads.<chain>", p.name) for p in backup.iterdir())
+    assert entries == ["harness.project_train.md", "heads.<chain>.json", "home.newest-receipt.json"]
     assert all(p.is_file() and not p.is_symlink() for p in backup.iterdir())  # no folder per root
     kept = backup / "harness.project_train.md"
     assert kept.read_bytes() == before

@@ -11,9 +11,10 @@ from typing import Any
 import pytest
 from conftest import REPO, Env
 
-from pipeline.bench.run import Row, format_table
+from pipeline.bench.common import Row, format_table
 from pipeline.bench.synth import Synthetic, build_memories, write_store
-from pipeline.state import compute_post, read_pre
+from pipeline.state.post import compute_post
+from pipeline.state.read import read_pre
 from pipeline.store.state import Limits
 
 
@@ -244,7 +245,7 @@ def test_the_staged_writes_floor_counts_the_runs_receipt_only_where_it_is_a_copy
     import json
 
     from pipeline import fsutil
-    from pipeline.bench.run import _changed_files
+    from pipeline.bench.common import changed_files
     from pipeline.paths import make_layout
 
     if not linked:
@@ -255,7 +256,7 @@ def test_the_staged_writes_floor_counts_the_runs_receipt_only_where_it_is_a_copy
     assert env.run("add", "project_a", "-d", "a fact", "--visibility", "safe").code == 0
     log = max((env.project_home / "receipts").iterdir())
     run = env.project_home / "runs" / json.loads(log.read_bytes())["runId"]
-    counted = _changed_files(log, make_layout(env.home, env.project))
+    counted = changed_files(log, make_layout(env.home, env.project))
     pre_size, post_size = (run / "pre-receipt.json").stat().st_size, (run / "post-receipt.json").stat().st_size
     assert counted["receipts"] == ([log.stat().st_size], 0)
     assert counted["run"] == (([pre_size], 0) if linked else ([post_size, pre_size], 0))
@@ -267,7 +268,7 @@ def test_the_staged_writes_floor_writes_in_the_store_directories_and_leaves_them
     """A creation costs what the directory's block group makes it cost: the floor stages its files where
     the write lands (a fresh run directory inside ``runs``, as a write makes one), then removes them."""
     from pipeline.bench import floors
-    from pipeline.bench.run import _changed_files, write_places
+    from pipeline.bench.common import changed_files, write_places
 
     store = write_store(tmp_path / "s", 30)
     env = {**os.environ, "PYTHONPATH": str(REPO)}
@@ -275,7 +276,7 @@ def test_the_staged_writes_floor_writes_in_the_store_directories_and_leaves_them
                     "add", "project_probe", "-d", "a probe fact", "--visibility", "safe"], env=env, check=True,
                    capture_output=True)
     layout = store.layout
-    changed = _changed_files(max(layout.receipts.iterdir()), layout)
+    changed = changed_files(max(layout.receipts.iterdir()), layout)
     places = write_places(layout)
 
     def listing() -> dict[str, bytes]:

@@ -6,10 +6,8 @@ from pathlib import Path
 
 from conftest import Env
 
-from pipeline.state import PreState
 from pipeline.store.duplicates import near_duplicate
 from pipeline.store.memory import Memory, render_memory
-from pipeline.store.state import RootState
 from pipeline.store.statecache import StateCache, _load, cache_for
 
 
@@ -43,27 +41,22 @@ def test_a_forgotten_memory_is_no_near_duplicate(env: Env) -> None:
     assert (env.harness / "project_alpha_copy.md").is_file()
 
 
-def _pre(tmp_path: Path, memories: dict[str, Memory], hashes: dict[str, str], cache: StateCache | None) -> PreState:
-    harness = RootState(tmp_path, {}, hashes)
-    return PreState(harness, RootState(tmp_path), memories, cache=cache)
-
-
 def test_the_table_names_the_first_match_by_file_name_with_its_first_kind_as_the_full_scan(tmp_path: Path) -> None:
     memories = {"project_b.md": Memory(name="b", description="shared words", body="own body b"),
                 "project_a.md": Memory(name="a", description="other words", body="same body"),
                 "project_c.md": Memory(name="c", description="shared words", body="same body")}
     hashes = {name: f"{i:064x}" for i, name in enumerate(memories)}
     new = Memory(name="new", description="Shared words.", body="same   BODY")
-    scanned = near_duplicate(_pre(tmp_path, memories, hashes, None), "project_new.md", new)
+    scanned = near_duplicate(memories, hashes, None, "project_new.md", new)
     cache = StateCache(None)
-    assert near_duplicate(_pre(tmp_path, memories, hashes, cache), "project_new.md", new) == scanned
+    assert near_duplicate(memories, hashes, cache, "project_new.md", new) == scanned
     assert scanned == "project_a.md (same body)"
     assert cache.folded == hashes
     # A second check answers from the table alone, and a changed hash drops the holder.
-    assert near_duplicate(_pre(tmp_path, memories, hashes, cache), "project_new.md", new) == scanned
+    assert near_duplicate(memories, hashes, cache, "project_new.md", new) == scanned
     moved = {**hashes, "project_a.md": "f" * 64}
     memories["project_a.md"] = Memory(name="a", description="other words", body="new body")
-    assert near_duplicate(_pre(tmp_path, memories, moved, cache), "project_new.md", new) \
+    assert near_duplicate(memories, moved, cache, "project_new.md", new) \
         == "project_b.md (same description)"
 
 

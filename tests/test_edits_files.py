@@ -40,8 +40,9 @@ def _created(env: Env, *command: str) -> list[tuple[str, str]]:
     for kind, path in _MADE:
         path = re.sub(r"\d{8}T\d{6}Z-[0-9a-f]{8}", "<run>", path)
         path = re.sub(r"\.memfold-(?:[0-9a-f]{12}-|\d\dZ-[0-9a-f]{8}-)", ".tmp-", path)
-        path = re.sub(r"chain-head-[0-9a-f]{16}", "chain-head", path)
-        out.append((kind, path.replace(run, "<runs>").replace(home, "<home>").replace(str(env.mirror), "<mirror>")))
+        path = re.sub(r"(heads/\.tmp-|heads\.)[0-9a-f]{16}", r"\1<chain>", path)
+        out.append((kind, path.replace(run, "<runs>").replace(home, "<home>").replace(str(env.mirror), "<mirror>")
+                    .replace(str(env.heads), "<heads>")))
     return sorted(out)
 
 
@@ -54,13 +55,13 @@ def test_an_add_creates_the_run_files_the_journal_needs_and_no_scratch_dir(env: 
         ("file", "<home>/lock"), ("file", "<home>/lock.json"), ("file", "<home>/.tmp-pending.tmp"),
         ("file", "<home>/.tmp-newest-receipt.json.tmp"),
         ("file", "<home>/memory/.tmp-MEMORY.md.tmp"), ("file", "<home>/memory/.tmp-project_b.md.tmp"),
-        ("file", "<home>/receipts/.tmp-00000003-<run>.json.tmp"), ("file", "<mirror>/.tmp-chain-head.json.tmp"),
+        ("file", "<home>/receipts/.tmp-00000003-<run>.json.tmp"), ("file", "<heads>/.tmp-<chain>.json.tmp"),
         ("file", "<runs>/<run>/.tmp-done-journal.json.tmp"), ("file", "<runs>/<run>/.tmp-journal.json.tmp"),
         ("link", "<runs>/<run>/.tmp-post-receipt.json.tmp"), ("file", "<runs>/<run>/manifest.json"),
         ("file", "<runs>/<run>/plan.json"), ("file", "<runs>/<run>/pre-receipt.json"),
         ("file", "<runs>/<run>/snapshot.json"),
         ("link", "<runs>/<run>/backup/harness.MEMORY.md"), ("link", "<runs>/<run>/backup/home.newest-receipt.json"),
-        ("link", "<runs>/<run>/backup/public.chain-head.json"),
+        ("link", "<runs>/<run>/backup/heads.<chain>.json"),
     ])
     run_dir = next((env.project_home / "runs").iterdir())
     assert not (run_dir / "scratch").exists()

@@ -39,7 +39,7 @@ def _rewrite_newest(env: Env, change: Callable[[dict[str, Any]], None]) -> None:
 
 
 def _head(env: Env) -> Path:
-    (head,) = env.mirror.glob("chain-head-*.json")
+    (head,) = env.heads.glob("*.json")
     return head
 
 
@@ -56,7 +56,7 @@ def tamper(env: Env, name: str) -> None:
     _rewrite_newest(env, lambda r: r["finalHashes"]["harness"].update({name: planted}))
 
 
-@when("I rewrite the chain head in the mirror to name the rewritten receipt")
+@when("I rewrite the chain head beside the mirror to name the rewritten receipt")
 def forge_head(env: Env) -> None:
     digest = _digest(_receipts(env)[-1])
     _rewrite(_head(env), lambda h: h.update(receipt=digest))
@@ -64,14 +64,15 @@ def forge_head(env: Env) -> None:
 
 @when("I commit the mirror to git")
 def commit(env: Env) -> None:
-    for args in (("add", "-A", ".memory"), ("commit", "-q", "--allow-empty", "-m", "memory")):
+    for args in (("add", "-A", ".memory", ".memfold"), ("commit", "-q", "--allow-empty", "-m", "memory")):
         subprocess.run(["git", "-C", str(env.project), "-c", "user.name=t", "-c", "user.email=t@example.invalid",
                         "-c", "commit.gpgsign=false", *args], check=True, capture_output=True)
 
 
 @when("I keep a copy of both roots")
 def keep(env: Env, ctx: dict[str, Any]) -> None:
-    ctx["kept"] = {root: {p.name: p.read_bytes() for p in root.iterdir()} for root in (env.harness, env.mirror)}
+    ctx["kept"] = {root: {p.name: p.read_bytes() for p in root.iterdir()}
+                   for root in (env.harness, env.mirror, env.heads)}
 
 
 @when("I drop the newest receipt and put the copy of both roots back")
@@ -87,7 +88,7 @@ def drop_and_revert(env: Env, ctx: dict[str, Any]) -> None:
             (root / name).write_bytes(data)
 
 
-@then("the chain head in the mirror names the newest receipt")
+@then("the chain head beside the mirror names the newest receipt")
 def head_names_newest(env: Env) -> None:
     receipts = _receipts(env)
     head = json.loads(_head(env).read_bytes())

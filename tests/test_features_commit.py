@@ -14,7 +14,7 @@ from conftest import Env
 from pytest_bdd import given, parsers, scenarios, then, when
 
 from pipeline import fsutil
-from pipeline.store.searchcache import cache_file, stat_key
+from pipeline.store.searchdb import cache_file, stat_key
 
 scenarios("commit.feature")
 

@@ -736,8 +736,7 @@ def mirror_exact(env: Env) -> None:
 
     safe = sorted(n for n in _memory_names(env)
                   if parse_memory((env.harness / n).read_bytes(), n).visibility == "safe")
-    mirrored = sorted(p.name for p in env.mirror.iterdir() if p.name != "MEMORY.md"
-                      and not p.name.startswith("chain-head-"))
+    mirrored = sorted(p.name for p in env.mirror.iterdir() if p.name != "MEMORY.md")
     assert safe == mirrored == ["project_ci.md"]
     for name in safe:
         assert (env.mirror / name).read_bytes() == (env.harness / name).read_bytes()
@@ -769,13 +768,13 @@ def plan_digest(ctx: dict[str, Any]) -> None:
         summary["planDigest"]
 
 
-@then("each root holds only an empty index, and the mirror the chain head")
+@then("the private store holds only an empty index, the mirror nothing, and the chain head is beside it")
 def empty_roots(env: Env) -> None:
-    for root in (env.harness, env.mirror):
-        assert [p.name for p in root.iterdir() if not p.name.startswith("chain-head-")] == ["MEMORY.md"]
-        assert (root / "MEMORY.md").read_bytes() == b"# Memory Index\n"
-    assert list(env.snapshot()["public"]) == ["MEMORY.md", "<chain head>"]
-    assert env.snapshot()["public"]["<chain head>"] == "the head of the newest receipt"
+    assert [p.name for p in env.harness.iterdir()] == ["MEMORY.md"]
+    assert (env.harness / "MEMORY.md").read_bytes() == b"# Memory Index\n"
+    # No index in a mirror with no memory file: it would stand in the way of a teammate's first commit of one.
+    assert list(env.mirror.iterdir()) == []
+    assert env.snapshot()["heads"] == {"<chain head>": "the head of the newest receipt"}
 
 
 @then("the run's manifest selects nothing")

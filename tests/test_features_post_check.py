@@ -13,7 +13,7 @@ from test_warm import _backend as backend_for
 
 from pipeline.errors import MemfoldError
 from pipeline.mirror import guard
-from pipeline.store.proven import forget_proofs
+from pipeline.state.proven import forget_proofs
 
 scenarios("post_check.feature")
 

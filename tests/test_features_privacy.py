@@ -40,6 +40,28 @@ def add_private_secret(env: Env, ctx: dict[str, Any], name: str) -> None:
     _add(env, ctx, name, "private")
 
 
+@when(parsers.parse('I add a safe memory "{name}" whose body clones with a GitHub token at "{host}"'))
+def add_clone_secret(env: Env, ctx: dict[str, Any], name: str, host: str) -> None:
+    result = env.run("add", name, "-d", "how CI clones", "--visibility", "safe",
+                     "-b", f"git clone https://oauth2:{TOKEN}@{host}/mono.git")
+    ctx["result"] = result
+    ctx.setdefault("outputs", []).append(result.out + result.err)
+
+
+AWS_ID = "AKIA" + "QYLPMN5HGRU7XJ3B"
+
+
+@when("I add a private memory titled with an AWS access key id")
+def add_secret_title(env: Env, ctx: dict[str, Any]) -> None:
+    ctx["result"] = env.run("add", f"deploy key {AWS_ID}", "-d", "where the deploy key lives", "-b", "vault")
+
+
+@then("the AWS access key id appears in no output")
+def aws_nowhere(ctx: dict[str, Any]) -> None:
+    shown = ctx["result"].out + ctx["result"].err
+    assert AWS_ID not in shown and AWS_ID.lower() not in shown
+
+
 @then(parsers.parse('the error names the rule "{rule}" and body line {line:d}'))
 def names_rule(ctx: dict[str, Any], rule: str, line: int) -> None:
     err = ctx["result"].err

@@ -17,7 +17,7 @@ from test_searchcache import _opens, rewrite_in_place
 from pipeline.bench.synth import write_store
 from pipeline.config import cache_file as config_cache
 from pipeline.store import blockcache
-from pipeline.store.searchcache import cache_file
+from pipeline.store.searchdb import cache_file
 
 scenarios("prompt.feature")
 _SESSIONS = itertools.count()

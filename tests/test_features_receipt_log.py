@@ -10,8 +10,9 @@ from conftest import Env
 from long_log import Listings, grow_log
 from pytest_bdd import given, parsers, scenarios, then, when
 
+from pipeline.receipts.log import log_entries
 from pipeline.receipts.newest import NEWEST
-from pipeline.receipts.receipt import log_entries, receipt_digest
+from pipeline.receipts.receipt import receipt_digest
 
 scenarios("receipt_log.feature")
 

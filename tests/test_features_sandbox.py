@@ -280,14 +280,11 @@ def remember_everything(env: Env, ctx: dict[str, Any]) -> None:
 
 
 def _trees(env: Env, ctx: dict[str, Any]) -> dict[str, dict[str, str]]:
-    """Every file, except that the mirror's chain head stands for what it names (each run moves it on)."""
+    """Every file, except that the chain head stands for what it names (each run moves it on)."""
     trees = {"store": tree(env.harness), "mirror": tree(env.mirror), "project": tree(env.project),
              "home": tree(ctx["real_home"]) if "real_home" in ctx else {}}
-    for name in ("mirror", "project"):
-        prefix = ".memory/" if name == "project" else ""
-        for rel in [r for r in trees[name] if r.startswith(prefix + "chain-head-")]:
-            trees[name][rel] = head_summary(env.project / ".memory" / rel.removeprefix(prefix),
-                                            env.project_home / "receipts")
+    for rel in [r for r in trees["project"] if r.startswith(".memfold/heads/")]:
+        trees["project"][rel] = head_summary(env.project / rel, env.project_home / "receipts")
     return trees
 
 

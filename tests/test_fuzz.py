@@ -26,7 +26,7 @@ from pipeline.errors import MemfoldError
 from pipeline.paths import make_layout
 from pipeline.receipts.verify import audit, verify_receipt
 from pipeline.resources import load_schema
-from pipeline.state import read_pre
+from pipeline.state.read import read_pre
 from pipeline.store.memory import parse_memory
 from pipeline.store.state import Limits
 from pipeline.validation.plan import validate_plan

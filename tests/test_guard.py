@@ -25,16 +25,11 @@ from pipeline.mirror.guard import (
     verify_post,
 )
 from pipeline.privacy import load_ruleset
-from pipeline.state import (
-    Operation,
-    PostState,
-    PreState,
-    changed_files,
-    compute_post,
-)
+from pipeline.state.model import Operation, PostState, PreState
+from pipeline.state.post import changed_files, compute_post
+from pipeline.state.proven import forget_proofs, proof_for
 from pipeline.store.index import render_index
 from pipeline.store.memory import INDEX_NAME, Memory, parse_memory, render_memory
-from pipeline.store.proven import forget_proofs, proof_for
 from pipeline.store.state import Limits, RootState
 
 LIMITS = Limits(max_file_bytes=700, max_files=12)
@@ -178,7 +173,7 @@ def test_a_derived_post_state_equals_the_full_one_and_is_checked_alike(
 
 
 def _restore(proof: Any) -> None:
-    from pipeline.store import proven
+    from pipeline.state import proven
 
     proven._PROVEN[:] = [proof]
 

@@ -12,7 +12,7 @@ import pytest
 from conftest import Env
 from test_searchcache import rewrite_in_place
 
-from pipeline.store.searchcache import cache_file
+from pipeline.store.searchdb import cache_file
 
 
 def _add(env: Env, name: str, description: str, body: str) -> None:
@@ -212,7 +212,7 @@ def _open_index(env: Env) -> None:
 def _record_stat(env: Env, path: Path, racy: int) -> None:
     """Make the skipped entry's recorded stat the file's current one, as a write in the same clock
     tick as the scan leaves it (a test cannot keep a ctime)."""
-    from pipeline.store.searchcache import stat_key
+    from pipeline.store.searchdb import stat_key
 
     conn = sqlite3.connect(str(_index(env)))
     with conn:
@@ -332,7 +332,7 @@ def test_rows_written_before_the_commit_point_are_dropped_when_the_commit_fails(
 
 
 def test_the_index_records_the_directory_as_the_commit_left_it(env: Env) -> None:
-    from pipeline.store.searchcache import stat_key
+    from pipeline.store.searchdb import stat_key
 
     _add(env, "project_alpha", "alpha deploys use the blue script", "ALPHA-BODY")
     _add(env, "project_beta", "beta deploys use the green script", "BETA-BODY")
@@ -353,7 +353,9 @@ def test_a_large_batch_whose_commit_point_fails_leaves_the_index_as_it_was(
     from pipeline.apply.runs import create_run_dir
     from pipeline.errors import ApplyFailed
     from pipeline.paths import make_layout
-    from pipeline.state import Operation, compute_post, read_pre
+    from pipeline.state.model import Operation
+    from pipeline.state.post import compute_post
+    from pipeline.state.read import read_pre
     from pipeline.store.state import Limits
 
     _add(env, "project_alpha", "alpha deploys use the blue script", "ALPHA-BODY")

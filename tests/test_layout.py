@@ -42,12 +42,17 @@ def _module_level(body: list[ast.stmt]) -> list[ast.stmt]:
     return out
 
 
-def _imports(name: str, path: Path, modules: dict[str, Path]) -> set[str]:
-    """The memfold modules ``name`` imports while it is being imported."""
+def _imports(name: str, path: Path, modules: dict[str, Path], *, every: bool = False) -> set[str]:
+    """The memfold modules ``name`` imports while it is being imported; with ``every``, also those it
+    imports inside functions and under ``TYPE_CHECKING`` (an arrow all the same: the layers run one way).
+
+    ``from pkg import mod`` is an arrow to ``pkg.mod`` alone when every name it takes is a module: the
+    package itself is already imported as the parent of whatever imports it."""
     is_package = path.name == "__init__.py"
     package = name if is_package else name.rpartition(".")[0]
+    tree = ast.parse(path.read_text(encoding="utf-8"))
     found: set[str] = set()
-    for node in _module_level(ast.parse(path.read_text(encoding="utf-8")).body):
+    for node in ast.walk(tree) if every else _module_level(tree.body):
         if isinstance(node, ast.Import):
             found |= {alias.name for alias in node.names}
         elif isinstance(node, ast.ImportFrom):
@@ -56,8 +61,10 @@ def _imports(name: str, path: Path, modules: dict[str, Path]) -> set[str]:
                 anchor = package.split(".")
                 anchor = anchor[: len(anchor) - (node.level - 1)]
                 base = ".".join([*anchor, base] if base else anchor)
-            found.add(base)
-            found |= {f"{base}.{alias.name}" for alias in node.names}
+            named = {f"{base}.{alias.name}" for alias in node.names}
+            if not every or not named <= modules.keys():
+                found.add(base)
+            found |= named
     return {target for target in found if target in modules and target != name}
 
 
@@ -106,13 +113,44 @@ def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     return out
 
 
-def _graph() -> dict[str, set[str]]:
+def _graph(*, every: bool = False) -> dict[str, set[str]]:
     modules = _modules()
-    return {name: _imports(name, path, modules) for name, path in modules.items()}
+    return {name: _imports(name, path, modules, every=every) for name, path in modules.items()}
 
 
 def test_no_two_modules_import_each_other_even_through_others() -> None:
     assert _cycles(_graph()) == []
+
+
+def test_no_cycle_either_through_imports_in_functions_or_for_type_checking() -> None:
+    assert _cycles(_graph(every=True)) == []
+
+
+# The state model's layers, lowest first: each imports only those below it, in any way at all.
+LAYERS = ("store", "state", "receipts", "mirror", "apply")
+
+
+def _layer(module: str) -> int | None:
+    parts = module.split(".")
+    return LAYERS.index(parts[1]) if len(parts) > 1 and parts[1] in LAYERS else None
+
+
+def test_the_store_state_receipts_mirror_and_apply_layers_import_only_downwards() -> None:
+    upward = sorted(f"{name} -> {target}" for name, targets in _graph(every=True).items() for target in targets
+                    if (low := _layer(name)) is not None and (high := _layer(target)) is not None and high > low)
+    assert upward == []
+
+
+def test_the_full_import_walk_sees_imports_in_functions_and_for_type_checking(tmp_path: Path) -> None:
+    source = ("from . import sibling\nif TYPE_CHECKING:\n    from ..state.model import PreState\n"
+              "def f():\n    from ..mirror import gitinfo\n")
+    path = tmp_path / "mod.py"
+    path.write_text(source)
+    modules = {m: tmp_path for m in ("pipeline.store", "pipeline.store.sibling", "pipeline.state",
+                                      "pipeline.state.model", "pipeline.mirror", "pipeline.mirror.gitinfo")}
+    assert _imports("pipeline.store.mod", path, modules) == {"pipeline.store", "pipeline.store.sibling"}
+    assert _imports("pipeline.store.mod", path, modules, every=True) == {
+        "pipeline.store.sibling", "pipeline.state.model", "pipeline.mirror.gitinfo"}
 
 
 def test_the_cycle_finder_sees_a_cycle_through_three_modules() -> None:

@@ -19,7 +19,7 @@ def _seed(env: Env, n: int) -> None:
     """``n`` memories in one transaction (the store a long-lived agent typically has)."""
     from pipeline.commands import _app
     from pipeline.edits import direct_transaction
-    from pipeline.state import Operation
+    from pipeline.state.model import Operation
     from pipeline.store.memory import Memory, render_memory
 
     _app.STATE.home, _app.STATE.project = env.home, env.project

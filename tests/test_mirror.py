@@ -8,7 +8,7 @@ from conftest import Env
 
 from pipeline.mirror.guard import privacy_issues
 from pipeline.privacy import load_ruleset
-from pipeline.state import PostState
+from pipeline.state.model import PostState
 
 CLEAN = b"---\nname: ci\ndescription: the ci token\ntype: reference\nvisibility: safe\n---\nAsk ops.\n"
 LEAKY = CLEAN.replace(b"Ask ops.", b"GITHUB_TOKEN=ghp_" + b"Zq7Lm2Xc9Vb4Nn8Kp1Rt6Yw3Hs5Jd0Fg2Aa9")
@@ -36,21 +36,34 @@ def test_findings_are_the_same_from_the_cache_and_from_a_fresh_rule_set() -> Non
 
 def _safe_store(env: Env) -> Path:
     assert env.run("add", "project_ci", "-d", "CI runs on every push", "--visibility", "safe", "-b", "ok").code == 0
-    (head,) = env.mirror.glob("chain-head-*.json")
+    (head,) = env.heads.glob("*.json")
     return head
 
 
-def test_mirror_check_accepts_the_chain_head_and_the_privacy_scan_finds_nothing_in_it(env: Env) -> None:
+def test_the_chain_head_lives_beside_the_mirror_and_the_mirror_holds_memory_files_and_its_index_only(
+        env: Env) -> None:
     head = _safe_store(env)
+    assert sorted(p.name for p in env.mirror.iterdir()) == ["MEMORY.md", "project_ci.md"]
+    assert head.parent == env.project / ".memfold" / "heads"
     assert env.run("mirror", "check").code == 0
-    assert env.run("mirror", "check", str(head)).code == 0
     ruleset = load_ruleset()
-    assert list(ruleset.scan(head.read_text(), f".memory/{head.name}")) == []
+    assert list(ruleset.scan(head.read_text(), f".memfold/heads/{head.name}")) == []
 
 
-def test_mirror_check_refuses_a_chain_head_that_is_not_one(env: Env) -> None:
+def test_an_older_stores_head_in_the_mirror_is_moved_beside_it_by_the_next_transaction(env: Env) -> None:
     head = _safe_store(env)
-    head.write_text('{"kind": "memfold-chain-head", "note": "anything at all"}\n')
+    legacy = env.mirror / f"chain-head-{head.name}"
+    head.rename(legacy)
+    assert env.run("mirror", "check").code == 0  # an older memfold's head: no problem of the mirror
+    assert env.run("add", "project_b", "-d", "another fact", "-b", "b").code == 0
+    assert not legacy.exists()
+    assert (env.heads / head.name).is_file()
+    assert env.run("audit").code == 0
+
+
+def test_mirror_check_refuses_a_head_left_in_the_mirror_that_is_not_one(env: Env) -> None:
+    head = _safe_store(env)
+    (env.mirror / f"chain-head-{head.name}").write_text('{"kind": "memfold-chain-head", "note": "anything"}\n')
     result = env.run("mirror", "check", "--json")
     assert result.code == 7
     assert [e["code"] for e in result.json()["errors"]] == ["mirror.head-invalid"]

@@ -13,8 +13,9 @@ from conftest import Env
 from long_log import Listings, grow_log
 
 from pipeline import fsutil
+from pipeline.receipts.log import log_entries
 from pipeline.receipts.newest import NEWEST, read_newest
-from pipeline.receipts.receipt import chain_head, file_digest, log_entries, receipt_digest
+from pipeline.receipts.receipt import chain_head, file_digest, receipt_digest
 
 
 def _pointer(env: Env) -> dict[str, object]:

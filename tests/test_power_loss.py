@@ -31,7 +31,7 @@ def _private_files(env: Env) -> dict[str, bytes]:
     home = env.project_home
     files = {f"receipts/{p.name}": p.read_bytes() for p in (home / "receipts").iterdir()}
     files["newest-receipt.json"] = (home / "newest-receipt.json").read_bytes()
-    heads = {f"mirror/{p.name}": p.read_bytes() for p in env.mirror.glob("chain-head-*.json")}
+    heads = {f"heads/{p.name}": p.read_bytes() for p in env.heads.glob("*.json")}
     return {**files, **heads}
 
 

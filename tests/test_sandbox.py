@@ -22,7 +22,8 @@ from unprivileged import OrdinaryUser
 
 from pipeline.errors import WorkerFailed
 from pipeline.paths import Layout
-from pipeline.sandbox import EXIT_REFUSED, Policy, cgroup, probe, readable, seccomp
+from pipeline.sandbox import EXIT_REFUSED, cgroup, probe, readable, seccomp
+from pipeline.sandbox.policy import Policy
 from pipeline.worker import spawn
 from pipeline.worker.run import WorkerResult, WorkerSpec, build_env, run_worker
 

@@ -15,8 +15,9 @@ from test_inject import PER_PROMPT_ABSENT
 from test_torture import fork_cli
 
 from pipeline.bench.synth import write_store
-from pipeline.state import parsed_root
-from pipeline.store.searchcache import COLUMNS, Index, Row, cache_file
+from pipeline.state.read import parsed_root
+from pipeline.store.searchcache import COLUMNS, Index, Row
+from pipeline.store.searchdb import cache_file
 from pipeline.store.state import Limits, read_root
 
 

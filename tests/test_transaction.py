@@ -19,7 +19,9 @@ from pipeline.context.scope import default_scope, select
 from pipeline.context.snapshot import ContextLimits, build_snapshot
 from pipeline.errors import InputRejected, StaleState, UsageError
 from pipeline.paths import Layout, make_layout
-from pipeline.state import Operation, PreState, compute_post, read_pre
+from pipeline.state.model import Operation, PreState
+from pipeline.state.post import compute_post
+from pipeline.state.read import read_pre
 from pipeline.store.memory import parse_memory
 from pipeline.store.state import Limits
 from pipeline.transaction import ConsolidateRequest, consolidate
@@ -266,7 +268,7 @@ def test_the_consolidation_process_imports_no_dataclasses_or_secrets() -> None:
 def test_a_large_stores_consolidation_is_watched_so_its_post_commit_check_reads_back_only_its_writes(
         env: Env, monkeypatch: pytest.MonkeyPatch) -> None:
     from pipeline import transaction
-    from pipeline.store import landed, warm
+    from pipeline.state import landed, warm
 
     for i, topic in enumerate(("blue green deploys", "rotating staging tokens", "warming the build cache")):
         assert env.run("add", f"project_note-{i}", "-d", f"how we handle {topic}",

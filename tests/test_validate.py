@@ -23,7 +23,8 @@ from pipeline.errors import InputRejected, PrivacyRejected, UsageError
 from pipeline.fsutil import digest_json, dump_json, sha256_bytes
 from pipeline.paths import Layout, make_layout
 from pipeline.privacy import load_ruleset
-from pipeline.state import Operation, PreState, read_pre
+from pipeline.state.model import Operation, PreState
+from pipeline.state.read import read_pre
 from pipeline.store.memory import Memory, render_memory
 from pipeline.store.state import Limits
 from pipeline.validation.plan import RULES, ValidationResult, raise_for, validate_plan

@@ -40,7 +40,7 @@ def _digest(path: Path) -> str:
 
 
 def _heads(env: Env) -> list[Path]:
-    return sorted(env.mirror.glob("chain-head-*.json"))
+    return sorted(env.heads.glob("*.json"))
 
 
 def _git(env: Env, *args: str) -> None:
@@ -116,7 +116,7 @@ def test_a_hand_edit_between_two_transactions_is_named_by_both_receipts(env: Env
     assert verify.json()["drift"] == [{"between": [second, third], "file": "harness/user_b.md changed"}]
 
 
-# --- 17: the chain head in the mirror -------------------------------------------------------------
+# --- 17: the chain head beside the mirror ---------------------------------------------------------
 
 
 def test_every_transaction_writes_the_chain_head_naming_the_newest_receipt(env: Env) -> None:
@@ -124,7 +124,8 @@ def test_every_transaction_writes_the_chain_head_naming_the_newest_receipt(env: 
     first, newest = _receipts(env)[0], _receipts(env)[-1]
     (head,) = _heads(env)
     chain = _digest(first)
-    assert head.name == f"chain-head-{chain[:16]}.json"
+    assert head.name == f"{chain[:16]}.json"
+    assert head.read_bytes().count(b"\n") == 1  # one line: a merge of two versions keeps whole heads
     data = json.loads(head.read_bytes())
     assert data == {"kind": "memfold-chain-head", "schemaVersion": 1, "chain": chain, "seq": 2,
                     "runId": json.loads(newest.read_bytes())["runId"], "receipt": _digest(newest)}
@@ -240,7 +241,7 @@ def test_the_global_store_has_no_witness_and_audit_says_so(env: Env) -> None:
     assert "no chain witness" in env.run("audit", "--global").out
 
 
-@pytest.mark.parametrize("module", ["pipeline.receipts.verify", "pipeline.validation.plan", "pipeline.state",
+@pytest.mark.parametrize("module", ["pipeline.receipts.verify", "pipeline.validation.plan", "pipeline.state.model",
                                     "pipeline.apply.commit"])
 def test_the_audit_and_write_cores_import_no_cli_or_schema_library(module: str) -> None:
     """In a fresh interpreter: what verify, audit, validate and every write run before any work starts."""

@@ -13,7 +13,7 @@ import pytest
 from conftest import Env, inotify_count
 
 from pipeline.errors import InputRejected
-from pipeline.store import warm as warm_module
+from pipeline.state import warm as warm_module
 from pipeline.store.watch import open_watch
 
 
@@ -247,7 +247,7 @@ def test_a_file_gone_right_after_the_commit_costs_only_a_fresh_read(
 
 
 def test_the_kept_pre_state_is_exactly_what_a_fresh_read_of_both_roots_finds(env: Env, reads: list[int]) -> None:
-    from pipeline.state import read_pre
+    from pipeline.state.read import read_pre
 
     backend = _backend(env)
     for i in range(3):

@@ -9,27 +9,19 @@ from pathlib import Path
 
 from ..errors import VerifyFailed
 from ..frozen import Frozen
-from ..fsutil import read_bounded, sha256_bytes
-from ..mirror.guard import privacy_gate, refuse_drift, refuse_safe_without_mirror, verify_post
+from ..fsutil import ensure_dir, read_bounded, sha256_bytes
+from ..mirror.guard import name_gate, privacy_gate, refuse_safe_without_mirror, verify_post
 from ..paths import Layout
-from ..receipts.maptext import MapText
+from ..receipts.log import LogEntry, log_name
+from ..receipts.maptext import MapText, maps_digest
 from ..receipts.newest import NEWEST, newest_bytes
-from ..receipts.receipt import (
-    HashMaps,
-    LogEntry,
-    build_receipt,
-    diff_maps,
-    head_digest,
-    log_ends,
-    log_name,
-    remember_landed,
-    remember_written,
-)
-from ..receipts.witness import Head, head_name, read_head_file, written_here
-from ..state import PostState, PreState
-from ..store.landed import current_hashes, landed_hashes
+from ..receipts.receipt import build_receipt, diff_maps, head_digest, log_ends, remember_landed, remember_written
+from ..receipts.witness import Head, head_name, legacy_head_name, read_head_file
+from ..state.landed import current_hashes, landed_hashes
+from ..state.maps import HashMaps
+from ..state.model import PostState, PreState
+from ..state.proven import proven_maps, record_proof
 from ..store.memory import stamp
-from ..store.proven import maps_digest, proven_maps, record_proof
 from ..store.state import Limits
 from ..store.statecache import cache_for
 from ..timing import Timings
@@ -45,7 +37,7 @@ if TYPE_CHECKING:
 
     from ..privacy import RuleSet
 
-ROOTS = ("harness", "public", "receipts")
+ROOTS = ("harness", "public", "heads", "receipts")
 # The parts of a commit its timings name (stage rows of `memfold bench`).
 COMMIT_PARTS = ("commit: apply", "commit: re-verify", "commit: index wait")
 # Files of a commit's staging batch besides its changes and artifacts: the pending marker, the pre
@@ -54,7 +46,12 @@ _RUN_FILES = 8
 
 
 def _roots(layout: Layout) -> tuple[str, ...]:
-    return ROOTS if layout.mirror is not None else ("harness", "receipts")
+    return ROOTS if layout.mirror is not None and _heads_exist(layout) else \
+        ("harness", "public", "receipts") if layout.mirror is not None else ("harness", "receipts")
+
+
+def _heads_exist(layout: Layout) -> bool:
+    return layout.heads is not None and os.path.isdir(layout.heads) and not os.path.islink(layout.heads)
 
 
 class Services(Frozen):
@@ -110,13 +107,13 @@ class RunRecord(Frozen):
 
 
 def gate(svc: Services, pre: PreState, post: PostState) -> None:
-    """Everything that must hold before anything is written: drift, privacy, post-state shape."""
+    """Everything that must hold before anything is written: privacy, post-state shape."""
     if not post.mirrored:
         refuse_safe_without_mirror(post)
+        if svc.ruleset is not None:
+            name_gate(post, svc.ruleset)
         verify_post(post, svc.limits, None)
         return
-    refuse_drift(pre, {op.name for op in post.operations},
-                 lambda: written_here(svc.layout.receipts, svc.layout.mirror, pre.cache))
     if svc.ruleset is not None:
         privacy_gate(post, svc.ruleset, cache_for(svc.layout.project_home))
     verify_post(post, svc.limits, None)
@@ -126,7 +123,7 @@ def commit_run(svc: Services, run_dir: Path, rec: RunRecord, pre: PreState, post
                plan_bytes: bytes, artifacts: Mapping[str, bytes] | None = None,
                outcome: dict[str, Any] | None = None, *, hashes: tuple[HashMaps, HashMaps] | None = None,
                texts: MapText | None = None, timings: Timings | None = None,
-               prune_later: bool = False) -> tuple[dict[str, Any], Path]:
+               prune_later: bool = False, sync: dict[str, Any] | None = None) -> tuple[dict[str, Any], Path]:
     """Pre receipt, stage, journal, commit, re-verify on disk. Returns the post receipt and its log path.
 
     ``artifacts`` are run-dir files not yet written (a direct edit's plan and manifest): they are made
@@ -135,7 +132,8 @@ def commit_run(svc: Services, run_dir: Path, rec: RunRecord, pre: PreState, post
     encodings of them its own documents made: each map is then encoded once for the whole run.
     ``timings`` gets the commit's parts: the apply, the re-verify on disk, and the wait for the search
     indexes after it (``COMMIT_PARTS``). ``prune_later``: a long-lived process removes the run dirs
-    this commit retires after it answers (``prune_runs``).
+    this commit retires after it answers (``prune_runs``). ``sync``: the receipt's record of the sync
+    that opened the transaction (``mirror.sync``), for a project.
     """
     t = Timings() if timings is None else timings
     layout = svc.layout
@@ -150,7 +148,7 @@ def commit_run(svc: Services, run_dir: Path, rec: RunRecord, pre: PreState, post
         run_id=rec.run_id, scope_key=layout.scope_key, scope_digest=rec.scope_digest,
         artifact_hash=rec.artifact_hash, plan_digest=sha256_bytes(plan_bytes), selected=rec.selected,
         source_hashes=source, final_hashes=final, operations=ops, worker=rec.worker,
-        sandbox=rec.sandbox, previous=previous, command=rec.command, outcome=outcome,
+        sandbox=rec.sandbox, previous=previous, command=rec.command, outcome=outcome, sync=sync,
     )
     pre_receipt = texts.dump(build_receipt(phase="pre", created_at=svc.now(), **common))
     receipt = build_receipt(phase="post", created_at=svc.now(), **common)
@@ -163,9 +161,9 @@ def commit_run(svc: Services, run_dir: Path, rec: RunRecord, pre: PreState, post
     changes = [*_changes("harness", pre.harness.hashes, post.harness, final["harness"]),
                *_changes("public", pre.public.hashes, post.public, final["public"])]
     touched = _touched(changes)
-    head = _head_change(layout, seq, rec.run_id, digest, bool(touched["public"]), ends)
-    if head is not None:
-        changes.append(head)
+    heads = _head_change(layout, seq, rec.run_id, digest, bool(touched["public"]), ends)
+    changes.extend(heads)
+    head = heads[0] if heads else None
     changes.append(Change("receipts", log_name(seq, rec.run_id), receipt_bytes, None, written))
     changes.append(Change("run", "post-receipt.json", receipt_bytes, None, written))
     # The log's pointer lands with the entry it names, so the next commit reads it instead of listing
@@ -242,20 +240,27 @@ def _touched(changes: list[Change]) -> dict[str, set[str]]:
 
 
 def _head_change(layout: Layout, seq: int, run_id: str, digest: str, touches_mirror: bool,
-                 ends: tuple[LogEntry, LogEntry] | None) -> Change | None:
-    """The chain head naming this receipt, staged in the mirror with the same commit point.
+                 ends: tuple[LogEntry, LogEntry] | None) -> list[Change]:
+    """The chain head naming this receipt, staged in ``.memfold/heads/`` with the same commit point (and
+    an older memfold's head in the mirror removed: the mirror holds memory files and its index only).
 
     It is not in the receipt's hash maps: it names the receipt, so the receipt cannot hash it. A change
-    to the private store alone still goes through when the mirror cannot be written (a read-only
+    to the private store alone still goes through when the work tree cannot be written (a read-only
     checkout); the head then stays behind, and `memfold audit` says so.
     """
-    if layout.mirror is None or (not touches_mirror and not os.access(layout.mirror, os.W_OK)):
-        return None
+    if layout.mirror is None or layout.heads is None or \
+            (not touches_mirror and not os.access(layout.project_root, os.W_OK)):
+        return []
     chain = digest if ends is None else _genesis(layout, ends[0])
+    ensure_dir(layout.heads, layout.project_root, mode=0o755)
     name = head_name(chain)
-    old = read_head_file(layout.mirror, name)
-    return Change("public", name, Head(chain, seq, run_id, digest).to_bytes(),
-                  None if old is None else sha256_bytes(old))
+    old = read_head_file(layout.heads, name)
+    changes = [Change("heads", name, Head(chain, seq, run_id, digest).to_bytes(),
+                      None if old is None else sha256_bytes(old))]
+    legacy = read_head_file(layout.mirror, legacy_head_name(chain))
+    if legacy is not None:
+        changes.append(Change("public", legacy_head_name(chain), None, sha256_bytes(legacy)))
+    return changes
 
 
 def _genesis(layout: Layout, first: LogEntry) -> str:
@@ -273,9 +278,9 @@ def reverify_on_disk(svc: Services, final: dict[str, dict[str, str]], head: Chan
                      pre: PreState | None = None) -> None:
     now = current_hashes(svc.layout, svc.limits) if pre is None else landed_hashes(svc.layout, svc.limits, pre, final)
     differences = diff_maps(final, now)
-    if head is not None and svc.layout.mirror is not None \
-            and read_head_file(svc.layout.mirror, head.name) != head.data:
-        differences.append(f"public/{head.name} changed")
+    if head is not None and svc.layout.heads is not None \
+            and read_head_file(svc.layout.heads, head.name) != head.data:
+        differences.append(f"heads/{head.name} changed")
     if differences:
         raise VerifyFailed(
             "after commit the files on disk do not match the receipt: " + ", ".join(differences[:5]),

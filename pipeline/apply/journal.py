@@ -21,6 +21,7 @@ from ..fsutil import (
     sha256_bytes,
     temp_name,
 )
+from ..paths import BACKUP_DIR
 from .durable import fsync_all
 from .staged import check_copies, link_staged
 
@@ -30,8 +31,8 @@ if TYPE_CHECKING:
 
 JOURNAL = "journal.json"
 PENDING = "pending"
-BACKUP = "backup"
-BACKED_UP = ("harness", "public", "home")  # the roots whose touched files a run keeps the pre-state of
+BACKUP = BACKUP_DIR
+BACKED_UP = ("harness", "public", "heads", "home")  # the roots whose touched files a run keeps the pre-state of
 # Roots whose files only memfold writes and reads (the receipt log, the run dir): the same bytes staged in
 # two of them land as two names of one file. Never the stores: a memory edited in place by hand would
 # change its twin too.
@@ -164,7 +165,7 @@ def apply_changes(
                 if change.data is not None:
                     temp = temp_name(change.name, tag)
                     path = os.path.join(folder, temp)
-                    mode = 0o644 if change.root == "public" else 0o600
+                    mode = 0o644 if change.root in ("public", "heads") else 0o600
                     # The same bytes staged twice (the receipt in the log and in the run dir) are hashed once.
                     post = hashed.get(id(change.data)) if change.digest is None else change.digest
                     if post is None:

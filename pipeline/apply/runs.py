@@ -8,14 +8,14 @@ import re
 from _thread import allocate_lock  # threading itself only once a run dir is removed
 from pathlib import Path
 
-from ..errors import UsageError
 from ..fsutil import ensure_dir, refuse_symlinks, remove_tree
+from ..paths import RUN_ID_PATTERN
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-RUN_ID_RE = re.compile(r"^\d{8}T\d{6}Z-[0-9a-f]{8}$")
+RUN_ID_RE = re.compile(RUN_ID_PATTERN)
 
 
 def new_run_id(now: dt.datetime) -> str:
@@ -30,16 +30,6 @@ def create_run_dir(runs: Path, home: Path, run_id: str, *, scratch: bool = True)
     os.mkdir(run_dir, 0o700)
     if scratch:
         (run_dir / "scratch").mkdir(mode=0o700)
-    return run_dir
-
-
-def find_run(runs: Path, run_id: str) -> Path:
-    if not RUN_ID_RE.match(run_id):
-        raise UsageError(f"{run_id!r} is not a run id (like 20261130T082517Z-1a2b3c4d)", code="usage.run-id")
-    run_dir = runs / run_id
-    if not run_dir.is_dir() or run_dir.is_symlink():
-        raise UsageError(f"no run {run_id} in {runs}", code="usage.no-run",
-                         hint="`memfold status` shows the last run; old run dirs are pruned, receipts are not")
     return run_dir
 
 

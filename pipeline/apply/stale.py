@@ -5,8 +5,8 @@ from __future__ import annotations
 from ..errors import StaleState
 from ..paths import Layout
 from ..receipts.receipt import diff_maps
-from ..state import PreState
-from ..store.landed import current_hashes
+from ..state.landed import current_hashes
+from ..state.model import PreState
 from ..store.state import Limits
 
 

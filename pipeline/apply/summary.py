@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from ..planner.text import fact_key, fact_lines, known_keys
-from ..state import PostState, PreState
+from ..state.model import PostState, PreState
 from ..store.memory import INDEX_NAME, Memory
 
 # Per changed memory, and in all: the summary shows what was dropped, never an unbounded list.
@@ -188,7 +188,8 @@ def settled(receipts: Path, pre: PreState, today: str) -> bool:
     """The built-in planner would change nothing: its last run left the store as it is now, and no
     memory has gone stale by date since. ``status`` then stops calling a consolidation due."""
     from ..planner.staleness import verdict
-    from ..receipts.receipt import load_receipt, log_entries
+    from ..receipts.log import log_entries
+    from ..receipts.receipt import load_receipt
 
     entries = log_entries(receipts)
     if not entries:

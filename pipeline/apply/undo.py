@@ -7,12 +7,12 @@ from pathlib import Path
 
 from ..errors import MemfoldError, StaleState, UsageError
 from ..fsutil import read_bounded, sha256_bytes
+from ..paths import find_run
 from ..receipts.receipt import load_receipt, normalize_maps
-from ..state import Operation, PreState
+from ..state.model import Operation, PreState
 from ..store.memory import INDEX_NAME, parse_memory
 from ..store.state import find_name
 from .journal import backup_path
-from .runs import find_run
 
 
 def undo_ops(runs_dir: Path, run_id: str) -> Callable[[PreState], list[Operation]]:

@@ -33,7 +33,7 @@ from ..apply.commit import COMMIT_PARTS
 from . import floors
 
 if TYPE_CHECKING:
-    from .run import Cli, Plan, Row
+    from .common import Cli, Plan, Row
 
 STAGES = ("recover", "read", "snapshot", "manifest", "worker", "extraction", "validation", "stale-check",
           "index", "post-verify", "commit", *COMMIT_PARTS)
@@ -149,7 +149,7 @@ def _driver(store: Any, env: dict[str, str]) -> tuple[float, dict[str, Any]]:
 def bench_consolidate(plan: Plan, n: int, cli: Cli, add: Callable[..., Row], pristine: Path, live: Path,
                       env: dict[str, str], reps: int) -> dict[str, tuple[list[int], int]]:
     """The consolidate rows for one size; returns the files the last commit wrote (for the floors)."""
-    from .run import _changed_files, write_places
+    from .common import changed_files, write_places
 
     store, small = cli.store, n <= 200
     fl = plan.floors[str(n)]
@@ -175,7 +175,7 @@ def bench_consolidate(plan: Plan, n: int, cli: Cli, add: Callable[..., Row], pri
             for stage in STAGES:
                 stages[stage].append(float(summary["timings"].get(stage, 0.0)))
             stages[OUTSIDE].append(outside_stages(ms, summary["timings"]))
-            changed = _changed_files(Path(summary["receipt"]), store.layout)
+            changed = changed_files(Path(summary["receipt"]), store.layout)
     cold = []
     for _ in range(reps):
         restore_cold(pristine, live)
@@ -250,9 +250,10 @@ def settle(home: Path, project: Path) -> int:
     both search indexes built."""
     from ..commands.context import STATE, config, services
     from ..mirror.guard import privacy_issues
-    from ..state import compute_post, read_pre
+    from ..state.post import compute_post
+    from ..state.read import read_pre
     from ..store.indexbuild import rebuild
-    from ..store.searchcache import cache_file
+    from ..store.searchdb import cache_file
     from ..store.statecache import cache_for, flush_all
 
     STATE.home, STATE.project = home, project

@@ -36,7 +36,7 @@ if __name__ == "__main__":
     # As the command line runs it: no cyclic collector, no interpreter teardown after the exit handlers.
     import gc
 
-    from ..cli import exit_after_handlers
+    from ..errors import exit_after_handlers
 
     gc.disable()
     exit_after_handlers(main(sys.argv[1:]))

@@ -90,18 +90,12 @@ def bench_import(plan: Any, env: dict[str, str], python_ms: float, row: Any,
             "target": f"exponent <= {MAX_EXPONENT}", "met": exponent <= MAX_EXPONENT}
 
 
-def scaling_line(scaling: dict[str, Any]) -> str:
-    verdict = "ok" if scaling["met"] else "MISSED"
-    label = next(k for k in scaling if k.startswith("import t("))
-    return f"{label} = {scaling[label]}, growth exponent {scaling['exponent']} ({scaling['target']}) {verdict}"
-
-
 def main(argv: list[str]) -> int:
     """The import rows alone, with their floors and the growth line."""
     import tempfile
 
     from . import floors
-    from .run import Plan, Row, cli_env, compile_bytecode, format_table, machine
+    from .common import Plan, Row, cli_env, compile_bytecode, format_table, machine, scaling_line
 
     reps = 6
     if argv[:1] == ["--reps"]:

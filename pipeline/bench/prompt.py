@@ -104,7 +104,7 @@ def main(argv: list[str]) -> int:
     import tempfile
     from pathlib import Path
 
-    from .run import Cli, Row, cli_env, compile_bytecode, format_table, machine
+    from .common import Cli, Row, cli_env, compile_bytecode, format_table, machine
     from .synth import write_store
 
     reps = 7

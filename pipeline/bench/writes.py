@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 from . import floors
 
 if TYPE_CHECKING:
-    from .run import Cli, Plan
+    from .common import Cli, Plan
 
 ADD_TARGETS = {2000: ("<= 2x floor at 2000", 2.0), 20_000: ("<= 150 ms at 20000", None)}
 SCHEMA_FLOOR = "python+jsonschema"
@@ -49,7 +49,7 @@ def _newest_receipt(layout: Any) -> Path:
 def bench_writes(plan: Plan, n: int, cli: Cli, add: Any) -> None:
     """Append the add, memory_add and audit-path rows for a store of ``n`` memories (``add`` is
     run.py's row helper; ``cli`` runs memfold on the store)."""
-    from .run import _changed_files, write_places
+    from .common import changed_files, write_places
 
     store = cli.store
     layout = store.layout
@@ -60,7 +60,7 @@ def bench_writes(plan: Plan, n: int, cli: Cli, add: Any) -> None:
     if n <= 2000:
         plan.progress(f"n={n}: memory_add (warm server) against its fsync waits")
         mcp_samples = _warm_driver(store, cli.env, reps, 0)
-        changed = _changed_files(_newest_receipt(layout), layout)
+        changed = changed_files(_newest_receipt(layout), layout)
         fl["memory_add fsync"] = statistics.median(floors.staged_writes(changed, 3, where=plan.workdir,
                                                                         places=write_places(layout)))
         add("memory_add (warm)", mcp_samples, "memory_add fsync", "<= 2x floor",
@@ -95,7 +95,7 @@ def _warm_driver(store: Any, env: dict[str, str], reps: int, fill: int) -> list[
 
 def bench_add(plan: Plan, n: int, cli: Cli, add: Any, reps: int) -> None:
     """The ``add (CLI)`` row against python + read + fsync, and the stat floor beside it."""
-    from .run import _changed_files, write_places
+    from .common import changed_files, write_places
 
     layout = cli.store.layout
     roots = [layout.harness, layout.mirror]
@@ -107,7 +107,7 @@ def bench_add(plan: Plan, n: int, cli: Cli, add: Any, reps: int) -> None:
         ms, _ = cli.run("add", f"project_write-probe-{i}", "-d", f"write probe {i} for the release checklist",
                         "-b", f"Probe {i}: tag after the smoke tests.")
         samples.append(ms)
-    changed = _changed_files(_newest_receipt(layout), layout)
+    changed = changed_files(_newest_receipt(layout), layout)
     fl["add fsync"] = statistics.median(floors.staged_writes(changed, 3, where=plan.workdir,
                                                               places=write_places(layout)))
     fl["add read"] = statistics.median(floors.read_hash([r for r in roots if r is not None], 3))
@@ -131,7 +131,7 @@ def add_rows(sizes: tuple[int, ...], reps: int) -> str:
     """The ``add (CLI)`` rows alone, each on a fresh synthetic store with its floors, as a table."""
     import tempfile
 
-    from .run import Cli, Plan, cli_env, compile_bytecode, format_table, machine, row_adder
+    from .common import Cli, Plan, cli_env, compile_bytecode, format_table, machine, row_adder
     from .synth import write_store
 
     with tempfile.TemporaryDirectory(prefix="memfold-add-bench-") as tmp:

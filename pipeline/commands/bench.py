@@ -56,7 +56,8 @@ def bench(
         from ..bench.privacy import run_command
 
         return run_command(corpus, want_json(json_out))
-    from ..bench.run import Plan, as_json, format_table, missed, run_bench
+    from ..bench.common import Plan, format_table
+    from ..bench.run import as_json, missed, run_bench
 
     if evaluate:
         from ..bench.evaluate import report

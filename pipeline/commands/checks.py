@@ -38,7 +38,7 @@ def _paths(run: str | None, plan: Path | None, manifest: Path | None, layout: An
     if run is not None:
         if manifest is not None:
             raise UsageError("--manifest goes with --plan; a run has its own manifest.json", code="usage.validate")
-        from ..apply.runs import find_run
+        from ..paths import find_run
 
         run_dir = find_run(layout.runs, run)
         return run_dir / "plan.json", run_dir / "manifest.json"
@@ -56,7 +56,7 @@ def _summary(result: Any) -> str:
 
 
 def validate(run: str | None, plan: Path | None, manifest: Path | None, repo: Path | None, json_out: bool) -> int:
-    from ..state import read_pre
+    from ..state.read import read_pre
     from ..validation.plan import validate_plan
 
     svc = services()
@@ -94,8 +94,9 @@ def _report_text(report: Any, title: str) -> str:
 
 def verify(target: str | None, attestation: Path | None, pubkey: Path | None, global_: bool, json_out: bool) -> int:
     use_global(global_)
-    from ..receipts.receipt import log_entries
-    from ..receipts.verify import Report, verify_receipt
+    from ..receipts.findings import Report
+    from ..receipts.log import log_entries
+    from ..receipts.verify import verify_receipt
 
     svc = services(privacy=False)
     if attestation is not None or pubkey is not None:
@@ -121,27 +122,32 @@ def verify(target: str | None, attestation: Path | None, pubkey: Path | None, gl
                  as_json=want_json(json_out))
             return 0
         target = str(entries[-1].path)
-    report = verify_receipt(svc.layout, svc.limits, target)
+    from ..mirror import gitinfo
+
+    report = verify_receipt(svc.layout, svc.limits, target, gitinfo)
     emit(report.as_dict(), _report_text(report, f"verify {target}"), as_json=want_json(json_out))
     return 0 if report.ok else VerifyFailed.exit_code
 
 
 def audit(strict: bool, global_: bool, json_out: bool) -> int:
     use_global(global_)
+    from ..mirror import gitinfo
     from ..receipts.verify import audit as run_audit
     from ..safetext import counted
     from .progress import progress
 
     svc = services(privacy=False)
     with progress("auditing receipts", None, quiet=want_json(json_out)) as tick:
-        report = run_audit(svc.layout, svc.limits, tick)
-    data = {**report.as_dict(), "handEdits": len(report.drift)}
+        report = run_audit(svc.layout, svc.limits, tick, gitinfo)
+    data = {**report.as_dict(), "handEdits": len(report.drift), "incomingChanges": len(report.incoming)}
     witnessed = [c for c in report.checks if c.startswith("witness:")]
     walked = (f"{counted(report.receipts, 'receipt')}: schema, phase, chain links, plan digests, identities and "
               "source hashes")
     report.checks = [walked, *witnessed] if report.ok else []
     emit(data, _report_text(report, f"audit of {counted(report.receipts, 'receipt')}")
-         + (f"\n  {len(report.drift)} hand edit(s)" if report.drift else ""), as_json=want_json(json_out))
+         + (f"\n  {len(report.drift)} hand edit(s)" if report.drift else "")
+         + (f"\n  {counted(len(report.incoming), 'change')} that came into the mirror from outside (teammates "
+            "through git, older checkouts): not hand edits" if report.incoming else ""), as_json=want_json(json_out))
     if not report.ok or (strict and (report.drift or report.warnings)):
         return VerifyFailed.exit_code
     return 0

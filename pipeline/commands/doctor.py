@@ -7,12 +7,12 @@ from ._app import GlobalOpt, JsonOpt, app, emit, services, use_global, want_json
 
 @app.command()
 def doctor(global_: bool = GlobalOpt, json_out: bool = JsonOpt) -> int:
-    """List broken memory files (full path, problem, fix), stray files and mirror differences; exit 1 if any."""
-    from ..store.doctor import diagnose
+    """List broken memory files (full path, problem, fix), stray files, held mirror files, conflicts; exit 1 if any."""
+    from ..doctor import diagnose
 
     use_global(global_)
-    svc = services(privacy=False)
-    report = diagnose(svc.layout, svc.limits)
+    svc = services()  # the rules judge teammates' files in the mirror
+    report = diagnose(svc.layout, svc.limits, svc.ruleset)
     lines = []
     for entry in report["store"]:
         lines.append(f"store: {entry['problem']} [{entry['code']}]\n  fix: {entry['fix']}")

@@ -85,7 +85,7 @@ def edit(name: str = typer.Argument(...), global_: bool = GlobalOpt, json_out: b
     """Open a memory in $VISUAL/$EDITOR; the result is validated and committed like any write."""
     from ..edits import direct_transaction, replace_ops, require_in
     from ..fsutil import read_bounded, sha256_bytes, write_new
-    from ..state import read_private
+    from ..state.read import read_private
 
     use_global(global_)
     if not sys.stdin.isatty():

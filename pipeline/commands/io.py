@@ -59,7 +59,7 @@ def export(fmt: str, dest: Path, json_out: bool = False) -> int:
     """Write the private store as a Claude Code memory dir (memory files + MEMORY.md)."""
     from ..importers.claude import export_dir
     from ..safetext import counted
-    from ..state import read_pre
+    from ..state.read import read_pre
     from ..store.index import render_index
 
     if fmt != "claude":

@@ -102,11 +102,12 @@ def forget(name: str, global_: bool, json_out: bool) -> int:
     return print_tx(direct_transaction(svc, "forget", build, lock_timeout=lock_timeout()), want_json(json_out))
 
 
-def read_memories() -> tuple[Any, dict[str, Any]]:
-    from ..state import current_memories
+def read_view() -> tuple[Any, Any]:
+    """The memories reads show: the store as the next sync leaves it, teammates' pending memories labelled."""
+    from ..mirror.team import read_view as view_of
 
     svc = services(privacy=False)
-    return svc, current_memories(svc.layout, svc.limits)
+    return svc, view_of(svc.layout, svc.limits, lambda: services().ruleset)
 
 
 def row(name: str, m: Any) -> dict[str, Any]:
@@ -119,27 +120,32 @@ def _file_width(rows: list[dict[str, Any]]) -> int:
     return max([24, *(len(r["file"]) for r in rows)])
 
 
+def _marked(r: dict[str, Any]) -> str:
+    return f"  [team: {r['path']}, not yet adopted]" if r.get("origin") == "team" else ""
+
+
 def list_memories(global_: bool, json_out: bool) -> int:
     use_global(global_)
-    _, memories = read_memories()
-    rows = [row(n, memories[n]) for n in sorted(memories)]
+    _, view = read_view()
+    memories = view.memories
+    rows = [{**row(n, memories[n]), **view.origin(n)} for n in sorted(memories)]
     width = _file_width(rows)
-    human = "\n".join(f"{r['file']:<{width}} {r['type']:<9} {r['visibility']:<7} {r['description']}" for r in rows)
+    human = "\n".join(f"{r['file']:<{width}} {r['type']:<9} {r['visibility']:<7} {r['description']}{_marked(r)}"
+                      for r in rows)
     emit({"ok": True, "memories": rows}, human or "no memories yet", as_json=want_json(json_out))
     return 0
 
 
 def show(name: str, global_: bool, json_out: bool) -> int:
-    """One memory's file as it is on disk, read through the state cache; the mirror is not read."""
+    """One memory's file as it is on disk (a teammate's not yet adopted: as the sync will adopt it)."""
     use_global(global_)
     from ..edits import require_in
-    from ..state import read_private
 
-    svc = services(privacy=False)
-    harness, found, broken = read_private(svc.layout, svc.limits)
-    actual = require_in(found, broken, name, parsed=True)
-    emit({"ok": True, **row(actual, found[actual]), "body": found[actual].body},
-         harness.files[actual].decode("utf-8"), as_json=want_json(json_out))
+    _, view = read_view()
+    actual = require_in(view.memories, view.broken, name, parsed=True)
+    memory = view.memories[actual]
+    emit({"ok": True, **row(actual, memory), **view.origin(actual), "body": memory.body},
+         view.files[actual].decode("utf-8"), as_json=want_json(json_out))
     return 0
 
 
@@ -150,12 +156,12 @@ def search(query: str, limit: int, global_: bool, json_out: bool) -> int:
     if not query.strip():
         raise UsageError("search needs words to look for", code="usage.query",
                          hint="give a query, e.g. `memfold search deploy`; `memfold list` shows every memory")
-    from ..store.searchcache import search_hits
+    svc, view = read_view()
+    from ..mirror.team import team_hits
 
-    svc = services(privacy=False)
-    hits = search_hits(svc.layout.harness, svc.layout.project_home, query, limit, svc.limits)
-    rows = [{**row(r.file, r), "score": s} for r, s in hits]
+    rows = [{**row(r.file, r), **view.origin(r.file), "score": s}
+            for r, s in team_hits(svc.layout, svc.limits, view, query, limit)]
     width = _file_width(rows)
-    human = "\n".join(f"{r['file']:<{width}} {r['score']:>8.4g}  {r['description']}" for r in rows)
+    human = "\n".join(f"{r['file']:<{width}} {r['score']:>8.4g}  {r['description']}{_marked(r)}" for r in rows)
     emit({"ok": True, "query": query, "results": rows}, human or "no match", as_json=want_json(json_out))
     return 0

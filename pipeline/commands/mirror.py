@@ -37,21 +37,32 @@ def _trust(trusted: bool, json_out: bool) -> int:
                          code="trust.global", hint="run it in the project whose .memory/ you mean, without --global")
     changed = set_trust(home_dir(), lay.project_root, trusted)
     word = "trusted" if trusted else "untrusted"
-    emit({"ok": True, "projectRoot": str(lay.project_root), "trusted": trusted, "changed": changed},
-         f"{lay.project_root}: mirror {word} for injection" + ("" if changed else " (already)"),
-         as_json=want_json(json_out))
+    data: dict[str, object] = {"ok": True, "projectRoot": str(lay.project_root), "trusted": trusted,
+                               "changed": changed}
+    human = f"{lay.project_root}: mirror {word}" + ("" if changed else " (already)")
+    if trusted:
+        from .team import trust_sync
+
+        # Trusting is the decision to take the team's memories: the sync adopts them now.
+        synced = trust_sync(json_out)
+        data["sync"] = synced
+        adopted, held = len(synced.get("adopted") or []), len(synced.get("held") or [])
+        conflicts = len(synced.get("conflicts") or [])
+        human += f"; adopted {adopted} teammate change(s)" + (f", {held} held back" if held else "") \
+            + (f", {conflicts} in conflict (see `memfold sync`)" if conflicts else "")
+    emit(data, human, as_json=want_json(json_out))
     return 0
 
 
 @app.command()
 def trust(json_out: bool = JsonOpt) -> int:
-    """Let `memfold inject` include this project's mirror (.memory/)."""
+    """Trust this repository's mirror (.memory/): adopt teammates' memories, inject them; every worktree shares it."""
     return _trust(True, json_out)
 
 
 @app.command()
 def untrust(json_out: bool = JsonOpt) -> int:
-    """Stop injecting this project's mirror; only the private store is injected."""
+    """Stop trusting this repository's mirror: nothing more is adopted or injected from it."""
     return _trust(False, json_out)
 
 

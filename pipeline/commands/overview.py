@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ..safetext import counted
 from .context import config, emit, services, use_global, want_json
+from .team import team_lines
 
 
 def status(global_: bool, json_out: bool) -> int:
@@ -13,7 +14,8 @@ def status(global_: bool, json_out: bool) -> int:
     from ..status import project_status
 
     section = config().consolidate
-    data = project_status(services(privacy=False), DuePolicy(hours=section.due_hours, writes=section.due_writes))
+    # The rules judge teammates' files in the mirror (held back or not).
+    data = project_status(services(), DuePolicy(hours=section.due_hours, writes=section.due_writes))
     lines = [
         f"project      {data['projectRoot']}",
         f"private      {data['harness']} ({counted(data['memories'], 'memory')}: {data['safe']} safe, "
@@ -23,7 +25,8 @@ def status(global_: bool, json_out: bool) -> int:
         f"capacity     {data['capacity']['lines']}/{data['capacity']['maxLines']} lines, "
         f"{data['capacity']['bytes']}/{data['capacity']['maxBytes']} bytes",
         "trusted      "
-        + ("yes: the mirror is injected" if data["trusted"] else "no: only the private store is injected"),
+        + ("yes: teammates' memories in the mirror are adopted and injected" if data["trusted"]
+           else "no: nothing from the mirror is adopted or injected (`memfold trust`)"),
         f"lock         {data['lock'] or 'free'}",
         f"last run     {data['lastRun'] or 'none'}",
         f"consolidate  {'due' if data.get('due') else 'not due'}"
@@ -35,10 +38,8 @@ def status(global_: bool, json_out: bool) -> int:
     if data["git"] is not None:
         lines.append(f"git          {len(data['git']['tracked'])} mirror files tracked, "
                      f"{len(data['git']['untracked'])} untracked")
-    for line in data["drift"]:
-        lines.append(f"drift        {line}")
-    for line in data.get("behind") or []:
-        lines.append(f"behind       {line}")
+    team = data.get("team") or {}
+    lines += team_lines({**team, "adopted": team.get("incoming")}, verb="incoming", width=12, indent=" " * 13)
     for item in data.get("broken") or []:
         lines.append(f"broken       {item['path']}: {item['problem']}\n             fix: {item['fix']}")
     for warning in data["warnings"]:

@@ -21,11 +21,12 @@ def report(out: Path = typer.Option(None, "--out", help="write here (default: <h
            global_: bool = GlobalOpt, json_out: bool = JsonOpt) -> int:
     """Write an HTML audit report of the receipt chain: timeline, sizes, per-run changes and diffs."""
     use_global(global_)
+    from ..mirror import gitinfo
     from ..receipts.report import write_report
 
     svc = services(privacy=False)
     written = write_report(svc.layout, svc.limits, public=public, since=since, out=out,
-                           now=clock().strftime("%Y-%m-%dT%H:%M:%SZ"))
+                           now=clock().strftime("%Y-%m-%dT%H:%M:%SZ"), git=gitinfo)
     if written.inside_project and not public:
         warn(f"{written.path} is inside the project and holds private text: keep it out of git")
     emit({"ok": True, "report": str(written.path), "public": public, "mode": f"{written.mode:04o}",

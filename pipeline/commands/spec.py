@@ -154,6 +154,14 @@ COMMANDS: dict[str, Command] = {c.name: c for c in (
     Command("export", (arg("fmt", "claude", metavar="FORMAT"), arg("dest", "the memory dir to write", kind="path"),
                        JSON_OPT),
             "io:export", "Write the private store as a Claude Code memory dir (memory files + MEMORY.md).", EVERYDAY),
+    Command("sync", (
+        opt("take", "--take", help="settle a conflict or held file: mine (your store wins) | theirs (the mirror's)"),
+        arg("name", "the memory to settle (with --take)", required=False),
+        opt("dry_run", "--dry-run", kind="flag", help="show what a sync would adopt, hold and leave; write nothing"),
+        opt("quiet", "--quiet", "-q", kind="flag", help="print nothing unless something needs you (git hooks)"),
+        JSON_OPT),
+        "team:sync", "Adopt teammates' changes that git brought into the mirror; list held files and conflicts.",
+        EVERYDAY),
     Command("mcp", (), "mcp_run:serve",
             "Run the MCP server on stdio (the project is --project or the working directory).", HOSTS),
 )}

@@ -16,6 +16,7 @@ from ..errors import ConfigError, Issue
 from ..fsutil import read_bounded, sha256_bytes
 from ..store import filecache
 from ..store import jsontext as json
+from .defaults import DEFAULTS
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -26,19 +27,6 @@ if TYPE_CHECKING:
     from ..store.state import Limits
     from ..worker.extract import ExtractLimits
 
-# Every section's defaults; the models in section_models take theirs from here.
-DEFAULTS: dict[str, dict[str, Any]] = {
-    "limits": {"max_file_bytes": 64 * 1024, "max_files": 4096, "index_lines": 200, "index_bytes": 25_600,
-               "worker_output_bytes": 16 << 20, "worker_output_lines": 65_536, "worker_output_line_bytes": 1 << 20,
-               "plan_bytes": 8 << 20, "plan_depth": 128},
-    "lock": {"timeout": 5.0},
-    "runs": {"keep": 50},
-    "workers": {},
-    "privacy": {"rules": [], "allowlist": []},
-    "inject": {"guidance": True, "max_bytes": 16_000, "max_files": 8, "mask_credentials": True},
-    "consolidate": {"due_hours": 24.0, "due_writes": 20},
-    "mcp": {"allow_publish": False},
-}
 CACHE_PREFIX = "config-"
 LEGACY_CACHE = "config.json"
 # The installed package's directory: one per installation.
@@ -240,7 +228,7 @@ def _parse(path: Path | str) -> tuple[Any, list[Issue]]:
 def _validator_identity() -> list[Any]:
     """What decides the validation result besides the file: this package's modules (the models)."""
     here = os.path.dirname(os.path.abspath(__file__))
-    return [filecache.identity(os.path.join(here, name)) for name in ("__init__.py", "models.py")]
+    return [filecache.identity(os.path.join(here, name)) for name in ("__init__.py", "defaults.py", "models.py")]
 
 
 def cache_file(home: Path | str, install: str = _INSTALL) -> str:

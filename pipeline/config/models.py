@@ -6,7 +6,7 @@ from typing import Any
 
 from ..errors import Issue
 from ..sandbox import DEFAULT_LIMITS
-from . import DEFAULTS
+from .defaults import DEFAULTS
 
 # A worker entry's defaults; kept here, not beside DEFAULTS, so reading a cached config (each prompt)
 # does not import the sandbox package for them.

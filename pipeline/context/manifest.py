@@ -6,7 +6,7 @@ from pathlib import Path
 
 from ..fsutil import digest_json
 from ..paths import Layout
-from ..receipts.receipt import HashMaps
+from ..state.maps import HashMaps
 from ..store.state import Limits
 
 TYPE_CHECKING = False

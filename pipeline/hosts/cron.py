@@ -14,8 +14,9 @@ from ..apply.summary import SETTLED_REASON, left_for_next_run, settled
 from ..errors import LockHeld, MemfoldError
 from ..fsutil import read_bounded
 from ..paths import Layout, adopt_worktree_store, make_layout
-from ..receipts.receipt import load_receipt, log_entries
-from ..state import read_pre
+from ..receipts.log import log_entries
+from ..receipts.receipt import load_receipt
+from ..state.read import read_pre
 
 CONSOLIDATE_COMMAND = "consolidate"
 

@@ -51,15 +51,74 @@ def _readable_root(root: str, below: str, label: str, warnings: list[str]) -> bo
     return True
 
 
-def _wanted(home: str, root: str, harness: str, project_home: str, include_global: bool,
+def root_trusted(home: str, root: str) -> bool:
+    from ..mirror.trust import is_trusted
+
+    return is_trusted(home, root)
+
+
+class TeamGate:
+    """Whether a teammate's memory in the mirror may be served: the checks a sync makes before it adopts
+    a file (``mirror.sync.screen_for``: parse, conflict markers, privacy, hidden and instruction-like
+    text, bounds), so nothing the sync would hold back reaches the model before a write adopts it.
+
+    The verdict is kept with the row in the mirror's search index (its ``masks`` column, which the
+    mirror's rows have no other use for), dropped with it when the file or the rules change: only a
+    row served for the first time is read and checked, so a prompt pays nothing for the rest.
+    """
+
+    def __init__(self, home: str, privacy: Any, max_file_bytes: int) -> None:
+        from ..store.mask import RowMasker
+
+        self.rules = RowMasker(home, privacy, kinds=("mirror",))
+        self.max_file_bytes = max_file_bytes
+        self.screen: Any = None
+        self.checked: set[int] = set()
+
+    def __call__(self, source: Any, row: Any) -> bool:
+        if source.kind != "mirror":
+            return True
+        index = source.index
+        if id(index) not in self.checked:
+            self.checked.add(id(index))
+            if self.rules.reset(index):
+                row.masks = None
+        if row.masks is None:
+            row.masks = self._verdict(source.path, row)
+            index.settle("UPDATE docs SET masks = ? WHERE id = ? AND sha = ?", (row.masks, row.id, row.sha))
+        return bool(row.masks == _ADMITTED)
+
+    def _verdict(self, folder: str, row: Any) -> str:
+        from ..fsutil import read_bounded, sha256_bytes
+
+        try:
+            data = read_bounded(os.path.join(folder, row.file), self.max_file_bytes)
+        except Exception:
+            return "held:unreadable"
+        if sha256_bytes(data) != row.sha:
+            return "held:changed"  # not what was indexed: the index is rebuilt when the row is served
+        if self.screen is None:
+            from ..mirror.sync import screen_for
+            from ..privacy import load_ruleset
+
+            privacy = self.rules.privacy
+            ruleset = load_ruleset(privacy.rules or None, privacy.allowlist or None, cache_home=self.rules.home)
+            self.screen = screen_for(ruleset, self.max_file_bytes)
+        found = self.screen(row.file, data)
+        return _ADMITTED if found is None else f"held:{found[0]}"
+
+
+_ADMITTED = "team:admitted"
+
+
+def _wanted(home: str, root: str, harness: str, project_home: str, include_global: bool, trusted: bool,
             warnings: list[str]) -> list[tuple[str, str, str, str]]:
     """The stores to show: (kind, root, the home of its index, the index's name)."""
-    from ..mirror.trust import is_trusted
 
     wanted = []
     if _readable_root(harness, home, "private", warnings):
         wanted.append(("private", harness, project_home, "memory"))
-    if is_trusted(home, root):
+    if trusted:
         mirror = os.path.join(root, paths.MIRROR_DIR)
         if _readable_root(mirror, root, "mirror", warnings):
             wanted.append(("mirror", mirror, project_home, "mirror"))
@@ -73,7 +132,8 @@ def _wanted(home: str, root: str, harness: str, project_home: str, include_globa
 
 
 def _sources(wanted: Sequence[tuple[str, str, str, str]], limits: Any, warnings: list[str]) -> list[Source]:
-    from ..store.searchcache import Index, cache_file
+    from ..store.searchcache import Index
+    from ..store.searchdb import cache_file
 
     sources = [Source(kind, path, Index.open(path, cache_file(store_home, name), int(limits.max_file_bytes),
                                              int(limits.max_files)))
@@ -108,6 +168,8 @@ def gather(home: str, project_dir: str, *, query: str | None, max_bytes: int | N
         from ..store.mask import RowMasker
 
         mask = RowMasker(home, config.privacy)
+    trusted = root_trusted(home, root)
+    admit = TeamGate(home, config.privacy, int(config.limits.max_file_bytes)) if trusted else None
     if session:
         from ..store import sessions
 
@@ -115,14 +177,15 @@ def gather(home: str, project_dir: str, *, query: str | None, max_bytes: int | N
     else:
         sent = {}
     noted: list[str] = []
-    wanted = _wanted(home, root, harness, project_home, include_global, noted)
+    wanted = _wanted(home, root, harness, project_home, include_global, trusted, noted)
     # A session start (no query) shows what the last one with the same inputs showed, while it holds.
     block = None
     if not query and not prompt:
         from ..store import blockcache
 
         block = jsontext.dumps([blockcache.FORMAT, wanted, noted, limit_bytes, limit_files, bool(settings.guidance),
-                                mask.key if mask else None, int(config.limits.max_file_bytes),
+                                mask.key if mask else None, admit.rules.key if admit else None,
+                                int(config.limits.max_file_bytes),
                                 int(config.limits.max_files), sorted(sent.items())])
         kept = blockcache.load(project_home, block)
         if kept is not None:
@@ -139,7 +202,7 @@ def gather(home: str, project_dir: str, *, query: str | None, max_bytes: int | N
         try:
             result = build_injection(sources, query=query, max_bytes=limit_bytes, max_files=limit_files,
                                      guidance=bool(settings.guidance), warnings=warnings, prompt=prompt,
-                                     sent=sent, mask=mask)
+                                     sent=sent, mask=mask, admit=admit)
             if block is not None:
                 from ..store import blockcache
 

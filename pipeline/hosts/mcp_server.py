@@ -13,7 +13,6 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..apply.commit import Services
 from ..errors import InputRejected, MemfoldError, UsageError
-from ..store.memory import Memory
 from ..transaction import ConsolidateRequest
 from .cron import DuePolicy
 
@@ -118,7 +117,7 @@ class Backend:
 
     def edit(self, command: str, build: Callable[..., Any]) -> dict[str, Any]:
         from ..edits import direct_transaction
-        from ..store.warm import WarmState
+        from ..state.warm import WarmState
 
         if self.warm is None:
             self.warm = WarmState(self.svc.layout, self.svc.limits)
@@ -144,27 +143,29 @@ class Backend:
 
         return self.edit("forget", forget_ops(name))
 
-    def memories(self) -> dict[str, Memory]:
-        """The store as it is now. Unchanged files are neither read nor parsed again: the home's state
-        cache keeps them by file identity and content hash, across calls and across processes."""
-        from ..state import current_memories
+    def view(self) -> Any:
+        """The store as reads show it (``mirror.team``): as the next sync leaves it, teammates' pending
+        memories labelled. Unchanged files are neither read nor parsed again: the home's state cache keeps
+        them by file identity and content hash, across calls and across processes."""
+        from ..mirror.team import read_view
 
-        return current_memories(self.svc.layout, self.svc.limits)
+        return read_view(self.svc.layout, self.svc.limits, lambda: self.svc.ruleset)
 
     def list_memories(self) -> dict[str, Any]:
-        memories = self.memories()
-        return {"ok": True, "memories": [_row(n, memories[n]) for n in sorted(memories)]}
+        view = self.view()
+        memories = view.memories
+        return {"ok": True, "memories": [{**_row(n, memories[n]), **view.origin(n)} for n in sorted(memories)]}
 
     def search(self, query: str, limit: int) -> dict[str, Any]:
-        from ..store.searchcache import search_hits
+        from ..mirror.team import team_hits
 
         if not query.strip():
             raise UsageError("memory_search needs words to look for", code="usage.query",
                              hint="pass a query; memory_list shows every memory")
-        layout = self.svc.layout
-        hits = search_hits(layout.harness, layout.project_home, query, limit, self.svc.limits)
+        view = self.view()
+        hits = team_hits(self.svc.layout, self.svc.limits, view, query, limit)
         return {"ok": True, "query": query,
-                "results": [{**_row(r.file, r), "score": s, "body": r.body} for r, s in hits]}
+                "results": [{**_row(r.file, r), **view.origin(r.file), "score": s, "body": r.body} for r, s in hits]}
 
     def consolidate(self, context: str | None, scope: str | None, worker: str, dry_run: bool) -> dict[str, Any]:
         from ..transaction import consolidate
@@ -187,19 +188,20 @@ class Backend:
         return {"ok": True, **project_status(self.svc, self.due_policy)}
 
     def verify(self, target: str | None, audit: bool) -> dict[str, Any]:
-        from ..receipts.receipt import log_entries
+        from ..mirror import gitinfo
+        from ..receipts.log import log_entries
         from ..receipts.verify import audit as run_audit
         from ..receipts.verify import verify_receipt
 
         layout, limits = self.svc.layout, self.svc.limits
         if audit:
-            return {**run_audit(layout, limits).as_dict(), "target": None}
+            return {**run_audit(layout, limits, git=gitinfo).as_dict(), "target": None}
         if target is None:
             entries = log_entries(layout.receipts)
             if not entries:
                 return {"ok": True, "target": None, "checks": [], "errors": [], "drift": [], "receipts": 0}
             target = str(entries[-1].path)
-        return {**verify_receipt(layout, limits, target).as_dict(), "target": target}
+        return {**verify_receipt(layout, limits, target, gitinfo).as_dict(), "target": target}
 
 
 def error_result(code: str, message: str, hint: str | None) -> CallToolResult:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from . import Parsed, memory_names, ordered, read_candidate
+from .candidates import Parsed, memory_names, ordered, read_candidate
 
 
 def parse_dir(path: Path, tick: Callable[[], None] = lambda: None) -> Parsed:

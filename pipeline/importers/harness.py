@@ -8,7 +8,7 @@ from pathlib import Path
 
 from ..errors import MemfoldError
 from ..fsutil import read_bounded
-from . import MAX_SOURCE_BYTES, Parsed, ordered, read_candidate, require_dir
+from .candidates import MAX_SOURCE_BYTES, Parsed, ordered, read_candidate, require_dir
 
 _LINK = re.compile(r"\]\(([^)]+\.md)\)")
 

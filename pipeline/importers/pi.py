@@ -11,7 +11,7 @@ from typing import Any
 from ..errors import InputRejected, MemfoldError
 from ..fsutil import read_bounded
 from ..store.memory import Memory, sanitize_line, stamp
-from . import MAX_SOURCE_BYTES, Candidate, Parsed, memory_files, ordered, read_candidate, slug
+from .candidates import MAX_SOURCE_BYTES, Candidate, Parsed, memory_files, ordered, read_candidate, slug
 from .source import decode, file_name, read_source, unique_name
 
 _BULLET = re.compile(r"^[-*+](?:\s+(.*))?$")

@@ -1,9 +1,16 @@
-"""`memfold mirror check`: the mirror as it is on disk, hand edits, links and special files included."""
+"""`memfold mirror check`: the mirror as git would publish it, links and special files included.
+
+It judges what the mirror holds, not whether this user's store agrees with it: a teammate's memory
+that a pull brought is no problem of the mirror (``memfold sync`` adopts it), so a fresh clone of a
+clean team mirror passes. What fails is what must not be committed: a privacy finding, invisible
+characters, git's conflict markers, a file that does not parse or is marked private, a copy of a
+memory this user keeps private, names that are not memory files or that clash on a case-insensitive
+checkout, links, special files and files over the bounds.
+"""
 
 from __future__ import annotations
 
 import os
-import re
 import stat
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -11,12 +18,11 @@ from typing import TYPE_CHECKING
 from ..errors import Issue, MemfoldError, UsageError
 from ..fsutil import read_bounded
 from ..paths import Layout
-from ..receipts.witness import MAX_HEAD_BYTES, is_head_name, written_here
-from ..state import PreState, read_pre
-from ..store.index import render_index
+from ..receipts.witness import MAX_HEAD_BYTES, is_legacy_head_name, parse_head
+from ..state.read import read_private
 from ..store.memory import INDEX_NAME, is_memory_name, windows_reserved
 from ..store.state import Limits
-from .guard import behind, check_disk_mirror, mirror_drift
+from .guard import check_disk_mirror, withhold_names
 
 if TYPE_CHECKING:
     from ..privacy import RuleSet
@@ -36,83 +42,6 @@ def _targets(layout: Layout, mirror: Path, files: list[Path]) -> list[str]:
     return sorted(set(names))
 
 
-BEHIND = "mirror.behind"
-
-
-def differences(pre: PreState, layout: Layout | None = None) -> list[Issue]:
-    """Every way ``.memory/`` differs from what the private store says it holds: each safe memory,
-    byte for byte, nothing else, and an index that lists exactly those.
-
-    With ``layout``, a difference that is only the mirror being behind the store (a file still as this
-    work tree's last transaction wrote it, a memory written since from another worktree sharing the
-    store) is ``mirror.behind``: not a hand edit, and the next transaction here brings it up to date.
-    """
-    index = pre.public.files.get(INDEX_NAME)
-    listed = set(_LINK.findall(index.decode("utf-8", "replace"))) if index is not None else set()
-    issues = []
-    for line in mirror_drift(pre):
-        name = line.split(" ", 1)[0]
-        unlisted = "" if name in listed else "; MEMORY.md does not list it"
-        issues.append(Issue(_drift_code(line), f".memory/{name}", line + unlisted))
-    safe = sorted(n for n, m in pre.memories.items() if m.is_safe)
-    for name in safe:
-        if name not in pre.public.hashes:
-            issues.append(Issue("mirror.missing", f".memory/{name}",
-                                f"safe memory {name} is missing from the mirror (deleted by hand?)"))
-    for name in sorted(pre.public.ignored):
-        if not is_head_name(name):
-            issues.append(Issue("mirror.extra", f".memory/{name}",
-                                f"{name} is in the mirror but is not a memory file memfold writes"))
-    for name in sorted(pre.public.temps):
-        issues.append(Issue("mirror.temp", f".memory/{name}", f"{name} is a leftover temporary file "
-                            "(`memfold recover` removes it)"))
-    if index is None:
-        if safe or pre.public.memories():
-            issues.append(Issue("mirror.index-missing", ".memory/MEMORY.md", "the mirror has no MEMORY.md index"))
-    elif index != render_index(pre.memories, mirror=True):
-        unindexed = sorted(set(pre.public.memories()) - listed)
-        detail = f": not listed {', '.join(unindexed[:5])}" if unindexed else ""
-        issues.append(Issue("mirror.index-stale", ".memory/MEMORY.md",
-                            f"the mirror index does not list exactly the safe memories{detail}"))
-    if issues and layout is not None:
-        issues = _behind(issues, pre, written_here(layout.receipts, layout.mirror, pre.cache))
-    return issues
-
-
-def _behind(issues: list[Issue], pre: PreState, ours: dict[str, str] | None) -> list[Issue]:
-    """Issues of files memfold itself left this way here, turned into ``mirror.behind`` notes."""
-    if ours is None:
-        return issues
-    kept = behind(pre, ours)
-    out = []
-    for issue in issues:
-        name = issue.path.removeprefix(".memory/")
-        # A memory made private since stays an issue: its text is in this mirror until the next write here.
-        if name in kept and issue.code in ("mirror.differs", "mirror.extra", "mirror.index-stale"):
-            out.append(Issue(BEHIND, issue.path, f"{name} is as this work tree's last transaction wrote it; the "
-                             "private store changed since (from another worktree?): the next transaction here "
-                             "updates it"))
-        elif issue.code == "mirror.missing" and name not in ours:
-            out.append(Issue(BEHIND, issue.path, f"safe memory {name} was written since from another worktree; "
-                             "the next transaction here mirrors it"))
-        else:
-            out.append(issue)
-    return out
-
-
-def _drift_code(line: str) -> str:
-    if "not in the private store" in line:
-        return "mirror.extra"
-    if "private in the store" in line:
-        return "mirror.not-safe"
-    if "broken" in line:
-        return "mirror.broken-source"
-    return "mirror.differs"
-
-
-_LINK = re.compile(r"\]\(([^)\s]+\.md)\)")
-
-
 def check_mirror(layout: Layout, ruleset: RuleSet, limits: Limits, files: list[Path]) -> list[Issue]:
     mirror = layout.mirror
     if mirror is None:
@@ -121,14 +50,15 @@ def check_mirror(layout: Layout, ruleset: RuleSet, limits: Limits, files: list[P
     issues: list[Issue] = []
     contents: dict[str, bytes] = {}
     targets = _targets(layout, mirror, files)
-    # A memory, the index and a chain head per receipt log: past that the mirror is over its bound,
-    # and only the first names are read (100,000 stray files cost no more than the bound).
+    # A memory and the index: past that the mirror is over its bound, and only the first names are read
+    # (100,000 stray files cost no more than the bound).
     bound = limits.max_files + 8
     if len(targets) > bound:
         issues.append(Issue("bounds.file-count", ".memory/",
                             f"the mirror holds {len(targets)} entries, over the bound of {limits.max_files} "
                             f"memories; only the first {bound} were checked"))
         targets = targets[:bound]
+    lower = _case_clashes(targets)
     for name in targets:
         path = mirror / name
         where = f".memory/{name}"
@@ -142,30 +72,45 @@ def check_mirror(layout: Layout, ruleset: RuleSet, limits: Limits, files: list[P
         if not stat.S_ISREG(st.st_mode):
             issues.append(Issue("mirror.not-regular", where, f"{name} is not a regular file"))
             continue
+        if is_legacy_head_name(name) and st.st_size <= MAX_HEAD_BYTES:
+            if parse_head(read_bounded(path, MAX_HEAD_BYTES)) is None:
+                issues.append(Issue("mirror.head-invalid", where, f"{name} is not a chain head as memfold wrote it"))
+            continue  # an older memfold's head: the next transaction moves it to .memfold/heads/
         if name != INDEX_NAME and windows_reserved(name):
             issues.append(Issue("mirror.name-reserved", where,
                                 f"{name} is a Windows device name: teammates on Windows cannot check it out"))
             continue
-        if name != INDEX_NAME and not is_memory_name(name) and not is_head_name(name):
+        if name != INDEX_NAME and not is_memory_name(name):
             issues.append(Issue("mirror.name", where, f"{name} is not a memory file name"))
             continue
-        limit = MAX_HEAD_BYTES if is_head_name(name) else limits.max_file_bytes if name != INDEX_NAME \
-            else max(limits.index_bytes * 4, 1 << 20)
+        if name in lower:
+            issues.append(Issue("mirror.case-collision", where, f"{name} and {lower[name]} differ only by case: "
+                                "on a case-insensitive checkout (macOS, Windows) one overwrites the other"))
+        limit = limits.max_file_bytes if name != INDEX_NAME else max(limits.index_bytes * 4, 1 << 20)
         if st.st_size > limit:
-            issues.append(
-                Issue("bounds.file-size", where, f"{name} is {st.st_size} bytes, over the {limit}-byte bound")
-            )
+            issues.append(Issue("bounds.file-size", where,
+                                f"{name} is {st.st_size} bytes, over the {limit}-byte bound"))
             continue
         contents[name] = read_bounded(path, limit)
-    pre: PreState | None
+    issues.extend(check_disk_mirror(contents, _private_copies(layout, limits), ruleset, limits))
+    # A file name that holds a credential is withheld from every line printed.
+    return withhold_names(issues, [*contents, *targets], ruleset)
+
+
+def _case_clashes(names: list[str]) -> dict[str, str]:
+    """Each name that another name equals but for case, with that other name."""
+    seen: dict[str, list[str]] = {}
+    for name in names:
+        seen.setdefault(name.lower(), []).append(name)
+    return {name: next(other for other in group if other != name) for group in seen.values() if len(group) > 1
+            for name in group}
+
+
+def _private_copies(layout: Layout, limits: Limits) -> dict[str, str]:
+    """The sha256 of each memory this user keeps private, by name (none when the store cannot be read)."""
     try:
-        pre = read_pre(layout, limits)
+        harness, memories, _broken = read_private(layout, limits)
     except MemfoldError:
-        pre = None  # a symlink or the count bound: reported above, file by file
-    found = differences(pre, layout) if pre is not None else []
-    # A file only behind the store is not a problem of the mirror (its bytes are still scanned here).
-    late = {i.path.removeprefix(".memory/") for i in found if i.code == BEHIND}
-    issues.extend(check_disk_mirror(contents, pre.harness.files if pre else None, ruleset, limits, behind=late))
-    seen = {i.path.split(":", 1)[0] for i in issues}  # one finding per file is enough
-    issues.extend(i for i in found if i.path not in seen and i.code != BEHIND)
-    return issues
+        return {}
+    return {name: harness.hashes[name] for name, memory in memories.items() if not memory.is_safe
+            and name in harness.hashes}

@@ -178,3 +178,48 @@ def _blobs(root: Path, oids: list[str]) -> dict[str, bytes] | None:
         blobs[header[0].decode("ascii")] = out[at:at + size]
         at += size + 1
     return blobs
+
+
+def _blob_id(data: bytes) -> str:
+    """The id git gives ``data`` as a blob (its object format here is SHA-1), computed without git."""
+    import hashlib
+
+    return hashlib.sha1(b"blob %d\0" % len(data) + data, usedforsecurity=False).hexdigest()
+
+
+def provenance(root: Path, files: Mapping[str, bytes | None]) -> dict[str, dict[str, str]]:
+    """For each mirror file (its bytes in the work tree now, None where it is gone) where it came from:
+    the commit that last changed it and that commit's author, when the work tree holds it as HEAD does;
+    else ``{"source": "working tree"}``. Empty outside a repository. Two git processes, whatever the count."""
+    if not files:
+        return {}
+    paths = {f"{MIRROR_DIR}/{name}": name for name in files}
+    listed = git_output(("ls-tree", "-z", "HEAD", "--", *sorted(paths)), root)
+    if listed is None:
+        return {}
+    at_head: dict[str, str] = {}
+    for entry in listed.decode("utf-8", "surrogateescape").split("\0"):
+        meta, _, path = entry.partition("\t")
+        parts = meta.split()
+        if len(parts) == 3 and parts[1] == "blob" and path in paths:
+            at_head[paths[path]] = parts[2]
+    committed = [name for name, data in files.items() if (data is None and name not in at_head)
+                 or (data is not None and at_head.get(name) == _blob_id(data))]
+    out: dict[str, dict[str, str]] = {name: {"source": "working tree"} for name in files if name not in committed}
+    if not committed:
+        return out
+    wanted = {f"{MIRROR_DIR}/{name}" for name in committed}
+    log = run_git(("log", "--no-show-signature", "--no-ext-diff", "--no-textconv", "--no-renames", "-z",
+                   "--format=%x01%H%x00%an", "--name-only", "--", *sorted(wanted)), root)
+    for record in (log or "").split("\x01")[1:]:
+        head, _, names = record.partition("\n")
+        commit, _, author = head.partition("\0")
+        for path in names.strip("\0\n").split("\0"):
+            path = path.strip("\n")
+            if path in wanted and paths[path] not in out:
+                out[paths[path]] = {"source": "commit", "commit": commit, "author": author}
+        if len(out) == len(files):
+            break
+    for name in committed:
+        out.setdefault(name, {"source": "unknown"})
+    return out

@@ -1,72 +1,24 @@
-"""The safe mirror's guarantees: drift refusal, the privacy gate, and post-state verification."""
+"""The safe mirror's guarantees: the privacy gate and post-state verification."""
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Collection, Iterator, Mapping
 
 from ..errors import InputRejected, Issue, IssueList, PrivacyRejected, VerifyFailed
 from ..fsutil import sha256_bytes
-from ..receipts.witness import is_head_name, parse_head
-from ..state import PostState, PreState
+from ..state.model import PostFiles, PostState
+from ..state.proven import keep_proof
 from ..store.files import same_file, size_of
-from ..store.index import PRIVATE_MARK, render_index
+from ..store.index import PRIVATE_MARK, mirror_index, mirror_index_bytes, render_index
 from ..store.memory import INDEX_NAME, is_memory_name, parse_memory
-from ..store.proven import PostFiles, keep_proof, proof_for
 from ..store.state import Limits
+from .shape import declared_visibility, has_conflict_markers
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from ..privacy import RuleSet
     from ..store.statecache import StateCache
-
-
-def mirror_drift(pre: PreState) -> list[str]:
-    """Mirror memory files that the private store does not hold as safe, byte for byte."""
-    if proof_for(pre) is not None:
-        return []  # the very state that passed the post-state check: its mirror is its safe memories
-    drift = []
-    for name, digest in sorted(pre.public.hashes.items()):
-        if name == INDEX_NAME:
-            continue
-        memory = pre.memories.get(name)
-        if name in pre.broken:
-            drift.append(f"{name} is in the mirror but its private copy is broken (see `memfold doctor`)")
-        elif memory is None:
-            drift.append(f"{name} is in the mirror but not in the private store")
-        elif not memory.is_safe:
-            drift.append(f"{name} is in the mirror but private in the store")
-        elif pre.harness.hashes.get(name) != digest:
-            drift.append(f"{name} in the mirror differs from the private copy (edited by hand?)")
-    return drift
-
-
-def behind(pre: PreState, written_here: Mapping[str, str] | None) -> set[str]:
-    """Mirror files holding exactly the bytes memfold last wrote in this work tree (see
-    ``receipts.witness.written_here``): behind the store, not edited by hand, so a transaction may
-    replace them and nothing is lost."""
-    if not written_here:
-        return set()
-    return {n for n, digest in pre.public.hashes.items() if written_here.get(n) == digest}
-
-
-def refuse_drift(pre: PreState, touched: set[str],
-                 written_here: Callable[[], Mapping[str, str] | None] | None = None) -> None:
-    """Refuse to write over a hand edit of the mirror. ``written_here`` (asked only when the mirror
-    differs) names what memfold itself wrote here: a file still as written is only behind the store."""
-    # A mirror copy of a broken private file is withdrawn by the transaction (fail closed), not refused.
-    lines = [line for line in mirror_drift(pre) if line.split(" ", 1)[0] not in touched | set(pre.broken)]
-    if lines and written_here is not None:
-        ours = behind(pre, written_here())
-        lines = [line for line in lines if line.split(" ", 1)[0] not in ours]
-    if lines:
-        raise VerifyFailed(
-            "the mirror (.memory/) does not match the private store: " + "; ".join(lines[:5]),
-            code="mirror.drift",
-            hint="move hand edits into the store with `memfold add`/`update` (or delete the stray "
-            "mirror files), then retry; `memfold mirror check` lists them",
-            data={"drift": lines},
-        )
 
 
 def refuse_safe_without_mirror(post: PostState) -> None:
@@ -83,7 +35,8 @@ def privacy_issues(post: PostState, ruleset: RuleSet, cache: StateCache | None =
     a change of rules (or of the code applying them) scans everything once."""
     scope = _scan_scope(ruleset)
     derived = post.derived
-    names: list[str] = sorted(post.public)
+    # A kept file is a teammate's, left as it is: never this write's to publish (sync held it, if it must).
+    names: list[str] = sorted(name for name in post.public if name not in post.kept.files)
     if scope is not None and derived is not None and derived.proof.clean == scope and derived.holds_for(post):
         # Every other mirror file is the proven state's, found clean under this very scope.
         names = changed_names(post, "public")
@@ -144,12 +97,26 @@ def _file_issues(name: str, data: bytes, ruleset: RuleSet) -> tuple[Issue, ...]:
     return issues
 
 
+def scan_issues(name: str, data: bytes, ruleset: RuleSet | None) -> tuple[Issue, ...]:
+    """What the gate finds in one mirror file (invisible characters, then privacy findings); without rules,
+    only the invisible characters."""
+    if ruleset is None:
+        hidden = _invisible(data.decode("utf-8", errors="replace"))
+        return () if hidden is None else (_hidden_issue(name, hidden),)
+    return _file_issues(name, data, ruleset)
+
+
+def _hidden_issue(name: str, hidden: tuple[int, int]) -> Issue:
+    return Issue("mirror.invisible", f".memory/{name}:{hidden[0]}:{hidden[1]}",
+                 f"{name} line {hidden[0]} holds a control or bidi character that can hide text")
+
+
 def _scan(name: str, data: bytes, ruleset: RuleSet) -> Iterator[Issue]:
     text = data.decode("utf-8", errors="replace")
     hidden = _invisible(text)
     if hidden:
-        yield Issue("mirror.invisible", f".memory/{name}:{hidden[0]}:{hidden[1]}",
-                    f"{name} line {hidden[0]} holds a control or bidi character that can hide text")
+        yield _hidden_issue(name, hidden)
+    yield from _file_name_issues(name, ruleset)
     for finding in ruleset.scan(text, f".memory/{name}"):
         yield Issue(
             f"privacy.{finding.category}",
@@ -158,8 +125,60 @@ def _scan(name: str, data: bytes, ruleset: RuleSet) -> Iterator[Issue]:
         )
 
 
+_WITHHELD = "<name withheld>"
+
+
+def _file_name_issues(name: str, ruleset: RuleSet, what: str = "a mirror file's name") -> Iterator[Issue]:
+    """A credential in a file name (the name is withheld from the message: it holds the value)."""
+    for finding in ruleset.scan_name(name):
+        yield Issue(f"privacy.{finding.category}", f".memory/{_WITHHELD}",
+                    f"{what} matches {finding.rule_id} ({finding.description}) {finding.preview}")
+
+
+def withhold_names(issues: list[Issue], names: Collection[str], ruleset: RuleSet) -> list[Issue]:
+    """``issues`` with every name that holds a credential replaced by a mark, in paths and messages."""
+    flagged = sorted((n for n in names if ruleset.scan_name(n)), key=len, reverse=True)
+    if not flagged:
+        return issues
+
+    def hide(text: str) -> str:
+        for name in flagged:
+            text = text.replace(name, _WITHHELD).replace(name.removesuffix(".md"), _WITHHELD)
+        return text
+
+    return [Issue(i.code, hide(i.path), hide(i.message)) for i in issues]
+
+
+def name_issues(post: PostState, ruleset: RuleSet) -> Iterator[Issue]:
+    """Credentials in the file names and titles of the memories ``post`` writes, whatever their
+    visibility: names are shown in every index and injected block, private or not."""
+    for op in post.operations:
+        if op.kind == "delete":
+            continue
+        if op.name not in post.public:  # a mirror file's name is checked with its content
+            yield from _file_name_issues(op.name, ruleset, "the file name of a memory")
+        memory = post.memories.get(op.name)
+        for finding in ruleset.scan_name(memory.name) if memory is not None and memory.name else ():
+            yield Issue(f"privacy.{finding.category}", f"{_WITHHELD}:name",
+                        f"the title of a memory matches {finding.rule_id} ({finding.description}) "
+                        f"{finding.preview}")
+
+
+def name_gate(post: PostState, ruleset: RuleSet) -> None:
+    """A memory whose name or title holds a credential is refused, private or safe."""
+    found = IssueList(name_issues(post, ruleset))
+    found.raise_if_any(
+        PrivacyRejected,
+        "refused: a memory's name looks like it holds a credential (names are shown in every index and "
+        "injected block, whatever the visibility)",
+        hint="name the memory in words without the value; keep the value itself in the body of a private "
+        "memory",
+    )
+
+
 def privacy_gate(post: PostState, ruleset: RuleSet, cache: StateCache | None = None) -> None:
-    """Any finding in what will be public rejects the whole transaction."""
+    """Any finding in a name, or in what will be public, rejects the whole transaction."""
+    name_gate(post, ruleset)
     found = IssueList()
     found.extend(privacy_issues(post, ruleset, cache))
     found.raise_if_any(
@@ -217,10 +236,10 @@ def derived_issues(post: PostState, limits: Limits) -> Iterator[Issue]:
     safe = {n for n in touched if n in post.memories and post.memories[n].is_safe}
     mirror_memories = {n for n in touched if n in post.public}
     yield from _mirror_issues(post, safe, mirror_memories)
-    index = post.public.get(INDEX_NAME, b"")
-    if PRIVATE_MARK.encode() in index:
+    index = post.public.get(INDEX_NAME)
+    if index is not None and PRIVATE_MARK.encode() in index:
         yield Issue("mirror.private-line", "public/MEMORY.md", f"the mirror index contains {PRIVATE_MARK}")
-    if mirror is None or index != mirror.data:
+    if mirror is None or index != mirror_index_bytes(mirror):
         yield Issue("index.public", "public/MEMORY.md", "the mirror index is not complete and current")
     if post.harness.get(INDEX_NAME) != own.data:
         yield Issue("index.harness", "harness/MEMORY.md", "the private index is not complete and current")
@@ -248,16 +267,29 @@ def full_issues(post: PostState, limits: Limits) -> Iterator[Issue]:
         if post.harness.get(INDEX_NAME) != render_index(post.memories, mirror=False):
             yield Issue("index.harness", "harness/MEMORY.md", "the private index is not complete and current")
         return
-    safe = {n for n, m in post.memories.items() if m.is_safe}
-    mirror_memories = {n for n in post.public if n != INDEX_NAME}
+    kept = post.kept.files
+    safe = {n for n, m in post.memories.items() if m.is_safe} - kept.keys()
+    mirror_memories = {n for n in post.public if n != INDEX_NAME} - kept.keys()
     yield from _mirror_issues(post, safe, mirror_memories)
-    index = post.public.get(INDEX_NAME, b"")
-    if PRIVATE_MARK.encode() in index:
+    yield from _kept_issues(post)
+    index = post.public.get(INDEX_NAME)
+    if index is not None and PRIVATE_MARK.encode() in index:
         yield Issue("mirror.private-line", "public/MEMORY.md", f"the mirror index contains {PRIVATE_MARK}")
-    if index != render_index(post.memories, mirror=True):
+    if index != mirror_index_bytes(mirror_index(post.memories, post.kept.lines, kept.keys())):
         yield Issue("index.public", "public/MEMORY.md", "the mirror index is not complete and current")
     if post.harness.get(INDEX_NAME) != render_index(post.memories, mirror=False):
         yield Issue("index.harness", "harness/MEMORY.md", "the private index is not complete and current")
+
+
+def _kept_issues(post: PostState) -> Iterator[Issue]:
+    """A kept file stays byte for byte as it was, and a kept absence stays without a file."""
+    for name, data in sorted(post.kept.files.items()):
+        now = post.public.get(name)
+        if data is None and now is not None:
+            yield Issue("mirror.kept", f"public/{name}", f"{name} must stay out of the mirror (kept: held or in "
+                        "conflict)")
+        elif data is not None and now != data:
+            yield Issue("mirror.kept", f"public/{name}", f"{name} is held or in conflict and must stay as it is")
 
 
 def _bound_issues(post: PostState, limits: Limits) -> Iterator[Issue]:
@@ -265,7 +297,8 @@ def _bound_issues(post: PostState, limits: Limits) -> Iterator[Issue]:
         yield Issue("bounds.file-count", "harness", f"{len(post.memories)} memories exceed {limits.max_files}")
     for root, files in (("harness", post.harness), ("public", post.public)):
         for name in sorted(files):
-            yield from _size_issue(root, files, name, limits)
+            if root == "harness" or name not in post.kept.files:
+                yield from _size_issue(root, files, name, limits)
 
 
 def _size_issue(root: str, files: Mapping[str, bytes], name: str, limits: Limits) -> Iterator[Issue]:
@@ -288,45 +321,34 @@ def verify_post(post: PostState, limits: Limits, ruleset: RuleSet | None) -> Non
     keep_proof(post, limits, as_derived)
 
 
-def check_disk_mirror(files: dict[str, bytes], harness: Mapping[str, bytes] | None,
-                      ruleset: RuleSet, limits: Limits, behind: set[str] | None = None) -> list[Issue]:
-    """`memfold mirror check`: the mirror as it is on disk, hand edits included (a file in ``behind``
-    is as memfold last wrote it here, so differing from the private copy is no hand edit)."""
+def check_disk_mirror(files: dict[str, bytes], private: Mapping[str, str], ruleset: RuleSet,
+                      limits: Limits) -> list[Issue]:
+    """`memfold mirror check`: each mirror file as it is on disk, as git would publish it. ``private`` holds
+    the sha256 of every memory this user keeps private, by name: one of those in the mirror is a leak."""
     issues: list[Issue] = []
     for name, data in sorted(files.items()):
-        if is_head_name(name):
-            if parse_head(data) is None:
-                issues.append(Issue("mirror.head-invalid", f".memory/{name}",
-                                    f"{name} is not a chain head as memfold writes it (the next transaction "
-                                    "rewrites it; `memfold audit` checks the chain)"))
-            continue
+        where = f".memory/{name}"
         if name == INDEX_NAME:
             if PRIVATE_MARK.encode() in data:
-                issues.append(Issue("mirror.private-line", f".memory/{name}",
-                                    f"the mirror index contains {PRIVATE_MARK}"))
+                issues.append(Issue("mirror.private-line", where, f"the mirror index contains {PRIVATE_MARK}"))
             continue
         if len(data) > limits.max_file_bytes:
-            issues.append(Issue("bounds.file-size", f".memory/{name}", f"{name} is over the size bound"))
+            issues.append(Issue("bounds.file-size", where, f"{name} is over the size bound"))
             continue
-        try:
-            memory = parse_memory(data, name)
-        except Exception as exc:
-            issues.append(Issue(getattr(exc, "code", "memory.invalid"), f".memory/{name}", str(exc)))
-            continue
-        if not memory.is_safe:
-            issues.append(Issue("mirror.not-safe", f".memory/{name}", f"{name} is not marked safe"))
-        if harness is not None and harness.get(name) is not None and name not in (behind or ()) \
-                and sha256_bytes(harness[name]) != sha256_bytes(data):
-            issues.append(Issue("mirror.differs", f".memory/{name}", f"{name} differs from the private copy"))
-    for name, data in sorted(files.items()):
-        hidden = _invisible(data.decode("utf-8", errors="replace"))
-        if hidden:
-            issues.append(Issue("mirror.invisible", f".memory/{name}:{hidden[0]}:{hidden[1]}",
-                                f"{name} line {hidden[0]} holds a control or bidi character that can hide text"))
-        for finding in ruleset.scan(data.decode("utf-8", errors="replace"), f".memory/{name}"):
-            issues.append(Issue(f"privacy.{finding.category}", f".memory/{name}:{finding.line}:{finding.column}",
-                                f"{name} line {finding.line}: {finding.rule_id} ({finding.description}) "
-                                f"{finding.preview}"))
+        if has_conflict_markers(data):
+            issues.append(Issue("mirror.merge-conflict", where, f"{name} holds git's conflict markers: finish the "
+                                "merge, or `memfold sync --take mine|theirs` it"))
+        else:
+            try:
+                memory = parse_memory(data, name)
+            except InputRejected as exc:
+                issues.append(Issue(exc.code, where, exc.message))
+            else:
+                if not memory.is_safe and declared_visibility(data) is not None:
+                    issues.append(Issue("mirror.not-safe", where, f"{name} is marked private"))
+        if private.get(name) == sha256_bytes(data):
+            issues.append(Issue("mirror.private-copy", where, f"{name} is a copy of a memory you keep private"))
+        issues.extend(scan_issues(name, data, ruleset))
     return issues
 
 

@@ -1,10 +1,17 @@
-"""Which projects' mirrors the user trusts for injection (a cloned `.memory/` is untrusted input)."""
+"""Which repositories' mirrors the user trusts (a cloned `.memory/` is untrusted input).
+
+Trust belongs to the repository: its common git dir, which every linked worktree and every path of one
+clone shares, so trusting one worktree trusts them all. A new clone of the same remote is a new
+repository and starts untrusted. A project outside git is trusted by its own root. The per-prompt path
+asks this, so it reads a small file and a ``.git`` entry, nothing more.
+"""
 
 from __future__ import annotations
 
 import os
 
 from ..fsutil import atomic_write, dump_json, read_bounded
+from ..paths import common_git_dir
 from ..store import jsontext as json
 
 TYPE_CHECKING = False
@@ -12,28 +19,70 @@ if TYPE_CHECKING:
     from pathlib import Path
 
 TRUST_FILE = "trusted-projects.json"
+_GITDIR_LIMIT = 1 << 12
+
+
+def repository_of(root: Path | str) -> str:
+    """The identity trust is recorded under: the realpath of the repository's common git dir (a
+    ``.git`` directory, a linked worktree's common dir, or the dir a ``.git`` file names), else the root."""
+    root = os.fspath(root)
+    dotgit = os.path.join(root, ".git")
+    if os.path.isdir(dotgit):
+        return os.path.realpath(dotgit)
+    common = common_git_dir(root)
+    if common is not None:
+        return common
+    try:
+        with open(dotgit, "rb") as fh:
+            text = fh.read(_GITDIR_LIMIT).decode("utf-8", "replace").strip()
+    except OSError:
+        return os.path.realpath(root)
+    if text.startswith("gitdir:"):
+        return os.path.realpath(os.path.join(root, text[len("gitdir:"):].strip()))
+    return os.path.realpath(root)
+
+
+def _read(home: Path | str) -> tuple[set[str], set[str]]:
+    """(repositories, roots): the roots are what an older memfold recorded, one per checkout path."""
+    try:
+        data = json.loads(read_bounded(os.path.join(home, TRUST_FILE), 4 << 20))
+    except (OSError, ValueError, RecursionError):
+        return set(), set()
+    if not isinstance(data, dict):
+        return set(), set()
+    out = []
+    for key in ("repositories", "roots"):
+        values = data.get(key)
+        out.append({v for v in values if isinstance(v, str)} if isinstance(values, list) else set())
+    return out[0], out[1]
 
 
 def trusted_roots(home: Path | str) -> set[str]:
-    try:
-        data = json.loads(read_bounded(os.path.join(home, TRUST_FILE), 4 << 20))
-    except (OSError, ValueError):
-        return set()
-    roots = data.get("roots") if isinstance(data, dict) else None
-    return {r for r in roots if isinstance(r, str)} if isinstance(roots, list) else set()
+    """Every trusted repository and (from an older memfold) checkout root."""
+    repositories, roots = _read(home)
+    return repositories | roots
 
 
 def is_trusted(home: Path | str, root: Path | str) -> bool:
-    return str(root) in trusted_roots(home)
+    repositories, roots = _read(home)
+    if not repositories and not roots:
+        return False
+    return repository_of(root) in repositories or os.fspath(root) in roots
 
 
 def set_trust(home: Path, root: Path, trusted: bool) -> bool:
-    """Record or drop ``root``; returns whether anything changed."""
-    roots = trusted_roots(home)
-    before = set(roots)
-    (roots.add if trusted else roots.discard)(str(root))
-    if roots == before:
+    """Record or drop the repository of ``root``; returns whether anything changed."""
+    repositories, roots = _read(home)
+    before = (set(repositories), set(roots))
+    repository = repository_of(root)
+    if trusted:
+        repositories.add(repository)
+    else:
+        repositories.discard(repository)
+        roots.discard(str(root))
+    if (repositories, roots) == before:
         return False
     home.mkdir(parents=True, exist_ok=True, mode=0o700)
-    atomic_write(home / TRUST_FILE, dump_json({"kind": "memfold-trust", "roots": sorted(roots)}))
+    atomic_write(home / TRUST_FILE, dump_json({"kind": "memfold-trust", "repositories": sorted(repositories),
+                                               "roots": sorted(roots)}))
     return True

@@ -28,14 +28,15 @@ _UNDECIDED = "\0undecided"
 class _Hit(Frozen):
     """One unallowed match of one rule, by byte span (immutable)."""
 
-    __slots__ = ("rule", "start", "end", "preview")
+    __slots__ = ("rule", "start", "end", "preview", "how")
     rule: Rule
     start: int
     end: int
     preview: str
+    how: str  # the reading of the text the hit was found in (``views``); "" for the text as written
 
-    def __init__(self, rule: Rule, start: int, end: int, preview: str) -> None:
-        self._set(rule=rule, start=start, end=end, preview=preview)
+    def __init__(self, rule: Rule, start: int, end: int, preview: str, how: str = "") -> None:
+        self._set(rule=rule, start=start, end=end, preview=preview, how=how)
 
 
 class _Positions:
@@ -123,10 +124,12 @@ class RuleSet:
         return self._digested[0]
 
     def _allowed(self, rule: Rule, secret: bytes, whole: bytes) -> bool:
-        for allow in (rule.allowlist, self.allowlist):
-            if allow is not None and (allow.search(secret) or allow.search(whole)):
-                return True
-        return False
+        """A rule's own allowlist reads its whole match (a documentation host, a public key's setting
+        name) and silences that rule only. The global allowlist names documentation values: it reads
+        the secret alone, so no word or host next to a secret can silence it."""
+        if rule.allowlist is not None and (rule.allowlist.search(secret) or rule.allowlist.search(whole)):
+            return True
+        return self.allowlist is not None and self.allowlist.search(secret) is not None
 
     def _hits(self, rule: Rule, data: bytes, known: list[tuple[int, int]]) -> list[_Hit]:
         """The rule's unallowed hits; the spans it recognised as documentation values go to ``known``."""
@@ -173,6 +176,12 @@ class RuleSet:
         return frozenset(k for k in self._keywords if k in lowered)
 
     def _kept_hits(self, text: str, data: bytes, categories: Collection[str] | None = None) -> list[_Hit]:
+        return self._collect(text, data, categories)
+
+    def _collect(self, text: str, data: bytes, categories: Collection[str] | None = None,
+                 strong: bool = False) -> list[_Hit]:
+        """The hits of the text as written and, unless ``strong``, of its other readings; ``strong``:
+        only the specific credential rules (no fallback), which alone read those other readings."""
         present = self._present_keywords(text, data)
         hits: list[_Hit] = []
         known: list[tuple[int, int]] = []
@@ -185,19 +194,47 @@ class RuleSet:
             rule = self.rules[index]
             if categories is not None and rule.category not in categories:
                 continue
+            if strong and not _specific_credential(rule):
+                continue
             gate = needs[index]
             if gate is not None and not features.opens(gate, getattr(rule.pattern, "ready", True)):
                 continue
             hits.extend(self._hits(rule, data, known))
         if known and hits:
             # A value a specific rule knows as a published example (a test card, the sample IBAN)
-            # is not a secret to any other rule either: a phone rule must not catch its digits.
-            hits = [h for h in hits if not _inside(h, known)]
+            # is not personal data to any other rule either: a phone rule must not catch its digits.
+            # It never hides what a specific credential rule found: an address at an allowlisted host
+            # is no reason to publish the token written as its local part.
+            hits = [h for h in hits if _specific_credential(h.rule) or not _inside(h, known)]
         if self.benign is not None and any(h.rule.fallback for h in hits):
             spans = [m.span() for m in self.benign.finditer(data)]
             if spans:
                 hits = [h for h in hits if not (h.rule.fallback and _inside(h, spans))]
+        if not strong and (categories is None or "credential" in categories):
+            hits.extend(self._view_hits(text, data, hits))
         return _dedupe(hits, self.rules) if hits else []
+
+    def _view_hits(self, text: str, data: bytes, found: list[_Hit]) -> list[_Hit]:
+        """Hits of the specific credential rules in the other readings of ``text`` (``views``), mapped
+        back onto its bytes; a span the text as written already reports is not reported again."""
+        from .views import views
+
+        out: list[_Hit] = []
+        for view in views(text):
+            vdata = view.text.encode("utf-8", "replace")
+            hits = self._collect(view.text, vdata, strong=True)
+            if not hits:
+                continue
+            vchars = _Positions(view.text, vdata).char_offsets([b for h in hits for b in (h.start, h.end)])
+            for hit in hits:
+                start, end = view.original(vchars[hit.start], vchars[hit.end])
+                if len(text) != len(data):
+                    start, end = (len(text[:start].encode("utf-8", "replace")),
+                                  len(text[:end].encode("utf-8", "replace")))
+                if any(h.start < end and start < h.end and _specific_credential(h.rule) for h in found):
+                    continue
+                out.append(_Hit(hit.rule, start, end, hit.preview, view.how))
+        return out
 
     def _rule_needs(self) -> list[Gate | None]:
         if self._needs is None:
@@ -248,6 +285,21 @@ class RuleSet:
             return []
         return self._findings(hits, text, data, file)
 
+    def scan_name(self, name: str, file: str = "<name>") -> list[Finding]:
+        """Findings of the specific credential rules in a file name or a memory's title, read whole and
+        from each separator on (``views.name_readings``); one finding per rule."""
+        from .views import name_readings, plain_name
+
+        if plain_name(name):
+            return []  # answered before the rules are read: most names are words
+        out: dict[str, Finding] = {}
+        for reading in name_readings(name):
+            data = reading.encode("utf-8", "replace")
+            hits = self._collect(reading, data, strong=True)
+            for finding in self._findings(hits, reading, data, file) if hits else ():
+                out.setdefault(finding.rule_id, finding)
+        return list(out.values())
+
     def spans(self, text: str, categories: Collection[str]) -> list[list[Any]]:
         """``[start, end, rule id]`` character spans of the secrets of ``categories``, in text order.
 
@@ -278,7 +330,7 @@ class RuleSet:
                 Finding(
                     rule_id=hit.rule.id,
                     category=hit.rule.category,
-                    description=hit.rule.description,
+                    description=f"{hit.rule.description} ({hit.how})" if hit.how else hit.rule.description,
                     file=file,
                     line=line,
                     column=column,
@@ -287,6 +339,10 @@ class RuleSet:
             )
         findings.sort(key=lambda f: (f.line, f.column, f.rule_id))
         return findings
+
+
+def _specific_credential(rule: Rule) -> bool:
+    return rule.category == "credential" and not rule.fallback
 
 
 def _inside(hit: _Hit, spans: list[tuple[int, int]]) -> bool:

@@ -22,7 +22,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Iterator, Mapping
 
-    from ..state import PreState
+    from ..state.model import PreState
     from ..store.memory import Memory
 
 SHINGLE_WORDS = 4

@@ -11,7 +11,8 @@ from typing import Any
 from ..errors import Issue, UsageError
 from ..fsutil import atomic_write, canonical_json, read_bounded, sha256_bytes, write_new
 from ..paths import Layout
-from .receipt import load_receipt, log_entries, normalize_maps, receipt_digest
+from .log import log_entries
+from .receipt import load_receipt, normalize_maps, receipt_digest
 
 STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
 PREDICATE_TYPE = "https://memfold.dev/attestation/receipt/v1"

@@ -25,6 +25,8 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
+    from ..state.maps import HashMaps
+
 MAP_KEYS = ("sourceHashes", "finalHashes")
 
 
@@ -253,3 +255,8 @@ def _splice(text: bytes, values: dict[str, bytes]) -> bytes | None:
         last = end
     parts.append(text[last:])
     return b"".join(parts)
+
+
+def maps_digest(texts: MapText, maps: HashMaps) -> str:
+    """The digest a proof record binds: of both roots' hash maps, through the run's own encodings."""
+    return texts.digest({"maps": maps}, keys=("maps",))

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from ..errors import InputRejected
 from ..fsutil import dump_json, read_bounded
-from .witness import RUN_ID_NAME
+from .log import RUN_ID_NAME
 
 NEWEST = "newest-receipt.json"
 NEWEST_KIND = "memfold-receipt-log-newest"
@@ -33,7 +33,7 @@ def newest_bytes(seq: int, run_id: str, first_run_id: str) -> bytes:
 def read_newest(receipts: Path) -> tuple[int, str, str] | None:
     """(seq, newest run id, first run id) when the pointer beside the log ``receipts`` is well formed
     and both entries it names exist."""
-    from .receipt import log_name
+    from .log import log_name
 
     pointer = receipts.parent / NEWEST
     try:

@@ -10,16 +10,16 @@ from pathlib import Path
 
 from .. import __version__
 from ..errors import Issue
-from ..frozen import Frozen
 from ..fsutil import digest_json, read_bounded, sha256_bytes
 from ..resources import load_schema
+from ..state.maps import HashMaps
 from ..store.statecache import SETTLED_NS
+from .log import LogEntry, log_entries, log_name
 from .maptext import MAP_KEYS, MapText
 from .newest import read_newest
 
 RECEIPT_SCHEMA = "receipt.schema.json"
 RECEIPT_KIND = "memory-consolidation-receipt"
-HashMaps = dict[str, dict[str, str]]
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -59,6 +59,7 @@ def build_receipt(
     previous: str | None,
     command: str,
     outcome: dict[str, Any] | None = None,
+    sync: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     receipt = {
         "kind": RECEIPT_KIND,
@@ -82,43 +83,13 @@ def build_receipt(
     }
     if outcome is not None:
         receipt["outcome"] = outcome
+    if sync is not None:
+        receipt["sync"] = sync
     return receipt
 
 
 def receipt_digest(receipt: dict[str, Any]) -> str:
     return digest_json(receipt)
-
-
-class LogEntry(Frozen):
-    """One receipt file of the log (immutable)."""
-
-    __slots__ = ("seq", "run_id", "path")
-    seq: int
-    run_id: str
-    path: Path
-
-    def __init__(self, seq: int, run_id: str, path: Path) -> None:
-        self._set(seq=seq, run_id=run_id, path=path)
-
-
-def log_entries(receipts: Path) -> list[LogEntry]:
-    """The receipt log in chain order (file names are ``<seq>-<runId>.json``)."""
-    entries = []
-    try:
-        names = os.listdir(receipts)
-    except FileNotFoundError:
-        return []
-    for name in names:
-        if not name.endswith(".json") or name.startswith("."):
-            continue
-        seq, _, run_id = name[:-5].partition("-")
-        if seq.isdigit() and run_id:
-            entries.append(LogEntry(int(seq), run_id, receipts / name))
-    return sorted(entries, key=lambda e: e.seq)
-
-
-def log_name(seq: int, run_id: str) -> str:
-    return f"{seq:08d}-{run_id}.json"
 
 
 def load_receipt(path: Path) -> dict[str, Any]:

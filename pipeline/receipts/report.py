@@ -14,16 +14,20 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..apply.journal import BACKUP
 from ..errors import InputRejected, UsageError
 from ..fsutil import read_bounded
+from ..paths import BACKUP_DIR as BACKUP
 from ..paths import Layout
+from ..state.maps import HashMaps
 from ..store.index import capacity
 from ..store.memory import INDEX_NAME, parse_memory
 from ..store.state import Limits
-from .receipt import HashMaps, load_receipt, log_entries, normalize_maps
+from .findings import Report
+from .log import log_entries
+from .receipt import load_receipt, normalize_maps
 from .report_model import MERGE_VERDICTS, Chain, Change, Entry, Texts, carried_lines, lost_from, memory_names
-from .verify import Report, audit
+from .verify import audit
+from .witness import GitFacts
 
 
 def _plan(run_dir: Path, texts: Texts) -> dict[str, Any]:
@@ -163,9 +167,10 @@ def _size(maps: HashMaps, root: str) -> int:
     return len(memory_names(maps[root]))
 
 
-def gather(layout: Layout, limits: Limits, *, public: bool, since: str | None, now: str) -> Chain:
+def gather(layout: Layout, limits: Limits, *, public: bool, since: str | None, now: str,
+           git: GitFacts | None = None) -> Chain:
     """The whole chain (from the receipt of run ``since`` on, if given) as the report's model."""
-    report = audit(layout, limits)
+    report = audit(layout, limits, git=git)
     logged = log_entries(layout.receipts)
     if since is not None and not any(e.run_id == since for e in logged):
         raise UsageError(f"run {since} has no receipt in the log", code="usage.no-run",
@@ -225,7 +230,7 @@ def gather(layout: Layout, limits: Limits, *, public: bool, since: str | None, n
 
 
 def _current(layout: Layout, limits: Limits) -> HashMaps:
-    from ..store.landed import current_hashes
+    from ..state.landed import current_hashes
 
     return current_hashes(layout, limits)
 
@@ -267,12 +272,12 @@ class Written:
 
 
 def write_report(layout: Layout, limits: Limits, *, public: bool, since: str | None, out: Path | None,
-                 now: str) -> Written:
+                 now: str, git: GitFacts | None = None) -> Written:
     """Gather, render and write the report atomically: 0600 unless public (0644), under the home by default."""
     from ..fsutil import atomic_write, ensure_dir
     from .report_html import render
 
-    chain = gather(layout, limits, public=public, since=since, now=now)
+    chain = gather(layout, limits, public=public, since=since, now=now, git=git)
     if out is None:
         folder = layout.home / "reports"
         ensure_dir(folder, layout.home)

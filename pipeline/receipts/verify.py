@@ -4,56 +4,23 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..apply.runs import find_run
 from ..context.manifest import scope_digest
-from ..errors import Issue, UsageError
+from ..errors import UsageError
 from ..fsutil import read_bounded, sha256_bytes
-from ..paths import Layout
+from ..paths import Layout, find_run
 from ..safetext import counted
-from ..store.landed import current_hashes
+from ..state.landed import current_hashes
+from ..store.memory import INDEX_NAME
 from ..store.state import Limits
-from .receipt import (
-    LogEntry,
-    diff_maps,
-    file_digest,
-    load_receipt,
-    log_entries,
-    normalize_maps,
-    receipt_digest,
-    schema_issues,
-    strip_prefix,
-)
-from .witness import check_witness
+from .findings import Report
+from .log import LogEntry, log_entries
+from .receipt import diff_maps, file_digest, load_receipt, normalize_maps, receipt_digest, schema_issues, strip_prefix
+from .witness import GitFacts, check_witness
 
 IDENTITY = ("runId", "scopeKey", "scopeDigest", "artifactHash")
-
-
-@dataclass
-class Report:
-    ok: bool = True
-    checks: list[str] = field(default_factory=list)
-    errors: list[Issue] = field(default_factory=list)
-    drift: list[dict[str, Any]] = field(default_factory=list)
-    receipts: int = 0
-    # Findings that fail only `audit --strict`, like drift: the mirror behind the store, say.
-    warnings: list[Issue] = field(default_factory=list)
-    witness: dict[str, Any] | None = None
-
-    def fail(self, code: str, path: str, message: str) -> None:
-        self.ok = False
-        self.errors.append(Issue(code, path, message))
-
-    def warn(self, code: str, path: str, message: str) -> None:
-        self.warnings.append(Issue(code, path, message))
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"ok": self.ok, "checks": self.checks, "errors": [e.as_dict() for e in self.errors],
-                "drift": self.drift, "warnings": [w.as_dict() for w in self.warnings], "witness": self.witness,
-                "receipts": self.receipts}
 
 
 def _load_json(path: Path, report: Report, code: str) -> Any:
@@ -156,8 +123,9 @@ def check_receipt(receipt: Any, report: Report, where: str, expect_scope: str) -
     return True
 
 
-def verify_receipt(layout: Layout, limits: Limits, target: str) -> Report:
-    """``target`` is a run id or a path to a receipt file."""
+def verify_receipt(layout: Layout, limits: Limits, target: str, git: GitFacts | None = None) -> Report:
+    """``target`` is a run id or a path to a receipt file. With ``git``, a mirror that moved on through git
+    since the newest receipt (a pull, a merge, a checkout) is reported as such, not as a broken hash."""
     report = Report()
     entries = log_entries(layout.receipts)
     path = Path(target)
@@ -196,17 +164,43 @@ def verify_receipt(layout: Layout, limits: Limits, target: str) -> Report:
         _gap(entries[position - 1], logged, receipt, report)
     if position == len(entries) - 1:
         now = current_hashes(layout, limits)
-        differences = diff_maps(normalize_maps(receipt["finalHashes"]), now)
+        final = normalize_maps(receipt["finalHashes"])
+        differences = diff_maps(final, now)
+        through_git = _through_git(layout, final["public"], now["public"], git)
         for line in differences:
-            report.fail("receipt.final-hash", f"receipt.finalHashes.{line.split(' ')[0]}",
-                        f"{line} since this receipt")
+            where = line.split(" ")[0]
+            if where.removeprefix("public/") in through_git and where.startswith("public/"):
+                report.warn("receipt.mirror-moved", f"receipt.finalHashes.{where}",
+                            f"{line} since this receipt, through git ({through_git[where[7:]]}): run `memfold "
+                            "sync` to bring the private store up to date")
+                continue
+            report.fail("receipt.final-hash", f"receipt.finalHashes.{where}", f"{line} since this receipt")
         if not differences:
             report.checks.append("receipt: final hashes match the files on disk")
         digest = receipt_digest(receipt)
         chain = digest if position == 0 else _digest_or_none(entries[0].path)
-        check_witness(layout.mirror, layout.project_root, chain, logged.seq,
-                      lambda seq: digest if seq == logged.seq else _digest_at(entries, seq), report, committed=False)
+        check_witness(layout.heads, layout.mirror, layout.project_root, chain, logged.seq,
+                      lambda seq: digest if seq == logged.seq else _digest_at(entries, seq), report)
     return report
+
+
+def _through_git(layout: Layout, before: dict[str, str], now: dict[str, str], git: GitFacts | None) -> dict[str, str]:
+    """The mirror files that differ between ``before`` and ``now`` because git changed them (each with the
+    commit that did, shortened), as ``git`` tells; none without git."""
+    changed = sorted(name for name, _ in before.items() ^ now.items())
+    if git is None or layout.mirror is None or not changed:
+        return {}
+    files = {name: _read_or_none(layout.mirror / name) for name in changed}
+    return {name: f"commit {fact['commit'][:12]} by {fact.get('author') or 'unknown'}"
+            for name, fact in git.provenance(layout.project_root, files).items()
+            if fact.get("source") == "commit" and "commit" in fact}
+
+
+def _read_or_none(path: Path) -> bytes | None:
+    try:
+        return read_bounded(path, 64 << 20)
+    except (OSError, ValueError):
+        return None
 
 
 def _digest_or_none(path: Path) -> str | None:
@@ -235,13 +229,15 @@ def _check_next_link(successor: LogEntry, receipt: dict[str, Any], report: Repor
 
 
 def _gap(before: LogEntry, entry: LogEntry, receipt: dict[str, Any], report: Report) -> None:
-    """Files edited by hand between the previous transaction and this one (drift, not an error)."""
+    """Files edited by hand between the previous transaction and this one (drift, not an error); mirror
+    changes this receipt's sync records as coming from outside are incoming instead."""
     try:
         final = normalize_maps(load_receipt(before.path).get("finalHashes"))
     except (OSError, ValueError):
         return  # the chain link check above already failed on it
-    for line in diff_maps(final, normalize_maps(receipt["sourceHashes"])):
-        report.drift.append({"between": [before.path.name, entry.path.name], "file": line})
+    recorded = _recorded(receipt)
+    _drift(report, final, normalize_maps(receipt["sourceHashes"]), [before.path.name, entry.path.name],
+           recorded.get)
 
 
 def _check_link(entries: list[LogEntry], position: int, receipt: dict[str, Any], report: Report, where: str) -> None:
@@ -286,13 +282,60 @@ class _Mirrors:
 
 
 def _drift(report: Report, before: dict[str, dict[str, str]], after: dict[str, dict[str, str]],
-           between: list[Any]) -> None:
+           between: list[Any], explain: Callable[[str], dict[str, Any] | None] = lambda name: None) -> None:
+    """Each file that differs: a hand edit, unless ``explain`` (given a mirror file's name) says where the
+    change came from: then it is incoming."""
     for line in diff_maps(before, after):
-        report.drift.append({"between": between, "file": line})
+        name = line.split(" ", 1)[0]
+        why = explain(name[len("public/"):]) if name.startswith("public/") else None
+        if why is None:
+            report.drift.append({"between": between, "file": line})
+        else:
+            report.incoming.append({"between": between, "file": line, **why})
 
 
-def audit(layout: Layout, limits: Limits, tick: Callable[[], None] = lambda: None) -> Report:
-    """Walk the chain: each receipt's own checks, its link, and drift between receipts (``tick`` per receipt)."""
+def _recorded(receipt: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """What a receipt's sync says of each mirror file that came from outside: how it was taken, and from where.
+    The mirror's index came along with them: git merges and checks it out with the files it lists."""
+    sync = receipt.get("sync")
+    out: dict[str, dict[str, Any]] = {}
+    if isinstance(sync, dict) and any(sync.get(key) for key in ("adopted", "held", "conflicts")):
+        out[INDEX_NAME] = {"taken": "index of the changes above"}
+    for key, taken in (("adopted", "adopted"), ("held", "held"), ("conflicts", "conflict")):
+        rows = sync.get(key) if isinstance(sync, dict) else None
+        for row in rows if isinstance(rows, list) else []:
+            if isinstance(row, dict) and isinstance(row.get("name"), str):
+                out[row["name"]] = {"taken": taken, **{k: row[k] for k in ("source", "commit", "author")
+                                                       if isinstance(row.get(k), str)}}
+    return out
+
+
+def _older(versions: dict[str, set[str]], name: str, digest: str | None) -> dict[str, Any] | None:
+    """An older version of ``name`` that the chain recorded before: the mirror is behind (an older checkout)."""
+    return {"taken": "behind"} if digest is not None and digest in versions.get(name, ()) else None
+
+
+def _explainer(recorded: dict[str, dict[str, Any]], arrived: dict[str, str],
+               versions: dict[str, set[str]]) -> Callable[[str], dict[str, Any] | None]:
+    """Why a mirror file differs before a receipt: its sync recorded it, or it is an older version."""
+    return lambda name: recorded.get(name) or _older(versions, name, arrived.get(name))
+
+
+def _worktree(receipt: dict[str, Any]) -> str | None:
+    sync = receipt.get("sync")
+    tree = sync.get("worktree") if isinstance(sync, dict) else None
+    return tree if isinstance(tree, str) and tree else None
+
+
+def audit(layout: Layout, limits: Limits, tick: Callable[[], None] = lambda: None,
+          git: GitFacts | None = None) -> Report:
+    """Walk the chain: each receipt's own checks, its link, and drift between receipts (``tick`` per receipt).
+
+    A mirror change between two receipts that the later one's sync records (adopted, held, in conflict) is
+    *incoming*, with the commit and author that brought it, not a hand edit; so is one that puts back the
+    files of the older receipt its sync started from (an older checkout). With ``git``, the committed
+    versions of the chain head are checked too, and a mirror that moved on through git since the last
+    receipt is incoming (`memfold sync` adopts it), not a hand edit."""
     report = Report()
     entries = log_entries(layout.receipts)
     previous_digest: str | None = None
@@ -300,6 +343,9 @@ def audit(layout: Layout, limits: Limits, tick: Callable[[], None] = lambda: Non
     previous_name = None
     mirrors = _Mirrors()
     digests: dict[int, str] = {}
+    # Every version of each mirror file the chain recorded: one back in the mirror is an older checkout.
+    versions: dict[str, set[str]] = {}
+
     for entry in entries:
         tick()
         where = entry.path.name
@@ -318,15 +364,19 @@ def audit(layout: Layout, limits: Limits, tick: Callable[[], None] = lambda: Non
                             f"previous link does not match {previous_name or 'the start of the log'}")
             run_dir = layout.runs / entry.run_id
             tree = check_run(run_dir, receipt, report, where) if run_dir.is_dir() else None
+            tree = _worktree(receipt) or tree
             source = normalize_maps(receipt["sourceHashes"])
             if previous_final is not None:
                 _drift(report, {"harness": previous_final["harness"]}, {"harness": source["harness"]},
                        [previous_name, where])
                 mirror = mirrors.before(tree)
                 if mirror is not None:
-                    _drift(report, {"public": mirror[1]}, {"public": source["public"]}, [mirror[0], where])
+                    _drift(report, {"public": mirror[1]}, {"public": source["public"]}, [mirror[0], where],
+                           _explainer(_recorded(receipt), source["public"], versions))
             previous_final = normalize_maps(receipt["finalHashes"])
             mirrors.after(tree, where, previous_final["public"], entry.seq)
+            for name, digest in previous_final["public"].items():
+                versions.setdefault(name, set()).add(digest)
         previous_digest = digests[entry.seq] = receipt_digest(receipt)
         previous_name = where
     here = str(layout.project_root)
@@ -336,12 +386,19 @@ def audit(layout: Layout, limits: Limits, tick: Callable[[], None] = lambda: Non
         _drift(report, {"harness": previous_final["harness"]}, {"harness": now["harness"]}, [previous_name, "now"])
         mirror = mirrors.before(here)
         if mirror is not None:
-            _drift(report, {"public": mirror[1]}, {"public": now["public"]}, [mirror[0], "now"])
+            moved = _through_git(layout, mirror[1], now["public"], git)
+
+            def explain_now(name: str) -> dict[str, Any] | None:
+                if name in moved:
+                    return {"taken": "not yet synced (`memfold sync` adopts it)", "source": moved[name]}
+                return _older(versions, name, now["public"].get(name))
+
+            _drift(report, {"public": mirror[1]}, {"public": now["public"]}, [mirror[0], "now"], explain_now)
         elif layout.mirror is not None:
             report.checks.append("mirror: no receipt was written from this work tree yet "
                                  "(its mirror is checked from its first transaction on)")
     report.checks.append(f"{counted(report.receipts, 'receipt')} walked")
     chain = digests.get(entries[0].seq) if entries else None
-    check_witness(layout.mirror, layout.project_root, chain, entries[-1].seq if entries else 0, digests.get,
-                  report, committed=True, newest_here=newest_here)
+    check_witness(layout.heads, layout.mirror, layout.project_root, chain, entries[-1].seq if entries else 0,
+                  digests.get, report, git=git, newest_here=newest_here)
     return report

@@ -9,7 +9,6 @@ if TYPE_CHECKING:
     from collections.abc import Collection, Mapping
     from typing import Any
 
-    from .policy import Policy as Policy  # re-exported lazily by __getattr__
 
 # Names protections to treat as absent, e.g. "landlock": how tests exercise the degraded path on
 # a kernel that has Landlock. The shell reads it and hands it in (see ``absent_protections``); it
@@ -62,14 +61,6 @@ POLICY_DEFAULTS: dict[str, Any] = {
     "absent": [],
     "in_process": False,
 }
-
-
-def __getattr__(name: str) -> Any:
-    if name == "Policy":
-        from .policy import Policy
-
-        return Policy
-    raise AttributeError(name)
 
 
 def _cgroup_writable() -> dict[str, Any]:

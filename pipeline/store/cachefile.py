@@ -15,7 +15,12 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-    from .statecache import Fields, Identity
+
+# A file's identity: (st_dev, st_ino, st_size, st_mtime_ns, st_ctime_ns).
+Identity = tuple[int, int, int, int, int]
+# A memory's frontmatter as parsed from the bytes with that hash: (sha256, name, description, type,
+# visibility, created, modified, expires, offset of the body in the file).
+Fields = tuple[str, str, str, str, str, "str | None", "str | None", "str | None", int]
 
 MAGIC = b"memfold state\n"
 

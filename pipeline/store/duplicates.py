@@ -8,7 +8,8 @@ from ..fsutil import sha256_bytes
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from ..state import PreState
+    from collections.abc import Mapping
+
     from .memory import Memory
     from .statecache import StateCache
 
@@ -35,14 +36,14 @@ def _key(text: str) -> str:
     return sha256_bytes(fold(text).encode("utf-8"))[:32]
 
 
-def near_duplicate(pre: PreState, name: str, memory: Memory) -> str | None:
-    """The memory ``memory`` would repeat (same folded name, description or body), named with what matched:
-    of several, the first by file name, with the first kind of key that matched it."""
+def near_duplicate(memories: Mapping[str, Memory], hashes: Mapping[str, str], cache: StateCache | None, name: str,
+                   memory: Memory) -> str | None:
+    """The memory ``memory`` would repeat (same folded name, description or body) among a store's
+    ``memories`` (whose files have ``hashes``), named with what matched: of several, the first by file
+    name, with the first kind of key that matched it. ``cache`` keeps the folded keys between processes."""
     mine = _fold_keys(name, memory)
-    if pre.cache is None:
-        return _first_of(pre, name, mine)
-    cache = pre.cache
-    hashes, memories = pre.harness.hashes, pre.memories
+    if cache is None:
+        return _first_of(memories, name, mine)
     # The table holds the keys of the contents it was told about: fold the rest now (the files changed
     # since, in C: the store's hash map against the table's), and keep them for later processes.
     for other, digest in hashes.items() - cache.folded.items():
@@ -65,9 +66,9 @@ def _enter(cache: StateCache, name: str, digest: str, keys: Keys) -> None:
     cache.put_fold(name, digest, [prefix + key for prefix, part in zip(_PREFIXES, keys, strict=True) for key in part])
 
 
-def _first_of(pre: PreState, name: str, mine: Keys) -> str | None:
+def _first_of(memories: Mapping[str, Memory], name: str, mine: Keys) -> str | None:
     """``near_duplicate`` without a state cache: every memory folded."""
-    for other, existing in sorted(pre.memories.items()):
+    for other, existing in sorted(memories.items()):
         if other == name:
             continue
         for what, ours, theirs in zip(KEY_KINDS, mine, _fold_keys(other, existing), strict=True):

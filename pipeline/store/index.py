@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from bisect import bisect_left
+from collections.abc import Set as AbstractSet
 
 from ..frozen import Frozen
 from ..fsutil import sha256_bytes
@@ -144,6 +145,23 @@ class IndexText:
 
 # The indexes made last: ``capacity`` of their very bytes is their count.
 _RECENT: list[IndexText] = []
+
+
+def mirror_index(memories: dict[str, Memory], kept_lines: dict[str, str], kept: AbstractSet[str] = frozenset()
+                 ) -> IndexText:
+    """The mirror's index: the safe memories of the store, except names the mirror keeps as they are
+    (``kept``: held back, in conflict), and each kept file's own line."""
+    if not kept:
+        return index_text(memories, mirror=True)
+    names = sorted({name for name, memory in memories.items() if memory.is_safe and name not in kept} | set(kept_lines))
+    return IndexText(True, names, {name: kept_lines[name] if name in kept_lines else _line(name, memories[name], False)
+                                   for name in names})
+
+
+def mirror_index_bytes(index: IndexText) -> bytes | None:
+    """What the mirror holds as its index: nothing while it holds no memory file, so a mirror that was never
+    written stays absent and never stands in the way of a teammate's first commit of one."""
+    return index.data if index.names else None
 
 
 def render_index(memories: dict[str, Memory], *, mirror: bool) -> bytes:

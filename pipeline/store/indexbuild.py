@@ -16,7 +16,7 @@ from collections.abc import Mapping
 
 from ..background import Job, run_beside
 from . import fts
-from .searchcache import FORMAT, INDEX_NAME, PRIORITY, cache_file, connect, is_racy, sha_hex, stat_key
+from .searchdb import FORMAT, INDEX_NAME, PRIORITY, cache_file, connect, is_racy, sha_hex, stat_key
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

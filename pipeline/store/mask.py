@@ -19,6 +19,7 @@ if TYPE_CHECKING:
 
 CATEGORIES = ("credential",)
 FIELDS = ("description", "body")
+NAME = "file"  # the file name, shown in the index line and the header of the block
 _PIPELINE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
@@ -35,7 +36,7 @@ def _rules_identity(privacy: Any) -> list[Any]:
     from . import jsontext as json
 
     user = json.dumps([privacy.rules, privacy.allowlist], sort_keys=True)
-    return ["inject-masks-2", [filecache.identity(f) for f in _rule_files()], user]
+    return ["inject-masks-3", [filecache.identity(f) for f in _rule_files()], user]
 
 
 def _rules_digest(privacy: Any) -> str:
@@ -51,21 +52,25 @@ def _rules_digest(privacy: Any) -> str:
             parts.append(f"\n{os.path.basename(file)}:{len(data)}:".encode() + data)
         except FileNotFoundError:
             parts.append(f"\n{os.path.basename(file)}:absent:".encode())
-    return "inject-masks-3:" + sha256_bytes(b"".join(parts))
+    return "inject-masks-4:" + sha256_bytes(b"".join(parts))
 
 
 def _scan(ruleset: Any, memory: Any) -> list[list[Any]]:
-    return [[field, *span] for field in FIELDS for span in ruleset.spans(getattr(memory, field), CATEGORIES)]
+    spans = [[field, *span] for field in FIELDS for span in ruleset.spans(getattr(memory, field), CATEGORIES)]
+    # A credential in a file name masks the whole name: its pieces are read from each separator on.
+    named = ruleset.scan_name(memory.file)
+    return spans + ([[NAME, 0, len(memory.file), named[0].rule_id]] if named else [])
 
 
 class _Text:
     """The two scanned fields of an indexed memory, shaped like a Memory for ``_scan``."""
 
-    __slots__ = FIELDS
+    __slots__ = (*FIELDS, NAME)
 
-    def __init__(self, description: str, body: str) -> None:
+    def __init__(self, description: str, body: str, file: str) -> None:
         self.description = description
         self.body = body
+        self.file = file
 
 
 def _apply(text: str, spans: list[list[Any]], field: str) -> str:
@@ -97,16 +102,16 @@ class RowMasker:
         self.ruleset: Any = None
         self.checked: set[int] = set()
 
-    def __call__(self, source: Any, row: Any) -> tuple[str, str]:
+    def __call__(self, source: Any, row: Any) -> tuple[str, str, str]:
         from . import jsontext as json
 
         description, body = row.description or "", row.body or ""
         if source.kind not in self.kinds:
-            return description, body
+            return description, body, row.file
         index = source.index
         if id(index) not in self.checked:
             self.checked.add(id(index))
-            if self._reset(index):
+            if self.reset(index):
                 row.masks = None
         spans = json.loads(row.masks) if row.masks else None
         if spans is None:
@@ -115,12 +120,13 @@ class RowMasker:
 
                 self.ruleset = load_ruleset(self.privacy.rules or None, self.privacy.allowlist or None,
                                             cache_home=self.home)
-            spans = _scan(self.ruleset, _Text(description, body))
+            spans = _scan(self.ruleset, _Text(description, body, row.file))
             row.masks = json.dumps(spans)
             index.settle("UPDATE docs SET masks = ? WHERE id = ? AND sha = ?", (row.masks, row.id, row.sha))
-        return _apply(description, spans, "description"), _apply(body, spans, "body")
+        return (_apply(description, spans, "description"), _apply(body, spans, "body"),
+                _apply(row.file, spans, NAME))
 
-    def _reset(self, index: Any) -> bool:
+    def reset(self, index: Any) -> bool:
         """Drop the index's masks unless they were found with rules holding what this installation's
         hold; whether they were dropped."""
         from . import jsontext as json

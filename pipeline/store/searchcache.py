@@ -26,10 +26,7 @@ import stat
 import time
 
 from . import fts
-
-# ``store.memory`` is imported where files are parsed: its parser needs ``re`` and ``json``, which a
-# prompt served from a current index never loads.
-INDEX_NAME = "MEMORY.md"
+from .searchdb import INDEX_NAME, cache_file, connect, is_racy, sha_hex, stat_key
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -39,10 +36,6 @@ if TYPE_CHECKING:
 
     from .memory import Memory
 
-FORMAT = "memfold-search-6"
-PRIORITY = {"feedback": 0, "user": 1, "project": 2, "reference": 3}
-INDEX_DIR = "index"
-SETTLED_NS = 2_000_000_000
 COLUMNS = ("id", "file", "sha", "st", "racy", "name", "description", "type", "visibility", "created",
            "modified", "expires", "body", "masks")
 _SELECT = "SELECT " + ", ".join(COLUMNS) + " FROM docs"
@@ -76,48 +69,6 @@ class Row:
     expires: str | None
     body: str
     masks: str | None
-
-
-def cache_file(store_home: str, kind: str) -> str:
-    return os.path.join(store_home, INDEX_DIR, f"{kind}.sqlite")
-
-
-def stat_key(st: os.stat_result) -> str:
-    return f"{st.st_ino}:{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns}"
-
-
-def is_racy(st: os.stat_result, read_at: int) -> int:
-    return int(read_at - max(st.st_mtime_ns, st.st_ctime_ns) <= SETTLED_NS)
-
-
-def sha_hex(data: bytes) -> str:
-    # fsutil's helper: CPython's own sha256 for a memory file, without loading OpenSSL (hashlib) first.
-    from ..fsutil import sha256_bytes
-
-    return sha256_bytes(data)
-
-
-def connect(cache: str) -> Connection | None:
-    """The index at ``cache`` if it exists in this format; None otherwise."""
-    try:
-        # A server answers calls from worker threads; an index in use is out of the pool (see _kept).
-        conn = sqlite3.connect(f"file:{cache}?mode=rw", uri=True, timeout=0.2, check_same_thread=False)
-    except sqlite3.Error:
-        return None
-    try:
-        found = conn.execute("SELECT value FROM meta WHERE key = 'format'").fetchone()
-    except sqlite3.Error:
-        found = None
-    if found is None or found[0] != FORMAT:
-        conn.close()
-        return None
-    # A derived cache: a commit need not wait for the disk. Power loss may lose the last settle or
-    # refresh, which the next reader detects from the files, as for any other stale index.
-    conn.execute("PRAGMA synchronous = OFF")
-    # The rollback journal stays between transactions, its header zeroed, instead of being created and
-    # deleted by each: on ext4 without a journal every inode freed is one that later creates scan past.
-    conn.execute("PRAGMA journal_mode = PERSIST")
-    return conn
 
 
 class Index:
@@ -368,9 +319,10 @@ def _kept(root: str, cache: str, max_bytes: int, max_files: int) -> Index:
 
 
 def search_hits(root: str | os.PathLike[str], store_home: str | os.PathLike[str], query: str, limit: int,
-                limits: Any) -> list[tuple[Row, float]]:
-    """The best ``limit`` memories of one root for ``query`` (scores rounded), from its checked index."""
-    root, cache = os.fspath(root), cache_file(os.fspath(store_home), "memory")
+                limits: Any, kind: str = "memory") -> list[tuple[Row, float]]:
+    """The best ``limit`` memories of one root for ``query`` (scores rounded), from its checked index
+    (``kind``: the private store's, or the mirror's)."""
+    root, cache = os.fspath(root), cache_file(os.fspath(store_home), kind)
     max_bytes, max_files = int(limits.max_file_bytes), int(limits.max_files)
     for _attempt in range(3):
         index = _kept(root, cache, max_bytes, max_files)

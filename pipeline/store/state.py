@@ -40,9 +40,10 @@ class Limits(FrozenValue):
 
 
 class RootState:
-    """The files of one root as read now. ``files`` holds memory files and the index."""
+    """The files of one root as read now. ``files`` holds memory files and the index; ``held`` the
+    entries of a root read with ``hold`` that no write may touch, each with its problem (code, message)."""
 
-    __slots__ = ("path", "files", "hashes", "ignored", "temps", "identities")
+    __slots__ = ("path", "files", "hashes", "ignored", "temps", "identities", "held")
     path: Path
     files: Files
     hashes: dict[str, str]
@@ -59,6 +60,7 @@ class RootState:
         self.ignored = [] if ignored is None else ignored
         self.temps = [] if temps is None else temps
         self.identities = {}
+        self.held: dict[str, tuple[str, str]] = {}
 
     def __repr__(self) -> str:
         return (f"RootState(path={self.path!r}, files={self.files!r}, hashes={self.hashes!r}, "
@@ -69,8 +71,10 @@ class RootState:
 
 
 def read_root(root: Path, limits: Limits, *, with_bytes: bool = True, cache: StateCache | None = None,
-              hashed: bool = True) -> RootState:
-    """Scan one root. Symlinks and special files with a memory's name are refused.
+              hashed: bool = True, hold: bool = False) -> RootState:
+    """Scan one root. Symlinks and special files with a memory's name are refused; with ``hold`` (the
+    mirror, which git fills), they are held instead, as are names that clash by case, files over the size
+    bound and those past the count bound: recorded in ``held``, neither read nor hashed.
 
     ``hashed=False`` (bytes only, no cache) leaves ``hashes`` empty and keeps no copy of what it read:
     the built-in planner reads each file once and never names a hash of what it read.
@@ -89,7 +93,7 @@ def read_root(root: Path, limits: Limits, *, with_bytes: bool = True, cache: Sta
         state = _vouched(root, entries, stats, limits, with_bytes, cache)
         if state is not None:
             return state
-    return _scanned(root, entries, stats, limits, with_bytes, cache, hashed=hashed)
+    return _scanned(root, entries, stats, limits, with_bytes, cache, hashed=hashed, hold=hold)
 
 
 def _lstat_all(root: Path, entries: list[os.DirEntry[str]]) -> list[os.stat_result]:
@@ -159,6 +163,8 @@ def _vouched(root: Path, entries: list[os.DirEntry[str]], stats: list[os.stat_re
         # The files the cache does not vouch for (new, changed, within the racy window, not store files).
         others = _scanned(root, list(compress(entries, differs)), list(compress(stats, differs)), limits,
                           with_bytes, cache, forget=False)
+        if others.held:
+            return None  # the whole scan holds them, in the order it reads
         state.temps, state.ignored = others.temps, others.ignored
         # Merged in the root's (sorted) order, in C, without the names neither part holds (temps, strays).
         hashes.update(others.hashes)
@@ -186,8 +192,10 @@ def _index_limit(limits: Limits) -> int:
 
 
 def _scanned(root: Path, entries: list[os.DirEntry[str]], stats: list[os.stat_result], limits: Limits,
-             with_bytes: bool, cache: StateCache | None, *, forget: bool = True, hashed: bool = True) -> RootState:
-    """Each entry examined: refused, ignored, vouched for by the cache one by one, or read and hashed."""
+             with_bytes: bool, cache: StateCache | None, *, forget: bool = True, hashed: bool = True,
+             hold: bool = False) -> RootState:
+    """Each entry examined: refused (or with ``hold``, held), ignored, vouched for by the cache one by one,
+    or read and hashed."""
     state = RootState(path=root)
     key = str(root)
     entered, digests = cache.entries(key) if cache is not None else ({}, {})
@@ -206,6 +214,9 @@ def _scanned(root: Path, entries: list[os.DirEntry[str]], stats: list[os.stat_re
         # A name the cache holds was a memory's name when it was entered (names are not data).
         wanted = hit is not None or name == INDEX_NAME or is_memory_name(name)
         if stat.S_ISLNK(mode) and (wanted or name.lower().endswith(".md")):
+            if hold:
+                state.held[name] = ("held.link", f"{name} is a symbolic link")
+                continue
             raise UnsafePath(
                 f"{root / name} is a symlink; memfold refuses symlinks in its stores",
                 code="path.symlink",
@@ -215,10 +226,16 @@ def _scanned(root: Path, entries: list[os.DirEntry[str]], stats: list[os.stat_re
             state.ignored.append(name)
             continue
         if not stat.S_ISREG(mode):
+            if hold:
+                state.held[name] = ("held.link", f"{name} is not a regular file")
+                continue
             raise UnsafePath(f"{root / name} is not a regular file", code="path.not-regular",
                              hint="remove it from the store directory")
         lower = name.lower()
         if lower in seen_lower:
+            if hold:
+                state.held[name] = ("held.name", f"{name} and {seen_lower[lower]} differ only by case")
+                continue
             raise InputRejected(
                 f"{root}: {seen_lower[lower]} and {name} differ only by case",
                 code="store.case-collision",
@@ -228,8 +245,14 @@ def _scanned(root: Path, entries: list[os.DirEntry[str]], stats: list[os.stat_re
         limit = index_limit
         if name != INDEX_NAME:
             limit = memory_limit
+            if hold and st.st_size > limit:
+                state.held[name] = ("held.size", f"{name} is {st.st_size} bytes, over the bound of {limit}")
+                continue
             count += 1
             if count > limits.max_files:
+                if hold:
+                    state.held[name] = ("held.size", f"{name} is past the bound of {limits.max_files} memories")
+                    continue
                 raise InputRejected(
                     f"{root} holds more than {limits.max_files} memories",
                     code="bounds.file-count",

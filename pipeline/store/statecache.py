@@ -27,7 +27,7 @@ from __future__ import annotations
 import json
 import os
 
-from .cachefile import all_of, read_json, read_payload, shared, write_file, write_payload
+from .cachefile import Fields, Identity, all_of, read_json, read_payload, shared, write_file, write_payload
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -48,10 +48,6 @@ KINDS = ("receipt",)
 RECEIPTS_NAME = "receipts.json"
 RECEIPTS_VERSION = 1
 
-Identity = tuple[int, int, int, int, int]
-# A memory's frontmatter as parsed from the bytes with that hash: (sha256, name, description, type,
-# visibility, created, modified, expires, offset of the body in the file).
-Fields = tuple[str, str, str, str, str, "str | None", "str | None", "str | None", int]
 FoldHolders = tuple[tuple[str, str], ...]
 
 

@@ -12,7 +12,7 @@ from ..errors import InputRejected, Issue, UsageError
 from ..frozen import FrozenValue
 from ..fsutil import sha256_bytes
 from ..privacy import RuleSet
-from ..state import PreState
+from ..state.model import PreState
 from ..store.memory import INDEX_NAME, Memory, is_memory_name, parse_memory
 from ..store.state import Limits
 
@@ -148,7 +148,8 @@ class Context:
         """An untrusted string made fit for a message: cut short and withheld if it looks secret."""
         if self.ruleset is not None:
             # Scan past the cut, so a secret that starts in the shown part is caught whole.
-            findings = self.ruleset.scan(value[:_SCAN_LIMIT], "<message>")
+            head = value[:_SCAN_LIMIT]
+            findings = self.ruleset.scan(head, "<message>") or self.ruleset.scan_name(head)
             if findings:
                 return f"<withheld: matches privacy rule {findings[0].rule_id}>"
         text = value if len(value) <= _SHOW_LIMIT else value[:_SHOW_LIMIT] + "…"

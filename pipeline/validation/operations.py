@@ -152,7 +152,8 @@ def privacy(ctx: Context) -> Iterator[Issue]:
         subject = Subject(ctx, "operations", index, op["name"], op["kind"])
         # A file name enters the mirror (and its index) when the memory first becomes safe.
         names_it = current is None or not current.is_safe
-        for finding in ctx.ruleset.scan(name, name) if names_it else ():
+        named = [*ctx.ruleset.scan(name, name), *ctx.ruleset.scan_name(name)] if names_it else []
+        for finding in {f.rule_id: f for f in named}.values():
             yield Issue(f"privacy.{finding.category}", json_path("operations", index, "name"),
                         f"{subject}: the file name matches {finding.rule_id} ({finding.description}) "
                         f"[{finding.preview}]; {_MIRROR_NOTE}")

@@ -9,7 +9,7 @@ from typing import Any
 from ..errors import InputRejected, Issue, IssueList, PrivacyRejected
 from ..frozen import Slotted
 from ..privacy import RuleSet
-from ..state import Operation, PreState
+from ..state.model import Operation, PreState
 from ..store.state import Limits
 from ..worker.planjson import expanded
 from . import grounding, operations, outcome, rules

@@ -8,13 +8,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..errors import WorkerFailed
-from ..sandbox import DEFAULT_RLIMITS, Policy
+from ..sandbox import DEFAULT_RLIMITS
+from ..sandbox.policy import Policy
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
     from ..sandbox import cgroup
-    from .run import WorkerSpec
+    from .spec import WorkerSpec
 
 # Read+execute roots used when the caller narrows read_paths: what interpreters need to start.
 # /etc is added as its world-readable part (readable.py) for a worker that execs; the built-in

@@ -155,7 +155,8 @@ def run_plan_worker(
     removal later (see ``run_worker``)."""
     from ..sandbox import absent_protections
     from ..sandbox.describe import enforced
-    from .run import WorkerSpec, build_env, run_worker
+    from .run import build_env, run_worker
+    from .spec import WorkerSpec
 
     if not unsafe_no_sandbox:
         _refuse_unsafe_project_root(layout, parent_env)

@@ -16,13 +16,14 @@ from pathlib import Path
 
 from ..fsutil import TEMP_PREFIX, read_bounded, sha256_bytes
 from ..paths import Layout
-from ..receipts.receipt import HashMaps
-from ..state import PostState, PreState, read_pre
-from .files import Files
-from .memory import INDEX_NAME
-from .state import Limits, RootState
-from .statecache import cache_for
-from .watch import Watch, open_watch
+from ..store.files import Files
+from ..store.memory import INDEX_NAME
+from ..store.state import Limits, RootState
+from ..store.statecache import cache_for
+from ..store.watch import Watch, open_watch
+from .maps import HashMaps
+from .model import PostState, PreState
+from .read import read_pre
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

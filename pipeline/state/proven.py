@@ -15,134 +15,21 @@ from __future__ import annotations
 
 import os
 
-from .files import Files
-from .index import HEADER, IndexText, index_text
-from .memory import INDEX_NAME
-from .state import Limits
+from ..store.files import Files
+from ..store.index import HEADER, IndexText, index_text
+from ..store.memory import INDEX_NAME
+from ..store.state import Limits
+from .model import PostState, PreState, Proven
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-    from ..receipts.maptext import MapText
-    from ..receipts.receipt import HashMaps
-    from ..state import PostState, PreState
-    from .memory import Memory
-    from .statecache import StateCache
+    from ..store.memory import Memory
+    from ..store.statecache import StateCache
+    from .maps import HashMaps
 
 
-class PostFiles(Files):
-    """A post-state root's files with every file's hash, once known, kept as ``put`` and ``drop``
-    change them (a state derived from a proven one knows them all from the start): hash maps and
-    changed files are then a copy and set operations in C, not a hash or a lookup per file. Any
-    other change (``files[name] = data``) forgets the hashes, so they are never served for bytes
-    they do not describe."""
-
-    __slots__ = ("hashes",)
-    hashes: dict[str, str] | None
-
-    def __init__(self, base: Files, hashes: dict[str, str] | None = None) -> None:
-        super().__init__()
-        self._entries = base._entries.copy()
-        self._digests = base._digests.copy()
-        self.hashes = None if hashes is None else dict(hashes)
-
-    def put(self, name: str, data: bytes, digest: str) -> None:
-        Files.__setitem__(self, name, data)
-        if self.hashes is not None:
-            self.hashes[name] = digest
-
-    def drop(self, name: str) -> None:
-        Files.__delitem__(self, name)
-        if self.hashes is not None:
-            del self.hashes[name]
-
-    def __setitem__(self, name: str, data: bytes) -> None:
-        self.hashes = None
-        super().__setitem__(name, data)
-
-    def __delitem__(self, name: str) -> None:
-        self.hashes = None
-        super().__delitem__(name)
-
-    def digest_of(self, name: str) -> str | None:
-        if self.hashes is not None:
-            return self.hashes.get(name)
-        return super().digest_of(name)
-
-    def known_digests(self) -> dict[str, str]:
-        return dict(self.hashes) if self.hashes is not None else super().known_digests()
-
-
-class Proven:
-    """A post-state that passed the whole post-state check: both roots' hash maps, its memories (the
-    very objects), the bounds it was held to, the scan scope its mirror was found clean under, and
-    its two indexes as rendered.
-
-    A pre-state with the same hash maps and the same memory objects is that state (hashes name the
-    bytes, and a memory is the parse of its file): what was proven of it holds, and the next post-state
-    needs checking only where the operations change it. Memories are compared by identity: a pre-state
-    matches only when it holds this process's very objects (a warm server's kept state, or a re-read
-    that found every file as proven and was handed the same parsed memories); anything else is
-    checked in full.
-    """
-
-    __slots__ = ("harness", "public", "memories", "ids", "broken", "mirrored", "limits", "clean", "indexes")
-
-    def __init__(self, post: PostState, maps: HashMaps, limits: Limits,
-                 indexes: tuple[IndexText, IndexText | None], broken: frozenset[str],
-                 derived: Derived | None = None) -> None:
-        self.harness, self.public = maps["harness"], maps["public"]
-        if derived is not None:
-            # ``post`` was just found to hold exactly these (the derivation's own copy, never changed).
-            self.memories, self.ids = derived.memories, derived.ids
-        else:
-            self.memories = dict(post.memories)  # held: the ids below stay theirs
-            self.ids = list(map(id, self.memories.values()))
-        self.broken = broken
-        self.mirrored = post.mirrored
-        self.limits = limits
-        self.clean = post.clean
-        self.indexes = indexes
-
-    def __repr__(self) -> str:
-        return f"Proven(files={len(self.harness)}+{len(self.public)}, clean={self.clean!r})"
-
-    def holds_for(self, pre: PreState) -> bool:
-        """Whether ``pre`` is this very state (compared in C: maps, names, memory identities)."""
-        memories = pre.memories
-        return (pre.mirrored == self.mirrored and len(memories) == len(self.memories)
-                and pre.harness.hashes == self.harness and pre.public.hashes == self.public
-                and memories.keys() == self.memories.keys() and list(map(id, memories.values())) == self.ids
-                and pre.broken.keys() == self.broken)
-
-
-class Derived:
-    """How a post-state came from a proven pre-state: the proof, the names the operations touched,
-    the memories as derived (to tell a later change of the mapping) and both indexes as rendered."""
-
-    __slots__ = ("proof", "touched", "memories", "ids", "indexes")
-
-    def __init__(self, proof: Proven, touched: list[str], memories: dict[str, Memory],
-                 indexes: tuple[IndexText, IndexText | None]) -> None:
-        self.proof = proof
-        self.touched = touched
-        self.memories = dict(memories)
-        self.ids = list(map(id, self.memories.values()))
-        self.indexes = indexes
-
-    def __repr__(self) -> str:
-        return f"Derived(touched={self.touched!r})"
-
-    def holds_for(self, post: PostState) -> bool:
-        """Whether ``post`` is still exactly what was derived (nothing assigned to it since)."""
-        memories = post.memories
-        return (isinstance(post.harness, PostFiles) and post.harness.hashes is not None
-                and isinstance(post.public, PostFiles) and post.public.hashes is not None
-                and memories.keys() == self.memories.keys() and list(map(id, memories.values())) == self.ids)
-
-
-# The last post-state proven in this process (a long-lived one writes from it next).
 _PROVEN: list[Proven] = []
 
 
@@ -183,12 +70,13 @@ def forget_proofs() -> None:
 PROOF_VERSION = 1
 # The modules whose code decides the post-state check, the files it holds to the bounds and those that
 # do not parse, and the indexes it compares against.
-_CHECKED_BY = ("files.py", "index.py", "memory.py", "proven.py", "state.py", "stored.py",
-               os.path.join("..", "mirror", "guard.py"), os.path.join("..", "state.py"))
+_CHECKED_BY = (*(os.path.join("..", "store", name) for name in ("files.py", "index.py", "memory.py", "state.py",
+                                                                 "stored.py")),
+               "proven.py", "model.py", os.path.join("..", "mirror", "guard.py"))
 
 
 def _code() -> list[Any]:
-    from .filecache import identity
+    from ..store.filecache import identity
 
     here = os.path.dirname(os.path.abspath(__file__))
     return [identity(os.path.join(here, name)) for name in _CHECKED_BY]
@@ -199,11 +87,6 @@ def proven_maps(maps: HashMaps) -> Proven | None:
     if _PROVEN and _PROVEN[0].harness == maps.get("harness") and _PROVEN[0].public == maps.get("public"):
         return _PROVEN[0]
     return None
-
-
-def maps_digest(texts: MapText, maps: HashMaps) -> str:
-    """The digest a proof record binds: of both roots' hash maps, through the run's own encodings."""
-    return texts.digest({"maps": maps}, keys=("maps",))
 
 
 def record_proof(cache: StateCache, proof: Proven, maps_digest: str) -> None:

@@ -3,18 +3,19 @@
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Mapping
 from pathlib import Path
 
-from .memory import INDEX_NAME, is_memory_name
-from .state import Limits, RootState, landed_file, read_root
-from .statecache import cache_for
+from ..store.memory import INDEX_NAME, is_memory_name
+from ..store.state import Limits, RootState, landed_file, read_root
+from ..store.statecache import cache_for
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from ..paths import Layout
-    from ..receipts.receipt import HashMaps
-    from ..state import PreState
+    from .maps import HashMaps
+    from .model import PreState
 
 
 def current_hashes(layout: Layout, limits: Limits) -> HashMaps:
@@ -22,7 +23,7 @@ def current_hashes(layout: Layout, limits: Limits) -> HashMaps:
     whose identity matches the state cache is not read again."""
     cache = cache_for(layout.project_home)
     maps: HashMaps = {"harness": read_root(layout.harness, limits, with_bytes=False, cache=cache).hashes,
-                      "public": read_root(layout.mirror, limits, with_bytes=False, cache=cache).hashes
+                      "public": read_root(layout.mirror, limits, with_bytes=False, cache=cache, hold=True).hashes
                       if layout.mirror else {}}
     return maps
 
@@ -91,8 +92,14 @@ def _landed_in(fd: int, folder: str, names: list[str], before: Mapping[str, str]
                limits: Limits) -> dict[str, str] | None:
     hashes: dict[str, str] = {}
     for name in names:
-        if name not in final and name not in before and not is_memory_name(name) and name != INDEX_NAME:
-            continue  # not a store file (a temp of another run, the chain head, a stray): as read_root
+        if name not in final and name not in before:
+            if not is_memory_name(name) and name != INDEX_NAME:
+                continue  # not a store file (a temp of another run, a stray): as read_root
+            try:
+                if not stat.S_ISREG(os.stat(name, dir_fd=fd, follow_symlinks=False).st_mode):
+                    continue  # a link or special file the mirror holds back: no write touches it
+            except FileNotFoundError:
+                continue
         old, ident = before.get(name), identities.get(name)
         if old is not None and ident is not None and final.get(name) == old:
             try:

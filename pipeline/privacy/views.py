@@ -1,0 +1,255 @@
+"""Other readings of a text that the credential rules also scan: what a reader would see in it.
+
+A token can reach the mirror in a form the rules do not match as written: in full-width letters
+(NFKC folds them to ASCII), hex-, percent- or base64-encoded, or cut into pieces across a memory's
+name, description and body lines. Each reading here is a text built from pieces of the original,
+with a map from its offsets back to the original's, so a finding in it points at (and a mask
+covers) the original characters. Only the specific credential rules read them (see
+``RuleSet._view_hits``): vendor formats and checksums, whose false alarms stay rare on any text.
+"""
+
+from __future__ import annotations
+
+import re
+from bisect import bisect_right
+
+from ..frozen import Frozen
+
+# Runs worth decoding, found in one pass: base64 (standard or URL-safe), hex (plain or ``\\x``-escaped)
+# and percent-encoded text all stay inside this class. 20 characters carry a 15-byte token at least.
+_RUN = re.compile(r"[A-Za-z0-9+/_%\\-]{20,}={0,2}")
+_HEX_DIGITS = frozenset("0123456789abcdefABCDEF")
+_FRONT_KEY = re.compile(r"\s*(name|description)\s*:\s*")
+_BULLET = re.compile(r"\s*(?:[-*+>]\s+|#+\s+|[0-9]{1,3}[.)]\s+)?")
+MAX_DECODED = 1 << 16  # a decoded run longer than this is data, not a token written down
+
+
+class View(Frozen):
+    """A reading of a text: ``text`` and, per piece, where it starts in ``text`` and which original
+    character span it stands for. An ``opaque`` piece (decoded bytes) maps any offset to its whole span."""
+
+    __slots__ = ("how", "text", "starts", "spans", "opaque")
+    how: str
+    text: str
+    starts: list[int]
+    spans: list[tuple[int, int]]
+    opaque: bool
+
+    def __init__(self, how: str, pieces: list[tuple[str, int, int]], opaque: bool = False,
+                 glue: str = "") -> None:
+        starts: list[int] = []
+        spans: list[tuple[int, int]] = []
+        parts: list[str] = []
+        at = 0
+        for text, start, end in pieces:
+            starts.append(at)
+            spans.append((start, end))
+            parts.append(text)
+            at += len(text) + len(glue)
+        self._set(how=how, text=glue.join(parts), starts=starts, spans=spans, opaque=opaque)
+
+    def original(self, start: int, end: int) -> tuple[int, int]:
+        """The original character span that ``text[start:end]`` came from."""
+        first = max(bisect_right(self.starts, start) - 1, 0)
+        last = max(bisect_right(self.starts, max(end - 1, start)) - 1, 0)
+        a, b = self.spans[first], self.spans[last]
+        if self.opaque:
+            return a[0], b[1]
+        return (min(a[0] + start - self.starts[first], a[1]),
+                max(min(b[0] + end - self.starts[last], b[1]), a[0]))
+
+
+def views(text: str) -> list[View]:
+    """Every reading of ``text`` that differs from it."""
+    out = []
+    folded = nfkc(text)
+    if folded is not None:
+        out.append(folded)
+    decoded = decoded_runs(text)
+    if decoded is not None:
+        out.append(decoded)
+    joined = joined_lines(text)
+    if joined is not None:
+        out.append(joined)
+    return out
+
+
+def nfkc(text: str) -> View | None:
+    """The NFKC form of each line that has another (full-width letters, ligatures, compatibility digits)."""
+    if text.isascii():
+        return None
+    import unicodedata
+
+    if unicodedata.is_normalized("NFKC", text):
+        return None
+    pieces = []
+    at = 0
+    for line in text.split("\n"):
+        if not line.isascii() and not unicodedata.is_normalized("NFKC", line):
+            pieces.append((unicodedata.normalize("NFKC", line), at, at + len(line)))
+        at += len(line) + 1
+    return View("NFKC-folded", pieces, glue="\n") if pieces else None
+
+
+def _printable(data: bytes) -> str | None:
+    """``data`` as text when it reads as text: UTF-8, no control characters but tab and line ends."""
+    if not data or len(data) > MAX_DECODED:
+        return None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    if not text.isprintable() and any(not ch.isprintable() and ch not in "\t\r\n" for ch in text):
+        return None
+    return text if any(ch.isalnum() for ch in text) else None
+
+
+def _unhex(run: str) -> str | None:
+    digits = run.replace("\\x", "")
+    try:
+        return _printable(bytes.fromhex(digits))
+    except ValueError:
+        return None
+
+
+def _unbase64(run: str) -> str | None:
+    import base64
+    import binascii
+
+    body = run.rstrip("=")
+    if len(body) % 4 == 1:
+        return None
+    padded = body + "=" * (-len(body) % 4)
+    try:
+        if "-" in body or "_" in body:
+            data = base64.urlsafe_b64decode(padded)
+        else:
+            data = base64.b64decode(padded, validate=True)
+    except (binascii.Error, ValueError):
+        return None
+    return _printable(data)
+
+
+def _unpercent(run: str) -> str | None:
+    from urllib.parse import unquote
+
+    decoded = unquote(run, errors="strict") if "%" in run else run
+    return decoded if decoded != run else None
+
+
+def _decode(run: str) -> str | None:
+    if "%" in run:
+        return _unpercent(run)
+    if "\\" in run:
+        return _unhex(run) if run.startswith("\\x") else None
+    if len(run) % 2 == 0 and _HEX_DIGITS.issuperset(run):
+        return _unhex(run)
+    return _unbase64(run)
+
+
+def decoded_runs(text: str) -> View | None:
+    """Hex, base64 and percent-encoded runs that decode to text, each as one opaque piece."""
+    pieces: list[tuple[str, int, int]] = []
+    for match in _RUN.finditer(text):
+        try:
+            decoded = _decode(match.group(0))
+        except (UnicodeDecodeError, ValueError):
+            decoded = None
+        if decoded is not None:
+            pieces.append((decoded, match.start(), match.end()))
+    return View("decoded", pieces, opaque=True, glue="\n") if pieces else None
+
+
+def _values(text: str) -> list[tuple[str, int, int]]:
+    """The name, the description and the body lines of a memory (every line of any other text), each
+    stripped of its frontmatter key, list mark or quotes, with its character span."""
+    pieces: list[tuple[str, int, int]] = []
+    lines = text.split("\n")
+    front = lines[0].strip() == "---"
+    at = 0
+    for index, line in enumerate(lines):
+        start = at
+        at += len(line) + 1
+        if front:
+            if index == 0:
+                continue
+            if line.strip() == "---":
+                front = False
+                continue
+            key = _FRONT_KEY.match(line)
+            if key is None:
+                continue
+            value_start = start + key.end()
+        else:
+            value_start = start + _BULLET.match(line).end()  # type: ignore[union-attr]  # matches empty
+        value = text[value_start:start + len(line)].rstrip()
+        if front and value[:1] in "\"'" and value[-1:] == value[:1] and len(value) > 1:
+            value, value_start = value[1:-1], value_start + 1
+        if value:
+            pieces.append((value, value_start, value_start + len(value)))
+    return pieces
+
+
+_WORD = re.compile(r"\S+")
+_DIGIT = re.compile(r"[0-9]")
+MAX_CHAIN = 400
+MIN_CHAIN = 20  # the shortest token the specific rules know carries 16 characters after its prefix
+
+
+def joined_lines(text: str) -> View | None:
+    """Pieces of words cut at line ends, read whole again: from the last word of each value (see
+    ``_values``), through the values that are one word, to the first word of the next value.
+
+    A token cut into pieces on several lines (the description's end, a line of the body, the start of
+    the next) is one such chain. Prose gives short chains (a line's last word and the next line's
+    first), so this reading stays a fraction of the text's size.
+    """
+    if "\n" not in text.strip():
+        return None
+    values = _values(text)
+    pieces: list[tuple[str, int, int]] = []
+    for index, (value, start, _) in enumerate(values[:-1]):
+        last = value.rsplit(maxsplit=1)[-1]
+        end = start + len(value)
+        chain = [(last, end - len(last), end)]
+        size = len(last)
+        for following, next_start, _ in values[index + 1:]:
+            first = _WORD.match(following)
+            assert first is not None  # a value is stripped and not empty
+            chain.append((first.group(0), next_start, next_start + first.end()))
+            size += first.end()
+            if first.end() < len(following) or size > MAX_CHAIN:
+                break
+        joined = "".join(word for word, _, _ in chain)
+        if len(joined) < MIN_CHAIN or _DIGIT.search(joined) is None:
+            continue  # two words of prose, not a machine-made token cut at a line end
+        pieces.extend(chain)
+        pieces.append(("\n", start, start))  # chains are read apart
+    return View("joined across lines", pieces) if pieces else None
+
+
+_NAME_SEPARATORS = re.compile(r"[_.\-]")
+# What a name holding a credential shows: a digit (tokens are letters and digits), or a word that
+# introduces one. A name with neither is words, and is answered without reading the rules.
+_NAME_HINTS = re.compile(r"[0-9]|(?i:pass|pwd|token|secret|key|auth|bearer|://|@)")
+
+
+def plain_name(name: str) -> bool:
+    return name.isascii() and _NAME_HINTS.search(name) is None
+
+
+def name_readings(name: str) -> list[str]:
+    """A file or memory name, and each tail of it after a separator: ``project_AKIA…`` holds no word
+    boundary before the key, so the key's rule reads it only from the tail ``AKIA…``."""
+    stem = name[:-3] if name.lower().endswith(".md") else name
+    if not stem.isascii():
+        import unicodedata
+
+        folded = unicodedata.normalize("NFKC", stem)
+        return list(dict.fromkeys([stem, *name_readings(folded)])) if folded != stem else [stem]
+    out = [stem]
+    for match in _NAME_SEPARATORS.finditer(stem):
+        tail = stem[match.end():]
+        if len(tail) >= 8:
+            out.append(tail)
+    return out
