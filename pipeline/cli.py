@@ -18,7 +18,7 @@ FAST_COMMANDS = {"inject"}
 QUICK_EXIT_COMMANDS = {"consolidate", "add", "update", "forget"}
 # The commands of ``commands.spec``, which the typer-free fast path parses (kept literal: no import here).
 QUICK_COMMANDS = {"add", "update", "forget", "list", "show", "status", "search", "consolidate", "validate", "verify",
-                  "audit", "mcp", "import", "export"}
+                  "audit", "mcp", "import", "export", "sync"}
 VERSION_FLAGS = {"--version", "-V"}
 
 

@@ -36,6 +36,14 @@ def run(report):
 
 def _usage_code(kind):
     return "sample.kind"
+
+
+def screen(name):
+    return "sample.held", f"{name} is held", "the fix"
+
+
+def record(name):
+    return Sample(name, "sample.record", "a record named after its family")
 '''
 
 
@@ -59,6 +67,8 @@ def test_reported_codes_are_found_by_kind_with_stems_and_values_expanded(tmp_pat
     assert found["sample.warned"].kinds == {"warning"} and found["sample.warned"].exits == set()
     assert "sample.head-ahead" in found  # a stem handed to a helper that adds the suffix
     assert found["sample.written"].kinds == {"written"}
+    assert found["sample.held"].kinds == {"problem"}  # a code with its message
+    assert "sample.record" in found
     assert codes.matches("sample.anything", found)  # sample.<code>
     assert not codes.matches("other.anything", found)
 

@@ -68,6 +68,18 @@ def _placeholder(value: ast.FormattedValue) -> str:
     return "…"
 
 
+def _coded_message(node: ast.AST) -> str | None:
+    """The code of a tuple of a code and its message (a held file's reason), else None."""
+    if not isinstance(node, ast.Tuple) or len(node.elts) < 2:
+        return None
+    code, message = node.elts[0], node.elts[1]
+    said = isinstance(message, ast.JoinedStr) or (isinstance(message, ast.Constant) and isinstance(
+        message.value, str)) or (isinstance(message, ast.Attribute) and message.attr == "message")
+    if said and isinstance(code, ast.Constant) and isinstance(code.value, str) and CODE.match(code.value):
+        return code.value
+    return None
+
+
 def _calls(tree: ast.Module) -> Iterator[tuple[str, ast.Call]]:
     for node in ast.walk(tree):
         if isinstance(node, ast.Call):
@@ -104,6 +116,8 @@ def scan(root: Path = PACKAGE) -> dict[str, Code]:
             if isinstance(node, ast.Constant) and isinstance(node.value, str):
                 for written in WRITTEN.findall(node.value):
                     _note(found, written, "written", module)
+            elif _coded_message(node):  # ("held.size", f"{name} is ... bytes"): a code with its message
+                _note(found, _coded_message(node) or "", "problem", module)
             elif isinstance(node, ast.FunctionDef) and node.name.endswith("_code"):
                 for ret in ast.walk(node):  # a function that names the code of an error (usage errors)
                     if isinstance(ret, ast.Return) and ret.value is not None:
@@ -129,6 +143,10 @@ def scan(root: Path = PACKAGE) -> dict[str, Code]:
                 hint = _literal(keywords["hint"], constants) if "hint" in keywords else None
             elif name in ISSUE_CALLS and call.args:
                 code, kind = _literal(call.args[0], constants), ISSUE_CALLS[name]
+            else:  # a record named after its codes' family: Held(name, "held.untrusted", ...)
+                code = next((a.value for a in call.args if isinstance(a, ast.Constant) and isinstance(a.value, str)
+                             and a.value.startswith(f"{name.lower()}.")), None)
+                kind = "problem"
             if not code or not CODE.match(code):
                 continue
             entry = _note(found, code, kind, module)

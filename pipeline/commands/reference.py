@@ -27,7 +27,7 @@ GUIDE_OF = {
     "init": "getting-started", "add": "memories", "update": "memories", "forget": "memories",
     "list": "memories", "show": "memories", "search": "memories", "edit": "memories", "rename": "memories",
     "clear": "memories", "status": "troubleshooting", "doctor": "troubleshooting", "recover": "troubleshooting",
-    "path": "files", "import": "import-export", "export": "import-export",
+    "path": "files", "import": "import-export", "export": "import-export", "sync": "team",
     "consolidate": "consolidation", "validate": "consolidation", "undo": "receipts", "schedule": "scheduling",
     "verify": "receipts", "audit": "receipts", "attest": "receipts", "report": "receipts",
     "mcp": "hosts/mcp", "trust": "hosts/index", "untrust": "hosts/index", "inject": "hosts/index",
