@@ -17,6 +17,7 @@ from browser import chromium, devtools, evaluate, load, png_pixels, screenshot
 from conftest import REPO
 
 from pipeline.commands import codes, reference
+from pipeline.commands.registry import root_command
 
 DOCS = REPO / "docs"
 # A fenced shell block right after this comment runs in CI, in a fresh home and project.
@@ -152,12 +153,12 @@ def _section(page: str, title: str) -> str:
     return page[start:start + len(title) + 2 + (following.start() if following else len(page))]
 
 
-DOCUMENTED = sorted(" ".join(words) for words in reference.command_names(reference.root_command()))
+DOCUMENTED = sorted(" ".join(words) for words in reference.command_names(root_command()))
 
 
 @pytest.fixture(scope="module")
 def commands_page() -> str:
-    return reference.commands_page()
+    return reference.commands_page(root_command())
 
 
 def test_the_generated_command_reference_lists_every_command_and_global_option_of_help(commands_page: str) -> None:

@@ -8,6 +8,7 @@ import re
 import yaml
 
 from pipeline.commands import reference
+from pipeline.commands.registry import root_command
 from pipeline.commands.spec import COMMANDS
 from pipeline.resources import data_dir
 
@@ -52,7 +53,7 @@ def test_the_privacy_rule_reference_lists_every_shipped_rule_once() -> None:
 
 
 def test_the_command_reference_has_every_option_of_the_command_table_and_the_fast_inject_parser() -> None:
-    page = reference.commands_page()
+    page = reference.commands_page(root_command())
     for name, command in COMMANDS.items():
         section = page[page.index(f"### memfold {name}\n"):]
         section = section[:section.index("\n### ", 1)] if "\n### " in section[1:] else section
@@ -64,5 +65,5 @@ def test_the_command_reference_has_every_option_of_the_command_table_and_the_fas
 
 
 def test_each_command_with_a_guide_page_links_it() -> None:
-    page = reference.commands_page()
+    page = reference.commands_page(root_command())
     assert "Guide: [Consolidation](../consolidation.md)" in page

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 import typer
@@ -16,6 +17,7 @@ from ..errors import UsageError
 from . import pages
 from ._app import JsonOpt, app, emit, want_json
 from .reference import GENERATED, GUIDE_OF
+from .typed import click_command
 
 
 class Topic:
@@ -30,11 +32,12 @@ class Topic:
 
 
 def topics() -> dict[str, Topic]:
-    root = pages.docs_dir()
-    found = {name: Topic(name, path.relative_to(root).as_posix(), path.read_text, path)
+    docs = pages.docs_dir()
+    found = {name: Topic(name, path.relative_to(docs).as_posix(), path.read_text, path)
              for name, path in pages.files().items()}
+    command = click_command(app)  # every command is registered by the time `help` runs
     for page, make in GENERATED.items():
-        found[pages.topic_of(page)] = Topic(pages.topic_of(page), page, make, None)
+        found[pages.topic_of(page)] = Topic(pages.topic_of(page), page, partial(make, command), None)
     return dict(sorted(found.items()))
 
 

@@ -126,13 +126,6 @@ def _command_section(command: click.Command, path: list[str]) -> list[str]:
     return lines
 
 
-def root_command() -> click.Command:
-    from .registry import full_app
-    from .typed import click_command
-
-    return click_command(full_app())
-
-
 def command_names(command: click.Command, path: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
     """Every visible command and subcommand, as the words that name it."""
     out: list[tuple[str, ...]] = []
@@ -142,8 +135,8 @@ def command_names(command: click.Command, path: tuple[str, ...] = ()) -> list[tu
     return out
 
 
-def commands_page() -> str:
-    root = root_command()
+def commands_page(root: click.Command) -> str:
+    """The command reference of ``root`` (the full app's click command: ``registry.root_command``)."""
     lines = ["# Command reference", "",
              "Generated from the command-line table (`pipeline/commands/spec.py`) and the command modules, "
              "exactly as `memfold --help` and `memfold COMMAND --help` show them. `-h` is `--help` "
@@ -216,11 +209,12 @@ def privacy_rules_page() -> str:
     return "\n".join(lines)
 
 
-# The generated pages of the site, by their path under docs/.
-GENERATED: dict[str, Callable[[], str]] = {
+# The generated pages of the site by their path under docs/, each made from the app's root command
+# (``registry.root_command``, or the running app's) or from the data it documents.
+GENERATED: dict[str, Callable[[click.Command], str]] = {
     "reference/commands.md": commands_page,
-    "reference/configuration.md": config_page,
-    "reference/errors.md": errors_page,
-    "reference/privacy-rules.md": privacy_rules_page,
+    "reference/configuration.md": lambda _root: config_page(),
+    "reference/errors.md": lambda _root: errors_page(),
+    "reference/privacy-rules.md": lambda _root: privacy_rules_page(),
 }
 

@@ -4,6 +4,7 @@ generated command reference all see it."""
 from __future__ import annotations
 
 import typer
+from typer import _click as click
 
 
 def full_app() -> typer.Typer:
@@ -24,3 +25,10 @@ def full_app() -> typer.Typer:
 
     guide.point_at_pages()  # once every command is registered: each --help names its page
     return app
+
+
+def root_command() -> click.Command:
+    """The click command tree of the whole app, as `memfold --help` shows it."""
+    from .typed import click_command
+
+    return click_command(full_app())
