@@ -104,12 +104,14 @@ Feature: Everyday use that does not fight the user
     And the private copy of "bushu.md" has the description "Note: use pnpm #quick"
     And the output mentions "imported 部署.md as bushu.md"
 
-  Scenario: mirror check reports a safe memory deleted from the mirror
+  Scenario: A safe memory deleted from the mirror is the sync's business, and status names it
     Given the safe memory "project_ci" with description "CI runs on every push"
     When I delete the mirror copy of "project_ci.md"
     And I run "mirror check"
-    Then the exit code is 7
-    And the output mentions "mirror.missing"
+    Then the exit code is 0
+    When I run "status"
+    Then the exit code is 0
+    And the output mentions "project_ci.md was deleted in the mirror"
 
   Scenario: The printed cron line works on a fresh home
     Given the memory "project_a" with description "the first memory"

@@ -38,7 +38,7 @@ Feature: One project per repository
     And I run "update project_deploy -d 'deploys go through ops/ship.sh'" in the main checkout
     And I run "--json status" in the worktree
     Then the exit code is 0
-    And the status says the worktree's mirror is behind on "project_deploy.md", with no drift
+    And the status says the worktree's mirror is behind on "project_deploy.md", with nothing from outside
     When I run "mirror check" in the worktree
     Then the exit code is 0
     When I run "add project_queue -d 'the queue is sqs' --visibility safe" in the worktree
@@ -52,16 +52,18 @@ Feature: One project per repository
     And the output mentions "came from other worktrees sharing the store"
     And the output does not mention "drift"
 
-  Scenario: A hand edit of a worktree's mirror is still refused and reported by audit
+  Scenario: A hand edit of a worktree's mirror is held, never lost, and named by audit as incoming
     Given a repository with a linked worktree
     When I run "add project_deploy -d 'deploys go through ops/deploy.sh' --visibility safe" in the main checkout
     And I run "add project_cache -d 'the cache lives in redis' --visibility safe" in the worktree
     And I append a line to the worktree's mirror copy of "project_deploy.md"
     And I run "add project_queue -d 'the queue is sqs'" in the worktree
-    Then the exit code is 7
-    And the error mentions "project_deploy.md in the mirror differs from the private copy"
+    Then the exit code is 0
+    And the error mentions "not adopted: this project is not trusted"
+    And the worktree's mirror copy of "project_deploy.md" still ends with the hand edit
     When I run "audit" in the worktree
-    Then the output mentions "drift public/project_deploy.md changed"
+    Then the output mentions "came into the mirror from outside"
+    And the output does not mention "drift"
     When I run "audit" in the main checkout
     Then the output does not mention "drift"
 

@@ -45,5 +45,5 @@ Feature: Writes near the floor: a write reads what changed, and never trusts a s
     Given settled synthetic stores of 40 and 400 memories
     When I list each store twice, each list in its own process
     And I show the first memory of each store in its own process
-    Then each show opened at most one store file, listed the private store once and the mirror never
+    Then each show opened at most one store file, listed the private store once and the mirror at most once
     And each show printed the bytes of that memory's file

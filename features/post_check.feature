@@ -13,13 +13,13 @@ Feature: A write is checked where it changes, and whatever that check cannot vou
     And memfold mirror check passes
     And memfold audit passes
 
-  Scenario: A hand edit of the mirror between two server writes is refused, and nothing is lost
+  Scenario: A hand edit of the mirror between two server writes is held, and nothing is lost
     Given an MCP server backend that has added safe "project_beta" saying "beta runs the smoke tests"
     When I edit ".memory/project_beta.md" by hand to say "BETA EDITED BY HAND"
     And the backend tries to add private "project_gamma"
-    Then the write is refused with "mirror.drift" naming "project_beta.md"
+    Then the write went through and its receipt holds "project_beta.md" back as "held.untrusted"
     And ".memory/project_beta.md" still says "BETA EDITED BY HAND"
-    And the refused write added no receipt and changed no store file
+    And the private copy of "project_beta.md" still says "beta runs the smoke tests"
 
   Scenario: A new privacy rule scans the mirror files no write has touched since
     Given an MCP server backend that has added safe "project_beta" saying "ticket TK-123456789 stays open"

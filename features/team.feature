@@ -37,12 +37,12 @@ Feature: Team memory through git
 
   Scenario: Pull new: a teammate's new memory is seen at once and adopted by the next write
     Given bob clones the remote and trusts it
-    And alice adds the safe memory "Port" saying "the dev server listens on 9090" and pushes
+    And alice adds the safe memory "Dev port" saying "the dev server listens on 9090" and pushes
     When bob pulls
-    Then bob's list shows "project_port.md" from the team at ".memory/project_port.md"
-    And bob's "search 9090" finds "project_port.md"
+    Then bob's list shows "project_dev-port.md" from the team at ".memory/project_dev-port.md"
+    And bob's "search 9090" finds "project_dev-port.md"
     When bob runs "add 'Bob fact' -d 'bob writes a safe fact' --visibility safe"
-    Then bob's private store holds "project_port.md" as alice wrote it
+    Then bob's private store holds "project_dev-port.md" as alice wrote it
 
   Scenario: Pull update: a teammate's change is adopted, and show knows it before that
     Given bob clones the remote and trusts it
@@ -79,13 +79,13 @@ Feature: Team memory through git
 
   Scenario: Both add, then merge: no conflict markers, both memories, a valid index
     Given bob clones the remote and trusts it
-    And alice adds the safe memory "Alpha" saying "alpha fact from alice" and commits
-    And bob adds the safe memory "Beta" saying "beta fact from bob" and pushes
+    And alice adds the safe memory "Alpha fact" saying "alpha fact from alice" and commits
+    And bob adds the safe memory "Beta fact" saying "beta fact from bob" and pushes
     When alice pulls
     Then the merge had no conflict
     And alice's mirror holds no conflict marker
     When alice runs "trust"
-    Then alice's mirror index lists "project_alpha.md" and "project_beta.md"
+    Then alice's mirror index lists "project_alpha-fact.md" and "project_beta-fact.md"
     And alice's "mirror check" exits 0
 
   Scenario: The same memory changed on both sides is a named conflict, settled with sync --take
@@ -104,20 +104,20 @@ Feature: Team memory through git
 
   Scenario: Consolidation after a pull treats teammates' memories as any other
     Given bob clones the remote and trusts it
-    And alice adds the safe memory "Port" saying "the dev server listens on 9090" and pushes
+    And alice adds the safe memory "Dev port" saying "the dev server listens on 9090" and pushes
     When bob pulls
     And bob runs "consolidate --no-context"
     Then every one of those commands exited 0
-    And bob's private store holds "project_port.md" as alice wrote it
+    And bob's private store holds "project_dev-port.md" as alice wrote it
     And bob's private store holds "project_deploy-target.md" as alice wrote it
 
   Scenario: A linked worktree shares the trust and sees the pull
     Given bob clones the remote and trusts it
-    And alice adds the safe memory "Port" saying "the dev server listens on 9090" and pushes
+    And alice adds the safe memory "Dev port" saying "the dev server listens on 9090" and pushes
     When bob pulls
     And bob adds a linked worktree "bob-wt"
     Then bob's worktree "bob-wt" is trusted without a trust of its own
-    And bob's "list" in "bob-wt" shows "project_port.md"
+    And bob's list in the worktree "bob-wt" shows "project_dev-port.md"
 
   Scenario: The first pull after using memfold alone goes through
     Given bob has an empty repository cloned before alice's first push
@@ -128,8 +128,8 @@ Feature: Team memory through git
 
   Scenario: One person merging two of their own branches has no conflict
     Given alice registers memfold's git merge drivers
-    And alice adds the safe memory "Alpha" saying "alpha fact" on a new branch "one"
-    And alice adds the safe memory "Beta" saying "beta fact" on a new branch "two" from the main branch
+    And alice adds the safe memory "Alpha fact" saying "alpha fact" on a new branch "one"
+    And alice adds the safe memory "Beta fact" saying "beta fact" on a new branch "two" from the main branch
     When alice merges branch "one" into "two"
     Then the merge had no conflict
     And alice's chain head names her newest receipt
@@ -137,7 +137,7 @@ Feature: Team memory through git
 
   Scenario: Checking out an older commit and back adopts and deletes nothing
     Given bob clones the remote and trusts it
-    And alice adds the safe memory "Port" saying "the dev server listens on 9090" and pushes
+    And alice adds the safe memory "Dev port" saying "the dev server listens on 9090" and pushes
     And alice notes her store
     When alice checks out the commit before her last
     And alice runs "sync"
@@ -147,15 +147,15 @@ Feature: Team memory through git
 
   Scenario: A fresh clone of a clean team mirror passes mirror check
     Given bob clones the remote and trusts it
-    And bob adds the safe memory "Beta" saying "beta fact from bob" and pushes
+    And bob adds the safe memory "Beta fact" saying "beta fact from bob" and pushes
     When carol clones the remote
     Then carol's "mirror check" exits 0
 
   Scenario: After all of it, every person's verify and audit pass and nothing private leaked
     Given bob clones the remote and trusts it
     And bob keeps the private memory "Bob note" saying "MARKERBOB private"
-    And alice adds the safe memory "Port" saying "the dev server listens on 9090" and pushes
-    And bob adds the safe memory "Beta" saying "beta fact from bob" and pushes
+    And alice adds the safe memory "Dev port" saying "the dev server listens on 9090" and pushes
+    And bob adds the safe memory "Beta fact" saying "beta fact from bob" and pushes
     When alice pulls
     And alice runs "sync"
     And bob pulls

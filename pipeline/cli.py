@@ -15,7 +15,7 @@ FAST_COMMANDS = {"inject"}
 # Commands whose process ends without tearing the interpreter down once their exit handlers ran: a
 # consolidation imports ~200 modules, and freeing them took ~30 ms after its summary was printed; a
 # write at 2,000 memories spent 12-15 ms freeing its parsed store and state cache after its receipt.
-QUICK_EXIT_COMMANDS = {"consolidate", "add", "update", "forget"}
+QUICK_EXIT_COMMANDS = {"consolidate", "add", "update", "forget", "sync"}
 # The commands of ``commands.spec``, which the typer-free fast path parses (kept literal: no import here).
 QUICK_COMMANDS = {"add", "update", "forget", "list", "show", "status", "search", "consolidate", "validate", "verify",
                   "audit", "mcp", "import", "export", "sync"}

@@ -50,8 +50,10 @@ def test_every_file_and_directory_is_durable_before_the_commit_point_and_after_t
     moved = {dst: inode for kind, inode, dst in events if kind == "moved"}
     renames = [(i, src, dst) for i, (kind, src, dst) in enumerate(events)
                if kind == "rename" and i > journal and not dst.startswith(run_dir + "/journal")]
-    # The project home holds the log's pointer (newest-receipt.json), renamed with the rest.
-    roots = {str(env.harness), str(env.mirror), str(env.project_home / "receipts"), str(env.project_home), run_dir}
+    # The project home holds the log's pointer (newest-receipt.json), renamed with the rest; the chain head
+    # lands beside the mirror.
+    roots = {str(env.harness), str(env.mirror), str(env.heads), str(env.project_home / "receipts"),
+             str(env.project_home), run_dir}
     assert {str(Path(dst).parent) for _, _, dst in renames} == roots
     for _, src, dst in renames:
         # A second name of a staged file (the run's receipt) is durable through the file's own fsync.

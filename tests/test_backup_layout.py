@@ -80,7 +80,7 @@ def test_a_roll_back_restores_from_either_layout(env: Env, layout: str) -> None:
     if layout == "a folder per root":
         nest_backups_by_root(run_dir)
     body = journal.read_journal(run_dir / journal.JOURNAL)
-    roots = {"harness": env.harness, "public": env.mirror, "home": env.project_home,
+    roots = {"harness": env.harness, "public": env.mirror, "heads": env.heads, "home": env.project_home,
              "receipts": env.project_home / "receipts", "run": run_dir}
     journal.roll_back(run_dir, roots.__getitem__, body)
     assert (env.harness / "project_train.md").read_bytes() == before

@@ -540,7 +540,7 @@ def edit_during_worker(env: Env, ctx: dict[str, Any], monkeypatch: pytest.Monkey
 
 @then("only the hand edit changed the roots")
 def only_hand_edit(env: Env, ctx: dict[str, Any]) -> None:
-    expected = {"harness": dict(ctx["before"]["harness"]), "public": ctx["before"]["public"]}
+    expected = {**ctx["before"], "harness": dict(ctx["before"]["harness"])}
     expected["harness"]["user_token.md"] = sha(ctx["edited"])
     assert env.snapshot() == expected
 

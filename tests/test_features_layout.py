@@ -47,8 +47,10 @@ def with_old_store(env: Env, ctx: dict[str, Any], tmp_path: Path) -> None:
     old = Env(home=env.home, project=wt)
     assert old.run("add", "project_old", "-d", "kept in the worktree", "--visibility", "safe").code == 0
     os.rename(wt / ".memory", tmp_path / "mirror")
+    os.rename(wt / ".memfold", tmp_path / "heads")  # git adds a worktree only into an empty directory
     _git(env.project, "worktree", "add", "-q", str(wt))
     os.rename(tmp_path / "mirror", wt / ".memory")
+    os.rename(tmp_path / "heads", wt / ".memfold")
     ctx["old home"] = env.home / "projects" / hashlib.sha256(str(wt.resolve()).encode()).hexdigest()
     assert ctx["old home"].is_dir()
     ctx["the worktree"] = old
@@ -82,13 +84,13 @@ def old_store_gone(ctx: dict[str, Any]) -> None:
     assert (ctx["the worktree"].project_home / "memory" / "project_old.md").is_file()
 
 
-@then(parsers.parse('the status says the worktree\'s mirror is behind on "{name}", with no drift'))
+@then(parsers.parse('the status says the worktree\'s mirror is behind on "{name}", with nothing from outside'))
 def status_behind(ctx: dict[str, Any], name: str) -> None:
     import json
 
-    status = json.loads(ctx["result"].out)
-    assert status["drift"] == [], status["drift"]
-    assert any(line.startswith(f"{name} is as this work tree's last transaction wrote it") for line in status["behind"])
+    team = json.loads(ctx["result"].out)["team"]
+    assert (team["incoming"], team["held"], team["conflicts"]) == ([], [], []), team
+    assert team["behind"] == [name]
     # Behind, not edited: the worktree's copy is still the old wording memfold wrote there.
     wt = ctx["the worktree"]
     assert b"ops/deploy.sh" in (wt.mirror / name).read_bytes() and b"ops/ship.sh" in (wt.harness / name).read_bytes()
@@ -104,6 +106,11 @@ def worktree_copy(ctx: dict[str, Any], name: str) -> None:
 def hand_edit_worktree_mirror(ctx: dict[str, Any], name: str) -> None:
     with open(ctx["the worktree"].mirror / name, "a", encoding="utf-8") as fh:
         fh.write("edited by hand\n")
+
+
+@then(parsers.parse('the worktree\'s mirror copy of "{name}" still ends with the hand edit'))
+def hand_edit_kept(ctx: dict[str, Any], name: str) -> None:
+    assert (ctx["the worktree"].mirror / name).read_bytes().endswith(b"edited by hand\n")
 
 
 @then("the worktree's own store is still in place")

@@ -70,10 +70,12 @@ def show_first(ctx: dict[str, Any]) -> None:
         ctx["shows"].append((store, name, opened, private, public, out))
 
 
-@then("each show opened at most one store file, listed the private store once and the mirror never")
+@then("each show opened at most one store file, listed the private store once and the mirror at most once")
 def show_bounded(ctx: dict[str, Any]) -> None:
+    # In a trusted project a read shows the team's memories too: it lists the mirror, and opens none of its
+    # files while the mirror holds exactly the store's safe memories.
     for _store, _name, opened, private, public, _out in ctx["shows"]:
-        assert opened <= 1 and (private, public) == (1, 0), (opened, private, public)
+        assert opened <= 1 and private == 1 and public <= 1, (opened, private, public)
 
 
 @then("each show printed the bytes of that memory's file")

@@ -148,6 +148,20 @@ def not_shown(ctx: dict[str, Any], value: str) -> None:
     assert all(value not in issue.message for issue in getattr(exc, "issues", []))
 
 
+@then(parsers.parse('the write went through and its receipt holds "{name}" back as "{code}"'))
+def held_back(env: Env, ctx: dict[str, Any], name: str, code: str) -> None:
+    import json
+
+    assert ctx["refused"] is None and (env.harness / "project_gamma.md").is_file()
+    receipt = json.loads(sorted((env.project_home / "receipts").iterdir())[-1].read_bytes())
+    assert [(h["name"], h["code"]) for h in receipt["sync"]["held"]] == [(name, code)]
+
+
+@then(parsers.parse('the private copy of "{name}" still says "{words}"'))
+def private_still(env: Env, name: str, words: str) -> None:
+    assert words.encode() in (env.harness / name).read_bytes()
+
+
 @then("the refused write added no receipt and changed no store file")
 def nothing_written(env: Env, ctx: dict[str, Any]) -> None:
     assert env.snapshot() == ctx["before"]

@@ -65,7 +65,7 @@ def backups_in_one_directory(env: Env) -> None:
     entries = {p.name: p for p in backup.iterdir()}
     assert "harness.project_ci.md" in entries and "public.project_ci.md" in entries, sorted(entries)
     assert all(p.is_file() and not p.is_symlink() for p in entries.values()), sorted(entries)
-    assert all(name.partition(".")[0] in ("harness", "public", "home") for name in entries), sorted(entries)
+    assert all(name.partition(".")[0] in ("harness", "public", "heads", "home") for name in entries), sorted(entries)
 
 
 @when("the last run's backups are moved into a folder per root, as older versions kept them")

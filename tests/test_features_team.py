@@ -306,7 +306,7 @@ def worktree_trusted(team: Team, folder: str) -> None:
     assert status["trusted"] is True
 
 
-@then(parsers.parse('bob\'s "list" in "{folder}" shows "{file}"'))
+@then(parsers.parse('bob\'s list in the worktree "{folder}" shows "{file}"'))
 def worktree_lists(team: Team, folder: str, file: str) -> None:
     result = team.person("bob").run("list", where=team.root / folder)
     assert result.code == 0 and file in result.out, result

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import signal
 import socket
+import stat
 import threading
 import time
 from collections.abc import Iterator
@@ -68,12 +69,19 @@ def test_a_symlinked_private_store_is_refused_and_nothing_outside_is_touched(
     assert sorted(os.listdir(outside)) == before and (outside / "project_z.md").read_bytes() == SECRET
 
 
-def test_a_symlinked_mirror_and_a_symlinked_mirror_file_are_refused(store: Env, tmp_path: Path) -> None:
+def test_a_symlinked_mirror_file_is_held_never_followed_and_a_symlinked_mirror_is_refused(
+        store: Env, tmp_path: Path) -> None:
     outside = _outside(tmp_path)
     link = store.mirror / "project_z.md"
     link.symlink_to(outside / "project_z.md")
     with deadline(30):
-        _fails_closed(store.run("add", "project_b", "-d", "beta", "-b", "b"), "path.symlink")
+        result = store.run("add", "project_b", "-d", "beta", "-b", "b")
+    # A link git put in the mirror is held: the user's write goes through, and the link is neither read
+    # nor followed nor replaced.
+    assert result.code == 0 and "project_z.md (held.link)" in result.err, result.err
+    assert "OUTSIDE-SECRET-CONTENT" not in result.out + result.err
+    assert link.is_symlink() and (outside / "project_z.md").read_bytes() == SECRET
+    assert not (store.harness / "project_z.md").exists()
     link.unlink()
     os.rename(store.mirror, tmp_path / "moved-mirror")
     store.mirror.symlink_to(outside)
@@ -92,8 +100,10 @@ def test_a_fifo_or_socket_with_a_memory_name_is_refused_without_blocking(store: 
     try:
         sock.bind(str(store.mirror / "project_sock.md"))
         with deadline(20):
-            _fails_closed(store.run("add", "project_b", "-d", "beta", "--visibility", "safe", "-b", "b"),
-                          "path.not-regular")
+            result = store.run("add", "project_b", "-d", "beta", "--visibility", "safe", "-b", "b")
+        # In the mirror a special file is held, never opened: the write goes through around it.
+        assert result.code == 0 and "project_sock.md (held.link)" in result.err, result.err
+        assert stat.S_ISSOCK(os.lstat(store.mirror / "project_sock.md").st_mode)
     finally:
         sock.close()
 

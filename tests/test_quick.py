@@ -30,8 +30,9 @@ def _run(env: Env, args: list[str], *, typer_only: bool) -> Result:
 
 
 def _same(text: str) -> str:
-    """Output without what differs between two stores: receipt paths and run ids."""
+    """Output without what differs between two stores: receipt paths, run ids and the work tree."""
     text = re.sub(r"/\S*/receipts/\S+\.json", "<receipt>", text)
+    text = re.sub(r'"worktree": "[^"]*"', '"worktree": "<project>"', text)
     return re.sub(r"\d{8}T\d{6}Z-[0-9a-f]{8}", "<run>", text)
 
 

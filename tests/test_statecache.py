@@ -92,14 +92,20 @@ def test_add_opens_as_many_store_files_at_ten_times_the_size(tmp_path: Path) -> 
 
 
 @pytest.mark.integration
-def test_show_lists_only_the_private_store_and_prints_its_bytes_after_a_hand_edit(tmp_path: Path) -> None:
+def test_show_lists_each_store_once_the_mirror_only_when_trusted_and_prints_its_bytes_after_a_hand_edit(
+        tmp_path: Path) -> None:
+    from pipeline.mirror.trust import set_trust
+
     store = write_store(tmp_path / "s", 60)
     layout = store.layout
     assert layout.mirror is not None
     args = (store.home, store.project, layout.harness, layout.mirror)
     name = sorted(p.name for p in layout.harness.glob("*.md") if p.name != "MEMORY.md")[0]
     private, public, out = listings(*args, "show", name)
-    assert (private, public) == (1, 0)  # one scan of the private store; the mirror is never listed
+    assert (private, public) == (1, 1)  # trusted: reads show the team's memories, so the mirror is listed once
+    set_trust(store.home, layout.project_root, False)
+    private, public, out = listings(*args, "show", name)
+    assert (private, public) == (1, 0)  # untrusted: one scan of the private store; the mirror is never listed
     assert out.rstrip("\n") == (layout.harness / name).read_text().rstrip("\n")
     path = layout.harness / name
     edited = path.read_bytes().replace(b"\n---\n", b"\n---\nA line added by hand.\n", 1)

@@ -162,7 +162,7 @@ def test_a_privacy_verdict_holds_for_its_rule_set_name_and_content_only(tmp_path
 def test_memories_built_from_cached_fields_equal_the_parsed_ones(tmp_path: Path) -> None:
     import pickle
 
-    from pipeline import state as state_model
+    from pipeline.state import read as state_model
     from pipeline.store.memory import parse_memory
     from pipeline.store.stored import StoredMemory
 

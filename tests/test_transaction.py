@@ -248,7 +248,7 @@ def test_a_dry_run_reports_the_run_dir_and_writes_no_receipt(store: tuple[Layout
     assert not (run / "post-receipt.json").exists() and not (run / "journal.json").exists()
     assert json.loads((run / "validation.json").read_bytes())["ok"] is True
     assert read_pre(layout, Limits()).hash_maps() == pre.hash_maps()
-    assert list(summary["timings"]) == ["launcher-start", "recover", "read", "snapshot", "manifest", "worker",
+    assert list(summary["timings"]) == ["launcher-start", "recover", "read", "sync", "snapshot", "manifest", "worker",
                                         "extraction", "validation", "stale-check", "index"]
 
 

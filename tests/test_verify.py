@@ -49,7 +49,7 @@ def _git(env: Env, *args: str) -> None:
 
 
 def _commit(env: Env) -> None:
-    _git(env, "add", "-A", ".memory")
+    _git(env, "add", "-A", ".memory", ".memfold")
     _git(env, "commit", "-q", "--allow-empty", "-m", "memory")
 
 
@@ -162,7 +162,8 @@ def test_rewriting_the_mirror_head_too_is_caught_by_the_head_committed_in_git(en
 
 
 def _state(env: Env) -> dict[str, dict[str, bytes]]:
-    return {str(root): {p.name: p.read_bytes() for p in root.iterdir()} for root in (env.harness, env.mirror)}
+    return {str(root): {p.name: p.read_bytes() for p in root.iterdir()}
+            for root in (env.harness, env.mirror, env.heads)}
 
 
 def _restore(state: dict[str, dict[str, bytes]]) -> None:

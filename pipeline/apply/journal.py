@@ -252,7 +252,7 @@ def _backup(run_dir: Path, resolve: RootResolver, changes: Iterable[Change], fds
     """
     folder: Path | None = None
     for change in changes:
-        if change.pre is None or change.root not in ("harness", "public", "home"):
+        if change.pre is None or change.root not in BACKED_UP:
             continue
         source = resolve(change.root) / change.name
         if folder is None:

@@ -9,29 +9,24 @@ half can be judged on the other.
 
 from __future__ import annotations
 
-import json
-import random
 import time
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+from .corpora import NOTE_BYTES, pack_notes, print_report
+from .corpora import rows as _rows
+
 RECALL_TARGET = 0.97
 FAMILY_TARGET = 0.90
 FP_TARGET = 0.01
 THROUGHPUT_TARGET_MB_S = 3.0
-NOTE_BYTES = 2000  # a memory-sized text
 
 
 def default_corpus() -> Path | None:
     """The corpus shipped with the source tree's tests, when this is a source checkout."""
     here = Path(__file__).resolve().parents[2] / "tests" / "data" / "privacy" / "corpus"
     return here if (here / "positives.jsonl").is_file() else None
-
-
-def _rows(path: Path) -> list[dict[str, Any]]:
-    with open(path, encoding="utf-8") as fh:
-        return [json.loads(line) for line in fh if line.strip()]
 
 
 def _rate(hits: float, total: float) -> float:
@@ -84,15 +79,7 @@ def measure(corpus: Path, ruleset: Any = None) -> dict[str, Any]:
 
 def throughput(lines: list[str], ruleset: Any, megabytes: float = 2.0) -> dict[str, float]:
     """MB/s scanning benign lines packed into memory-sized notes (one core, this process)."""
-    rng = random.Random(7)
-    notes: list[str] = []
-    size = 0
-    while size < megabytes * 1_000_000 and lines:
-        picked: list[str] = []
-        while sum(len(n) + 1 for n in picked) < NOTE_BYTES:
-            picked.append(rng.choice(lines))
-        notes.append("\n".join(picked))
-        size += len(notes[-1].encode("utf-8"))
+    notes, size = pack_notes(lines, megabytes)
     # The first pass compiles the patterns the notes need (once per process); the second is the steady
     # state. CPU time of this process: the figure is per core, whatever else the machine runs.
     passes = []
@@ -127,18 +114,5 @@ def format_report(report: dict[str, Any]) -> str:
 
 def run_command(corpus: Path | None, as_json: bool) -> int:
     """``memfold bench --privacy``: print the report; the figures are the result, so exit 0."""
-    import sys
-
-    from ..errors import UsageError
-
-    chosen = corpus or default_corpus()
-    if chosen is None or not (chosen / "positives.jsonl").is_file() or not (chosen / "benign.jsonl").is_file():
-        where = chosen or "the source tree"
-        raise UsageError(f"no privacy corpus at {where}: pass --corpus DIR holding positives.jsonl and benign.jsonl",
-                         code="usage.corpus")
-    report = measure(chosen)
-    if as_json:
-        sys.stdout.write(json.dumps(report, indent=2, sort_keys=True) + "\n")
-    else:
-        sys.stdout.write(format_report(report))
-    return 0
+    return print_report("privacy", corpus or default_corpus(), ("positives.jsonl", "benign.jsonl"), measure,
+                        format_report, as_json)

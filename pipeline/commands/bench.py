@@ -39,8 +39,11 @@ def bench(
     evaluate: bool = typer.Option(False, "--eval", help="score consolidation on the labelled data set instead"),
     privacy: bool = typer.Option(False, "--privacy", help="recall per family, false positives and throughput "
                                  "of the privacy rules on a labelled corpus"),
+    instructions: bool = typer.Option(False, "--instructions", help="recall, false positives and throughput of "
+                                      "the instruction-text rules on a labelled corpus, per split"),
     corpus: Path = typer.Option(None, "--corpus", help="folder with positives.jsonl and benign.jsonl "
-                                "(default: the source tree's tests/data/privacy/corpus)"),
+                                "(default: the source tree's tests/data/privacy/corpus); with --instructions, "
+                                "injections.jsonl and benign.jsonl (default: tests/data/instructions)"),
     strict: bool = typer.Option(False, "--strict", help="exit 1 when any target is missed (for cron or CI)"),
     json_out: bool = JsonOpt,
 ) -> int:
@@ -52,6 +55,10 @@ def bench(
         sys.stdout.write(json.dumps(found, indent=2, ensure_ascii=False) + "\n" if want_json(json_out)
                          else format_result(found))
         return 0
+    if instructions:
+        from ..bench.instructions import run_command as run_instructions
+
+        return run_instructions(corpus, want_json(json_out))
     if privacy or corpus is not None:
         from ..bench.privacy import run_command
 

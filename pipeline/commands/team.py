@@ -25,15 +25,16 @@ def sync(take: str | None, name: str | None, dry_run: bool, quiet: bool, json_ou
     if dry_run:
         return _preview(json_out)
     from ..edits import direct_transaction
+    from ..mirror.sync import keep_behind
 
-    settle = None
-    if take is not None and name is not None:
-        from ..mirror.sync import settle as settle_one
+    side, target = take, _file_name(name) if name is not None else None
 
-        side, target = take, name
+    def settle(found: Any, pre: Any) -> Any:
+        if side is not None and target is not None:
+            from ..mirror.sync import settle as settle_one
 
-        def settle(found: Any, pre: Any) -> Any:
-            return settle_one(found, pre, _file_name(target), side)
+            found = settle_one(found, pre, target, side)
+        return keep_behind(found, pre, target)
 
     svc = services()
     result = direct_transaction(svc, "sync", lambda view: [], lock_timeout=lock_timeout(), settle=settle)

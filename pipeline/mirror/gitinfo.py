@@ -212,8 +212,9 @@ def provenance(root: Path, files: Mapping[str, bytes | None]) -> dict[str, dict[
     log = run_git(("log", "--no-show-signature", "--no-ext-diff", "--no-textconv", "--no-renames", "-z",
                    "--format=%x01%H%x00%an", "--name-only", "--", *sorted(wanted)), root)
     for record in (log or "").split("\x01")[1:]:
+        # Each commit is "\x01<commit>\0<author>\0\n" followed by its paths, each ended by NUL.
         head, _, names = record.partition("\n")
-        commit, _, author = head.partition("\0")
+        commit, _, author = head.rstrip("\0").partition("\0")
         for path in names.strip("\0\n").split("\0"):
             path = path.strip("\n")
             if path in wanted and paths[path] not in out:

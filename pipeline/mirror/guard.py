@@ -106,6 +106,16 @@ def scan_issues(name: str, data: bytes, ruleset: RuleSet | None) -> tuple[Issue,
     return _file_issues(name, data, ruleset)
 
 
+def instruction_issues(name: str, data: bytes) -> list[Issue]:
+    """Text aimed at the model as instructions (an override, a forged role, a hidden directive, a request to
+    send data out): named by rule and line, never quoted."""
+    from ..privacy.instructions import instruction_findings
+
+    return [Issue("mirror.instructions", f".memory/{name}:{f.line}:{f.column}",
+                  f"{name} line {f.line}: {f.rule} ({f.description})")
+            for f in instruction_findings(data.decode("utf-8", errors="replace"))]
+
+
 def _hidden_issue(name: str, hidden: tuple[int, int]) -> Issue:
     return Issue("mirror.invisible", f".memory/{name}:{hidden[0]}:{hidden[1]}",
                  f"{name} line {hidden[0]} holds a control or bidi character that can hide text")
@@ -349,6 +359,7 @@ def check_disk_mirror(files: dict[str, bytes], private: Mapping[str, str], rules
         if private.get(name) == sha256_bytes(data):
             issues.append(Issue("mirror.private-copy", where, f"{name} is a copy of a memory you keep private"))
         issues.extend(scan_issues(name, data, ruleset))
+        issues.extend(instruction_issues(name, data))
     return issues
 
 

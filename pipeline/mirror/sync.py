@@ -230,7 +230,7 @@ def _index_lines(index: bytes) -> dict[str, str]:
 
 def screen_for(ruleset: RuleSet | None, max_file_bytes: int) -> Screen:
     """The checks a teammate's file must pass before the store takes it; the first it fails holds it."""
-    from .guard import scan_issues
+    from .guard import instruction_issues, scan_issues
 
     def screen(name: str, data: bytes) -> tuple[str, str, str] | None:
         try:
@@ -257,6 +257,11 @@ def screen_for(ruleset: RuleSet | None, max_file_bytes: int) -> Screen:
             return ("held.privacy", f"{issue.message}: it is already public in git",
                     "rotate that value now (it is in the repository's history), then remove it from the file "
                     "and, if you can, from git history")
+        aimed = instruction_issues(name, data)
+        if aimed:
+            return ("held.instructions", aimed[0].message,
+                    "read the file: text aimed at an AI agent as instructions does not belong in a memory; remove it "
+                    "in git (and ask who committed it)")
         return None
 
     return screen
@@ -393,7 +398,16 @@ def team_report(layout: Layout, limits: Limits, ruleset: RuleSet | None, pre: Pr
     """What the next write's sync would do, for people (``status``, ``doctor``, ``sync --dry-run``)."""
     sync = team_sync(layout, limits, ruleset, pre, pre.cache)
     return {"trusted": sync.trusted, "incoming": [a.as_dict() for a in sync.adopted],
-            "held": [h.as_dict() for h in sync.held], "conflicts": [c.as_dict() for c in sync.conflicts]}
+            "held": [h.as_dict() for h in sync.held], "conflicts": [c.as_dict() for c in sync.conflicts],
+            "behind": behind(pre, sync)}
+
+
+def behind(pre: PreState, sync: Sync) -> list[str]:
+    """Safe memories whose mirror copy is older than the store's, nothing having come from outside: written
+    since from another worktree, or an older commit checked out. The next write here brings them up to date."""
+    hashes, mirror, taken = pre.harness.hashes, pre.public.hashes, sync.names()
+    return sorted(name for name, memory in pre.memories.items() if memory.is_safe and name not in taken
+                  and mirror.get(name) != hashes.get(name))
 
 
 SIDES = ("mine", "theirs")
@@ -438,3 +452,22 @@ def settle(sync: Sync, pre: PreState, name: str, side: str) -> Sync:
     adopted = [*sync.adopted, *([Adopted(name, "taken-theirs", pre.public.hashes.get(name), agreed)]
                                 if side == "theirs" else [])]
     return Sync(sync.base, sync.trusted, operations, adopted, helds, conflicts, kept)
+
+
+def keep_behind(sync: Sync, pre: PreState, settled: str | None = None) -> Sync:
+    """``sync`` that leaves the mirror's files that are only behind the store as they are: ``memfold sync``
+    carries out what came from outside and nothing else (an older commit checked out stays as git left
+    it, so checking out the newer one again never meets files memfold wrote meanwhile). ``settled``: the
+    name ``--take`` settles, which the sync writes all the same."""
+    late = [name for name in behind(pre, sync) if name != settled]
+    if not late:
+        return sync
+    files = dict(sync.kept.files)
+    lines = dict(sync.kept.lines)
+    for name in late:
+        files[name] = pre.public.files[name] if name in pre.public.hashes else None
+        if files[name] is not None:
+            line = _line_of(name, files[name] or b"")
+            if line is not None:
+                lines[name] = line
+    return Sync(sync.base, sync.trusted, sync.operations, sync.adopted, sync.held, sync.conflicts, Kept(files, lines))

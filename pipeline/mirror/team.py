@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping
 
 from ..frozen import Frozen
 from ..paths import MIRROR_DIR, Layout
-from ..state.read import read_pre
+from ..state.read import read_pre, read_private
 from ..store.memory import Memory
 from ..store.state import Limits
 from .sync import consistent, synced_view, team_sync
@@ -51,8 +51,13 @@ class ReadView(Frozen):
 def read_view(layout: Layout, limits: Limits, rules: Callable[[], RuleSet | None]) -> ReadView:
     """The store as the next sync leaves it (``rules`` loads the privacy rules that judge teammates'
     files, asked only when the mirror holds something the store does not)."""
+    from .trust import is_trusted
+
+    if layout.mirror is None or not is_trusted(layout.home, layout.project_root):
+        harness, memories, broken = read_private(layout, limits)  # nothing of the mirror is shown
+        return _view(memories, harness.files, broken, {}, set())
     pre = read_pre(layout, limits)
-    if layout.mirror is None or consistent(pre):
+    if consistent(pre):
         return _view(pre.memories, pre.harness.files, pre.broken, {}, set())
     sync = team_sync(layout, limits, rules(), pre, pre.cache)
     if not sync.operations:

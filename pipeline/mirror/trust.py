@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 
 from ..fsutil import atomic_write, dump_json, read_bounded
-from ..paths import common_git_dir
 from ..store import jsontext as json
 
 TYPE_CHECKING = False
@@ -25,21 +24,36 @@ _GITDIR_LIMIT = 1 << 12
 def repository_of(root: Path | str) -> str:
     """The identity trust is recorded under: the realpath of the repository's common git dir (a
     ``.git`` directory, a linked worktree's common dir, or the dir a ``.git`` file names), else the root."""
+    import stat
+
     root = os.fspath(root)
     dotgit = os.path.join(root, ".git")
-    if os.path.isdir(dotgit):
-        return os.path.realpath(dotgit)
-    common = common_git_dir(root)
-    if common is not None:
-        return common
     try:
-        with open(dotgit, "rb") as fh:
-            text = fh.read(_GITDIR_LIMIT).decode("utf-8", "replace").strip()
+        mode = os.stat(dotgit).st_mode
     except OSError:
+        return os.path.realpath(root)  # outside git: no file is opened on the per-prompt path
+    if stat.S_ISDIR(mode):
+        return os.path.realpath(dotgit)
+    gitdir = _gitdir(dotgit)
+    if gitdir is None:
         return os.path.realpath(root)
-    if text.startswith("gitdir:"):
-        return os.path.realpath(os.path.join(root, text[len("gitdir:"):].strip()))
-    return os.path.realpath(root)
+    gitdir = os.path.join(root, gitdir)
+    common = _small(os.path.join(gitdir, "commondir"))
+    return os.path.realpath(os.path.join(gitdir, common) if common else gitdir)
+
+
+def _small(path: str) -> str | None:
+    try:
+        with open(path, "rb") as fh:
+            return fh.read(_GITDIR_LIMIT).decode("utf-8", "replace").strip()
+    except OSError:
+        return None
+
+
+def _gitdir(dotgit: str) -> str | None:
+    """What a ``.git`` file names (``gitdir: DIR``), as git reads it."""
+    text = _small(dotgit)
+    return text[len("gitdir:"):].strip() if text is not None and text.startswith("gitdir:") else None
 
 
 def _read(home: Path | str) -> tuple[set[str], set[str]]:

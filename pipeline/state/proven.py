@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 
 from ..store.files import Files
-from ..store.index import HEADER, IndexText, index_text
+from ..store.index import HEADER, IndexText, index_text, mirror_index_bytes
 from ..store.memory import INDEX_NAME
 from ..store.state import Limits
 from .model import PostState, PreState, Proven
@@ -44,7 +44,12 @@ def keep_proof(post: PostState, limits: Limits, as_derived: bool | None = None) 
     """Record that ``post`` passed the whole post-state check under ``limits`` (and, when ``post.clean``
     is set, the privacy scan): the next state derived from it is checked where it differs.
 
-    ``as_derived``: whether the check just made found ``post`` still exactly as derived (None: look)."""
+    ``as_derived``: whether the check just made found ``post`` still exactly as derived (None: look).
+    A state whose mirror keeps a teammate's files is not kept: a derivation assumes the mirror holds the
+    store's safe memories and nothing else."""
+    if post.kept:
+        _PROVEN.clear()
+        return
     derived = post.derived
     if as_derived is None:
         as_derived = derived is not None and derived.holds_for(post)
@@ -56,7 +61,7 @@ def keep_proof(post: PostState, limits: Limits, as_derived: bool | None = None) 
     indexes = (index_text(post.memories, mirror=False),
                index_text(post.memories, mirror=True) if post.mirrored else None)
     if post.harness.get(INDEX_NAME) != indexes[0].data or \
-            (indexes[1] is not None and post.public.get(INDEX_NAME) != indexes[1].data):
+            (indexes[1] is not None and post.public.get(INDEX_NAME) != mirror_index_bytes(indexes[1])):
         _PROVEN.clear()
         return
     broken = frozenset(post.harness.keys() - post.memories.keys() - {INDEX_NAME})
@@ -109,7 +114,11 @@ def restored_proof(pre: PreState, maps_digest: str) -> Proven | None:
     if code != _code():
         return None  # another version of the code made the check
     own = _index_on_disk(pre.harness.files, pre.memories, mirror=False)
-    mirror = _index_on_disk(pre.public.files, pre.memories, mirror=True) if pre.mirrored else None
+    mirror = None
+    if pre.mirrored:
+        empty = INDEX_NAME not in pre.public.files and not any(m.is_safe for m in pre.memories.values())
+        # A mirror without a memory file has no index on disk: its (empty) rendering stands for it.
+        mirror = index_text({}, mirror=True) if empty else _index_on_disk(pre.public.files, pre.memories, mirror=True)
     if own is None or (pre.mirrored and mirror is None):
         return None
     proof = Proven.__new__(Proven)

@@ -24,9 +24,12 @@ _PIPELINE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def _rule_files() -> list[str]:
-    """The files that decide the spans besides the text and the user's rules: the engine and the shipped rules."""
+    """The files that decide the spans besides the text and the user's rules: the engine and the shipped rules,
+    and (for the verdicts kept on a team mirror's rows) the instruction rules and the checks a sync makes."""
     files = [os.path.join(_PIPELINE, "privacy", name)
-             for name in ("engine.py", "checks.py", "loader.py", "tokens.py", "personal.py", "prefilter.py")]
+             for name in ("engine.py", "checks.py", "loader.py", "tokens.py", "personal.py", "prefilter.py",
+                          "instructions.py", "instruction_patterns.py")]
+    files += [os.path.join(_PIPELINE, "mirror", name) for name in ("sync.py", "shape.py", "guard.py")]
     return files + [os.path.join(base, name) for name in ("privacy-rules.yaml", "privacy-needs.json")
                     for base in (os.path.join(_PIPELINE, "_data", "schemas"), os.path.join(_PIPELINE, "..", "schemas"))]
 
