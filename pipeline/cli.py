@@ -82,6 +82,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             return inject_main(rest)
         except SystemExit as exc:  # --help
             return int(exc.code or 0)
+    if command == "merge-file":
+        # git's merge driver for mirror files, started once per merged file: no typer.
+        from .commands.mergefile import main as merge_main
+
+        return _guarded(lambda: merge_main(rest), args)
     if command in QUICK_COMMANDS:
         # Everyday commands, consolidate and the checkers in their plain forms skip typer (and pydantic).
         from .commands.quick import parse

@@ -15,7 +15,7 @@ from .context.artifacts import RunArtifacts
 from .context.manifest import build_manifest, write_manifest
 from .context.scope import default_scope, select
 from .context.snapshot import ContextLimits, snapshot_run
-from .edits import commit_sync
+from .edits import attributes_kept, commit_sync
 from .errors import InputRejected
 from .frozen import FrozenValue
 from .fsutil import sha256_bytes
@@ -199,6 +199,7 @@ def _stages(svc: Services, req: ConsolidateRequest, tx: Transaction, t: Timings,
         receipt, log_path = commit_run(svc, run_dir, record, pre, post, plan_bytes,
                                        outcome=receipt_outcome(summary), timings=t,
                                        sync=sync_record(layout, sync) if layout.mirror is not None else None)
+    attributes_kept(svc, post, receipt["sourceHashes"], receipt["finalHashes"])
     return {**summary, "dryRun": False, "runDir": str(run_dir), "receipt": str(log_path),
             "planDigest": sha256_bytes(plan_bytes), "previous": receipt["previous"], "timings": t.stages}
 

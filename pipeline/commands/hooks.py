@@ -15,7 +15,8 @@ from ..errors import MemfoldError, UsageError
 from ..hosts.installed import Installer
 from ._app import STATE, JsonOpt, app, emit, home_dir, layout, want_json
 
-hooks_app = typer.Typer(help="Install host integrations (claude, pi, codex).", no_args_is_help=True)
+hooks_app = typer.Typer(help="Install host integrations (claude, pi, codex) and git's merge drivers (git).",
+                        no_args_is_help=True)
 app.add_typer(hooks_app, name="hooks")
 
 HOSTS = ("claude", "pi", "codex")
@@ -84,7 +85,7 @@ def _targets(host: str, user: bool) -> tuple[Path | None, Path | None]:
         return None, pi.extension_path(root, user_home, os.environ, user=user)
     if host == "codex":
         return codex.hooks_path(root, user_home, os.environ, user=user), None
-    raise UsageError(f"unknown host {host!r} (one of {', '.join(HOSTS)})", code="usage.host")
+    raise UsageError(f"unknown host {host!r} (one of {', '.join(HOSTS)}, git)", code="usage.host")
 
 
 def _local_settings(host: str, user: bool) -> Path | None:
@@ -102,17 +103,23 @@ def _home_notes(host: str, user: bool, absolute: bool, local: Path | None) -> li
 
 
 @hooks_app.command("install")
-def install(host: str = typer.Argument(..., help="claude | pi | codex"), user: bool = UserOpt,
+def install(host: str = typer.Argument(..., help="claude | pi | codex | git"), user: bool = UserOpt,
             prompt: bool = typer.Option(False, "--prompt", help="claude: also inject on every prompt"),
             absolute: bool = typer.Option(False, "--absolute", help="write this installation's path (and "
                                           "--home) into the project's files instead of `memfold` on PATH"),
             trust: bool = typer.Option(False, "--trust", help="codex: record Codex's trust for memfold's hook"),
             trust_project: bool = typer.Option(False, "--trust-project",
                                                help="codex: also mark this project trusted in Codex (with --trust)"),
+            sync_hook: bool = typer.Option(False, "--sync-hook", help="git: also run `memfold sync` after "
+                                           "merges and checkouts (post-merge, post-checkout hooks)"),
             json_out: bool = JsonOpt) -> int:
-    """Install memfold's context injection (and /consolidate) into a host; idempotent."""
+    """Install memfold's context injection (and /consolidate) into a host, or git's merge drivers; idempotent."""
     from ..hosts import claude, codex, pi
 
+    if host == "git":
+        return _git_install(user, sync_hook, json_out)
+    if sync_hook:
+        raise UsageError("--sync-hook is for `memfold hooks install git`", code="usage.option")
     settings, owned = _targets(host, user)
     local = _local_settings(host, user)
     memfold = host_argv(user, absolute)
@@ -157,6 +164,36 @@ def install(host: str = typer.Argument(..., help="claude | pi | codex"), user: b
     return 0
 
 
+def _git_only_project(user: bool) -> None:
+    if user:
+        raise UsageError("git's merge drivers and hooks belong to one repository; --user does not apply",
+                         code="usage.option", hint="run it without --user in each repository (and each clone)")
+
+
+def _git_install(user: bool, sync_hook: bool, json_out: bool) -> int:
+    """Register memfold's merge drivers (and sync hooks) in this repository's git config."""
+    from ..hosts import gitsetup
+
+    _git_only_project(user)
+    root = layout().project_root
+    actions = gitsetup.install(root, memfold_argv(), host_argv(True, True) if sync_hook else None)
+    lines = [f"{a['action']}: {a['path']}" for a in actions]
+    lines.append("commit: .gitattributes  (it names the drivers; teammates without them get git's text merge)")
+    emit({"ok": True, "host": "git", "files": actions, "commit": [".gitattributes"]}, "\n".join(lines),
+         as_json=want_json(json_out))
+    return 0
+
+
+def _git_uninstall(user: bool, remove_attributes: bool, json_out: bool) -> int:
+    from ..hosts import gitsetup
+
+    _git_only_project(user)
+    actions = gitsetup.uninstall(layout().project_root, remove_attributes)
+    emit({"ok": True, "host": "git", "files": actions}, "\n".join(f"{a['action']}: {a['path']}" for a in actions),
+         as_json=want_json(json_out))
+    return 0
+
+
 def _codex_trust(user: bool, trust: bool, trust_project: bool, notes: list[str]) -> Any:
     """Ask Codex's app server to trust memfold's hook (and the project); None when not asked or impossible."""
     from ..hosts import claude, codex
@@ -183,9 +220,15 @@ def _codex_trust(user: bool, trust: bool, trust_project: bool, notes: list[str])
 
 
 @hooks_app.command("uninstall")
-def uninstall(host: str = typer.Argument(..., help="claude | pi | codex"), user: bool = UserOpt,
+def uninstall(host: str = typer.Argument(..., help="claude | pi | codex | git"), user: bool = UserOpt,
+              remove_attributes: bool = typer.Option(False, "--attributes", help="git: also take memfold's "
+                                                     "block out of .gitattributes (committed, shared)"),
               json_out: bool = JsonOpt) -> int:
     """Remove exactly what `hooks install` added (other hooks and files stay)."""
+    if host == "git":
+        return _git_uninstall(user, remove_attributes, json_out)
+    if remove_attributes:
+        raise UsageError("--attributes is for `memfold hooks uninstall git`", code="usage.option")
     settings, owned = _targets(host, user)
     local = _local_settings(host, user)
     installer = _installer(host, user)
