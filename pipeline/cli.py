@@ -104,19 +104,10 @@ def _raise(error: MemfoldError) -> int:
 def _full(args: list[str]) -> int:
     import typer
 
-    from .commands import attest as _attest  # noqa: F401
-    from .commands import audit as _audit  # noqa: F401 - registers commands
-    from .commands import bench as _bench  # noqa: F401
-    from .commands import demo as _demo  # noqa: F401
-    from .commands import doctor as _doctor  # noqa: F401
-    from .commands import everyday as _everyday  # noqa: F401
-    from .commands import hooks as _hooks  # noqa: F401
-    from .commands import mirror as _mirror  # noqa: F401
-    from .commands import report as _report  # noqa: F401
-    from .commands import schedule as _schedule  # noqa: F401
-    from .commands import store as _store  # noqa: F401
-    from .commands._app import app
+    from .commands.registry import full_app
     from .commands.typed import run as run_app
+
+    app = full_app()
 
     def invoke() -> int:
         try:

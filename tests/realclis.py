@@ -27,7 +27,7 @@ PACKAGES = {
     "codex": "@openai/codex",
     "inspector": "@modelcontextprotocol/inspector",
 }
-# What npm installs: the versions the README's Hosts section reports (the same list as .ci/run). The
+# What npm installs: the versions docs/hosts/index.md reports (the same list as .ci/run). The
 # Inspector's 1.x and later need Node >= 22.19, so its last Node 20 line is the one pinned.
 VERSIONS = {"claude": "2.1.197", "pi": "0.73.1", "codex": "0.171.0", "inspector": "0.15.0"}
 SPECS = {name: f"{package}@{VERSIONS[name]}" for name, package in PACKAGES.items()}

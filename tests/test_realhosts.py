@@ -193,8 +193,8 @@ def test_the_mcp_inspector_receives_memfolds_tool_errors_as_tool_errors(
     assert [m["file"] for m in listed["structuredContent"]["memories"]] == ["project_deploy-day.md"]
 
 
-def test_the_hosts_under_test_are_the_versions_the_readme_reports(real_clis: RealClis) -> None:
-    readme = (REPO / "README.md").read_text()
+def test_the_hosts_under_test_are_the_versions_the_docs_report(real_clis: RealClis) -> None:
+    readme = (REPO / "docs" / "hosts" / "index.md").read_text()
     names = {"claude": "Claude Code", "pi": "Pi", "codex": "Codex CLI", "inspector": "MCP Inspector"}
     for name, version in VERSIONS.items():
         assert real_clis.version(name) == version, name

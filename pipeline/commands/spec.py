@@ -169,7 +169,7 @@ COMMANDS: dict[str, Command] = {c.name: c for c in (
 # Every other command's group; typed.py checks that each registered command has one.
 PANELS: dict[str, str] = {
     **{name: c.panel for name, c in COMMANDS.items()},
-    **dict.fromkeys(("init", "edit", "rename", "clear", "path"), EVERYDAY),
+    **dict.fromkeys(("init", "edit", "rename", "clear", "path", "help"), EVERYDAY),
     **dict.fromkeys(("schedule", "undo"), CONSOLIDATION),
     **dict.fromkeys(("attest", "report"), AUDIT),
     **dict.fromkeys(("hooks", "trust", "untrust", "mirror", "inject"), HOSTS),
