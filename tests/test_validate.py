@@ -362,6 +362,21 @@ def test_a_plan_that_would_exceed_the_file_count_is_refused(store: Store) -> Non
     assert check(store, base_plan(store, ops), limits=Limits(max_files=4)).ok
 
 
+def test_a_plan_that_would_fill_the_mirror_past_its_total_bound_is_refused(store: Store) -> None:
+    safe_now = sum(len(store.pre.harness.files[n]) for n, m in store.pre.memories.items() if m.is_safe)
+    body = "lorem ipsum dolor sit amet " * 200
+    big = new_memory("project_big.md", body=body)
+    bound = safe_now + len(big.encode()) - 1
+    refused = check(store, base_plan(store, [op("project_big.md", "create", "safe", big)]),
+                    limits=Limits(mirror_bytes=bound))
+    assert issues(refused) == [("bounds.mirror-bytes", "$.operations")]
+    assert f"limits.mirror_bytes ({bound})" in refused.errors[0].message
+    # The same memory kept private adds nothing to the mirror.
+    private = new_memory("project_big.md", visibility="private", body=body)
+    assert check(store, base_plan(store, [op("project_big.md", "create", "private", private)]),
+                 limits=Limits(mirror_bytes=bound)).ok
+
+
 def test_a_rewrite_may_reclassify_and_the_inventory_may_state_either_side(store: Store) -> None:
     content = store.memory("project_deploy.md", visibility="private")
     for stated in ("safe", "private"):

@@ -75,6 +75,7 @@ class LimitsSection(Section):
     worker_output_line_bytes: int
     plan_bytes: int
     plan_depth: int
+    mirror_bytes: int
 
 
 class LockSection(Section):
@@ -105,6 +106,8 @@ class ConsolidateSection(Section):
     __slots__ = ()
     due_hours: float
     due_writes: int
+    lock_wait: float
+    worker: str
 
 
 class McpSection(Section):
@@ -188,7 +191,8 @@ class Config:
 
         limits = self.limits
         return Limits(max_file_bytes=limits.max_file_bytes, max_files=limits.max_files,
-                      index_lines=limits.index_lines, index_bytes=limits.index_bytes)
+                      index_lines=limits.index_lines, index_bytes=limits.index_bytes,
+                      mirror_bytes=limits.mirror_bytes)
 
     def extract_limits(self) -> ExtractLimits:
         """Bounds on a worker's stdout and its plan (DESIGN.md defaults, configurable)."""

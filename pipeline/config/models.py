@@ -57,6 +57,9 @@ def _define_models() -> tuple[dict[str, Any], Any]:
                                  description="size of a plan (plan.json); the built-in planner leaves what does "
                                  "not fit for the next run")
         plan_depth: int = Field(limits["plan_depth"], ge=8, le=1024, description="JSON nesting a plan may use")
+        # All memory files of the mirror together (the reference tool allows 96,000 bytes).
+        mirror_bytes: int = Field(limits["mirror_bytes"], ge=4096, le=1 << 36,
+                                  description="bytes of all memory files in the mirror together")
 
     class LockConfig(_Strict):
         timeout: float = Field(DEFAULTS["lock"]["timeout"], ge=0, le=3600,
@@ -114,6 +117,12 @@ def _define_models() -> tuple[dict[str, Any], Any]:
                                  description="hours after the last consolidation when the next is due")
         due_writes: int = Field(consolidate["due_writes"], ge=1,
                                 description="receipted writes after the last consolidation when the next is due")
+        # Seconds a consolidation waits for the lock (a direct edit holds it for milliseconds).
+        lock_wait: float = Field(consolidate["lock_wait"], ge=0, le=3600,
+                                 description="seconds a consolidation waits for the project lock before exit 3")
+        # The worker used when none is named: builtin, or a name under `workers` (checked before a run).
+        worker: str = Field(consolidate["worker"], pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$",
+                            description="the worker used when none is named: builtin, or a name under workers")
 
     class McpConfig(_Strict):
         # An agent may make a memory it names safe only when the user says so here; a copy of another

@@ -14,7 +14,7 @@ from pathlib import Path
 from ..errors import InputRejected, UnsafePath
 from ..frozen import FrozenValue
 from ..fsutil import TEMP_PREFIX, read_bounded
-from .files import Files, Stored, read_settled, stored_entry
+from .files import Files, Stored, read_settled, size_of, stored_entry
 from .memory import INDEX_NAME, is_memory_name
 
 TYPE_CHECKING = False
@@ -24,19 +24,39 @@ if TYPE_CHECKING:
     from .statecache import StateCache
 
 
-class Limits(FrozenValue):
-    """Bounds of one store (immutable)."""
+MIRROR_BYTES = 8 << 20
 
-    __slots__ = ("max_file_bytes", "max_files", "index_lines", "index_bytes")
+
+class Limits(FrozenValue):
+    """Bounds of one store (immutable). ``mirror_bytes`` bounds the memory files of the mirror in all."""
+
+    __slots__ = ("max_file_bytes", "max_files", "index_lines", "index_bytes", "mirror_bytes")
     max_file_bytes: int
     max_files: int
     index_lines: int
     index_bytes: int
+    mirror_bytes: int
 
     def __init__(self, max_file_bytes: int = 64 * 1024, max_files: int = 4096, index_lines: int = 200,
-                 index_bytes: int = 25_600) -> None:
+                 index_bytes: int = 25_600, mirror_bytes: int = MIRROR_BYTES) -> None:
         self._set(max_file_bytes=max_file_bytes, max_files=max_files, index_lines=index_lines,
-                  index_bytes=index_bytes)
+                  index_bytes=index_bytes, mirror_bytes=mirror_bytes)
+
+
+def mirror_total(files: Mapping[str, bytes]) -> int:
+    """The bytes of the memory files of a mirror (its index and anything else left out): what
+    ``limits.mirror_bytes`` bounds. Sizes come from the file records, no file is read."""
+    return sum(size_of(files, name) for name in files if name != INDEX_NAME and is_memory_name(name))
+
+
+def refuse_mirror_over(files: Mapping[str, bytes], limits: Limits) -> None:
+    """Raise when a mirror about to be written would hold more than ``limits.mirror_bytes`` in all."""
+    total = mirror_total(files)
+    if total > limits.mirror_bytes:
+        raise InputRejected(f"the mirror would hold {total} bytes of safe memories, over limits.mirror_bytes "
+                            f"({limits.mirror_bytes}); nothing was written", code="bounds.mirror-bytes",
+                            hint="make some memories private, consolidate, or raise limits.mirror_bytes in "
+                            "config.yaml")
 
 
 class RootState:
