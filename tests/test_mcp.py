@@ -49,7 +49,7 @@ def test_tool_errors_carry_the_stable_code_and_change_nothing(env: Env) -> None:
     missing, bad_name, worker = with_session(env.home, env.project, body)
     assert tool_error(missing)["code"] == "memory.not-found"
     assert tool_error(bad_name)["code"] == "memory.name"
-    assert tool_error(worker)["code"] == "mcp.worker"
+    assert tool_error(worker)["code"] == "usage.worker"  # the one allow-list every entry point checks
     assert env.snapshot() == before
 
 

@@ -104,11 +104,12 @@ def project_lock(
         while not _try_lock(fh):
             if time.monotonic() >= deadline:
                 owner = _wait_for_owner(info_path)
+                waited = f" (waited {timeout:g} s for it)" if timeout > 0 else ""
                 raise LockHeld(
-                    f"the project is locked by {describe_owner(owner)}",
+                    f"the project is locked by {describe_owner(owner)}{waited}",
                     code="lock.held",
                     hint="wait for it to finish and retry; a crashed holder frees the lock at once",
-                    data={"holder": owner or {}},
+                    data={"holder": owner or {}, "waitedSeconds": max(timeout, 0.0)},
                 )
             time.sleep(0.02)
         owner = {"runId": run_id, "pid": os.getpid(), "host": _host(),

@@ -168,18 +168,21 @@ class Backend:
         return {"ok": True, "query": query,
                 "results": [{**_row(r.file, r), **view.origin(r.file), "score": s, "body": r.body} for r, s in hits]}
 
-    def consolidate(self, context: str | None, scope: str | None, worker: str, dry_run: bool) -> dict[str, Any]:
+    def consolidate(self, context: str | None, scope: str | None, worker: str | None,
+                    dry_run: bool) -> dict[str, Any]:
         from ..transaction import consolidate
+        from ..worker.task import BUILTIN, resolve_worker
 
-        if worker != "builtin":
-            spec = self.workers.get(worker)
-            if spec is None or getattr(spec, "network", True):
-                raise InputRejected(f"worker {worker!r} is not available over MCP",
-                                    code="mcp.worker", hint="use builtin, or a configured worker without network")
+        # The same allow-list as the CLI; no name means the configured default (the request's worker).
+        worker = resolve_worker(worker, self.request.worker, self.workers)
+        if worker != BUILTIN and getattr(self.workers.get(worker), "network", True):
+            raise InputRejected(f"worker {worker!r} is not available over MCP",
+                                code="mcp.worker", hint="use builtin, or a configured worker without network")
+        # The lock wait is the request's (consolidate.lock_wait): a consolidation waits out a short write.
         request = self.request.with_changes(
             context=context.encode("utf-8") if context is not None else None,
             context_source="mcp" if context is not None else "none", scope=scope, worker=worker,
-            dry_run=dry_run, lock_timeout=0.0, refuse_emptying=True)
+            dry_run=dry_run, refuse_emptying=True)
         # One worker run: the emptying check sits between validation and the commit.
         return {"ok": True, **consolidate(self.svc, request)}
 
@@ -330,7 +333,9 @@ def build_server(backend: Backend) -> MCPServer:
     def memory_consolidate(
         context: Annotated[str | None, Field(description="session transcript text (JSON/JSONL)")] = None,
         scope: Annotated[str | None, Field(description="all | related")] = None,
-        worker: str = "builtin", dry_run: bool = False,
+        worker: Annotated[str | None, Field(description="builtin, or a worker named in the user config "
+                                                        "(default: consolidate.worker)")] = None,
+        dry_run: bool = False,
     ) -> Annotated[CallToolResult, ConsolidateOut]:
         """Consolidate the store through the verified transaction (never publishes private memories)."""
         return _call(lambda: backend.consolidate(context, scope, worker, dry_run))
