@@ -216,6 +216,16 @@ class Host:
     def receipts(self) -> list[Path]:
         return sorted((self.env.project_home / "receipts").iterdir())
 
+    def receipts_once(self, count: int, timeout: float = 180) -> list[Path]:
+        """The receipt log once it holds ``count`` receipts: Claude Code's /consolidate starts its run in
+        the background and returns, so the receipt may land after the host has answered."""
+        import time
+
+        deadline = time.monotonic() + timeout
+        while len(self.receipts()) < count and time.monotonic() < deadline:
+            time.sleep(0.2)
+        return self.receipts()
+
     def snapshot_of(self, receipt: Path) -> dict[str, Any]:
         run_id = json.loads(receipt.read_text())["runId"]
         return json.loads((self.env.project_home / "runs" / run_id / "snapshot.json").read_text())  # type: ignore[no-any-return]

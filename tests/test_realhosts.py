@@ -51,7 +51,7 @@ def test_claude_code_shows_the_model_the_memory_and_consolidates_the_running_ses
 
     claude.claude("--resume", session, "/consolidate")
 
-    after = claude.receipts()
+    after = claude.receipts_once(len(before) + 1)
     assert len(after) == len(before) + 1
     snapshot = claude.snapshot_of(after[-1])
     assert snapshot["contextMode"] == "transcript" and snapshot["source"] == f"{session}.jsonl"
@@ -66,7 +66,7 @@ def test_claude_code_consolidate_as_the_first_command_of_a_new_session_writes_a_
 
     claude.claude("/consolidate")
 
-    after = claude.receipts()
+    after = claude.receipts_once(len(before) + 1)
     assert len(after) == len(before) + 1
     assert claude.snapshot_of(after[-1])["contextMode"] == "disabled"
     assert claude.asked("has no saved messages yet, consolidated without session context")

@@ -251,18 +251,26 @@ def uninstall(host: str = typer.Argument(..., help="claude | pi | codex | git"),
 def consolidate_from_host(host: str = typer.Argument(..., help="claude"),
                           args: list[str] = typer.Argument(None, help="no-context"),
                           session: str = typer.Option(None, "--session", help="the running session's id"),
+                          background: bool = typer.Option(False, "--background", help="start the run in the "
+                                                          "background and say where its progress and result go"),
                           json_out: bool = JsonOpt) -> int:
     """What /consolidate runs: consolidate with the running session's transcript.
 
     A failure is printed on stdout as a FAILED report and the exit code is 0: Claude Code drops the
     output of a failing ``!`` command (in ``claude -p`` the result is empty and the exit code 0), so
-    only a report the model is shown reaches the user.
+    only a report the model is shown reaches the user. With ``--background`` what can fail at once
+    (the config, the worker, the session) fails here; the run itself reports to its log.
     """
     if host != "claude":
         raise UsageError("only claude uses this entry point (pi's extension passes its session file)",
                          code="usage.host")
+    words = [a.strip().lower() for a in args or [] if a.strip()]
     try:
-        summary, note = _consolidate_session(session, [a.strip().lower() for a in args or [] if a.strip()])
+        if background:
+            started = _start_session_run(session, words)
+            emit(started, _started_text(started), as_json=want_json(json_out))
+            return 0
+        summary, note = _consolidate_session(session, words)
     except MemfoldError as exc:
         emit({"ok": False, **exc.as_dict()}, f"memfold /consolidate FAILED, nothing was written.\n"
              f"error [{exc.code}]: {exc.message}" + (f"\nhint: {exc.hint}" if exc.hint else ""),
@@ -275,13 +283,9 @@ def consolidate_from_host(host: str = typer.Argument(..., help="claude"),
     return 0
 
 
-def _consolidate_session(given: str | None, words: list[str]) -> tuple[dict[str, Any], str]:
-    """Run the consolidation for /consolidate; return its summary and what was used as context."""
-    from ..context.snapshot import ContextLimits
+def _session_transcript(given: str | None, words: list[str]) -> tuple[Path | None, str]:
+    """The running session's transcript for /consolidate (None without one), and what to say about it."""
     from ..hosts.claude import claude_dir, find_transcript, session_id
-    from ..transaction import consolidate, consolidate_request
-    from ._app import config, services
-    from .consolidation import read_context
 
     transcript, note = None, "none (no-context)"
     if "no-context" not in words:
@@ -296,8 +300,46 @@ def _consolidate_session(given: str | None, words: list[str]) -> tuple[dict[str,
         transcript = find_transcript(claude_dir(Path.home(), dict(os.environ)), session, cwds)
         note = (str(transcript) if transcript else
                 f"none: session {session} has no saved messages yet, consolidated without session context")
+    return transcript, note
+
+
+def _consolidate_session(given: str | None, words: list[str]) -> tuple[dict[str, Any], str]:
+    """Run the consolidation for /consolidate; return its summary and what was used as context."""
+    from ..context.snapshot import ContextLimits
+    from ..transaction import consolidate, consolidate_request
+    from ._app import config, services
+    from .consolidation import read_context
+
+    transcript, note = _session_transcript(given, words)
     limits = ContextLimits()
     data, source = read_context(str(transcript) if transcript else None, transcript is None, limits.max_input_bytes)
     cfg = config()
     request = consolidate_request(cfg, os.environ, context=data, context_source=source, context_limits=limits)
     return consolidate(services(), request), note
+
+
+def _start_session_run(given: str | None, words: list[str]) -> dict[str, Any]:
+    """Check what can fail at once (config, worker, session), then start ``memfold consolidate`` for the
+    running session in the background; its progress lines and result go to a log file."""
+    from ..hosts.detach import log_path, start_detached
+    from ..worker.task import resolve_worker
+    from ._app import clock, config
+    from .context import user_files
+
+    cfg = config()
+    worker = resolve_worker(None, cfg.consolidate.worker, cfg.workers)
+    transcript, note = _session_transcript(given, words)
+    where = layout()
+    argv = [*memfold_argv(), *(["--home", str(STATE.home)] if STATE.home else []),
+            "--project", str(where.project_root), "--json", "consolidate", "--progress-json",
+            *(["--context", str(transcript)] if transcript else ["--no-context"])]
+    log = log_path(user_files()[2], where.scope_key, f"{clock().strftime('%Y%m%dT%H%M%SZ')}-{os.getpid()}")
+    pid = start_detached(argv, log, os.environ, where.project_root)
+    return {"ok": True, "background": True, "pid": pid, "log": str(log), "worker": worker, "transcript": note}
+
+
+def _started_text(started: dict[str, Any]) -> str:
+    return (f"memfold /consolidate: started in the background (pid {started['pid']}, worker {started['worker']}).\n"
+            f"transcript: {started['transcript']}\n"
+            f"progress and result: {started['log']}\n"
+            "`memfold status` shows the run while it holds the project lock, and the last run once it is done.")
