@@ -7,8 +7,8 @@ import stat
 import time
 from collections.abc import Callable, Iterable, Mapping
 from functools import partial
-from itertools import compress, repeat
-from operator import attrgetter, itemgetter, ne, not_
+from itertools import compress, filterfalse, repeat
+from operator import attrgetter, itemgetter, methodcaller, ne, not_
 from pathlib import Path
 
 from ..errors import InputRejected, UnsafePath
@@ -46,11 +46,15 @@ class Limits(FrozenValue):
 def mirror_total(files: Mapping[str, bytes]) -> int:
     """The bytes of the memory files of a mirror (its index and anything else left out): what
     ``limits.mirror_bytes`` bounds. Sizes come from the file records, no file is read."""
-    return sum(size_of(files, name) for name in files if name != INDEX_NAME and is_memory_name(name))
+    total = files.total_size() if isinstance(files, Files) else sum(map(len, files.values()))
+    others = [*filterfalse(methodcaller("endswith", ".md"), files), INDEX_NAME]
+    return total - sum(size_of(files, name) for name in others if name in files)
 
 
 def refuse_mirror_over(files: Mapping[str, bytes], limits: Limits) -> None:
     """Raise when a mirror about to be written would hold more than ``limits.mirror_bytes`` in all."""
+    if len(files) * limits.max_file_bytes <= limits.mirror_bytes:
+        return  # each memory file is within its own bound (checked before): the total cannot be over
     total = mirror_total(files)
     if total > limits.mirror_bytes:
         raise InputRejected(f"the mirror would hold {total} bytes of safe memories, over limits.mirror_bytes "
