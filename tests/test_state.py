@@ -150,3 +150,11 @@ def test_the_mirror_total_counts_memory_files_only_and_a_mirror_past_the_bound_i
         refuse_mirror_over(mirror, Limits(mirror_bytes=3999))
     assert exc.value.code == "bounds.mirror-bytes" and "4000 bytes" in exc.value.message
     assert "limits.mirror_bytes" in (exc.value.hint or "")
+
+
+def test_a_file_left_as_it_is_does_not_count_against_the_mirror_bound() -> None:
+    from pipeline.store.state import mirror_total, refuse_mirror_over
+
+    mirror = {"project_mine.md": b"m" * 3000, "project_teammates.md": b"t" * 3000}
+    assert mirror_total(mirror, leave_out={"project_teammates.md"}) == 3000
+    refuse_mirror_over(mirror, Limits(mirror_bytes=4096), leave_out={"project_teammates.md"})

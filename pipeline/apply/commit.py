@@ -117,7 +117,7 @@ def gate(svc: Services, pre: PreState, post: PostState) -> None:
     if svc.ruleset is not None:
         privacy_gate(post, svc.ruleset, cache_for(svc.layout.project_home))
     verify_post(post, svc.limits, None)
-    refuse_mirror_over(post.public, svc.limits)
+    refuse_mirror_over(post.public, svc.limits, post.kept.files)
 
 
 def commit_run(svc: Services, run_dir: Path, rec: RunRecord, pre: PreState, post: PostState,

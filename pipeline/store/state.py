@@ -43,19 +43,21 @@ class Limits(FrozenValue):
                   index_bytes=index_bytes, mirror_bytes=mirror_bytes)
 
 
-def mirror_total(files: Mapping[str, bytes]) -> int:
-    """The bytes of the memory files of a mirror (its index and anything else left out): what
-    ``limits.mirror_bytes`` bounds. Sizes come from the file records, no file is read."""
+def mirror_total(files: Mapping[str, bytes], leave_out: Iterable[str] = ()) -> int:
+    """The bytes of the memory files of a mirror (its index, anything else and ``leave_out`` left out):
+    what ``limits.mirror_bytes`` bounds. Sizes come from the file records, no file is read."""
     total = files.total_size() if isinstance(files, Files) else sum(map(len, files.values()))
-    others = [*filterfalse(methodcaller("endswith", ".md"), files), INDEX_NAME]
+    others = {*filterfalse(methodcaller("endswith", ".md"), files), INDEX_NAME, *leave_out}
     return total - sum(size_of(files, name) for name in others if name in files)
 
 
-def refuse_mirror_over(files: Mapping[str, bytes], limits: Limits) -> None:
-    """Raise when a mirror about to be written would hold more than ``limits.mirror_bytes`` in all."""
+def refuse_mirror_over(files: Mapping[str, bytes], limits: Limits, leave_out: Iterable[str] = ()) -> None:
+    """Raise when the memory files a transaction keeps in the mirror would be more than
+    ``limits.mirror_bytes`` in all. ``leave_out``: files it leaves as they are (a teammate's held
+    file): a user's own write never fails because of what a teammate wrote."""
     if len(files) * limits.max_file_bytes <= limits.mirror_bytes:
         return  # each memory file is within its own bound (checked before): the total cannot be over
-    total = mirror_total(files)
+    total = mirror_total(files, leave_out)
     if total > limits.mirror_bytes:
         raise InputRejected(f"the mirror would hold {total} bytes of safe memories, over limits.mirror_bytes "
                             f"({limits.mirror_bytes}); nothing was written", code="bounds.mirror-bytes",
