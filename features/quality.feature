@@ -198,14 +198,17 @@ Feature: Quality on material memfold never saw
       | scopeDigest  |
       | artifactHash |
 
-  Scenario: A memory marked private placed in .memory/ is caught
+  Scenario: A memory marked private placed in .memory/ is caught and never adopted
     Given an initialised project
     And a file marked private placed in the mirror as "project_leak.md"
     When I run "mirror check"
     Then the exit code is 7
-    And the output mentions "project_leak.md is not marked safe"
+    And the output mentions "project_leak.md is marked private"
+    When I run "trust"
+    Then the exit code is 0
+    And the private store does not hold "project_leak.md"
     When I run "status"
-    Then the output mentions "project_leak.md is in the mirror but not in the private store"
+    Then the output mentions "project_leak.md is marked private but sits in the shared mirror"
 
   Scenario: A mixed-case Memory.md in the store is neither a memory nor the index
     Given an initialised project with the memory "Deploy day"

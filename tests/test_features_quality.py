@@ -699,6 +699,11 @@ def private_in_mirror(env: Env, name: str) -> None:
     (env.mirror / name).write_bytes(_memory("Leak", "a private note", "my own plans", visibility="private"))
 
 
+@then(parsers.parse('the private store does not hold "{name}"'))
+def harness_lacks(env: Env, name: str) -> None:
+    assert not (env.harness / name).exists()
+
+
 @given(parsers.parse('a file "{name}" in the private store'))
 def reserved_name(env: Env, ctx: dict[str, Any], name: str) -> None:
     data = (env.harness / "project_deploy-day.md").read_bytes()
