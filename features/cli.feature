@@ -1,7 +1,7 @@
 Feature: One command line
   The fast path and the typer app are built from one table, so a command means
   the same whichever way it is parsed; every usage error answers in one style,
-  in JSON under --json, with the exit code of the README's table.
+  in JSON under --json, with the exit code of its kind (docs/troubleshooting.md).
 
   Scenario: The version is one flag away
     When I run "--version"

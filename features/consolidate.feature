@@ -99,9 +99,9 @@ Feature: Consolidation as one receipted transaction
     When I run "verify"
     Then the exit code is 0
 
-  Scenario: A second consolidation exits 3 naming the run that holds the lock
+  Scenario: A second consolidation waits consolidate.lock_wait (5 s), then exits 3 naming the run that holds the lock
     Given a store with a duplicate pair, a paraphrase, an expired, a private and a safe memory
-    And a worker "slow" that sleeps 4 seconds before printing the planner's plan
+    And a worker "slow" that sleeps 12 seconds before printing the planner's plan
     When a consolidation with worker "slow" is started as a process and holds the lock
     And I run "consolidate --no-context"
     Then the exit code is 3

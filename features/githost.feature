@@ -22,6 +22,8 @@ Feature: Git and host files
       | trust                     |
       | consolidate --no-context  |
       | hooks install claude      |
+      | hooks install git         |
+      | hooks uninstall git       |
       | list                      |
 
   Scenario Outline: A symlinked host directory in the project is refused

@@ -40,7 +40,7 @@ Feature: Host integrations
     When I run "hooks install claude --prompt"
     And I run "hooks install claude --prompt"
     Then the Claude settings keep the unrelated hook and hold one memfold hook for "SessionStart" and "UserPromptSubmit"
-    And the consolidate command file runs "hooks consolidate claude --session ${CLAUDE_SESSION_ID} $ARGUMENTS" before the model sees it
+    And the consolidate command file runs "hooks consolidate claude --background --session ${CLAUDE_SESSION_ID} $ARGUMENTS" before the model sees it
     When I run "hooks uninstall claude"
     Then the Claude settings file is byte-identical to the original
     And the consolidate command file and its directory are gone

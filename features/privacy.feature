@@ -117,3 +117,35 @@ Feature: Private things never reach the repository
     Then the exit code is 1
     And the output mentions "aws-access-key-id"
     And the AWS access key id appears in no output
+
+  Scenario Outline: A credential is refused in any of the shapes it is written in
+    Given I remember the state of both roots
+    When I add a safe memory "project_shape" whose body is the <shape> example
+    Then the exit code is 1
+    And the output mentions "<rule>"
+    And both roots are as remembered
+    And the example's secret appears in no output
+
+    Examples:
+      | shape                                  | rule               |
+      | secret compared with a literal         | secret-comparison  |
+      | URL password at a documentation host   | url-password       |
+      | token next to a vendor's name          | vendor-keyed-token |
+      | API key as a curl user                 | cli-user-password  |
+      | Kerberos service ticket hash           | password-hash      |
+      | chat webhook URL                       | webhook-url-secret |
+
+  Scenario Outline: A reference or a placeholder that looks like a secret is published
+    When I add a safe memory "project_lookalike" whose body is the <look-alike> example
+    Then the exit code is 0
+    And the mirror holds "project_lookalike.md"
+
+    Examples:
+      | look-alike                    |
+      | Jenkins credential reference  |
+      | .NET user-secrets id          |
+      | Terraform variable reference  |
+      | ExternalSecret key reference  |
+      | JWT package checksum          |
+      | hashed asset name             |
+      | Slack placeholder token       |

@@ -102,6 +102,19 @@ Feature: Team memory through git
     Then bob's mirror "project_deploy-target.md" says "bob says rollback" with no conflict marker
     And bob's "mirror check" exits 0
 
+  Scenario: A rebase pull with work stashed around it adopts the team's memory and loses none of one's own
+    Given bob clones the remote and trusts it
+    And alice adds the safe memory "Dev port" saying "the dev server listens on 9090" and pushes
+    And bob adds the safe memory "Beta fact" saying "beta fact from bob" and commits
+    And bob adds the safe memory "Gamma fact" saying "gamma fact not yet committed" without committing
+    When bob stashes his work, pulls with rebase and pops the stash
+    Then the pull succeeded
+    When bob runs "sync"
+    Then every one of those commands exited 0
+    And bob's private store holds "project_dev-port.md" as alice wrote it
+    And bob's mirror index lists "project_beta-fact.md" and "project_gamma-fact.md"
+    And bob's mirror index lists "project_dev-port.md" and "project_deploy-target.md"
+
   Scenario: Consolidation after a pull treats teammates' memories as any other
     Given bob clones the remote and trusts it
     And alice adds the safe memory "Dev port" saying "the dev server listens on 9090" and pushes

@@ -82,6 +82,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             return inject_main(rest)
         except SystemExit as exc:  # --help
             return int(exc.code or 0)
+    if command == "merge-file":
+        # git's merge driver for mirror files, started once per merged file: no typer.
+        from .commands.mergefile import main as merge_main
+
+        return _guarded(lambda: merge_main(rest), args)
     if command in QUICK_COMMANDS:
         # Everyday commands, consolidate and the checkers in their plain forms skip typer (and pydantic).
         from .commands.quick import parse
@@ -99,20 +104,10 @@ def _raise(error: MemfoldError) -> int:
 def _full(args: list[str]) -> int:
     import typer
 
-    from .commands import attest as _attest  # noqa: F401
-    from .commands import audit as _audit  # noqa: F401 - registers commands
-    from .commands import bench as _bench  # noqa: F401
-    from .commands import demo as _demo  # noqa: F401
-    from .commands import doctor as _doctor  # noqa: F401
-    from .commands import everyday as _everyday  # noqa: F401
-    from .commands import hooks as _hooks  # noqa: F401
-    from .commands import mirror as _mirror  # noqa: F401
-    from .commands import report as _report  # noqa: F401
-    from .commands import review as _review  # noqa: F401
-    from .commands import schedule as _schedule  # noqa: F401
-    from .commands import store as _store  # noqa: F401
-    from .commands._app import app
+    from .commands.registry import full_app
     from .commands.typed import run as run_app
+
+    app = full_app()
 
     def invoke() -> int:
         try:

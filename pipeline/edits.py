@@ -160,7 +160,19 @@ def _edit(svc: Services, run_id: str, command: str, build: Callable[[PreState], 
     rec = RunRecord(run_id, manifest["scopeDigest"], artifact, selected, command, PARENT_WORKER, NO_SANDBOX)
     log_path = commit_run(svc, run_dir, rec, pre, post, plan_bytes, artifacts, hashes=(source, final),
                           texts=texts, prune_later=long_lived, sync=record)[1]
+    warnings += attributes_kept(svc, post, source, final)
     return TxResult(run_id, command, summaries, str(log_path), warnings, record), post, final
+
+
+def attributes_kept(svc: Services, post: PostState, source: HashMaps, final: HashMaps) -> list[str]:
+    """The repository's .gitattributes block kept current once a transaction changed a mirror that holds
+    memory files (``mirror.attributes``); a warning when it cannot be."""
+    if svc.layout.mirror is None or source["public"] == final["public"]:
+        return []
+    from .mirror.attributes import keep_block
+
+    warning = keep_block(svc.layout.project_root, any(name != INDEX_NAME for name in post.public))
+    return [warning] if warning else []
 
 
 def commit_sync(svc: Services, run_id: str, pre: PreState, sync: Sync) -> TxResult:

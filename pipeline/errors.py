@@ -27,7 +27,7 @@ class Issue(FrozenValue):
 
 
 class MemfoldError(Exception):
-    """Base class. ``code`` is stable for machines; ``exit_code`` follows DESIGN.md."""
+    """Any failure memfold reports: a stable ``code`` for machines and the ``exit_code`` of its kind."""
 
     exit_code = 1
     default_code = "error"
@@ -81,6 +81,8 @@ class InputRejected(MemfoldError):
 
 
 class PrivacyRejected(InputRejected):
+    """A privacy rule or the publishing gate refused what would become public; nothing was written."""
+
     default_code = "privacy.rejected"
 
 
@@ -91,40 +93,63 @@ class UnsafePath(InputRejected):
 
 
 class UsageError(MemfoldError):
+    """The command line or its arguments cannot be used as given; nothing was done."""
+
     exit_code = 2
     default_code = "usage"
 
 
+class UnsafeOwner(UsageError):
+    """The memfold home or a file memfold reads its settings from belongs to another user, or others may
+    write it (``home.unsafe``, ``settings.unsafe``): nothing in it is used."""
+
+    default_code = "home.unsafe"
+
+
 class ConfigError(UsageError):
+    """The user config is invalid (`memfold config check` explains each problem); it is never rewritten."""
+
     default_code = "config.invalid"
 
 
 class LockHeld(MemfoldError):
+    """Another run holds the project lock; the message names it, and a retry later succeeds."""
+
     exit_code = 3
     default_code = "lock.held"
 
 
 class WorkerFailed(MemfoldError):
+    """The consolidation worker failed: spawn, sandbox, timeout, output bounds, or no single plan."""
+
     exit_code = 4
     default_code = "worker.failed"
 
 
 class StaleState(MemfoldError):
+    """The store changed after the snapshot (or since the run being undone); nothing was written."""
+
     exit_code = 5
     default_code = "state.stale"
 
 
 class ApplyFailed(MemfoldError):
+    """Applying the change failed and was rolled back: both roots are as they were."""
+
     exit_code = 6
     default_code = "apply.failed"
 
 
 class VerifyFailed(MemfoldError):
+    """A receipt, the mirror or the receipt chain does not verify."""
+
     exit_code = 7
     default_code = "verify.failed"
 
 
 class RecoveryNeeded(MemfoldError):
+    """An interrupted transaction needs `memfold recover`, or recovery itself failed."""
+
     exit_code = 8
     default_code = "recovery.needed"
 

@@ -7,9 +7,10 @@ import os
 import stat
 import sys
 
-from .errors import InputRejected, UnsafePath
+from .errors import InputRejected, UnsafeOwner, UnsafePath
 from .store.jsontext import canonical_json as canonical_json
 from .store.jsontext import dump_json as dump_json
+from .store.jsontext import loads_bounded
 
 # ``memfold inject`` reads through this module on every prompt: pathlib, hashlib and typing are
 # imported where they are used, not here.
@@ -33,14 +34,18 @@ def _syncfs(fd: int) -> None:
 
 
 class _Ops:
-    """Indirection over the syscalls a transaction makes, so tests can inject faults."""
+    """Indirection over the syscalls a transaction makes, so tests can inject faults.
+
+    ``rename`` and ``link`` take ``src_dir_fd``/``dst_dir_fd``, ``unlink`` takes ``dir_fd``, as ``os`` does:
+    a transaction names every file of a root relative to the root's open descriptor.
+    """
 
     write: Callable[[int, bytes], int] = staticmethod(os.write)
     fsync: Callable[[int], None] = staticmethod(os.fsync)
     syncfs: Callable[[int], None] = staticmethod(_syncfs)
-    rename: Callable[[str, str], None] = staticmethod(os.replace)
-    unlink: Callable[[str], None] = staticmethod(os.unlink)
-    link: Callable[[str, str], None] = staticmethod(os.link)
+    rename: Callable[..., None] = staticmethod(os.replace)
+    unlink: Callable[..., None] = staticmethod(os.unlink)
+    link: Callable[..., None] = staticmethod(os.link)
 
 
 ops = _Ops()
@@ -81,10 +86,12 @@ def digest_json(value: Any) -> str:
     return sha256_bytes(canonical_json(value))
 
 
-def read_bounded(path: Path | str, limit: int | None = None, *, dir_fd: int | None = None) -> bytes:
+def read_bounded(path: Path | str, limit: int | None = None, *, dir_fd: int | None = None,
+                 settings: str | None = None) -> bytes:
     """Read a regular file without following a final symlink, refusing more than ``limit`` bytes.
 
-    With ``dir_fd``, ``path`` is relative to that open directory.
+    With ``dir_fd``, ``path`` is relative to that open directory. ``settings`` names a file memfold reads
+    its own settings from ("trust list"): it must pass ``refuse_unsafe_owner`` (checked on the same fstat).
     """
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK, dir_fd=dir_fd)
@@ -103,6 +110,8 @@ def read_bounded(path: Path | str, limit: int | None = None, *, dir_fd: int | No
                 f"{path} is not a regular file", code="path.not-regular",
                 hint="remove it from the store directory",
             )
+        if settings is not None:
+            refuse_unsafe_owner(path, st, settings)
         if limit is not None and st.st_size > limit:
             raise InputRejected(
                 f"{os.path.basename(path)} is {st.st_size} bytes, over the {limit}-byte bound",
@@ -128,6 +137,51 @@ def read_bounded(path: Path | str, limit: int | None = None, *, dir_fd: int | No
         os.close(fd)
 
 
+def read_json(path: Path | str, limit: int, *, dir_fd: int | None = None, settings: str | None = None) -> Any:
+    """A JSON file read with ``read_bounded`` and parsed with a nesting bound (``jsontext.loads_bounded``).
+
+    Bad JSON, and JSON nested too deep, is a ValueError for the caller to answer with its own code.
+    """
+    return loads_bounded(read_bounded(path, limit, dir_fd=dir_fd, settings=settings))
+
+
+def refuse_unsafe_owner(path: Path | str, st: os.stat_result, what: str) -> None:
+    """OpenSSH's rule for the files it takes its settings from (``StrictModes``), for the memfold home and
+    every file memfold reads its own settings from: ``st`` (of ``path``, already taken by the caller)
+    must belong to the user running memfold or to root, and be writable by neither group nor others.
+
+    Anyone who could write there could switch off the privacy gate or name a worker command. The
+    directories above are not checked, as OpenSSH stops at the home directory.
+    """
+    uid = os.geteuid() if hasattr(os, "geteuid") else None
+    if uid is None or (st.st_uid in (uid, 0) and not st.st_mode & 0o022):
+        return
+    import pwd
+
+    def name(number: int) -> str:
+        try:
+            return pwd.getpwuid(number).pw_name
+        except KeyError:
+            return str(number)
+
+    mode = stat.S_IMODE(st.st_mode)
+    wrong, fixes = [], []
+    if st.st_uid not in (uid, 0):
+        wrong.append(f"owned by uid {st.st_uid} ({name(st.st_uid)}), not by you (uid {uid}) or root")
+        fixes.append(f"chown {name(uid)} {path}")
+    if st.st_mode & 0o022:
+        who = " and ".join(w for w, bit in (("group", 0o020), ("others", 0o002)) if st.st_mode & bit)
+        wrong.append(f"writable by {who} (mode {mode:04o})")
+        fixes.append(f"chmod go-w {path}")
+    home = what == "memfold home"
+    raise UnsafeOwner(
+        f"{what} {path} is {', and '.join(wrong)}: memfold uses nothing another user could have written there",
+        code="home.unsafe" if home else "settings.unsafe",
+        hint=f"if it is yours: {' && '.join(fixes)}" + ("; otherwise pass another --home (or $MEMFOLD_HOME)"
+                                                          if home else "; otherwise remove it"),
+        data={"path": str(path), "uid": st.st_uid, "owner": name(st.st_uid), "mode": f"{mode:04o}"})
+
+
 def fsync_dir(path: Path) -> None:
     fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
@@ -136,20 +190,35 @@ def fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
-def create_unsynced(path: str | Path, data: bytes, mode: int = 0o600) -> int:
+def create_unsynced(path: str | Path, data: bytes, mode: int = 0o600, *, dir_fd: int | None = None) -> int:
     """Create ``path`` (must not exist) and write ``data`` without an fsync; returns the open descriptor.
 
     For batches: the caller fsyncs it with the others (``apply.durable.fsync_all``) and closes it. On a failed write
-    the file is removed again.
+    the file is removed again. With ``dir_fd``, ``path`` is a name in that open directory.
     """
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, mode)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, mode, dir_fd=dir_fd)
     try:
         write_all(fd, data)
     except BaseException:
         os.close(fd)
-        _silent_unlink(path)
+        _silent_unlink(path, dir_fd)
         raise
     return fd
+
+
+def open_dir(path: Path | str) -> int:
+    """Open the directory ``path`` for writes relative to it, refusing a symlink in its place.
+
+    A transaction opens each root once and stages, renames and unlinks through the descriptor: a root
+    swapped for a link (or moved away) after memfold checked it cannot redirect a write elsewhere.
+    """
+    try:
+        return os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError as exc:
+        if exc.errno in (errno.ELOOP, errno.ENOTDIR) and os.path.islink(path):
+            raise UnsafePath(f"{path} is a symlink; memfold refuses symlinks on its own paths", code="path.symlink",
+                             hint="replace the link with a real directory") from exc
+        raise
 
 
 def write_all(fd: int, data: bytes) -> None:
@@ -213,9 +282,9 @@ def replace_unsynced(path: str, data: bytes, mode: int = 0o600) -> None:
         raise
 
 
-def _silent_unlink(path: str | Path) -> None:
+def _silent_unlink(path: str | Path, dir_fd: int | None = None) -> None:
     try:
-        os.unlink(path)
+        os.unlink(path, dir_fd=dir_fd)
     except OSError:
         pass
 

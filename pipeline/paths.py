@@ -272,10 +272,10 @@ def _recorded_key(home: str, key: str) -> str:
     text = _read_small(os.path.join(project_home(home, key), PROJECT_INFO))
     if not text:
         return key
-    import json
+    from .store.jsontext import loads_bounded
 
     try:
-        recorded = json.loads(text).get("scopeKey")
+        recorded = loads_bounded(text).get("scopeKey")
     except (ValueError, AttributeError):
         return key
     valid = isinstance(recorded, str) and len(recorded) == 64 and all(c in "0123456789abcdef" for c in recorded)
@@ -323,10 +323,27 @@ def adopt_worktree_store(layout: Layout) -> str | None:
             f"{old} (copy what you need with `memfold import`)")
 
 
+def refuse_overlapping_roots(layout: Layout) -> None:
+    """The private store and the mirror are two distinct directories, neither inside the other.
+
+    A home inside the project's ``.memory/`` would make the mirror hold the private store: git would
+    carry private files, and every private memory would sit in the mirror's tree.
+    """
+    if layout.mirror is None:
+        return
+    harness, mirror = os.path.realpath(layout.harness), os.path.realpath(layout.mirror)
+    if os.path.commonpath([harness, mirror]) in (harness, mirror):
+        raise UnsafePath(f"the private store {layout.harness} and the mirror {layout.mirror} are not two distinct "
+                         "directories (one is, or holds, the other)", code="path.roots-overlap",
+                         hint="keep the memfold home outside the project's .memory/ (--home or MEMFOLD_HOME)")
+
+
 def check_layout(layout: Layout) -> None:
-    """Refuse a symlink anywhere on memfold's own paths (below the home and the project root)."""
+    """Refuse a symlink anywhere on memfold's own paths (below the home and the project root), and two
+    roots that are not distinct directories."""
     from .fsutil import refuse_symlinks
 
+    refuse_overlapping_roots(layout)
     if layout.home.is_symlink():
         raise UnsafePath(f"memfold home {layout.home} is a symlink", code="path.symlink",
                          hint="pass the real directory with --home or MEMFOLD_HOME")
@@ -350,6 +367,11 @@ def _layout_ready(layout: Layout) -> bool:
     rel = os.path.relpath(project_home, home)
     if rel == os.curdir or rel.startswith(os.pardir):
         return False
+    if layout.mirror is not None:
+        # Lexically: the full check (realpath) runs when the two roots are nested as written.
+        store, mirror = os.path.join(project_home, MEMORY_DIR), os.fspath(layout.mirror)
+        if os.path.commonpath([store, mirror]) in (store, mirror):
+            return False
     dirs = [home]
     for part in rel.split(os.sep):
         dirs.append(os.path.join(dirs[-1], part))

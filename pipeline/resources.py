@@ -1,4 +1,4 @@
-"""Find the data shipped with memfold (schemas, procedures) in a wheel or a source checkout."""
+"""Find the data shipped with memfold (schemas, procedures, docs) in a wheel or a source checkout."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ _HERE = Path(__file__).resolve().parent
 
 
 def data_dir(kind: str) -> Path:
-    """``kind`` is ``schemas`` or ``procedures``: packaged copy first, then the source tree."""
+    """``kind`` is ``schemas``, ``procedures`` or ``docs``: packaged copy first, then the source tree."""
     for candidate in (_HERE / "_data" / kind, _HERE.parent / kind):
         if candidate.is_dir():
             return candidate

@@ -3,17 +3,22 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 
 class Timings:
-    def __init__(self) -> None:
+    """``on_stage`` is told each stage's name as it starts (a host showing progress); it must not raise."""
+
+    def __init__(self, on_stage: Callable[[str], None] | None = None) -> None:
         self.stages: dict[str, float] = {}
+        self.on_stage = on_stage
 
     @contextmanager
     def stage(self, name: str) -> Iterator[None]:
         """Add the wall time (milliseconds) of the ``with`` body to ``name``, also when it raises."""
+        if self.on_stage is not None:
+            self.on_stage(name)
         start = time.perf_counter()
         try:
             yield

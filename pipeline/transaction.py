@@ -15,7 +15,7 @@ from .context.artifacts import RunArtifacts
 from .context.manifest import build_manifest, write_manifest
 from .context.scope import default_scope, select
 from .context.snapshot import ContextLimits, snapshot_run
-from .edits import commit_sync
+from .edits import attributes_kept, commit_sync
 from .errors import InputRejected
 from .evidence.signals import NAME as SIGNALS
 from .evidence.signals import run_signals, signals_bytes, task_section
@@ -31,7 +31,7 @@ from .worker.ahead import Launcher, start_launcher
 from .worker.extract import ExtractLimits
 from .worker.meanwhile import meanwhile
 from .worker.spawn import requested_protections, run_plan_worker
-from .worker.task import BUILTIN, WorkerChoice, choose_worker, placeholders, write_task
+from .worker.task import BUILTIN, WorkerChoice, choose_worker, placeholders, resolve_worker, write_task
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -42,7 +42,7 @@ if TYPE_CHECKING:
 class ConsolidateRequest(FrozenValue):
     __slots__ = ("context", "context_source", "scope", "select", "worker", "workers", "allow_publish", "dry_run",
                  "unsafe_no_sandbox", "parent_env", "lock_timeout", "extract_limits", "context_limits",
-                 "refuse_emptying")
+                 "refuse_emptying", "on_stage")
     context: bytes | None
     context_source: str
     scope: str | None
@@ -58,20 +58,22 @@ class ConsolidateRequest(FrozenValue):
     context_limits: ContextLimits
     # Refuse a plan that would leave no memory where there were some (the MCP server: a tool an agent calls).
     refuse_emptying: bool
+    # Told each stage as it starts (``--progress-json``: a host's status line); None shows nothing.
+    on_stage: Callable[[str], None] | None
 
     def __init__(self, context: bytes | None = None, context_source: str = "none", scope: str | None = None,
                  select: tuple[str, ...] = (), worker: str = "builtin", workers: Mapping[str, Any] | None = None,
                  allow_publish: bool = False, dry_run: bool = False, unsafe_no_sandbox: bool = False,
                  parent_env: Mapping[str, str] | None = None, lock_timeout: float = 0.0,
                  extract_limits: ExtractLimits | None = None, context_limits: ContextLimits | None = None,
-                 refuse_emptying: bool = False) -> None:
+                 refuse_emptying: bool = False, on_stage: Callable[[str], None] | None = None) -> None:
         self._set(context=context, context_source=context_source, scope=scope, select=select, worker=worker,
                   workers={} if workers is None else workers, allow_publish=allow_publish, dry_run=dry_run,
                   unsafe_no_sandbox=unsafe_no_sandbox, parent_env={} if parent_env is None else parent_env,
                   lock_timeout=lock_timeout,
                   extract_limits=ExtractLimits() if extract_limits is None else extract_limits,
                   context_limits=ContextLimits() if context_limits is None else context_limits,
-                  refuse_emptying=refuse_emptying)
+                  refuse_emptying=refuse_emptying, on_stage=on_stage)
 
 
 class _Configured(Protocol):
@@ -80,18 +82,26 @@ class _Configured(Protocol):
     @property
     def workers(self) -> dict[str, Any]: ...
 
+    @property
+    def consolidate(self) -> Any: ...
+
     def extract_limits(self) -> ExtractLimits: ...
 
 
 def consolidate_request(config: _Configured, parent_env: Mapping[str, str], **choices: Any) -> ConsolidateRequest:
     """The one builder of a consolidate request: the CLI, cron, ``/consolidate`` from a host and the MCP
     server differ only in ``choices`` (context, scope, worker, dry run, ...); the configured workers,
-    worker output bounds and the caller's environment always come from here."""
+    worker output bounds and the caller's environment always come from here. The worker is the one
+    named, else ``consolidate.worker``, checked against the one allow-list; the lock wait is
+    ``consolidate.lock_wait`` unless the caller sets its own (``--skip-if-locked`` waits for nothing)."""
     fixed = {"workers", "extract_limits", "parent_env"} & choices.keys()
     if fixed:
         raise TypeError(f"consolidate_request sets {', '.join(sorted(fixed))} itself")
+    section = config.consolidate
+    worker = resolve_worker(choices.pop("worker", None), section.worker, config.workers)
+    choices.setdefault("lock_timeout", float(section.lock_wait))
     return ConsolidateRequest(workers=config.workers, extract_limits=config.extract_limits(),
-                              parent_env=dict(parent_env), **choices)
+                              parent_env=dict(parent_env), worker=worker, **choices)
 
 
 def consolidate(svc: Services, req: ConsolidateRequest, launcher: Launcher | None = None, *,
@@ -103,7 +113,7 @@ def consolidate(svc: Services, req: ConsolidateRequest, launcher: Launcher | Non
     ``rules``: the privacy rules to use instead of ``svc.ruleset``, loaded while the worker plans
     (nothing before the worker scans): the caller hands in a loader that cannot fail on user input.
     """
-    layout, t = svc.layout, Timings()
+    layout, t = svc.layout, Timings(req.on_stage)
     # The launcher boots while the stages before the worker run; it starts nothing until handed the policy.
     if launcher is None:
         with t.stage("launcher-start"):
@@ -201,6 +211,7 @@ def _stages(svc: Services, req: ConsolidateRequest, tx: Transaction, t: Timings,
         receipt, log_path = commit_run(svc, run_dir, record, pre, post, plan_bytes,
                                        outcome=receipt_outcome(summary), timings=t,
                                        sync=sync_record(layout, sync) if layout.mirror is not None else None)
+    attributes_kept(svc, post, receipt["sourceHashes"], receipt["finalHashes"])
     return {**summary, "dryRun": False, "runDir": str(run_dir), "receipt": str(log_path),
             "planDigest": sha256_bytes(plan_bytes), "previous": receipt["previous"], "timings": t.stages}
 

@@ -10,7 +10,8 @@ import shlex
 import subprocess
 import sys
 import time
-from contextlib import redirect_stderr, redirect_stdout
+from collections.abc import Iterator
+from contextlib import contextmanager, redirect_stderr, redirect_stdout
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -114,6 +115,12 @@ class Env:
         return {"harness": tree_hashes(self.harness), "public": tree_hashes(self.mirror), "heads": heads}
 
 
+def op_path(name: str, dir_fd: int | None = None) -> str:
+    """A file an ``fsutil.ops`` call names, as a path: a transaction names a root's files relative to the
+    root's open descriptor (``dir_fd``), here spelled out through /proc."""
+    return name if dir_fd is None else os.path.join(os.readlink(f"/proc/self/fd/{dir_fd}"), name)
+
+
 def survivors(token: str) -> list[int]:
     """Pids whose command line holds ``token``: a worker or descendant that outlived its run."""
     return carriers(token)
@@ -206,6 +213,13 @@ def remember(env: Env, ctx: dict[str, Any]) -> None:
 @given("the project lock is held by another process", target_fixture="holder")
 def lock_held(env: Env, ctx: dict[str, Any]) -> Any:
     ctx["before"] = env.snapshot()
+    with held_lock(env) as proc:
+        yield proc
+
+
+@contextmanager
+def held_lock(env: Env) -> Iterator[subprocess.Popen[str]]:
+    """Another process holding the project's lock as a consolidation run would, until the block ends."""
     code = (
         "import sys, time\n"
         "from pathlib import Path\n"
@@ -218,10 +232,12 @@ def lock_held(env: Env, ctx: dict[str, Any]) -> Any:
     )
     proc = subprocess.Popen([sys.executable, "-c", code, str(env.project_home)], stdout=subprocess.PIPE,
                             text=True, env={**os.environ, "PYTHONPATH": str(REPO)})
-    assert proc.stdout is not None and proc.stdout.readline().strip() == "locked"
-    yield proc
-    proc.kill()
-    proc.wait()
+    try:
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "locked"
+        yield proc
+    finally:
+        proc.kill()
+        proc.wait()
 
 
 @given("a memory file in the private store that is a symlink to a file outside")
@@ -433,3 +449,25 @@ def spawn_probed(env: Env, probe: str, *args: str) -> tuple[int, Any, str]:
     line = [ln for ln in proc.stderr.splitlines() if ln.startswith("PROBED ")]
     assert line, proc.stderr
     return proc.returncode, json.loads(line[-1][len("PROBED "):]), proc.stderr
+
+
+@pytest.fixture
+def scripted_model() -> Any:
+    """A model on 127.0.0.1 whose every turn a test scripts (the memory tool's tests)."""
+    from fake_model_server import FakeModelServer
+
+    server = FakeModelServer(turns=[]).start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def tool_session(env: Env, scripted_model: Any) -> Any:
+    """The real Anthropic SDK's tool runner with memfold's memory tool on this project, against that model."""
+    from memtool_support import Session
+
+    from pipeline.hosts.memory_tool import MemfoldMemoryTool
+
+    tool = MemfoldMemoryTool(env.project, home=env.home)
+    yield Session(scripted_model, tool)
+    tool.close()

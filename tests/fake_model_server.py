@@ -77,15 +77,22 @@ def drops_facts_reply(text: str) -> str:
 
 
 Reply = Callable[[str], str]
+# One assistant turn of a scripted Anthropic conversation: its content blocks (text, tool_use, ...).
+Turn = list[dict[str, Any]]
 
 
 @dataclass
 class FakeModelServer:
-    """Answers every model call with ``reply(prompt text)``; logs each request (auth headers dropped)."""
+    """Answers every model call with ``reply(prompt text)``; logs each request (auth headers dropped).
+
+    With ``turns``, each Anthropic Messages call takes the next scripted turn instead (tool_use blocks
+    included, stop reason ``tool_use`` when it has any); past the script it ends the conversation.
+    """
 
     reply: Reply = plan_reply
     requests: list[Request] = field(default_factory=list)
     replies: list[str] = field(default_factory=list)
+    turns: list[Turn] | None = None
     _server: ThreadingHTTPServer | None = None
 
     @property
@@ -162,10 +169,14 @@ class _Handler(BaseHTTPRequestHandler):
         if not _is_model_call(path):
             self._json(404, {"error": {"type": "not_found", "message": "not served here"}})
             return
-        text = self.server_owner.reply(request.text)
-        self.server_owner.replies.append(text)
         model = str(body.get("model") or "fake-model")
         stream = body.get("stream") is True
+        if self.server_owner.turns is not None and path.endswith("/messages") and not stream:
+            turns = self.server_owner.turns
+            self._anthropic_turn(model, turns.pop(0) if turns else [{"type": "text", "text": "Done."}])
+            return
+        text = self.server_owner.reply(request.text)
+        self.server_owner.replies.append(text)
         if path.endswith("/messages"):
             self._anthropic(model, text, stream)
         elif path.endswith("/responses"):
@@ -217,6 +228,12 @@ class _Handler(BaseHTTPRequestHandler):
                                "usage": {"output_tokens": usage["output_tokens"]}}),
             ("message_stop", {"type": "message_stop"}),
         ])
+
+    def _anthropic_turn(self, model: str, blocks: Turn) -> None:
+        uses = any(block.get("type") == "tool_use" for block in blocks)
+        self._json(200, {"id": "msg_fake01", "type": "message", "role": "assistant", "model": model,
+                         "content": blocks, "stop_reason": "tool_use" if uses else "end_turn",
+                         "stop_sequence": None, "usage": {"input_tokens": 10, "output_tokens": 10}})
 
     def _responses(self, model: str, text: str, stream: bool) -> None:
         created = int(time.time())

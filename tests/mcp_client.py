@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
 import sys
 import time
 from collections.abc import Awaitable, Callable
@@ -62,3 +64,37 @@ def tool_error(result: Any) -> dict[str, str]:
     assert head.startswith("["), head
     code, _, message = head[1:].partition("] ")
     return {"code": code, "message": message, "hint": hint}
+
+
+def raw_server(home: Path, project: Path) -> subprocess.Popen[bytes]:
+    """``memfold mcp``, initialized, spoken to line by line (past what the SDK client would send)."""
+    params = server_params(home, project)
+    proc = subprocess.Popen([params.command, *params.args], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, env=params.env, cwd=params.cwd)
+    send(proc, {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}})
+    assert answer(proc)["id"] == 1
+    send(proc, {"jsonrpc": "2.0", "method": "notifications/initialized"})
+    return proc
+
+
+def send(proc: subprocess.Popen[bytes], message: dict[str, Any] | bytes) -> None:
+    assert proc.stdin is not None
+    proc.stdin.write(message if isinstance(message, bytes) else json.dumps(message).encode() + b"\n")
+    proc.stdin.flush()
+
+
+def answer(proc: subprocess.Popen[bytes]) -> dict[str, Any]:
+    assert proc.stdout is not None
+    return json.loads(proc.stdout.readline())  # type: ignore[no-any-return]
+
+
+def close_server(proc: subprocess.Popen[bytes]) -> bytes:
+    """Close stdin, expect a clean exit; the server's stderr."""
+    assert proc.stdin is not None and proc.stderr is not None
+    proc.stdin.close()
+    try:
+        assert proc.wait(30) == 0
+    finally:
+        proc.kill()
+    return proc.stderr.read()

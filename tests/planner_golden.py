@@ -178,6 +178,7 @@ def write_run(base: Path, store: Store) -> Path:
         (project / rel).parent.mkdir(parents=True, exist_ok=True)
         (project / rel).write_text(text)
     (project / ".git").mkdir()
+    (project / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
     limits = {"maxFileBytes": 65536, "maxFiles": 100_000, "indexLines": 100_000, "indexBytes": 1 << 24,
               "maxPlanBytes": PLAN_BOUND, **store.limits}
     manifest = {"kind": "memory-consolidation-manifest", "schemaVersion": 1, "runId": "run-golden", **HEX,

@@ -704,6 +704,13 @@ def _files(repo: Path, prefix: str) -> list[str]:
     return sorted(p for p in _git(repo, "ls-tree", "-r", "--name-only", "HEAD").splitlines() if p.startswith(prefix))
 
 
+def _scanner_files(mirrors: Path, spec: tuple[str, str, str]) -> tuple[Path, str, str, list[str]]:
+    """A scanner's mirrored repository, its commit, the split it feeds and its files under the folder."""
+    folder, prefix, split = spec
+    repo = mirrors / folder / "repo"
+    return repo, _git(repo, "rev-parse", "HEAD").strip(), split, _files(repo, prefix)
+
+
 def noseyparker(mirrors: Path) -> list[dict[str, Any]]:
     """Each rule's ``examples`` in Nosey Parker's rule files: what its authors wrote its rule must find."""
     import yaml
@@ -724,12 +731,10 @@ def noseyparker(mirrors: Path) -> list[dict[str, Any]]:
 
 def semgrep(mirrors: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """The line after each ``ruleid:`` (a finding) and ``ok:`` (none) annotation of Semgrep's secret rules' tests."""
-    folder, prefix, split = SEMGREP
-    repo = mirrors / folder / "repo"
-    commit = _git(repo, "rev-parse", "HEAD").strip()
+    repo, commit, split, paths = _scanner_files(mirrors, SEMGREP)
     found: list[dict[str, Any]] = []
     clean: list[dict[str, Any]] = []
-    for path in _files(repo, prefix):
+    for path in paths:
         if path.endswith((".yaml", ".yml")):
             continue
         lines = _git(repo, "show", f"HEAD:{path}").splitlines()
@@ -766,14 +771,168 @@ def memory_lines(mirrors: Path) -> list[dict[str, Any]]:
     return rows
 
 
+GITLEAKS = ("gitleaks+gitleaks", "cmd/generate/config/rules/", "train")
+# Go: the opening of a rule's list of examples that must (tps) or must not (fps) be found.
+_GO_LIST = re.compile(r"\b(tps|fps)\s*(?::=\s*\[\]string\{|=\s*append\(\s*(?:tps|fps)\s*,)")
+_GO_STRING = re.compile(r'`[^`]*`|"(?:[^"\\\n]|\\.)*"')
+
+
+def _go_elements(source: str, start: int) -> list[str]:
+    """The elements of the Go list opened just before ``start`` that are one string literal each."""
+    out: list[str] = []
+    depth, element, at = 1, "", start
+    while at < len(source) and depth:
+        ch = source[at]
+        if source.startswith("//", at):
+            at = source.find("\n", at)
+            at = len(source) if at < 0 else at
+            continue
+        literal = _GO_STRING.match(source, at)
+        if literal is not None:
+            element += literal.group(0)
+            at = literal.end()
+            continue
+        if ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth -= 1
+        if (ch == "," and depth == 1) or not depth:
+            out.append(element.strip())
+            element = ""
+        else:
+            element += ch
+        at += 1
+    values = []
+    for item in out:
+        whole = _GO_STRING.fullmatch(item)
+        if whole is None:
+            continue  # built by a function or joined with +: a generated value, not one written down
+        values.append(item[1:-1] if item[0] == "`" else json.loads(item))
+    return values
+
+
+def gitleaks(mirrors: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The examples written out in gitleaks' rule definitions: each rule's ``tps`` (to be found) and
+    ``fps`` (not to be found) lists, the elements that are one string literal (the others are drawn at
+    random by gitleaks' generator)."""
+    repo, commit, split, paths = _scanner_files(mirrors, GITLEAKS)
+    found: list[dict[str, Any]] = []
+    clean: list[dict[str, Any]] = []
+    for path in paths:
+        if not path.endswith(".go"):
+            continue
+        source = _git(repo, "show", f"HEAD:{path}")
+        kind = Path(path).stem
+        for opening in _GO_LIST.finditer(source):
+            for text in _go_elements(source, opening.end()):
+                if not text.strip():
+                    continue
+                positive = opening.group(1) == "tps"
+                (found if positive else clean).append(_scanner_row(positive, f"gitleaks-{kind}", split,
+                                                                   f"gitleaks/gitleaks@{commit[:12]}:{path}", text))
+    return found, clean
+
+
+def _scanner_row(positive: bool, kind: str, split: str, source: str, text: str) -> dict[str, Any]:
+    """One scanner example: a fixture the scanner must find, or a text it must not (kind ``scanner-ok``)."""
+    if positive:
+        return {"family": "scanner-fixtures", "kind": kind, "variant": "fixture", "split": split, "source": source,
+                "text": text}
+    return {"kind": "scanner-ok", "split": split, "source": source, "text": text}
+
+
+_JWT_NAME = r"(?i)(?:^|[/\s\"'-])(?:py|go-|j)?jwt(?:[/\s\"'@.-]|$)"  # a package named for JSON Web Tokens
+SECRETLINT = ("secretlint+secretlint", "packages/@secretlint/", "train")
+# secretlint's snapshot folders: ng.* must be reported, ok.* must not; the presets repeat the rules' own,
+# and the filter, example, pattern and dotenv rules test options or file names, not text; the .p12
+# inputs are binary key stores.
+_SNAPSHOT = re.compile(r"^packages/@secretlint/secretlint-rule-([^/]+)/test/snapshots/(ng|ok)[^/]*/input\.(?:txt|md|ya?ml|json|env|config)$")
+_SNAPSHOT_SKIP = ("preset-", "filter-comments", "example", "pattern", "no-dotenv")
+
+
+def secretlint(mirrors: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The input file of every snapshot test of secretlint's rules, whole: ``ng`` ones as positives,
+    ``ok`` ones as benign texts."""
+    repo, commit, split, paths = _scanner_files(mirrors, SECRETLINT)
+    found: list[dict[str, Any]] = []
+    clean: list[dict[str, Any]] = []
+    for path in paths:
+        snapshot = _SNAPSHOT.match(path)
+        if snapshot is None or snapshot.group(1).startswith(_SNAPSHOT_SKIP):
+            continue
+        text = _git(repo, "show", f"HEAD:{path}").strip("\n")
+        if not text.strip():
+            continue
+        positive = snapshot.group(2) == "ng"
+        (found if positive else clean).append(_scanner_row(positive, f"secretlint-{snapshot.group(1)}", split,
+                                                           f"secretlint/secretlint@{commit[:12]}:{path}", text))
+    return found, clean
+
+
+# Real files that hold references, placeholders and names that look like secrets but are none, taken
+# whole or by the marker of their family (never by what the rules say): (repository, path pattern,
+# line marker or None for the whole file, kind). All are training sources.
+PLACEHOLDER_SOURCES = (
+    ("jenkinsci+pipeline-examples", r"", r"credentialsId", "credential-reference"),
+    ("terraform-aws-modules+terraform-aws-rds", r"\.tf$", r"(?i)password|secret", "variable-reference"),
+    ("astral-sh+uv", r"^\.github/workflows/", r"\$\{\{\s*secrets\.", "variable-reference"),
+    ("pydantic+pydantic-ai", r"\.py$", r"os\.environ\[|os\.getenv\(|process\.env\.", "variable-reference"),
+    ("external-secrets+external-secrets", r"^docs/.*\.md$", r"<your[-_ a-z]*>|(?i:x{4,}|changeme|example[-_]?(?:key|token|secret))",
+     "documentation-placeholder"),
+    ("loremipsumdonec+optimizely-cms-models", r"asset-manifest\.json$", r"\.[0-9a-f]{8}\.", "hashed-asset"),
+    ("external-secrets+external-secrets", r"go\.sum$", _JWT_NAME, "jwt-package"),
+    ("pydantic+pydantic-ai", r"uv\.lock$", _JWT_NAME, "jwt-package"),
+)
+MAX_PLACEHOLDER_ROWS = 60  # per source, in file and line order
+
+
+def placeholders(mirrors: Path) -> list[dict[str, Any]]:
+    """Benign lines of the families that look like secrets: references (Jenkins ``credentialsId``,
+    ``var.db_password``, ``${{ secrets.X }}``, ``os.environ``), documentation placeholders, hashed
+    asset names and package names holding "jwt"; and Kubernetes ExternalSecret manifests, whole."""
+    rows: list[dict[str, Any]] = []
+    for folder, path_pattern, marker, kind in PLACEHOLDER_SOURCES:
+        repo = mirrors / folder / "repo"
+        commit = _git(repo, "rev-parse", "HEAD").strip()
+        taken: list[dict[str, Any]] = []
+        seen: set[str] = set()
+        for path in _files(repo, ""):
+            if len(taken) >= MAX_PLACEHOLDER_ROWS or not re.search(path_pattern, path):
+                continue
+            for line in _git(repo, "show", f"HEAD:{path}").splitlines():
+                text = line.strip()
+                if len(text) >= 12 and text not in seen and re.search(marker, line):
+                    seen.add(text)
+                    taken.append({"kind": kind, "split": "train",
+                                  "source": f"{folder.replace('+', '/')}@{commit[:12]}:{path}", "text": text})
+        rows.extend(taken[:MAX_PLACEHOLDER_ROWS])
+    repo = mirrors / "external-secrets+external-secrets" / "repo"
+    commit = _git(repo, "rev-parse", "HEAD").strip()
+    manifests = 0
+    for path in _files(repo, "docs/snippets/"):
+        if manifests >= MAX_PLACEHOLDER_ROWS or not path.endswith((".yaml", ".yml")):
+            continue
+        for document in _git(repo, "show", f"HEAD:{path}").split("\n---"):
+            if re.search(r"(?m)^kind: ExternalSecret\s*$", document) and manifests < MAX_PLACEHOLDER_ROWS:
+                manifests += 1
+                rows.append({"kind": "external-secret", "split": "train",
+                             "source": f"external-secrets/external-secrets@{commit[:12]}:{path}",
+                             "text": document.strip("-\n ")})
+    return rows
+
+
 def outside(mirrors: Path) -> None:
     """Replace the outside sources' rows in the corpus files; the generated rows stay as they are."""
     found, clean = semgrep(mirrors)
-    added = {"positives.jsonl": noseyparker(mirrors) + found, "benign.jsonl": clean + memory_lines(mirrors)}
+    leaks, leaks_clean = gitleaks(mirrors)
+    linted, linted_clean = secretlint(mirrors)
+    added = {"positives.jsonl": noseyparker(mirrors) + found + leaks + linted,
+             "benign.jsonl": clean + memory_lines(mirrors) + leaks_clean + linted_clean + placeholders(mirrors)}
+    outside_kinds = ("memory-file", "scanner-ok", *{k for *_, k in PLACEHOLDER_SOURCES}, "external-secret")
     for name, rows in added.items():
         with open(OUT / name, encoding="utf-8") as fh:
             kept = [row for row in map(json.loads, fh) if row["split"] == "train" and row.get("variant") != "fixture"
-                    and row.get("kind") not in ("memory-file", "scanner-ok")]
+                    and row.get("kind") not in outside_kinds]
         with open(OUT / name, "w", encoding="utf-8") as fh:
             for row in kept + rows:
                 fh.write(json.dumps(row, ensure_ascii=False) + "\n")

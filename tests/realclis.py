@@ -27,7 +27,7 @@ PACKAGES = {
     "codex": "@openai/codex",
     "inspector": "@modelcontextprotocol/inspector",
 }
-# What npm installs: the versions the README's Hosts section reports (the same list as .ci/run). The
+# What npm installs: the versions docs/hosts/index.md reports (the same list as .ci/run). The
 # Inspector's 1.x and later need Node >= 22.19, so its last Node 20 line is the one pinned.
 VERSIONS = {"claude": "2.1.197", "pi": "0.73.1", "codex": "0.171.0", "inspector": "0.15.0"}
 SPECS = {name: f"{package}@{VERSIONS[name]}" for name, package in PACKAGES.items()}
@@ -215,6 +215,16 @@ class Host:
 
     def receipts(self) -> list[Path]:
         return sorted((self.env.project_home / "receipts").iterdir())
+
+    def receipts_once(self, count: int, timeout: float = 180) -> list[Path]:
+        """The receipt log once it holds ``count`` receipts: Claude Code's /consolidate starts its run in
+        the background and returns, so the receipt may land after the host has answered."""
+        import time
+
+        deadline = time.monotonic() + timeout
+        while len(self.receipts()) < count and time.monotonic() < deadline:
+            time.sleep(0.2)
+        return self.receipts()
 
     def snapshot_of(self, receipt: Path) -> dict[str, Any]:
         run_id = json.loads(receipt.read_text())["runId"]

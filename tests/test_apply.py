@@ -31,11 +31,11 @@ class Fault:
         self.calls = 0
         original = getattr(fsutil.ops, op)
 
-        def failing(*args: object) -> object:
+        def failing(*args: object, **kwargs: object) -> object:
             self.calls += 1
             if self.calls == nth:
                 raise OSError(err, os.strerror(err))
-            return original(*args)
+            return original(*args, **kwargs)
 
         monkeypatch.setattr(fsutil.ops, op, failing)
 
@@ -137,11 +137,11 @@ from pipeline import fsutil
 target = int(sys.argv[1])
 count = [0]
 def wrap(fn):
-    def inner(*args):
+    def inner(*args, **kwargs):
         count[0] += 1
         if count[0] == target:
             os.kill(os.getpid(), signal.SIGKILL)
-        return fn(*args)
+        return fn(*args, **kwargs)
     return inner
 for name in ("write", "fsync", "link", "rename", "unlink"):
     setattr(fsutil.ops, name, wrap(getattr(fsutil.ops, name)))

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 import test_apply
-from conftest import REPO, Env, syncfs_here
+from conftest import REPO, Env, op_path, syncfs_here
 from test_apply import Fault, _seed, _temps
 
 from pipeline import fsutil
@@ -39,9 +39,9 @@ def _record(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, str]]:
         syncfs(fd)
         events.append(("syncfs", os.readlink(f"/proc/self/fd/{fd}")))
 
-    def recording_rename(src: str, dst: str) -> None:
-        rename(src, dst)
-        events.append(("rename", dst))
+    def recording_rename(src: str, dst: str, **at: int) -> None:
+        rename(src, dst, **at)
+        events.append(("rename", op_path(dst, at.get("dst_dir_fd"))))
 
     monkeypatch.setattr(fsutil.ops, "fsync", recording_fsync)
     monkeypatch.setattr(fsutil.ops, "syncfs", recording_syncfs)
@@ -285,7 +285,7 @@ def test_each_staged_copy_is_opened_once_and_never_read_back(
     real_open = os.open
 
     def counting_open(path: Any, flags: int, *args: Any, **kwargs: Any) -> int:
-        opened[os.fspath(path)] += 1
+        opened[op_path(os.fspath(path), kwargs.get("dir_fd"))] += 1
         return real_open(path, flags, *args, **kwargs)
 
     monkeypatch.setattr(os, "open", counting_open)

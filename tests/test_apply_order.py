@@ -8,7 +8,7 @@ import os
 from pathlib import Path
 
 import pytest
-from conftest import Env
+from conftest import Env, op_path
 
 from pipeline import fsutil
 
@@ -23,11 +23,12 @@ def _record(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, str, str]]:
         st = os.fstat(fd)
         events.append(("fsync", os.readlink(f"/proc/self/fd/{fd}"), f"{st.st_dev}:{st.st_ino}"))  # once durable
 
-    def recording_rename(src: str, dst: str) -> None:
-        st = os.lstat(src)
-        events.append(("rename", src, dst))
-        events.append(("moved", f"{st.st_dev}:{st.st_ino}", dst))
-        rename(src, dst)
+    def recording_rename(src: str, dst: str, **at: int) -> None:
+        src_path, dst_path = op_path(src, at.get("src_dir_fd")), op_path(dst, at.get("dst_dir_fd"))
+        st = os.lstat(src_path)
+        events.append(("rename", src_path, dst_path))
+        events.append(("moved", f"{st.st_dev}:{st.st_ino}", dst_path))
+        rename(src, dst, **at)
 
     monkeypatch.setattr(fsutil.ops, "fsync", recording_fsync)
     monkeypatch.setattr(fsutil.ops, "rename", recording_rename)

@@ -99,7 +99,7 @@ def test_an_unsigned_attestation_still_binds_the_statement_to_the_log(env: Env, 
 
 @pytest.mark.skipif(shutil.which("openssl") is None, reason="openssl is not installed")
 def test_an_auditor_verifies_with_openssl_and_sha256sum_alone(env: Env, attested: dict[str, Any], tmp_path: Path) -> None:
-    """The README's "Auditing without memfold" recipe, step by step, with no memfold code."""
+    """The "Auditing without memfold" recipe of docs/receipts.md, step by step, with no memfold code."""
     envelope = json.loads(attested["out"].read_text())
     payload = base64.b64decode(envelope["payload"])
     signed = tmp_path / "pae.bin"

@@ -144,7 +144,8 @@ def test_bench_quick_completes_and_prints_the_table(tmp_path: Path) -> None:
     for expected, floor in (("add (CLI)", "add floor"), ("memory_add (warm)", "memory_add fsync"),
                             ("memory_add (runs kept)", "memory_add fsync"),
                             ("validate (process)", "python+jsonschema"), ("verify (process)", "python+jsonschema"),
-                            ("audit (process)", "python+jsonschema")):
+                            ("audit (process)", "python+jsonschema"), ("memtool create", "plain create"),
+                            ("memtool str_replace", "plain str_replace")):
         line = next((line for line in lines if line[:22].strip() == expected), None)
         assert line is not None, (expected, proc.stdout)
         rest = line[22:].split()
@@ -249,7 +250,7 @@ def test_the_staged_writes_floor_counts_the_runs_receipt_only_where_it_is_a_copy
     from pipeline.paths import make_layout
 
     if not linked:
-        def refused(_src: str, _dst: str) -> None:
+        def refused(_src: str, _dst: str, **_at: int) -> None:
             raise OSError(errno.EPERM, os.strerror(errno.EPERM))
 
         monkeypatch.setattr(fsutil.ops, "link", refused)

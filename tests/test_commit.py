@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import Env, tree_hashes
+from conftest import Env, op_path, tree_hashes
 
 from pipeline.apply.commit import RunRecord, Services, commit_run, gate, reverify_on_disk
 from pipeline.apply.runs import create_run_dir, list_runs
@@ -209,7 +209,7 @@ def test_where_links_are_refused_the_runs_post_receipt_is_a_copy(
 
     from pipeline import fsutil
 
-    def refused(_src: str, _dst: str) -> None:
+    def refused(_src: str, _dst: str, **_at: int) -> None:
         code = getattr(errno, err)
         raise OSError(code, os.strerror(code))
 
@@ -231,10 +231,10 @@ def test_a_crash_between_the_two_receipt_renames_recovers_both_names_of_one_file
     assert env.run("add", "project_a", "-d", "a fact", "--visibility", "safe").code == 0
     rename = fsutil.ops.rename
 
-    def crash_at_the_runs_receipt(src: str, dst: str) -> None:
-        if dst.endswith("/post-receipt.json"):
+    def crash_at_the_runs_receipt(src: str, dst: str, **at: int) -> None:
+        if op_path(dst, at.get("dst_dir_fd")).endswith("/post-receipt.json"):
             raise KeyboardInterrupt  # stands in for a kill after the log entry landed
-        rename(src, dst)
+        rename(src, dst, **at)
 
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(fsutil.ops, "rename", crash_at_the_runs_receipt)
@@ -275,11 +275,12 @@ def test_a_staged_receipt_changed_before_its_second_name_is_linked_rolls_back(
     receipts = sorted(p.name for p in (env.project_home / "receipts").iterdir())
     link = fsutil.ops.link
 
-    def changed_first(src: str, dst: str) -> None:
-        with open(src, "ab") as fh:  # another writer appends to the staged receipt before the link
+    def changed_first(src: str, dst: str, **at: int) -> None:
+        source = op_path(src, at.get("src_dir_fd"))
+        with open(source, "ab") as fh:  # another writer appends to the staged receipt before the link
             fh.write(b" ")
-        os.utime(src, ns=(0, 0))
-        link(src, dst)
+        os.utime(source, ns=(0, 0))
+        link(src, dst, **at)
 
     monkeypatch.setattr(fsutil.ops, "link", changed_first)
     result = env.run("add", "project_b", "-d", "b fact", "--visibility", "safe")

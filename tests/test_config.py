@@ -15,7 +15,7 @@ from conftest import REPO
 
 from pipeline.config import cache_file, load_config
 from pipeline.config.models import config_schema
-from pipeline.errors import ConfigError
+from pipeline.errors import ConfigError, UnsafeOwner
 from pipeline.resources import data_dir
 
 
@@ -207,3 +207,41 @@ def test_two_installations_sharing_a_home_each_keep_their_validated_config(tmp_p
     assert caches == sorted(Path(cache_file(home, str(install / "pipeline"))).name for install in installs)
     for name in caches:
         assert json.loads((home / "cache" / name).read_text())["value"]["values"]["inject"]["max_files"] == 6
+
+
+@pytest.mark.parametrize("depth", [100, 5000])
+def test_a_config_nested_too_deep_is_a_config_problem_never_a_recursion_error(tmp_path: Path, depth: int) -> None:
+    path = tmp_path / "config.yaml"
+    path.write_text("privacy:\n  allowlist: " + "[" * depth + "]" * depth + "\n")
+    cfg = load_config(path)
+    assert [p.code for p in cfg.problems] == ["config.depth"]
+    with pytest.raises(ConfigError) as info:
+        _ = cfg.privacy
+    assert info.value.exit_code == 2 and "nested deeper than 64" in info.value.message
+
+
+def test_a_config_whose_aliases_unfold_past_the_bound_is_refused(tmp_path: Path) -> None:
+    lines = ["a0: &a0 [x, x, x, x, x, x, x, x, x, x]"]
+    lines += [f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 10)}]" for i in range(1, 9)]
+    path = tmp_path / "config.yaml"
+    path.write_text("\n".join(lines) + "\n")
+    assert [p.code for p in load_config(path).problems] == ["config.depth"]
+
+
+@pytest.mark.parametrize(("what", "mode"), [("file", 0o664), ("file", 0o646), ("folder", 0o777), ("folder", 0o775)])
+def test_a_config_others_may_write_is_refused_before_anything_in_it_is_used(
+        tmp_path: Path, what: str, mode: int) -> None:
+    folder = tmp_path / "home"
+    folder.mkdir(mode=0o700)
+    path = folder / "config.yaml"
+    path.write_text('privacy:\n  allowlist: ["(?s).*"]\n')
+    (path if what == "file" else folder).chmod(mode)
+    with pytest.raises(UnsafeOwner) as info:
+        load_config(path)
+    where = path if what == "file" else folder
+    assert info.value.code == "settings.unsafe" and info.value.exit_code == 2
+    assert str(where) in info.value.message and f"mode {mode:04o}" in info.value.message
+    assert f"chmod go-w {where}" in (info.value.hint or "")
+    assert not (folder / "cache").exists()  # nothing was validated or cached from it
+    (path if what == "file" else folder).chmod(0o644 if what == "file" else 0o700)
+    assert load_config(path).privacy.allowlist == ["(?s).*"]

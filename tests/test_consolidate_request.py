@@ -80,3 +80,56 @@ def test_the_mcp_server_honours_the_configured_plan_bound(env: Env) -> None:
     with pytest.raises(WorkerFailed) as exc:
         backend.consolidate(None, None, "builtin", False)
     assert exc.value.code == "planner.plan-bound"
+
+
+def _config(env: Env, text: str) -> Any:
+    env.home.mkdir(parents=True, exist_ok=True)
+    (env.home / "config.yaml").write_text(text, encoding="utf-8")
+    return load_config(env.home / "config.yaml")
+
+
+WORKERS = "workers:\n  mine:\n    argv: [my-agent, --json]\n  online:\n    argv: [agent]\n    network: true\n"
+
+
+def test_the_worker_is_the_one_named_else_consolidate_worker_and_either_must_be_allowed(env: Env) -> None:
+    from pipeline.errors import ConfigError, UsageError
+
+    cfg = _config(env, WORKERS + "consolidate:\n  worker: mine\n")
+    assert consolidate_request(cfg, {}).worker == "mine"
+    assert consolidate_request(cfg, {}, worker="builtin").worker == "builtin"
+    with pytest.raises(UsageError) as named:
+        consolidate_request(cfg, {}, worker="nosuch")
+    assert named.value.code == "usage.worker" and "builtin, mine, online" in (named.value.hint or "")
+    with pytest.raises(ConfigError) as configured:
+        consolidate_request(_config(env, WORKERS + "consolidate:\n  worker: gone\n"), {})
+    assert configured.value.code == "config.worker" and "consolidate.worker" in configured.value.message
+
+
+def test_a_consolidation_waits_consolidate_lock_wait_unless_the_caller_says_otherwise(env: Env) -> None:
+    assert consolidate_request(_config(env, "lock:\n  timeout: 1\n"), {}).lock_timeout == 5.0
+    cfg = _config(env, "consolidate:\n  lock_wait: 2.5\n")
+    assert consolidate_request(cfg, {}).lock_timeout == 2.5
+    assert consolidate_request(cfg, {}, lock_timeout=0.0).lock_timeout == 0.0
+
+
+def test_the_mcp_server_uses_the_configured_worker_and_refuses_one_that_needs_the_network(env: Env) -> None:
+    from pipeline.commands import _app
+    from pipeline.errors import InputRejected, UsageError
+    from pipeline.hosts.cron import DuePolicy
+    from pipeline.hosts.mcp_server import Backend
+
+    assert env.run("init").code == 0
+    _config(env, WORKERS + "consolidate:\n  worker: online\n")
+    _app.STATE.home, _app.STATE.project, _app.STATE.global_scope, _app.STATE.loaded = env.home, env.project, False, None
+    cfg: Any = _app.config()
+    backend = Backend(svc=_app.services(), lock_timeout=0, workers=cfg.workers, due_policy=DuePolicy(24, 10),
+                      request=consolidate_request(cfg, dict(os.environ)))
+    before = env.snapshot()
+    with pytest.raises(InputRejected) as network:
+        backend.consolidate(None, None, None, True)  # no name: the configured default, which needs the network
+    assert network.value.code == "mcp.worker" and "'online'" in network.value.message
+    with pytest.raises(UsageError) as unknown:
+        backend.consolidate(None, None, "nosuch", True)
+    assert unknown.value.code == "usage.worker"
+    assert backend.consolidate(None, None, "builtin", True)["dryRun"] is True
+    assert env.snapshot() == before

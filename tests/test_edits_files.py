@@ -7,6 +7,7 @@ import re
 import sys
 from typing import Any
 
+import pytest
 from conftest import Env
 
 _MADE: list[tuple[str, str]] = []
@@ -17,24 +18,43 @@ def _hook(event: str, args: tuple[Any, ...]) -> None:
     if not _ON:
         return
     if event == "open" and isinstance(args[0], (str, bytes, os.PathLike)) and isinstance(args[2], int) \
-            and args[2] & os.O_CREAT:
+            and args[2] & os.O_CREAT and os.path.isabs(os.fsdecode(args[0])):  # a name in an open dir: _opening
         _MADE.append(("file", os.fsdecode(args[0])))
     elif event == "os.mkdir" and not os.path.lexists(args[0]):  # not the no-op of an existing dir
         _MADE.append(("dir", os.fsdecode(args[0])))
     elif event == "os.link":
-        _MADE.append(("link", os.fsdecode(args[1])))
+        _MADE.append(("link", _at(os.fsdecode(args[1]), args[3])))
+
+
+def _at(name: str, dir_fd: int | None) -> str:
+    """A name given relative to an open directory (a transaction writes each root through one), as a path."""
+    if dir_fd is None or dir_fd < 0:
+        return name
+    return os.path.join(os.readlink(f"/proc/self/fd/{dir_fd}"), name)
+
+
+_REAL_OPEN = os.open
+
+
+def _opening(path: Any, flags: int, mode: int = 0o777, *, dir_fd: int | None = None) -> int:
+    """os.open, noting each file created relative to an open directory (its audit event names no directory)."""
+    if _ON and dir_fd is not None and flags & os.O_CREAT:
+        _MADE.append(("file", _at(os.fsdecode(path), dir_fd)))
+    return _REAL_OPEN(path, flags, mode, dir_fd=dir_fd)
 
 
 sys.addaudithook(_hook)
 
 
-def _created(env: Env, *command: str) -> list[tuple[str, str]]:
+def _created(env: Env, monkeypatch: pytest.MonkeyPatch, *command: str) -> list[tuple[str, str]]:
     _MADE.clear()
     _ON.append(True)
+    monkeypatch.setattr(os, "open", _opening)
     try:
         assert env.run(*command).code == 0
     finally:
         _ON.clear()
+        monkeypatch.setattr(os, "open", _REAL_OPEN)
     home, run = str(env.project_home), str(env.project_home / "runs")
     out = []
     for kind, path in _MADE:
@@ -46,10 +66,10 @@ def _created(env: Env, *command: str) -> list[tuple[str, str]]:
     return sorted(out)
 
 
-def test_an_add_creates_the_run_files_the_journal_needs_and_no_scratch_dir(env: Env) -> None:
+def test_an_add_creates_the_run_files_the_journal_needs_and_no_scratch_dir(env: Env, monkeypatch: pytest.MonkeyPatch) -> None:
     for name in ("project_a", "user_c"):
         assert env.run("add", name, "-d", f"{name} fact", "-b", name, "--visibility", "safe").code == 0
-    made = _created(env, "add", "project_b", "-d", "beta fact", "-b", "b")
+    made = _created(env, monkeypatch, "add", "project_b", "-d", "beta fact", "-b", "b")
     assert made == sorted([
         ("dir", "<runs>/<run>"), ("dir", "<runs>/<run>/backup"),
         ("file", "<home>/lock"), ("file", "<home>/lock.json"), ("file", "<home>/.tmp-pending.tmp"),

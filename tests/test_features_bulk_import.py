@@ -57,8 +57,8 @@ def import_dir(env: Env, ctx: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -
         syncfs(fd)
         syncs.append("after commit" if commit else "before commit")
 
-    def recording_rename(src: str, dst: str) -> None:
-        rename(src, dst)
+    def recording_rename(src: str, dst: str, **at: int) -> None:
+        rename(src, dst, **at)
         if dst.endswith("/journal.json"):
             commit.append(1)
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import REPO, Env, _last_run, _receipts, _run
+from conftest import REPO, Env, _last_run, _receipts, _run, op_path
 from pytest_bdd import given, parsers, scenarios, then, when
 
 pytestmark = pytest.mark.integration
@@ -223,10 +223,10 @@ def record_fsyncs(monkeypatch: pytest.MonkeyPatch, ctx: dict[str, Any]) -> None:
         with lock:  # recorded once durable; run files are fsynced on a thread of their own
             events.append(("fsync", os.readlink(f"/proc/self/fd/{fd}")))
 
-    def rename(src: str, dst: str) -> None:
+    def rename(src: str, dst: str, **at: int) -> None:
         with lock:
-            events.append(("rename", str(dst)))
-        real_rename(src, dst)
+            events.append(("rename", op_path(dst, at.get("dst_dir_fd"))))
+        real_rename(src, dst, **at)
 
     monkeypatch.setattr(fsutil.ops, "fsync", fsync)
     monkeypatch.setattr(fsutil.ops, "rename", rename)
@@ -546,13 +546,13 @@ def failing_rename(env: Env, ctx: dict[str, Any], monkeypatch: pytest.MonkeyPatc
     done: list[str] = []
     calls = [0]
 
-    def rename(src: str, dst: str) -> None:
+    def rename(src: str, dst: str, **at: int) -> None:
         # Exactly one failure: the rollback that follows must be able to rename again.
         calls[0] += 1
         if calls[0] == nth:
             raise OSError(28, "No space left on device (injected)")
-        real_rename(src, dst)
-        done.append(dst)
+        real_rename(src, dst, **at)
+        done.append(op_path(dst, at.get("dst_dir_fd")))
 
     def commit(*args: Any, **kwargs: Any) -> Any:
         # Only the commit's renames fail: run-dir artifacts before it are written normally.

@@ -173,8 +173,7 @@ _FAULTS: dict[str, Any] = {
     "deletes the duplicate into a memory that will not exist":
         [["set", ["operations", {"name": "project_lint.md"}, "into"], "project_nowhere.md"]],
     "grounds the project memory with no observation":
-        [["set", ["grounding", {"name": "project_release-day.md"}, "observations"], []],
-         ["set", ["grounding", {"name": "project_release-day.md"}, "status"], "not-applicable"]],
+        [["set", ["grounding", {"name": "project_release-day.md"}, "observations"], []]],
 }
 
 

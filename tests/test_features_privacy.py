@@ -195,3 +195,50 @@ def tool_fails(ctx: dict[str, Any], code: str) -> None:
 @then("the tool call succeeds")
 def tool_succeeds(ctx: dict[str, Any]) -> None:
     assert not ctx["tool"].is_error, ctx["tool"].content
+
+
+# Written shapes of a credential (values drawn here in each format) and the secret each holds.
+SHAPES = {
+    "secret compared with a literal": ('if (clientSecret == "Tr0ub4dor&3xQ") { grant(); }', "Tr0ub4dor&3xQ"),
+    "URL password at a documentation host": ("the sync job pulls from https://sync:Vq8#nR2wLz5T@mirror.example.com/data",
+                                             "Vq8#nR2wLz5T"),
+    "token next to a vendor's name": ("our datadog thing: 7f3b9c1e5a2d8f4b6c0e9a1d3f5b7c2e, rotate in May",
+                                      "7f3b9c1e5a2d8f4b6c0e9a1d3f5b7c2e"),
+    "API key as a curl user": ('curl -u "sk_live_Zq9xLm2Rv8Tn4KpW3bYc6Hd1:" https://api.stripe.test/v1/charges',
+                               "sk_live_Zq9xLm2Rv8Tn4KpW3bYc6Hd1"),
+    "Kerberos service ticket hash": ("roasted: $krb5tgs$23$*svc_sql$ACME.LOCAL$http/web01*$5e1c2b9a8f7d6e4c0f3e2d1c"
+                                     "4b5a6978$" + "8796a5b4c3d2e1f0" * 12, "5e1c2b9a8f7d6e4c0f3e2d1c4b5a6978"),
+    "chat webhook URL": ("alerts post to https://chat.acme.io/hooks/t5pattukbqoo89vori4u5d4lrq", "t5pattukbqoo89vori4u5d4lrq"),
+}
+# Lines of the training sources (tests/data/privacy/corpus/SOURCES.md) that look like secrets and are none.
+LOOK_ALIKES = {
+    "Jenkins credential reference": "withCredentials([usernamePassword(credentialsId: '29f63271-dc2f-4734-8221-"
+                                    "5b31b5169bac', usernameVariable: 'USERNAME', passwordVariable: 'PASSWORD')])",
+    ".NET user-secrets id": "<UserSecretsId>79a3edd0-2092-40a2-a04d-dcb46d5ca9ed</UserSecretsId>",
+    "Terraform variable reference": "manage_master_user_password = var.manage_master_user_password",
+    "ExternalSecret key reference": "- secretKey: database-password\n  remoteRef:\n    key: database-credentials",
+    "JWT package checksum": "github.com/golang-jwt/jwt/v4 v4.5.2 h1:YtQM7lnr8iZ+j5q71MGKkNw9Mn7AjHM68uc9g5fXeUI=",
+    "hashed asset name": '"main.js": "/static/js/main.5d58cadf.js",',
+    "Slack placeholder token": "set SLACK_BOT_TOKEN to xoxe.xoxp-1-RANDOMSTRINGHERE",
+}
+
+
+@when(parsers.parse('I add a safe memory "{name}" whose body is the {shape} example'))
+def add_shape(env: Env, ctx: dict[str, Any], name: str, shape: str) -> None:
+    body, secret = SHAPES[shape] if shape in SHAPES else (LOOK_ALIKES[shape], "")
+    result = env.run("add", name, "-d", "how the service is wired", "--visibility", "safe", "-b", body)
+    ctx["result"] = result
+    ctx["secret"] = secret
+    ctx.setdefault("outputs", []).append(result.out + result.err)
+
+
+@then("the example's secret appears in no output")
+def example_secret_hidden(ctx: dict[str, Any]) -> None:
+    assert ctx["secret"]
+    for output in ctx["outputs"]:
+        assert ctx["secret"] not in output
+
+
+@then(parsers.parse('the mirror holds "{name}"'))
+def mirror_holds(env: Env, name: str) -> None:
+    assert (env.project / ".memory" / name).is_file()

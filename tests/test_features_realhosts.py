@@ -46,7 +46,7 @@ def resumed(ctx: dict[str, Any], prompt: str) -> None:
 
 @then("one receipt was added")
 def one_receipt(ctx: dict[str, Any]) -> None:
-    after = ctx["host"].receipts()
+    after = ctx["host"].receipts_once(len(ctx["receipts"]) + 1)
     assert len(after) == len(ctx["receipts"]) + 1
     ctx["snapshot"] = ctx["host"].snapshot_of(after[-1])
 

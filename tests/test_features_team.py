@@ -99,6 +99,20 @@ def adds_and_commits(team: Team, name: str, title: str, text: str) -> None:
     person.commit(f"{name}: {title}")
 
 
+@given(parsers.parse('{name} adds the safe memory "{title}" saying "{text}" without committing'))
+def adds_uncommitted(team: Team, name: str, title: str, text: str) -> None:
+    _ok(team.person(name), f"add {title!r} -d {text!r} --visibility safe -b {text!r}")
+
+
+@when("bob stashes his work, pulls with rebase and pops the stash")
+def stash_rebase_pop(team: Team, seen: dict[str, Any]) -> None:
+    bob = team.person("bob")
+    bob.git("stash", "push", "--include-untracked", "-q")
+    seen["merge"] = bob.git("pull", "--rebase", "origin", "main", check=False)
+    popped = bob.git("stash", "pop", "-q", check=False)
+    assert popped.returncode == 0, popped.stdout + popped.stderr
+
+
 @given(parsers.parse('{name} updates "{title}" to say "{text}" and pushes'))
 def updates_and_pushes(team: Team, name: str, title: str, text: str) -> None:
     person = team.person(name)

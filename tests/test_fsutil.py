@@ -17,7 +17,7 @@ import rfc8785
 
 from pipeline import fsutil
 from pipeline.apply import durable
-from pipeline.errors import InputRejected, UnsafePath
+from pipeline.errors import InputRejected, UnsafeOwner, UnsafePath
 from pipeline.fsutil import (
     TEMP_PREFIX,
     atomic_write,
@@ -283,3 +283,47 @@ def test_remove_tree_leaves_what_it_cannot_remove_and_removes_the_rest(tmp_path:
     monkeypatch.setattr(fsutil.os, "unlink", refuse_held)
     fsutil.remove_tree(run)
     assert sorted(p.relative_to(run).as_posix() for p in run.rglob("*")) == ["stuck", "stuck/held"]
+
+
+def _stat(uid: int, mode: int) -> os.stat_result:
+    return os.stat_result((stat.S_IFREG | mode, 1, 1, 1, uid, 0, 10, 0, 0, 0))
+
+
+@pytest.mark.parametrize(("owner", "mode", "refused"), [
+    ("me", 0o600, False), ("me", 0o644, False), ("root", 0o644, False), ("root", 0o755, False),
+    ("me", 0o664, True), ("me", 0o646, True), ("root", 0o666, True), ("other", 0o600, True), ("other", 0o644, True),
+])
+def test_a_settings_file_must_be_the_users_or_roots_and_writable_by_no_one_else(
+        owner: str, mode: int, refused: bool) -> None:
+    uid = {"me": os.geteuid(), "root": 0, "other": 65533 if os.geteuid() != 65533 else 65532}[owner]
+    if refused:
+        with pytest.raises(UnsafeOwner) as exc:
+            fsutil.refuse_unsafe_owner("/x/config.yaml", _stat(uid, mode), "config file")
+        assert exc.value.code == "settings.unsafe" and exc.value.exit_code == 2
+        assert exc.value.data == {"path": "/x/config.yaml", "uid": uid, "owner": exc.value.data["owner"],
+                                  "mode": f"{mode:04o}"}
+        assert f"mode {mode:04o}" in exc.value.message or f"uid {uid}" in exc.value.message
+        assert ("chmod go-w /x/config.yaml" in (exc.value.hint or "")) == bool(mode & 0o022)
+        assert ("chown " in (exc.value.hint or "")) == (uid not in (os.geteuid(), 0))
+    else:
+        fsutil.refuse_unsafe_owner("/x/config.yaml", _stat(uid, mode), "config file")
+
+
+def test_the_home_refusal_has_its_own_code_and_names_another_home_as_the_way_out() -> None:
+    with pytest.raises(UnsafeOwner) as exc:
+        fsutil.refuse_unsafe_owner("/srv/mf", _stat(os.geteuid(), 0o777), "memfold home")
+    assert exc.value.code == "home.unsafe"
+    assert "writable by group and others (mode 0777)" in exc.value.message
+    assert "--home" in (exc.value.hint or "")
+
+
+def test_a_settings_file_read_through_read_bounded_is_checked_on_the_same_descriptor(tmp_path: Path) -> None:
+    path = tmp_path / "trusted-projects.json"
+    path.write_bytes(b"{}")
+    path.chmod(0o600)
+    assert read_bounded(path, 100, settings="trust list") == b"{}"
+    path.chmod(0o622)
+    with pytest.raises(UnsafeOwner) as exc:
+        read_bounded(path, 100, settings="trust list")
+    assert exc.value.code == "settings.unsafe" and str(path) in exc.value.message
+    assert read_bounded(path, 100) == b"{}"  # a file that is not a settings file is not held to the rule

@@ -12,7 +12,7 @@ from conftest import Env
 from hostile_repo import Hostile, git, make_hostile
 
 from pipeline.mirror import gitinfo
-from pipeline.mirror.gitinfo import MAX_BLOB, committed_versions
+from pipeline.mirror.gitinfo import MAX_BLOB, committed_versions, merge_file
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
 
@@ -59,6 +59,25 @@ def test_every_memfold_command_that_reads_the_project_runs_nothing_the_repositor
     status = env.run("--json", "status").json()
     assert status["git"]["tracked"] == ["project_team.md"]
     assert hostile.ran() == []
+
+
+def test_gits_text_merge_runs_nothing_a_hostile_repository_configures(hostile: Hostile,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(hostile.project)  # a merge driver runs at the top of the work tree
+    assert merge_file(b"A\nb\nc\nd\n", b"a\nb\nc\nd\n", b"a\nb\nc\nD\n") == (b"A\nb\nc\nD\n", True)
+    assert merge_file(b"X\n", b"b\n", b"Y\n", ("mine", "old", "yours"), 3) == (
+        b"<<< mine\nX\n===\nY\n>>> yours\n", False)
+    assert merge_file(b"\0x", b"\0y", b"\0z") is None  # binary: git will not
+    assert hostile.ran() == []
+
+
+def test_gits_text_merge_follows_the_repositorys_conflict_style(tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    git("init", "-q", str(tmp_path))
+    git("config", "merge.conflictStyle", "diff3", cwd=tmp_path)
+    monkeypatch.chdir(tmp_path)
+    merged = merge_file(b"X\n", b"b\n", b"Y\n")
+    assert merged == (b"<<<<<<< ours\nX\n||||||| base\nb\n=======\nY\n>>>>>>> theirs\n", False)
 
 
 def test_inherited_git_variables_do_not_redirect_the_question(hostile: Hostile, tmp_path: Path) -> None:

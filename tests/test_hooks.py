@@ -12,6 +12,7 @@ from hostile_repo import tree_digest
 
 from pipeline.errors import InputRejected
 from pipeline.hosts.claude import (
+    consolidate_command_file,
     find_transcript,
     is_ours,
     merge_hooks,
@@ -198,3 +199,38 @@ def test_an_absolute_install_is_asked_for_and_says_its_files_are_for_this_machin
     assert sorted(result.json()["localOnly"]) == [".claude/commands/consolidate.md", ".claude/settings.json"]
     text = (env.project / ".claude" / "settings.json").read_text()
     assert str(env.home.absolute()) in text and not (env.project / ".claude" / "settings.local.json").exists()
+
+
+def test_a_detached_run_has_its_own_session_its_output_in_a_private_log_and_outlives_its_starter(
+        tmp_path: Path) -> None:
+    import os
+    import sys
+    import time
+
+    from pipeline.hosts.detach import log_path, start_detached
+
+    log = log_path(tmp_path / "logs", "ab" * 32, "20261130T120000Z-1")
+    assert log.name == "consolidate-abababababab-20261130T120000Z-1.log"
+    script = "import os, sys, time; print(os.getsid(0), flush=True); time.sleep(0.5); print('done', flush=True)"
+    pid = start_detached([sys.executable, "-c", script], log, {"PATH": os.environ.get("PATH", "")}, tmp_path)
+    deadline = time.monotonic() + 30
+    while "done" not in (log.read_text() if log.exists() else "") and time.monotonic() < deadline:
+        time.sleep(0.05)
+    session, done = log.read_text().split()
+    assert int(session) == pid != os.getsid(0) and done == "done"
+    assert log.stat().st_mode & 0o777 == 0o600 and log.parent.stat().st_mode & 0o777 == 0o700
+
+
+def test_claude_codes_consolidate_command_starts_the_run_in_the_background() -> None:
+    text = consolidate_command_file(["memfold"]).decode()
+    (bang,) = [line for line in text.splitlines() if line.startswith("!`")]
+    assert bang == "!`memfold hooks consolidate claude --background --session ${CLAUDE_SESSION_ID} $ARGUMENTS`"
+    assert "`memfold status`" in text and "log file" in text
+
+
+def test_pis_extension_runs_consolidate_in_the_background_with_progress_only_when_it_has_a_ui() -> None:
+    source = render_extension(["memfold"]).decode()
+    assert '"--progress-json"' in source and "ctx.ui.setStatus(STATUS_KEY" in source
+    handler = source[source.index('pi.registerCommand("consolidate"'):]
+    assert handler.index("if (ctx.hasUI)") < handler.index("consolidateInBackground(") < handler.index(
+        'await memfold(pi, ctx.cwd, ["consolidate"')

@@ -77,3 +77,34 @@ def test_a_finite_float_stays_in_the_fast_writer(monkeypatch: pytest.MonkeyPatch
     monkeypatch.setattr(jsontext, "_stdlib", no_fallback)
     value = {"worker": {"timeout": 300.0, "ratio": -0.0, "tiny": 5e-324}, "hashes": {"a.md": "00"}}
     assert jsontext.dump_json(value) == (json.dumps(value, indent=2, sort_keys=True) + "\n").encode()
+
+
+@pytest.mark.parametrize("depth", [65, 999, 2_000, 200_000])
+@pytest.mark.parametrize("kind", [str, bytes])
+def test_a_text_nested_past_the_bound_is_too_deep_never_a_recursion_error(depth: int, kind: type) -> None:
+    for text in ("[" * depth + "]" * depth, '{"a":' * depth + "1" + "}" * depth):
+        with pytest.raises(jsontext.TooDeep):
+            jsontext.loads_bounded(text.encode() if kind is bytes else text)
+    with pytest.raises(ValueError):  # cut short as well: whichever it is found to be first
+        jsontext.loads_bounded("[" * depth)
+
+
+def test_a_text_within_the_bound_reads_as_json_reads_it() -> None:
+    value = {"finalHashes": {"harness": {f"f{i}.md": "ab" * 32 for i in range(3000)}}, "deep": [[[[1]]]] * 80}
+    text = json.dumps(value)
+    assert jsontext.loads_bounded(text) == json.loads(text)
+    assert jsontext.loads_bounded("[" * 64 + "]" * 64) == json.loads("[" * 64 + "]" * 64)
+    with pytest.raises(jsontext.TooDeep):
+        jsontext.loads_bounded("[" * 65 + "]" * 65)
+    with pytest.raises(ValueError):
+        jsontext.loads_bounded("[1,")  # bad JSON is still a ValueError, as for loads
+
+
+def test_shared_containers_count_every_time_they_appear_when_items_are_bounded() -> None:
+    inner = ["x"] * 10
+    value: list[object] = inner
+    for _ in range(6):
+        value = [value] * 10  # one list, referenced ten times a level: ten million strings unfolded
+    assert not jsontext.nests_deeper(value, 64)
+    assert jsontext.nests_deeper(value, 64, max_items=100_000)
+    assert jsontext.nests_deeper(value, 5)

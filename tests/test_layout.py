@@ -193,6 +193,8 @@ ENVIRONMENT_READERS = {
     "pipeline/hosts/inject.py": "the inject command's own shell (the per-prompt fast path skips cli's imports)",
     "pipeline/mirror/gitinfo.py": "git inherits the user's environment, minus GIT_* variables",
     "pipeline/hosts/pi.py": "the Pi extension's syntax check runs node from the user's PATH",
+    "pipeline/hosts/memory_tool.py": "a library's entry point (the Claude API memory tool): its own shell finds "
+                                     "the home and config as the command line does",
     "pipeline/sandbox/launcher.py": "it replaces its own environment with the worker's before it runs the "
                                     "built-in planner in the confined process (what an exec would do)",
 }

@@ -101,3 +101,23 @@ def test_the_lock_descriptor_is_not_inherited_by_a_worker(tmp_path: Path) -> Non
 def test_an_unknown_holder_is_described_without_inventing_one() -> None:
     assert describe_owner(None) == "another memfold process"
     assert describe_owner({"runId": "r", "operation": "add"}) == "run r (add, pid ? on ?, since ?)"
+
+
+def test_a_refusal_after_waiting_says_how_long_it_waited(tmp_path: Path) -> None:
+    holder = _holder(tmp_path)
+    try:
+        started = time.monotonic()
+        with pytest.raises(LockHeld) as exc, project_lock(tmp_path / "lock", tmp_path / "lock.json", run_id="r2",
+                                                          operation="consolidate", timeout=0.3, now="x"):
+            pass
+        assert time.monotonic() - started >= 0.3
+        assert exc.value.message.endswith("(waited 0.3 s for it)") and f"pid {holder.pid}" in exc.value.message
+        assert exc.value.data["waitedSeconds"] == 0.3
+        with pytest.raises(LockHeld) as at_once, project_lock(tmp_path / "lock", tmp_path / "lock.json",
+                                                              run_id="r3", operation="consolidate", timeout=0,
+                                                              now="x"):
+            pass
+        assert "waited" not in at_once.value.message
+    finally:
+        holder.kill()
+        holder.wait()

@@ -10,6 +10,10 @@ from typing import Any
 
 import pytest
 from conftest import Env
+from mcp_client import answer as _answer
+from mcp_client import close_server as _close
+from mcp_client import raw_server as _raw_server
+from mcp_client import send as _send
 from mcp_client import server_params, timed, tool_error, with_initialize, with_session
 
 pytestmark = pytest.mark.integration
@@ -45,7 +49,7 @@ def test_tool_errors_carry_the_stable_code_and_change_nothing(env: Env) -> None:
     missing, bad_name, worker = with_session(env.home, env.project, body)
     assert tool_error(missing)["code"] == "memory.not-found"
     assert tool_error(bad_name)["code"] == "memory.name"
-    assert tool_error(worker)["code"] == "mcp.worker"
+    assert tool_error(worker)["code"] == "usage.worker"  # the one allow-list every entry point checks
     assert env.snapshot() == before
 
 
@@ -215,3 +219,137 @@ def test_sigint_and_sigterm_end_the_server_cleanly_while_it_waits_for_input(env:
         proc.kill()
     stderr = proc.stderr.read() if proc.stderr else b""
     assert code == 0 and b"Traceback" not in stderr, stderr
+
+
+# --- a bound on each request line, path-like names, receipts from the store only ------------------------
+
+
+LIST = {"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": "memory_list", "arguments": {}}}
+
+
+@pytest.mark.parametrize("id_last", [False, True])
+def test_a_request_over_the_bound_is_answered_with_an_error_and_the_next_one_is_served(
+        env: Env, id_last: bool) -> None:
+    assert env.run("add", "project_a", "-d", "alpha fact", "-b", "a").code == 0
+    (env.home / "config.yaml").write_text("mcp:\n  max_request_bytes: 65536\n")
+    proc = _raw_server(env.home, env.project)
+    padding = "x" * 300_000
+    if id_last:  # the TypeScript SDK writes the id after the params
+        line = f'{{"method":"tools/call","params":{{"name":"memory_add","arguments":{{"name":"big","description":"d",' \
+               f'"body":"{padding}"}}}},"jsonrpc":"2.0","id":"req-2"}}\n'.encode()
+    else:
+        line = json.dumps({"jsonrpc": "2.0", "id": "req-2", "method": "tools/call", "params": {
+            "name": "memory_add", "arguments": {"name": "big", "description": "d", "body": padding}}}).encode() + b"\n"
+    _send(proc, line)
+    refused = _answer(proc)
+    assert refused["id"] == "req-2" and refused["error"]["code"] == -32600
+    assert refused["error"]["data"] == {"code": "mcp.request-too-large", "bytes": len(line) - 1, "maxBytes": 65536}
+    assert "mcp.max_request_bytes" in refused["error"]["message"]
+    _send(proc, LIST)
+    listed = _answer(proc)
+    assert listed["id"] == 7 and [m["file"] for m in listed["result"]["structuredContent"]["memories"]] == \
+        ["project_a.md"]
+    assert b"Traceback" not in _close(proc)
+    assert not (env.harness / "big.md").exists()
+
+
+def test_a_request_over_the_bound_cut_by_the_end_of_input_ends_the_server_cleanly(env: Env) -> None:
+    assert env.run("init").code == 0
+    (env.home / "config.yaml").write_text("mcp:\n  max_request_bytes: 65536\n")
+    proc = _raw_server(env.home, env.project)
+    _send(proc, b'{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"x":"' + b"y" * 200_000)
+    assert proc.stdin is not None
+    proc.stdin.close()
+    assert _answer(proc)["error"]["data"]["code"] == "mcp.request-too-large"
+    assert proc.wait(30) == 0
+
+
+def test_the_reader_splits_lines_across_chunks_and_never_holds_a_line_past_the_bound() -> None:
+    import os
+    import threading
+
+    import anyio
+
+    from pipeline.hosts.mcp_server import StdinLines
+
+    short = [f'{{"n": {i}}}'.encode() for i in range(2000)]
+    long_line = b'{"jsonrpc":"2.0","id":9,' + b"z" * 3_000_000 + b"}"
+    stream = b"\n".join([*short[:1000], long_line, *short[1000:]]) + b"\n" + b'{"last": true}'
+    read_fd, write_fd = os.pipe()
+
+    def feed() -> None:
+        view = memoryview(stream)
+        step = 1
+        while view:
+            step = step * 7 % 65_521 + 1  # uneven writes: lines split anywhere, many lines per chunk
+            os.write(write_fd, view[:step])
+            view = view[step:]
+        os.close(write_fd)
+
+    refused: list[Any] = []
+    held: list[int] = []
+
+    async def read() -> list[str]:
+        lines = StdinLines(1 << 20, fd=read_fd)
+
+        async def reply(message: Any) -> None:
+            refused.append(message)
+
+        lines.reply = reply
+        out = []
+        async for line in lines:
+            out.append(line)
+            held.append(len(lines.pending))
+        return out
+
+    writer = threading.Thread(target=feed)
+    writer.start()
+    got = anyio.run(read)
+    writer.join()
+    os.close(read_fd)
+    assert got == [line.decode() + "\n" for line in short] + ['{"last": true}']
+    assert len(refused) == 1 and refused[0].id == 9 and refused[0].error.data["bytes"] == len(long_line)
+    assert max(held) <= (1 << 20) + (1 << 16)
+
+
+@pytest.mark.parametrize("name", ["../seed", "a/../seed", "/seed", "..%2Fseed", "..\\seed", ".seed"])
+def test_a_path_like_name_over_mcp_is_refused_as_on_the_command_line(env: Env, name: str) -> None:
+    assert env.run("add", "seed.md", "-d", "the seed memory", "-b", "seed body").code == 0
+    before = env.snapshot()
+    cli = env.run("forget", name)
+
+    async def body(session: Any) -> Any:
+        return [await session.call_tool("memory_forget", {"name": name}),
+                await session.call_tool("memory_update", {"name": name, "body": "changed"})]
+
+    forget, update = with_session(env.home, env.project, body)
+    assert cli.code == 1 and "[memory.name]" in cli.err
+    assert tool_error(forget)["code"] == tool_error(update)["code"] == "memory.name"
+    assert env.snapshot() == before
+
+
+def test_memory_verify_reads_receipts_only_from_the_store(env: Env, tmp_path: Any) -> None:
+    assert env.run("add", "project_a", "-d", "alpha fact", "-b", "a").code == 0
+    log = sorted((env.project_home / "receipts").iterdir())[-1]
+    run_id = json.loads(log.read_bytes())["runId"]
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "receipt.json").write_bytes(log.read_bytes())  # a valid receipt, outside the store
+    (outside / "other.json").write_text("[1, 2, 3]")
+    targets = [str(outside / "receipt.json"), str(outside / "other.json"), str(outside / "missing.json"),
+               "/etc/passwd", str(env.project_home / "receipts" / ".." / "project.json"),
+               str(env.project_home / "receipts" / ".." / "receipts" / ".." / "lock.json")]
+
+    async def body(session: Any) -> Any:
+        refused = [await session.call_tool("memory_verify", {"target": target}) for target in targets]
+        allowed = [await session.call_tool("memory_verify", {"target": target})
+                   for target in (run_id, log.name, str(log), str(env.project_home / "runs" / run_id /
+                                                                  "post-receipt.json"))]
+        return refused, allowed
+
+    refused, allowed = with_session(env.home, env.project, body)
+    errors = [tool_error(result) for result in refused]
+    assert len({json.dumps(error, sort_keys=True) for error in errors}) == 1  # no oracle: one answer for all
+    assert errors[0]["code"] == "mcp.verify-target" and str(outside) not in errors[0]["message"]
+    for result in allowed:
+        assert not result.is_error and result.structured_content["ok"] is True, result

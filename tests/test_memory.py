@@ -11,6 +11,7 @@ from pipeline.store.memory import (
     Memory,
     check_name,
     is_memory_name,
+    memory_fields,
     normalize_name,
     parse_memory,
     render_memory,
@@ -51,6 +52,20 @@ def test_parse_accepts_crlf_and_the_metadata_type_host_shape() -> None:
     assert m.body == "Use pnpm, see [[other-name]].\n"
     assert b"\r" not in render_memory(m)
     assert b"type: feedback\n" in render_memory(m)
+
+
+def test_memory_fields_tell_a_missing_field_from_its_default() -> None:
+    known, extra, body = memory_fields(b"---\ndescription: b\nmetadata:\n  type: user\n  tool: x\n---\n\nbody\n", "a.md")
+    assert known == {"description": "b", "type": "user"}
+    assert extra == {"metadata": {"tool": "x"}}
+    assert body == "\nbody\n"
+    assert memory_fields(CANONICAL)[0]["visibility"] == "safe"
+
+
+def test_render_leaves_out_the_defaulted_fields_it_is_told_to_and_never_the_description() -> None:
+    m = parse_memory(b"---\ndescription: b\n---\nx\n", "a.md")
+    assert render_memory(m, omit=("name", "type", "visibility", "description")) == b"---\ndescription: b\n---\nx\n"
+    assert render_memory(m, omit=("visibility",)) == b"---\nname: a\ndescription: b\ntype: project\n---\nx\n"
 
 
 def test_a_memory_without_visibility_is_private() -> None:

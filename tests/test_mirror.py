@@ -83,3 +83,19 @@ def test_mirror_check_of_the_global_store_is_a_usage_error_not_a_crash(env: Env)
     result = env.run("--global", "mirror", "check", "--json")
     assert result.code == 2
     assert result.json()["code"] == "mirror.global"
+
+
+def test_mirror_check_flags_two_files_that_differ_only_in_case(env: Env) -> None:
+    assert env.run("add", "Safe one", "-d", "a safe memory", "--visibility", "safe", "-b", "ok").code == 0
+    own = env.mirror / "project_safe-one.md"
+    # A teammate's copy spelled with a capital, as git brings it onto a case-sensitive checkout.
+    (env.mirror / "project_Safe-one.md").write_bytes(own.read_bytes().replace(b"a safe memory", b"another one"))
+    for files in ([], [str(own)], [".memory/project_Safe-one.md"]):
+        result = env.run("mirror", "check", "--json", *files)
+        assert result.code == 7
+        collisions = [e for e in result.json()["errors"] if e["code"] == "mirror.case-collision"]
+        assert len(collisions) == 1, result.out
+        assert collisions[0]["path"] == ".memory/project_safe-one.md"
+        assert "project_Safe-one.md" in collisions[0]["message"] and "memfold rename" in collisions[0]["message"]
+    (env.mirror / "project_Safe-one.md").unlink()
+    assert env.run("mirror", "check").code == 0

@@ -121,3 +121,33 @@ def test_the_bench_source_dir_is_what_the_importer_reads(tmp_path: Path) -> None
     parsed = parse_dir(tmp_path / "c")
     assert len(parsed.candidates) == 60 and parsed.skipped == []
     assert any(c.source == "部署-0.md" and c.file == "bushu-0.md" for c in parsed.candidates)
+
+
+PATHLIKE = ["../seed", "./seed", "a/seed", "/seed", "/tmp/seed.md", "..\\seed", "C:\\seed", "..%2Fseed", "..%2fseed",
+            "%2e%2e%2Fseed", "seed%5c", "..／seed", "..∕seed", ".seed", " ../seed", "..⁄seed"]
+
+
+@pytest.mark.parametrize("raw", PATHLIKE)
+def test_a_name_that_looks_like_a_path_finds_no_memory_even_when_its_slug_would(raw: str) -> None:
+    titles = {"seed.md": "seed", "project_seed.md": "Seed"}
+    with pytest.raises(InputRejected) as exc:
+        matches(titles, raw)
+    assert exc.value.code == "memory.name" and "looks like a path" in exc.value.message
+    with pytest.raises(InputRejected):
+        resolve(titles, raw)
+
+
+@pytest.mark.parametrize("raw", ["seed", "Seed", "seed.md", "Deploy target: prod", "Ünïcode name", "50% done"])
+def test_words_and_file_names_still_find_their_memory(raw: str) -> None:
+    titles = {"seed.md": "seed", "project_deploy-target-prod.md": "Deploy target: prod",
+              "project_unicode-name.md": "Ünïcode name", "project_50-done.md": "50% done"}
+    assert len(matches(titles, raw)) == 1
+
+
+@pytest.mark.parametrize("raw", PATHLIKE[:6])
+def test_forget_with_a_path_like_name_deletes_nothing(env: Env, raw: str) -> None:
+    assert env.run("add", "seed.md", "-d", "the seed memory", "-b", "seed body").code == 0
+    before = env.snapshot()
+    result = env.run("forget", raw)
+    assert result.code == 1 and "[memory.name]" in result.err, result.err
+    assert env.snapshot() == before

@@ -35,7 +35,7 @@ def test_every_near_copy_of_a_private_memory_is_refused() -> None:
 
 
 def test_the_threshold_sits_in_the_measured_gap(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The README's table: the highest benign share and the lowest near-copy share around THRESHOLD."""
+    """The table of docs/privacy.md: the highest benign share and the lowest near-copy share around THRESHOLD."""
     monkeypatch.setattr(nearcopy, "THRESHOLD", 0.0)
     benign = max(_share(p, s) for _, p, s in [*pairs(), *corpus_pairs()])
     copies = min(_share(p, c) for _, p, _ in pairs() for _, c in near_copies(p))

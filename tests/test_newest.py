@@ -109,8 +109,8 @@ def test_a_commit_that_fails_after_landing_the_pointer_puts_the_old_one_back(
     rename, fsync = fsutil.ops.rename, fsutil.ops.fsync
     landed: list[str] = []
 
-    def track(src: str, dst: str) -> None:
-        rename(src, dst)
+    def track(src: str, dst: str, **kwargs: int) -> None:
+        rename(src, dst, **kwargs)
         if dst.endswith(NEWEST):
             landed.append(dst)
 

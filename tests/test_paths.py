@@ -268,3 +268,17 @@ def test_an_unattended_run_over_all_projects_adopts_an_old_worktree_store_and_co
     assert not (home / "projects" / old_key).exists()
     assert (home / "projects" / project_key(str(repo.resolve())) / "memory" / "project_old.md").is_file()
     assert old.run("audit").code == 0
+
+
+def test_a_home_inside_the_mirror_is_refused_before_anything_is_created(tmp_path: Path) -> None:
+    from pipeline.errors import UnsafePath
+    from pipeline.paths import ensure_layout, make_layout
+
+    project = tmp_path / "project"
+    project.mkdir()
+    layout = make_layout(project / ".memory" / "home", project)
+    with pytest.raises(UnsafePath) as exc:
+        ensure_layout(layout)
+    assert exc.value.code == "path.roots-overlap"
+    assert list(project.iterdir()) == []
+

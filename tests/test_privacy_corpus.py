@@ -76,11 +76,15 @@ def test_the_corpus_is_split_by_source_never_by_item() -> None:
     assert [source for source, found in splits.items() if len(found) > 1] == []
 
 
+OUTSIDE_BENIGN_KINDS = ("memory-file", "scanner-ok", "credential-reference", "variable-reference", "external-secret",
+                        "documentation-placeholder", "hashed-asset", "jwt-package")
+
+
 def test_outside_sources_are_named_with_their_commit() -> None:
     sources = (CORPUS / "SOURCES.md").read_text(encoding="utf-8")
     outside = {r["source"].split(":", 1)[0] for r in corpus_rows("positives.jsonl") + corpus_rows("benign.jsonl")
-               if r.get("variant") == "fixture" or r.get("kind") in ("memory-file", "scanner-ok")}
-    assert len({o.split("@")[0] for o in outside}) >= 5
+               if r.get("variant") == "fixture" or r.get("kind") in OUTSIDE_BENIGN_KINDS}
+    assert len({o.split("@")[0] for o in outside}) >= 12
     assert all(o in sources for o in outside), outside - {o for o in outside if o in sources}
 
 
@@ -101,8 +105,11 @@ def test_the_training_split_keeps_the_figures_measured_when_the_test_split_was_f
     from pipeline.bench.privacy import measure
 
     figures = measure(CORPUS)["splits"]["train"]
-    assert figures["recall"] >= 0.97, figures["recall"]
-    assert figures["fpRate"] <= 0.012, figures["fpRate"]  # the goal is 0.01: see docs/privacy-evaluation.md
+    # Measured when gitleaks' and secretlint's examples and the benign look-alikes joined training (95.9 %,
+    # 2.8 %): several of the scanners' "must not find" texts are well-formed keys of another vendor or
+    # published samples, and several "must find" ones are placeholders. See docs/privacy-evaluation.md.
+    assert figures["recall"] >= 0.955, figures["recall"]
+    assert figures["fpRate"] <= 0.029, figures["fpRate"]
 
 
 def test_recall_and_false_positive_rate() -> None:

@@ -60,6 +60,8 @@ SHAPES = {
     "ellipsis-after": "{secret} ...",
     "placeholder-next": "<token> {secret}",
     "xxxx-next": "xxxx {secret}",
+    "ellipsis-touching": "use {secret}... then rotate it",
+    "unicode-ellipsis-touching": "use {secret}\u2026",
 }
 
 
@@ -79,9 +81,15 @@ def test_a_password_in_a_url_at_an_internal_host_is_found(suffix: str) -> None:
     assert {f.rule_id for f in rules.scan(f"https://deploy:{PASSWORD}@git.acme.{suffix}/x.git")} == {"url-password"}
 
 
-def test_a_documentation_host_still_allows_a_url_password() -> None:
+def test_a_url_password_is_judged_by_the_password_whatever_the_host() -> None:
     rules = load_ruleset()
-    for text in (f"https://admin:{PASSWORD}@api.example.com/v1", f"postgres://u:{PASSWORD}@db.test:5432/x"):
+    # A real password on a documentation host is published all the same.
+    assert {f.rule_id for f in rules.scan(f"https://admin:{PASSWORD}@api.example.com/v1")} == {"url-password"}
+    assert {f.rule_id for f in rules.scan(f"postgres://u:{PASSWORD}@db.test:5432/x")} == {"database-url-password"}
+    # The words, templates and variables documentation writes for a password are none, on any host.
+    for text in ("https://user:password@db.prod.internal/app", "postgres://app:${DB_PASSWORD}@pg.acme.io/app",
+                 "https://deploy:<password>@git.acme.io/x.git", "amqp://guest:guest@localhost:5672/",
+                 'f"https://{user}:{token}@github.com/acme/app.git"'):
         assert rules.scan(text) == [], text
 
 

@@ -82,7 +82,7 @@ DOCUMENTATION_VALUES = [
     "mail alice@example.org or bob@sub.example.net",
     "the address example@gmail.com is a placeholder",
     "host db.staging.example resolves in the lab",
-    "https://admin:s3cretPass9@api.example.com/v1",
+    "https://admin:password@api.example.com/v1",
     "aws_access_key_id = AKIAIOSFODNN7EXAMPLE",
     "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
     "GITHUB_TOKEN=ghp_" + "x" * 36,
@@ -118,7 +118,32 @@ DOCUMENTATION_VALUES = [
 ]
 
 
-@pytest.mark.parametrize("text", DOCUMENTATION_VALUES)
+# Lines of the training sources that look like secrets and are none.
+LOOK_ALIKES = [
+    # references: a Jenkins credential id, a .NET user-secrets id (gitleaks generic.go fps), Terraform
+    # variables (terraform-aws-modules/terraform-aws-rds main.tf), environment reads
+    "withCredentials([usernamePassword(credentialsId: '29f63271-dc2f-4734-8221-5b31b5169bac', "
+    "usernameVariable: 'USERNAME', passwordVariable: 'PASSWORD')]) {",
+    "credentialsId: 'ff083f76-7804-4ef1-80e4-fe975bb9141b'",
+    "  <UserSecretsId>79a3edd0-2092-40a2-a04d-dcb46d5ca9ed</UserSecretsId>",
+    "password_wo                         = var.manage_master_user_password ? null : var.password_wo",
+    "manage_master_user_password         = var.manage_master_user_password",
+    # the key a secret is stored under, in an ExternalSecret (external-secrets docs/snippets)
+    "  data:\n  - secretKey: database-password\n    remoteRef:\n      key: database-credentials\n      property: password",
+    # placeholders (gitleaks slack.go fps)
+    "xoxe.xoxp-1-RANDOMSTRINGHERE",
+    "xoxb-xoxb-my-bot-token",
+    '"token4": "xoxp-572370529330-573807301142-572331691188-####################"',
+    # package names and checksums (external-secrets go.sum, gitleaks generic.go fps)
+    "github.com/golang-jwt/jwt/v4 v4.5.2 h1:YtQM7lnr8iZ+j5q71MGKkNw9Mn7AjHM68uc9g5fXeUI=",
+    'notes            = "Maven - io.jsonwebtoken:jjwt-jackson-0.11.2"',
+    # a URL's userinfo is no address; a template password is none (secretlint basicauth ok snapshot)
+    'const MONGO_SRV = "mongodb+srv://user:password@cluster.mongodb.net/db";',
+    'const API_URL = "https://${username}:${password}@api.example.com/v1";',
+]
+
+
+@pytest.mark.parametrize("text", DOCUMENTATION_VALUES + LOOK_ALIKES)
 def test_documentation_values_are_not_flagged(text: str) -> None:
     assert load_ruleset().scan(text) == []
 
@@ -392,3 +417,46 @@ def test_the_shipped_rules_are_read_only_when_a_write_scans_something(env: Env) 
     assert code != 0 and "privacy." in err and TOKEN not in err
     assert "build" in used.split(",") and "pipeline.privacy.patterns" in used.split(",")
     assert not (env.harness / "project_gamma.md").exists() and not (env.mirror / "project_gamma.md").exists()
+
+
+# --- mechanisms, with examples from the training sources (tests/data/privacy/corpus/SOURCES.md) -----------
+
+# (rule, text): gitleaks' and Semgrep's written examples, and values drawn here in a vendor's format.
+MECHANISM_FINDINGS = [
+    # curl -u / --user: quoted halves, an empty half, braces (gitleaks cmd/generate/config/rules/curl.go)
+    ("cli-user-password", "curl -u \":d2LkV78zLx!t\" https://localhost:9200"),
+    ("cli-user-password", "curl -u \"d2LkV78zLx!t:\" https://localhost:9200"),
+    ("cli-user-password", "curl -sw '%{http_code}' -X POST --user  'johns:h0pk1ns~21s' $GItHUB_API_URL/$GIT_COMMIT --data"),
+    ("cli-user-password", 'curl -s -v --user "j.smith:dB2yF6@qL9vZm1P#4J" "https://api.contoso.org/user/me"'),
+    ("authorization-bearer", 'curl -H "Authorization: Api-Token 22cb987851bc5659l29114c62e60c79abd0d2c08" --request PUT'),
+    # a URL password whatever the host (Semgrep detected-username-and-password-in-uri)
+    ("url-password", 'curl -kvsX PUT \\"https://user123:passw0rD1&@something.host.test:8088/search/\\"'),
+    ("url-password", "https://username:passworD123*@example.com"),
+    # vendor formats the rules lacked (Semgrep's amazon-mws, appsync, outlook-team tests)
+    ("amazon-mws-token", "amzn.mws.00a19111-8311-5311-5391-5e211cbfcd5c"),
+    ("aws-appsync-api-key", "da2-vphx3xhhzbhutep25pfcgdzlte"),
+    ("microsoft-teams-webhook", "https://outlook.office.com/webhook/9e10b0f2-b994-4bff-b106-473c37cdc555@"
+                                "0e7a5f0e-1234-4b8f-9c11-7d6e5f4a3b2c/IncomingWebhook/5b8e3f7a9c1d2e4f6a8b0c2d4e6f8a0b/"
+                                "3c2b1a09-8f7e-4d6c-b5a4-938271605f4e"),
+    # a token next to a vendor's name, no credential word (values drawn in each vendor's documented shape)
+    ("vendor-keyed-token", "sourcegraph: 6d2FabeB6ADd229Bc199FabA28fD3efb57dF0bD3"),
+    ("vendor-keyed-token", "my stripe thing is 9fK2mQx7LpR4tZ8wVn3bHc6Y, don't share"),
+    ("vendor-keyed-token", "SOFTLAYER: 4d1f9a7c0e3b8d2a6f5c9e1b7a3d0f8c2e6b4a9d1c7f3e0b5a8d2c6f9e1b4a7d"),
+    # code comparing a secret with a literal
+    ("secret-comparison", 'if (secret == "q8Zr2LwPx9vK4mTn") {'),
+    ("secret-comparison", 'if (password.equals("Tr0ub4dor&3x")) return true;'),
+    # crackable password hashes (hashcat's documented formats, values drawn here)
+    ("password-hash", "$krb5tgs$23$*svc_sql$ACME.LOCAL$http/web01*$5e1c2b9a8f7d6e4c0f3e2d1c4b5a6978$"
+     + "8796a5b4c3d2e1f0" * 12),
+    ("netntlmv2-hash", "jdoe::ACME:5e1c2b9a8f7d6e4c:0f3e2d1c4b5a69788796a5b4c3d2e1f0:0101000000000000" + "9f3c" * 20),
+    # a PostgreSQL password file line; a secret handed to a setter or a Gradle DSL line
+    ("pgpass-password", "pg.acme.internal:5432:billing:svc_billing:Wq4#pT8vLz2K"),
+    ("secret-call-argument", 'credentials {\n  username "ci"\n  password "Wq4#pT8vLz2Kx"\n}'),
+    # tools that take a password after -p
+    ("cli-password-argument", r"psexec \\web01 -u ACME\deploy -p Zq9xLm2Rv8Tn4 cmd.exe"),
+]
+
+
+@pytest.mark.parametrize(("rule", "text"), MECHANISM_FINDINGS)
+def test_each_mechanism_finds_its_shape(rule: str, text: str) -> None:
+    assert rule in {f.rule_id for f in load_ruleset().scan(text)}, text

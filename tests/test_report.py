@@ -95,6 +95,17 @@ def test_public_report_holds_no_private_name_or_text_and_is_0644(chain: Env, tmp
     assert "Public report" in page and "project_ci.md" in page
 
 
+def test_public_report_never_shows_the_scope_key_which_would_confirm_a_guessed_project_path(chain: Env) -> None:
+    key = chain.project_home.name  # sha256 of the project's absolute path
+    path, _ = report(chain, "--public")
+    page = path.read_text()
+    for length in (64, 16, 12, 8):
+        assert key[:length] not in page and key[:length].upper() not in page
+    assert key[:12] not in path.name and path.name.startswith("public-")
+    private = report(chain)[0].read_text()
+    assert f"scope {key}" in private  # the private report keeps it for its owner
+
+
 def test_a_pruned_run_dir_is_reported_not_fatal(chain: Env) -> None:
     runs = sorted((chain.project_home / "runs").iterdir())
     shutil.rmtree(runs[0])

@@ -136,3 +136,25 @@ def test_each_files_identity_is_its_lstat_whether_or_not_the_root_opens_as_a_dir
 
     monkeypatch.setattr(os, "open", refused)  # the per-entry lstat is what answers then
     assert read_root(root, Limits()).identities == expected
+
+
+def test_the_mirror_total_counts_memory_files_only_and_a_mirror_past_the_bound_is_refused() -> None:
+    from pipeline.errors import InputRejected
+    from pipeline.store.state import mirror_total, refuse_mirror_over
+
+    mirror = {"MEMORY.md": b"x" * 900, "project_a.md": b"a" * 3000, "project_b.md": b"b" * 1000,
+              "chain-head-0123456789abcdef.json": b"{}" * 100}
+    assert mirror_total(mirror) == 4000
+    refuse_mirror_over(mirror, Limits(mirror_bytes=4000))
+    with pytest.raises(InputRejected) as exc:
+        refuse_mirror_over(mirror, Limits(mirror_bytes=3999))
+    assert exc.value.code == "bounds.mirror-bytes" and "4000 bytes" in exc.value.message
+    assert "limits.mirror_bytes" in (exc.value.hint or "")
+
+
+def test_a_file_left_as_it_is_does_not_count_against_the_mirror_bound() -> None:
+    from pipeline.store.state import mirror_total, refuse_mirror_over
+
+    mirror = {"project_mine.md": b"m" * 3000, "project_teammates.md": b"t" * 3000}
+    assert mirror_total(mirror, leave_out={"project_teammates.md"}) == 3000
+    refuse_mirror_over(mirror, Limits(mirror_bytes=4096), leave_out={"project_teammates.md"})

@@ -102,9 +102,10 @@ def base_plan(store: Store, operations: list[dict[str, Any]] | None = None) -> d
                       {"name": "operations", "files": [n for n in names if not n.startswith("feedback")]}]
                      if names else []),
         "staleness": [{"name": n, "verdict": "KEEP"} for n in names],
-        "grounding": [{"name": n, "status": "grounded" if n == "project_deploy.md" else "not-applicable",
-                       "observations": [{"path": "ops/deploy.sh", "status": "found"}] if n == "project_deploy.md"
-                       else []} for n in names],
+        "grounding": [{"name": n, "status": "grounded", "observations": [{"path": "ops/deploy.sh", "status": "found"}]}
+                      if n == "project_deploy.md" else
+                      {"name": n, "status": "not-applicable", "reason": "names no repository path", "observations": []}
+                      for n in names],
         "report": [{"name": n, "status": "kept", "summary": "still accurate"} for n in names],
         "operations": list(operations or []),
     }
@@ -391,6 +392,21 @@ def test_a_plan_that_would_exceed_the_file_count_is_refused(store: Store) -> Non
         ("bounds.file-count", "$.operations")]
     ops.append(op("feedback_tests.md", "delete", "safe", into="project_a.md"))
     assert check(store, base_plan(store, ops), limits=Limits(max_files=4)).ok
+
+
+def test_a_plan_that_would_fill_the_mirror_past_its_total_bound_is_refused(store: Store) -> None:
+    safe_now = sum(len(store.pre.harness.files[n]) for n, m in store.pre.memories.items() if m.is_safe)
+    body = "lorem ipsum dolor sit amet " * 200
+    big = new_memory("project_big.md", body=body)
+    bound = safe_now + len(big.encode()) - 1
+    refused = check(store, base_plan(store, [op("project_big.md", "create", "safe", big)]),
+                    limits=Limits(mirror_bytes=bound))
+    assert issues(refused) == [("bounds.mirror-bytes", "$.operations")]
+    assert f"limits.mirror_bytes ({bound})" in refused.errors[0].message
+    # The same memory kept private adds nothing to the mirror.
+    private = new_memory("project_big.md", visibility="private", body=body)
+    assert check(store, base_plan(store, [op("project_big.md", "create", "private", private)]),
+                 limits=Limits(mirror_bytes=bound)).ok
 
 
 def test_a_rewrite_may_reclassify_and_the_inventory_may_state_either_side(store: Store) -> None:
@@ -713,15 +729,54 @@ def test_inside_a_repository_a_project_memory_needs_a_grounding_observation(stor
     assert (store.env.project / ".git").exists()
     plan = base_plan(store)
     entry = next(g for g in plan["grounding"] if g["name"] == "project_deploy.md")
-    entry.update(status="not-applicable", observations=[])
+    entry.update(status="not-applicable", reason="names no file", observations=[])
     refused = check(store, plan)
     assert [i for i in issues(refused) if i[0] == "plan.grounding.unobserved"] == [
         ("plan.grounding.unobserved", f"$.grounding[{plan['grounding'].index(entry)}].observations")]
     # A user or feedback memory may say not-applicable anywhere; outside a repository a project one may too.
     other = next(g for g in plan["grounding"] if not g["name"].startswith("project_"))
-    other.update(status="not-applicable", observations=[])
+    other.update(status="not-applicable", reason="names no file", observations=[])
     shutil.rmtree(store.env.project / ".git")
     assert check(store, plan).ok
+
+
+@pytest.mark.parametrize("repository", [True, False], ids=["with .git", "without .git"])
+@pytest.mark.parametrize("status", ["grounded", "partially-grounded", "ungrounded"])
+def test_a_row_claiming_grounding_without_an_observation_is_refused_with_or_without_git(
+        store: Store, repository: bool, status: str) -> None:
+    if not repository:
+        shutil.rmtree(store.env.project / ".git")
+    plan = base_plan(store)
+    entry = next(g for g in plan["grounding"] if g["name"] == "project_deploy.md")
+    entry.update(status=status, observations=[])
+    assert issues(check(store, plan)) == [
+        ("plan.grounding.unobserved", f"$.grounding[{plan['grounding'].index(entry)}].observations")]
+
+
+def test_a_not_applicable_row_needs_a_reason_with_words_in_it(store: Store) -> None:
+    plan = base_plan(store)
+    index, entry = next((i, g) for i, g in enumerate(plan["grounding"]) if g["status"] == "not-applicable")
+    del entry["reason"]
+    assert issues(check(store, plan)) == [("plan.schema", f"$.grounding[{index}]")]
+    assert "missing required field reason" in check(store, plan).errors[0].message
+    entry["reason"] = ""
+    assert issues(check(store, plan)) == [("plan.schema", f"$.grounding[{index}].reason")]
+    entry["reason"] = "  \t "
+    assert issues(check(store, plan)) == [("plan.grounding.reason", f"$.grounding[{index}].reason")]
+    entry["reason"] = "names no repository path"
+    assert check(store, plan).ok
+
+
+@pytest.mark.parametrize("repository", [True, False], ids=["with .git", "without .git"])
+def test_found_needs_a_regular_file_and_a_directory_is_refused(store: Store, repository: bool) -> None:
+    if not repository:
+        shutil.rmtree(store.env.project / ".git")
+    assert (store.env.project / "ops").is_dir()
+    refused = check(store, grounding_plan(store, "ops"))
+    assert issues(refused) == [("plan.grounding.not-file", "$.grounding[1].observations[0].path")]
+    assert "is a directory, not a regular file" in refused.errors[0].message
+    assert check(store, grounding_plan(store, "ops", "missing")).ok
+    assert check(store, grounding_plan(store, "ops/deploy.sh")).ok
 
 
 def test_a_compact_plan_validates_as_its_expansion_and_a_malformed_default_is_refused(store: Store) -> None:

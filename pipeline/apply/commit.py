@@ -22,7 +22,7 @@ from ..state.maps import HashMaps
 from ..state.model import PostState, PreState
 from ..state.proven import proven_maps, record_proof
 from ..store.memory import stamp
-from ..store.state import Limits
+from ..store.state import Limits, refuse_mirror_over
 from ..store.statecache import cache_for
 from ..timing import Timings
 from .durable import SYNCFS_MIN
@@ -117,6 +117,7 @@ def gate(svc: Services, pre: PreState, post: PostState) -> None:
     if svc.ruleset is not None:
         privacy_gate(post, svc.ruleset, cache_for(svc.layout.project_home))
     verify_post(post, svc.limits, None)
+    refuse_mirror_over(post.public, svc.limits, post.kept.files)
 
 
 def commit_run(svc: Services, run_dir: Path, rec: RunRecord, pre: PreState, post: PostState,

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import stat
 import time
@@ -12,6 +11,7 @@ from pathlib import Path
 
 from ..errors import LockHeld
 from ..fsutil import atomic_write, dump_json, write_all
+from ..store.jsontext import loads_bounded
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 def read_owner(info_path: Path) -> dict[str, Any] | None:
     try:
         with open(info_path, "rb") as fh:
-            data = json.loads(fh.read(64 * 1024))
+            data = loads_bounded(fh.read(64 * 1024))
     except (OSError, ValueError):
         return None
     return data if isinstance(data, dict) else None
@@ -104,11 +104,12 @@ def project_lock(
         while not _try_lock(fh):
             if time.monotonic() >= deadline:
                 owner = _wait_for_owner(info_path)
+                waited = f" (waited {timeout:g} s for it)" if timeout > 0 else ""
                 raise LockHeld(
-                    f"the project is locked by {describe_owner(owner)}",
+                    f"the project is locked by {describe_owner(owner)}{waited}",
                     code="lock.held",
                     hint="wait for it to finish and retry; a crashed holder frees the lock at once",
-                    data={"holder": owner or {}},
+                    data={"holder": owner or {}, "waitedSeconds": max(timeout, 0.0)},
                 )
             time.sleep(0.02)
         owner = {"runId": run_id, "pid": os.getpid(), "host": _host(),

@@ -8,13 +8,14 @@ import os
 from ..errors import ApplyFailed
 from ..fsutil import ops, read_bounded, sha256_bytes
 
-# (name, staged path, its state once written, sha256 of the bytes written)
-Staged = tuple[str, str, os.stat_result, str]
+# (name, staged temp's name, the open directory holding it, its state once written, sha256 of the bytes written)
+Staged = tuple[str, str, int, os.stat_result, str]
 
 
-def link_staged(made: list[str], staged: list[Staged], first: int,
-                 name: str, path: str) -> bool:
-    """Stage ``path`` as a second name of the staged copy ``staged[first]`` (the same bytes, mode and owner).
+def link_staged(made: list[tuple[int | None, str]], staged: list[Staged], first: int,
+                name: str, temp: str, dir_fd: int) -> bool:
+    """Stage ``temp`` (in ``dir_fd``) as a second name of the staged copy ``staged[first]`` (the same bytes,
+    mode and owner).
 
     Each name is still renamed into place on its own journal entry, so a crash at any step leaves every
     name either its staged temp or its target, both the one inode; recovery, which checks each by its
@@ -22,17 +23,17 @@ def link_staged(made: list[str], staged: list[Staged], first: int,
     directory. The link changes the inode's change time, so the first copy's recorded state is taken
     again. Where links are refused (a filesystem without them, another mount), the caller writes a copy.
     """
-    first_name, source, written, post = staged[first]
+    first_name, source, source_dir, written, post = staged[first]
     try:
-        ops.link(source, path)
+        ops.link(source, temp, src_dir_fd=source_dir, dst_dir_fd=dir_fd)
     except OSError:
         return False
-    made.append(path)
-    now = os.lstat(path)
+    made.append((dir_fd, temp))
+    now = os.stat(temp, dir_fd=dir_fd, follow_symlinks=False)
     if _identity(now)[:4] != _identity(written)[:4] or now.st_mode != written.st_mode:  # all but the change time
         raise ApplyFailed(f"staged copy of {first_name} changed after it was written", code="apply.staged-mismatch")
-    staged[first] = (first_name, source, now, post)
-    staged.append((name, path, now, post))
+    staged[first] = (first_name, source, source_dir, now, post)
+    staged.append((name, temp, dir_fd, now, post))
     return True
 
 
@@ -45,14 +46,14 @@ def check_copies(staged: list[Staged]) -> None:
     written. Where the filesystem keeps whole seconds only, a rewrite within the same second would
     leave the times alone: such a copy is read back and hashed as before.
     """
-    for name, path, written, post in staged:
+    for name, temp, dir_fd, written, post in staged:
         try:
-            now = os.lstat(path)
+            now = os.stat(temp, dir_fd=dir_fd, follow_symlinks=False)
         except FileNotFoundError:
             now = None
         same = now is not None and _identity(now) == _identity(written)
         if same and _whole_seconds(written):
-            same = sha256_bytes(read_bounded(path)) == post
+            same = sha256_bytes(read_bounded(temp, dir_fd=dir_fd)) == post
         if not same:
             raise ApplyFailed(f"staged copy of {name} changed after it was written",
                               code="apply.staged-mismatch")

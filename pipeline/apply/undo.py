@@ -6,7 +6,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ..errors import MemfoldError, StaleState, UsageError
-from ..fsutil import read_bounded, sha256_bytes
+from ..fsutil import read_bounded, read_json, sha256_bytes
 from ..paths import find_run
 from ..receipts.receipt import load_receipt, normalize_maps
 from ..state.model import Operation, PreState
@@ -63,15 +63,13 @@ def undo_ops(runs_dir: Path, run_id: str) -> Callable[[PreState], list[Operation
 
 def _undone_by(runs_dir: Path, run_id: str) -> str | None:
     """The newest committed undo run of ``run_id``: its snapshot names the run it undid."""
-    import json
-
     try:
         names = sorted((p.name for p in runs_dir.iterdir() if p.name != run_id), reverse=True)
     except OSError:
         return None
     for name in names:
         try:
-            snapshot = json.loads(read_bounded(runs_dir / name / "snapshot.json", 1 << 20))
+            snapshot = read_json(runs_dir / name / "snapshot.json", 1 << 20)
         except (OSError, ValueError, MemfoldError):
             continue
         if (isinstance(snapshot, dict) and snapshot.get("undoes") == run_id

@@ -153,6 +153,23 @@ def row_adder(plan: Plan, n: int) -> Callable[..., Row]:
     return add
 
 
+def rows_alone(sizes: tuple[int, ...], reps: int, measure: Callable[..., None]) -> str:
+    """Some rows alone, as a table: ``measure(plan, n, store, env, add)`` on a fresh synthetic store of
+    each size, with bytecode compiled as for the full bench."""
+    import tempfile
+
+    from .synth import write_store
+
+    with tempfile.TemporaryDirectory(prefix="memfold-bench-rows-") as tmp:
+        plan = Plan(sizes=sizes, reps=reps, consolidate_reps=0, workdir=Path(tmp),
+                    progress=lambda msg: print(msg, file=sys.stderr))
+        env = cli_env(plan.workdir)
+        compile_bytecode(env)
+        for n in sizes:
+            measure(plan, n, write_store(plan.workdir / f"n{n}", n), env, row_adder(plan, n))
+        return format_table({"rows": [r.as_dict() for r in plan.rows], "machine": machine()})
+
+
 def machine() -> dict[str, Any]:
     cpu = platform.processor() or platform.machine()
     try:

@@ -12,6 +12,7 @@ from . import floors, importing
 from . import mcp as mcp_bench
 from .common import Cli, Plan, Row, cli_env, compile_bytecode, machine, row_adder, settle_file
 from .consolidate import bench_apply, bench_consolidate, remove_retired, restore_cold
+from .memtool import bench_memory_tool
 from .planner import bench_planner
 from .prompt import EVIDENCE_AT, bench_evidence, bench_prompt
 from .synth import write_store
@@ -75,6 +76,7 @@ def bench_size(plan: Plan, n: int, env: dict[str, str], python_ms: float) -> Non
     add("verify", cli.timed(reps, "verify"), "python+read+hash")
     add("audit", cli.timed(reps, "audit"), "python+read+hash")
     bench_writes(plan, n, cli, add)
+    bench_memory_tool(plan, n, store, env, add, reps)
     if n <= 2000:
         plan.progress(f"n={n}: a pull of {PULLED} teammates' memories, then a prompt and an add")
         bench_team(cli, add, store, pristine, live, n, reps, fl)

@@ -127,7 +127,8 @@ def write_store(base: Path, count: int, *, seed: int = 7, cited: int = 0) -> Syn
     # Large stores need the bounds raised, as a user with such a store would.
     (home / "config.yaml").write_text(
         f"limits: {{max_files: {max(50_000, count * 2)}, index_lines: {max(200, count * 2)}, "
-        f"index_bytes: {max(25_600, count * 400)}}}\n", encoding="utf-8")
+        f"index_bytes: {max(25_600, count * 400)}, mirror_bytes: {max(8 << 20, count * 4096)}}}\n",
+        encoding="utf-8")
     layout = make_layout(home, project)
     ensure_layout(layout)
     set_trust(home, layout.project_root, True)

@@ -129,22 +129,17 @@ def bench_add(plan: Plan, n: int, cli: Cli, add: Any, reps: int) -> None:
 
 def add_rows(sizes: tuple[int, ...], reps: int) -> str:
     """The ``add (CLI)`` rows alone, each on a fresh synthetic store with its floors, as a table."""
-    import tempfile
+    from .common import Cli, rows_alone
 
-    from .common import Cli, Plan, cli_env, compile_bytecode, format_table, machine, row_adder
-    from .synth import write_store
+    python: list[float] = []
 
-    with tempfile.TemporaryDirectory(prefix="memfold-add-bench-") as tmp:
-        plan = Plan(sizes=sizes, reps=reps, consolidate_reps=0, workdir=Path(tmp),
-                    progress=lambda msg: print(msg, file=sys.stderr))
-        env = cli_env(plan.workdir)
-        compile_bytecode(env)
-        python_ms = statistics.median(floors.interpreter(env, 5))
-        for n in sizes:
-            plan.floors.setdefault(str(n), {})["python"] = python_ms
-            cli = Cli(write_store(plan.workdir / f"n{n}", n), env)
-            bench_add(plan, n, cli, row_adder(plan, n), reps if n <= 2000 else max(2, reps // 3))
-        return format_table({"rows": [r.as_dict() for r in plan.rows], "machine": machine()})
+    def measure(plan: Plan, n: int, store: Any, env: dict[str, str], add: Any) -> None:
+        if not python:
+            python.append(statistics.median(floors.interpreter(env, 5)))
+        plan.floors.setdefault(str(n), {})["python"] = python[0]
+        bench_add(plan, n, Cli(store, env), add, reps if n <= 2000 else max(2, reps // 3))
+
+    return rows_alone(sizes, reps, measure)
 
 
 def stat_roots(roots: list[Path], reps: int) -> list[float]:

@@ -29,27 +29,34 @@ def read_context(context: str | None, no_context: bool, limit: int) -> tuple[byt
 
 
 def consolidate(context: str | None = None, no_context: bool = False, scope: str | None = None,
-                select_: list[str] | None = None, worker: str = "builtin", allow_publish: bool = False,
+                select_: list[str] | None = None, worker: str | None = None, allow_publish: bool = False,
                 dry_run: bool = False, unsafe_no_sandbox: bool = False, all_projects: bool = False,
                 if_due: bool = False, skip_if_locked: bool = False, global_: bool = False,
-                json_out: bool = False) -> int:
+                json_out: bool = False, progress_json: bool = False) -> int:
     """Consolidate the store: snapshot, sandboxed worker, validated plan, atomic apply, receipt."""
+    from ..worker.task import BUILTIN, resolve_worker
+
+    # The worker named (or configured) is checked against the allow-list before anything starts.
+    use_global(global_)
+    cfg = config()
+    worker = resolve_worker(worker, cfg.consolidate.worker, cfg.workers)
     if all_projects or if_due or skip_if_locked:
         return _consolidate(None, context, no_context, scope, select_, worker, allow_publish, dry_run,
-                            unsafe_no_sandbox, all_projects, if_due, skip_if_locked, global_, json_out)
+                            unsafe_no_sandbox, all_projects, if_due, skip_if_locked, global_, json_out,
+                            progress_json)
     from ..worker.ahead import start_launcher
-    from ..worker.task import BUILTIN
 
-    # First of all: the sandbox launcher boots on the other core while this process imports and reads.
+    # Then the sandbox launcher boots on the other core while this process imports and reads.
     with start_launcher(planner=worker == BUILTIN) as launcher:
         return _consolidate(launcher, context, no_context, scope, select_, worker, allow_publish, dry_run,
-                            unsafe_no_sandbox, all_projects, if_due, skip_if_locked, global_, json_out)
+                            unsafe_no_sandbox, all_projects, if_due, skip_if_locked, global_, json_out,
+                            progress_json)
 
 
 def _consolidate(launcher: Any, context: str | None, no_context: bool, scope: str | None,
                  select_: list[str] | None, worker: str, allow_publish: bool, dry_run: bool,
                  unsafe_no_sandbox: bool, all_projects: bool, if_due: bool, skip_if_locked: bool, global_: bool,
-                 json_out: bool) -> int:
+                 json_out: bool, progress_json: bool = False) -> int:
     use_global(global_)
     from ..context.snapshot import ContextLimits
     from ..transaction import consolidate as run
@@ -61,10 +68,16 @@ def _consolidate(launcher: Any, context: str | None, no_context: bool, scope: st
                          "whole", code="usage.all-projects")
     data, source = read_context(context, no_context, limits.max_input_bytes)
     cfg = config()
+    # A consolidation waits for a short write to finish (consolidate.lock_wait); --skip-if-locked waits
+    # for nothing: a locked project is a logged skip.
+    waits: dict[str, Any] = {"lock_timeout": 0.0} if skip_if_locked else {}
+    if progress_json:
+        waits["on_stage"] = progress_line
+        progress_line("started")
     request = consolidate_request(
         cfg, os.environ, context=data, context_source=source, scope=scope, select=tuple(select_ or ()),
         worker=worker, allow_publish=allow_publish, dry_run=dry_run, unsafe_no_sandbox=unsafe_no_sandbox,
-        lock_timeout=0.0, context_limits=limits)
+        context_limits=limits, **waits)
     if all_projects or if_due or skip_if_locked:
         return _unattended(request, all_projects, if_due, skip_if_locked, want_json(json_out))
     from .progress import progress
@@ -77,6 +90,12 @@ def _consolidate(launcher: Any, context: str | None, no_context: bool, scope: st
 
     emit(summary, summary_text(summary), as_json=want_json(json_out))
     return 0
+
+
+def progress_line(stage: str) -> None:
+    """``--progress-json``: one JSON line on stderr as each stage starts, for a host's status line."""
+    sys.stderr.write(json.dumps({"progress": "consolidate", "stage": stage}) + "\n")
+    sys.stderr.flush()
 
 
 def _cron_log(message: str) -> None:

@@ -71,11 +71,20 @@ def home_dir() -> Path:
     from ..paths import default_home
 
     home = STATE.home if STATE.home is not None else Path(default_home(os.environ))
-    if home.exists() and not home.is_dir():
+    try:
+        st = os.stat(home)
+    except (FileNotFoundError, NotADirectoryError):
+        return home  # created 0700 by the first command that writes
+    import stat
+
+    if not stat.S_ISDIR(st.st_mode):
         from ..errors import UsageError
 
         raise UsageError(f"the memfold home {home} is not a directory", code="usage.home",
                          hint="pass --home DIR (or set $MEMFOLD_HOME) to a directory; it is created if missing")
+    from ..fsutil import refuse_unsafe_owner
+
+    refuse_unsafe_owner(home, st, "memfold home")
     return home
 
 
@@ -83,7 +92,18 @@ def user_files() -> tuple[Path, Path, Path]:
     """The config file, cache dir and log dir of this invocation's home (XDG for the default home)."""
     from ..paths import user_files as located
 
-    config_file, cache, logs = located(str(home_dir()), os.environ)
+    home = home_dir()
+    config_file, cache, logs = located(str(home), os.environ)
+    if cache != str(home):
+        # The XDG cache dir holds the parsed privacy rules: the same rule as for the home.
+        try:
+            st = os.stat(cache)
+        except OSError:
+            st = None
+        if st is not None:
+            from ..fsutil import refuse_unsafe_owner
+
+            refuse_unsafe_owner(cache, st, "cache directory")
     return Path(config_file), Path(cache), Path(logs)
 
 

@@ -141,12 +141,12 @@ def config_check(json_out: bool = JsonOpt) -> int:
 
 
 def _schema_problems(path_: Path, schema: dict[str, Any]) -> list[Any]:
-    import yaml
     from jsonschema import Draft202012Validator
 
     from ..errors import Issue
+    from ..store.yamltext import load_yaml
 
-    data = yaml.safe_load(path_.read_text(encoding="utf-8")) or {}
+    data = load_yaml(path_.read_text(encoding="utf-8")) or {}
     return [Issue("config.schema", "$" + "".join(f".{p}" for p in e.absolute_path), e.message)
             for e in Draft202012Validator(schema).iter_errors(data)]
 

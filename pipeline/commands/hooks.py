@@ -15,7 +15,8 @@ from ..errors import MemfoldError, UsageError
 from ..hosts.installed import Installer
 from ._app import STATE, JsonOpt, app, emit, home_dir, layout, want_json
 
-hooks_app = typer.Typer(help="Install host integrations (claude, pi, codex).", no_args_is_help=True)
+hooks_app = typer.Typer(help="Install host integrations (claude, pi, codex) and git's merge drivers (git).",
+                        no_args_is_help=True)
 app.add_typer(hooks_app, name="hooks")
 
 HOSTS = ("claude", "pi", "codex")
@@ -84,7 +85,7 @@ def _targets(host: str, user: bool) -> tuple[Path | None, Path | None]:
         return None, pi.extension_path(root, user_home, os.environ, user=user)
     if host == "codex":
         return codex.hooks_path(root, user_home, os.environ, user=user), None
-    raise UsageError(f"unknown host {host!r} (one of {', '.join(HOSTS)})", code="usage.host")
+    raise UsageError(f"unknown host {host!r} (one of {', '.join(HOSTS)}, git)", code="usage.host")
 
 
 def _local_settings(host: str, user: bool) -> Path | None:
@@ -102,17 +103,23 @@ def _home_notes(host: str, user: bool, absolute: bool, local: Path | None) -> li
 
 
 @hooks_app.command("install")
-def install(host: str = typer.Argument(..., help="claude | pi | codex"), user: bool = UserOpt,
+def install(host: str = typer.Argument(..., help="claude | pi | codex | git"), user: bool = UserOpt,
             prompt: bool = typer.Option(False, "--prompt", help="claude: also inject on every prompt"),
             absolute: bool = typer.Option(False, "--absolute", help="write this installation's path (and "
                                           "--home) into the project's files instead of `memfold` on PATH"),
             trust: bool = typer.Option(False, "--trust", help="codex: record Codex's trust for memfold's hook"),
             trust_project: bool = typer.Option(False, "--trust-project",
                                                help="codex: also mark this project trusted in Codex (with --trust)"),
+            sync_hook: bool = typer.Option(False, "--sync-hook", help="git: also run `memfold sync` after "
+                                           "merges and checkouts (post-merge, post-checkout hooks)"),
             json_out: bool = JsonOpt) -> int:
-    """Install memfold's context injection (and /consolidate) into a host; idempotent."""
+    """Install memfold's context injection (and /consolidate) into a host, or git's merge drivers; idempotent."""
     from ..hosts import claude, codex, pi
 
+    if host == "git":
+        return _git_install(user, sync_hook, json_out)
+    if sync_hook:
+        raise UsageError("--sync-hook is for `memfold hooks install git`", code="usage.option")
     settings, owned = _targets(host, user)
     local = _local_settings(host, user)
     memfold = host_argv(user, absolute)
@@ -157,6 +164,36 @@ def install(host: str = typer.Argument(..., help="claude | pi | codex"), user: b
     return 0
 
 
+def _git_only_project(user: bool) -> None:
+    if user:
+        raise UsageError("git's merge drivers and hooks belong to one repository; --user does not apply",
+                         code="usage.option", hint="run it without --user in each repository (and each clone)")
+
+
+def _git_install(user: bool, sync_hook: bool, json_out: bool) -> int:
+    """Register memfold's merge drivers (and sync hooks) in this repository's git config."""
+    from ..hosts import gitsetup
+
+    _git_only_project(user)
+    root = layout().project_root
+    actions = gitsetup.install(root, memfold_argv(), host_argv(True, True) if sync_hook else None)
+    lines = [f"{a['action']}: {a['path']}" for a in actions]
+    lines.append("commit: .gitattributes  (it names the drivers; teammates without them get git's text merge)")
+    emit({"ok": True, "host": "git", "files": actions, "commit": [".gitattributes"]}, "\n".join(lines),
+         as_json=want_json(json_out))
+    return 0
+
+
+def _git_uninstall(user: bool, remove_attributes: bool, json_out: bool) -> int:
+    from ..hosts import gitsetup
+
+    _git_only_project(user)
+    actions = gitsetup.uninstall(layout().project_root, remove_attributes)
+    emit({"ok": True, "host": "git", "files": actions}, "\n".join(f"{a['action']}: {a['path']}" for a in actions),
+         as_json=want_json(json_out))
+    return 0
+
+
 def _codex_trust(user: bool, trust: bool, trust_project: bool, notes: list[str]) -> Any:
     """Ask Codex's app server to trust memfold's hook (and the project); None when not asked or impossible."""
     from ..hosts import claude, codex
@@ -183,9 +220,15 @@ def _codex_trust(user: bool, trust: bool, trust_project: bool, notes: list[str])
 
 
 @hooks_app.command("uninstall")
-def uninstall(host: str = typer.Argument(..., help="claude | pi | codex"), user: bool = UserOpt,
+def uninstall(host: str = typer.Argument(..., help="claude | pi | codex | git"), user: bool = UserOpt,
+              remove_attributes: bool = typer.Option(False, "--attributes", help="git: also take memfold's "
+                                                     "block out of .gitattributes (committed, shared)"),
               json_out: bool = JsonOpt) -> int:
     """Remove exactly what `hooks install` added (other hooks and files stay)."""
+    if host == "git":
+        return _git_uninstall(user, remove_attributes, json_out)
+    if remove_attributes:
+        raise UsageError("--attributes is for `memfold hooks uninstall git`", code="usage.option")
     settings, owned = _targets(host, user)
     local = _local_settings(host, user)
     installer = _installer(host, user)
@@ -208,18 +251,26 @@ def uninstall(host: str = typer.Argument(..., help="claude | pi | codex"), user:
 def consolidate_from_host(host: str = typer.Argument(..., help="claude"),
                           args: list[str] = typer.Argument(None, help="no-context"),
                           session: str = typer.Option(None, "--session", help="the running session's id"),
+                          background: bool = typer.Option(False, "--background", help="start the run in the "
+                                                          "background and say where its progress and result go"),
                           json_out: bool = JsonOpt) -> int:
     """What /consolidate runs: consolidate with the running session's transcript.
 
     A failure is printed on stdout as a FAILED report and the exit code is 0: Claude Code drops the
     output of a failing ``!`` command (in ``claude -p`` the result is empty and the exit code 0), so
-    only a report the model is shown reaches the user.
+    only a report the model is shown reaches the user. With ``--background`` what can fail at once
+    (the config, the worker, the session) fails here; the run itself reports to its log.
     """
     if host != "claude":
         raise UsageError("only claude uses this entry point (pi's extension passes its session file)",
                          code="usage.host")
+    words = [a.strip().lower() for a in args or [] if a.strip()]
     try:
-        summary, note = _consolidate_session(session, [a.strip().lower() for a in args or [] if a.strip()])
+        if background:
+            started = _start_session_run(session, words)
+            emit(started, _started_text(started), as_json=want_json(json_out))
+            return 0
+        summary, note = _consolidate_session(session, words)
     except MemfoldError as exc:
         emit({"ok": False, **exc.as_dict()}, f"memfold /consolidate FAILED, nothing was written.\n"
              f"error [{exc.code}]: {exc.message}" + (f"\nhint: {exc.hint}" if exc.hint else ""),
@@ -232,13 +283,9 @@ def consolidate_from_host(host: str = typer.Argument(..., help="claude"),
     return 0
 
 
-def _consolidate_session(given: str | None, words: list[str]) -> tuple[dict[str, Any], str]:
-    """Run the consolidation for /consolidate; return its summary and what was used as context."""
-    from ..context.snapshot import ContextLimits
+def _session_transcript(given: str | None, words: list[str]) -> tuple[Path | None, str]:
+    """The running session's transcript for /consolidate (None without one), and what to say about it."""
     from ..hosts.claude import claude_dir, find_transcript, session_id
-    from ..transaction import consolidate, consolidate_request
-    from ._app import config, services
-    from .consolidation import read_context
 
     transcript, note = None, "none (no-context)"
     if "no-context" not in words:
@@ -253,8 +300,46 @@ def _consolidate_session(given: str | None, words: list[str]) -> tuple[dict[str,
         transcript = find_transcript(claude_dir(Path.home(), dict(os.environ)), session, cwds)
         note = (str(transcript) if transcript else
                 f"none: session {session} has no saved messages yet, consolidated without session context")
+    return transcript, note
+
+
+def _consolidate_session(given: str | None, words: list[str]) -> tuple[dict[str, Any], str]:
+    """Run the consolidation for /consolidate; return its summary and what was used as context."""
+    from ..context.snapshot import ContextLimits
+    from ..transaction import consolidate, consolidate_request
+    from ._app import config, services
+    from .consolidation import read_context
+
+    transcript, note = _session_transcript(given, words)
     limits = ContextLimits()
     data, source = read_context(str(transcript) if transcript else None, transcript is None, limits.max_input_bytes)
     cfg = config()
     request = consolidate_request(cfg, os.environ, context=data, context_source=source, context_limits=limits)
     return consolidate(services(), request), note
+
+
+def _start_session_run(given: str | None, words: list[str]) -> dict[str, Any]:
+    """Check what can fail at once (config, worker, session), then start ``memfold consolidate`` for the
+    running session in the background; its progress lines and result go to a log file."""
+    from ..hosts.detach import log_path, start_detached
+    from ..worker.task import resolve_worker
+    from ._app import clock, config
+    from .context import user_files
+
+    cfg = config()
+    worker = resolve_worker(None, cfg.consolidate.worker, cfg.workers)
+    transcript, note = _session_transcript(given, words)
+    where = layout()
+    argv = [*memfold_argv(), *(["--home", str(STATE.home)] if STATE.home else []),
+            "--project", str(where.project_root), "--json", "consolidate", "--progress-json",
+            *(["--context", str(transcript)] if transcript else ["--no-context"])]
+    log = log_path(user_files()[2], where.scope_key, f"{clock().strftime('%Y%m%dT%H%M%SZ')}-{os.getpid()}")
+    pid = start_detached(argv, log, os.environ, where.project_root)
+    return {"ok": True, "background": True, "pid": pid, "log": str(log), "worker": worker, "transcript": note}
+
+
+def _started_text(started: dict[str, Any]) -> str:
+    return (f"memfold /consolidate: started in the background (pid {started['pid']}, worker {started['worker']}).\n"
+            f"transcript: {started['transcript']}\n"
+            f"progress and result: {started['log']}\n"
+            "`memfold status` shows the run while it holds the project lock, and the last run once it is done.")

@@ -24,5 +24,5 @@ def serve() -> int:
     backend = Backend(svc=services(), lock_timeout=float(cfg.lock.timeout), workers=cfg.workers,
                       due_policy=DuePolicy(section.due_hours, section.due_writes),
                       request=consolidate_request(cfg, os.environ), allow_publish=bool(cfg.mcp.allow_publish))
-    anyio.run(serve_stdio, build_server(backend))
+    anyio.run(serve_stdio, build_server(backend), int(cfg.mcp.max_request_bytes))
     return 0

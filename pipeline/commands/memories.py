@@ -140,15 +140,45 @@ def _marked(r: dict[str, Any]) -> str:
     return f"  [team: {r['path']}, not yet adopted]" if r.get("origin") == "team" else ""
 
 
+DOCTOR_FIX = "run `memfold doctor` for what is wrong and how to repair it"
+
+
+def unusable(root: Path, broken: dict[str, Any]) -> list[dict[str, str]]:
+    """Files of the private store that ``list`` cannot show: memory files that do not parse, and names
+    memfold does not read as memories (``Memory.md`` in another case than the index's, ``notes.txt``)."""
+    from ..fsutil import TEMP_PREFIX
+    from ..store.memory import INDEX_NAME, is_memory_name
+
+    out = [{"file": b.file, "path": b.path, "code": b.code, "problem": b.problem, "fix": DOCTOR_FIX}
+           for b in broken.values()]
+    try:
+        names = os.listdir(root)
+    except OSError:
+        names = []
+    for name in names:
+        if name == INDEX_NAME or name.startswith(TEMP_PREFIX) or is_memory_name(name):
+            continue  # the index, a write under way, or a memory file (read, or named in ``broken``)
+        reserved = name.lower() == "memory.md"
+        out.append({"file": name, "path": str(root / name),
+                    "code": "store.reserved-name" if reserved else "store.stray",
+                    "problem": "MEMORY.md in any case is the index's name, never a memory" if reserved
+                    else "not a memory file name", "fix": DOCTOR_FIX})
+    return sorted(out, key=lambda b: b["file"])
+
+
 def list_memories(global_: bool, json_out: bool) -> int:
     use_global(global_)
-    _, view = read_view()
+    svc, view = read_view()
     memories = view.memories
     rows = [{**row(n, memories[n]), **view.origin(n)} for n in sorted(memories)]
+    bad = unusable(svc.layout.harness, view.broken)
+    if not want_json(json_out):
+        for item in bad:  # the listing goes on: one line each on stderr, the exit code stays 0
+            warn(f"cannot use {item['path']}: {item['problem']}; {DOCTOR_FIX}")
     width = _file_width(rows)
     human = "\n".join(f"{r['file']:<{width}} {r['type']:<9} {r['visibility']:<7} {r['description']}{_marked(r)}"
                       for r in rows)
-    emit({"ok": True, "memories": rows}, human or "no memories yet", as_json=want_json(json_out))
+    emit({"ok": True, "memories": rows, "broken": bad}, human or "no memories yet", as_json=want_json(json_out))
     return 0
 
 

@@ -116,7 +116,7 @@ COMMANDS: dict[str, Command] = {c.name: c for c in (
         opt("no_context", "--no-context", kind="flag", help="consolidate without a session transcript"),
         opt("scope", "--scope", help="all | related (default: related with a context, else all)"),
         opt("select_", "--select", kind="repeat", help="consolidate exactly these memories (repeatable)"),
-        opt("worker", "--worker", default="builtin", help="builtin, or a worker named in config.yaml"),
+        opt("worker", "--worker", help="builtin, or a worker named in config.yaml (default: consolidate.worker)"),
         opt("allow_publish", "--allow-publish", kind="flag", help="let the plan make private memories safe"),
         opt("dry_run", "--dry-run", kind="flag", help="validate and show what would change; write nothing"),
         opt("unsafe_no_sandbox", "--unsafe-no-sandbox", kind="flag",
@@ -125,8 +125,10 @@ COMMANDS: dict[str, Command] = {c.name: c for c in (
             help="visit every project home whose root still exists (cron, timers)"),
         opt("if_due", "--if-due", kind="flag", help="run only where consolidation is due (see `status`)"),
         opt("skip_if_locked", "--skip-if-locked", kind="flag",
-            help="a project locked by another run is a logged skip, exit 0"),
-        GLOBAL_OPT, JSON_OPT),
+            help="a project locked by another run is a logged skip, exit 0 (no wait)"),
+        GLOBAL_OPT, JSON_OPT,
+        opt("progress_json", "--progress-json", kind="flag",
+            help="one JSON line per stage on stderr (for hosts that show progress)")),
         "consolidation:consolidate",
         "Consolidate the store: snapshot, sandboxed worker, validated plan, atomic apply, receipt.", CONSOLIDATION),
     Command("validate", (
@@ -171,7 +173,7 @@ COMMANDS: dict[str, Command] = {c.name: c for c in (
 # Every other command's group; typed.py checks that each registered command has one.
 PANELS: dict[str, str] = {
     **{name: c.panel for name, c in COMMANDS.items()},
-    **dict.fromkeys(("init", "edit", "rename", "clear", "path", "review"), EVERYDAY),
+    **dict.fromkeys(("init", "edit", "rename", "clear", "path", "help", "review"), EVERYDAY),
     **dict.fromkeys(("schedule", "undo"), CONSOLIDATION),
     **dict.fromkeys(("attest", "report"), AUDIT),
     **dict.fromkeys(("hooks", "trust", "untrust", "mirror", "inject"), HOSTS),

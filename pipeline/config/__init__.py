@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 
 from ..errors import ConfigError, Issue
-from ..fsutil import read_bounded, sha256_bytes
+from ..fsutil import read_bounded, refuse_unsafe_owner, sha256_bytes
 from ..store import filecache
 from ..store import jsontext as json
 from .defaults import DEFAULTS
@@ -75,6 +75,7 @@ class LimitsSection(Section):
     worker_output_line_bytes: int
     plan_bytes: int
     plan_depth: int
+    mirror_bytes: int
 
 
 class LockSection(Section):
@@ -105,11 +106,14 @@ class ConsolidateSection(Section):
     __slots__ = ()
     due_hours: float
     due_writes: int
+    lock_wait: float
+    worker: str
 
 
 class McpSection(Section):
     __slots__ = ()
     allow_publish: bool
+    max_request_bytes: int
 
 
 class UsageSection(Section):
@@ -198,7 +202,8 @@ class Config:
 
         limits = self.limits
         return Limits(max_file_bytes=limits.max_file_bytes, max_files=limits.max_files,
-                      index_lines=limits.index_lines, index_bytes=limits.index_bytes)
+                      index_lines=limits.index_lines, index_bytes=limits.index_bytes,
+                      mirror_bytes=limits.mirror_bytes)
 
     def extract_limits(self) -> ExtractLimits:
         """Bounds on a worker's stdout and its plan (DESIGN.md defaults, configurable)."""
@@ -219,16 +224,20 @@ def _parse(path: Path | str) -> tuple[Any, list[Issue]]:
         return None, [Issue("config.unreadable", "$", str(exc))]
     import yaml
 
+    from ..store.yamltext import load_yaml
+
     try:
         text = raw.decode("utf-8")
         try:
             # libyaml's loader is the same safe loader, several times faster; errors are re-raised by
             # the Python loader so their messages stay the same.
-            data = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+            data = load_yaml(text)
         except yaml.YAMLError:
-            data = yaml.safe_load(text)
+            data = load_yaml(text, fast=False)
     except (yaml.YAMLError, UnicodeDecodeError) as exc:
         return None, [Issue("config.yaml", "$", f"not valid YAML: {str(exc).splitlines()[0]}")]
+    except json.TooDeep as exc:
+        return None, [Issue("config.depth", "$", f"the file is {exc}")]
     if data is None:
         return {}, []
     if not isinstance(data, dict):
@@ -253,10 +262,19 @@ def cache_file(home: Path | str, install: str = _INSTALL) -> str:
 
 
 def load_config(path: Path | str) -> Config:
-    """Read the config; a missing file means defaults. Problems are kept per section, not raised here."""
-    source = filecache.identity(path)
-    if source is None:
+    """Read the config; a missing file means defaults. Problems are kept per section, not raised here.
+
+    A config that another user owns or may write, or that lies in a directory others may write, is
+    refused (``UnsafeOwner``): it could switch off the privacy gate or name a worker command.
+    """
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
         return Config(path, {}, [])
+    refuse_unsafe_owner(path, st, "config file")
+    folder = os.path.dirname(os.path.abspath(path))
+    refuse_unsafe_owner(folder, os.stat(folder), "config directory")
+    source = filecache.identity_of(st)
     key = [source, _validator_identity()]
     cache = cache_file(os.path.dirname(os.path.abspath(path)))
     cached = filecache.load(cache, key)

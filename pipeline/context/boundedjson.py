@@ -2,7 +2,8 @@
 
 The C parser's own recursion is bounded by the interpreter's recursion limit (it raises
 RecursionError, never overflows the stack), so a text is parsed first and the bound checked on the
-value it gave, one level of containers at a time. Only a text that does not parse is scanned for its
+value it gave, one level of containers at a time (``store.jsontext.nests_deeper``, which every other
+reader of JSON files uses too). Only a text that does not parse is scanned for its
 brackets, so that one nested too deep is refused as such whatever else is wrong with it.
 """
 
@@ -13,16 +14,15 @@ import math
 import re
 from typing import Any
 
+from ..store.jsontext import TooDeep as TooDeep
+from ..store.jsontext import nests_deeper
+
 # Strings cannot span lines in JSON (a raw newline inside one is invalid), so a
 # string that is still open at a line end is cut there; this keeps one broken
 # JSONL line from flipping the string state of every line after it.
 _JSON_STRING = re.compile(r'"[^"\\\n]*(?:\\[^\n][^"\\\n]*)*"?')
 _NOT_BRACKET = re.compile(r"[^\[\]{}]+")
 _BRACES = str.maketrans("{}", "[]")
-
-
-class TooDeep(ValueError):
-    """JSON text nests deeper than the caller's bound; raised before json.loads can recurse."""
 
 
 def json_depth_exceeds(text: str, limit: int) -> bool:
@@ -59,26 +59,6 @@ def _reject_constant(literal: str) -> Any:
     raise ValueError(f"{literal} is not JSON")
 
 
-def _nests_deeper(value: Any, limit: int) -> bool:
-    """True if ``value`` (as json.loads gives it: plain dicts and lists) nests deeper than ``limit``.
-
-    For a valid text this is the depth of its brackets outside strings, which ``json_depth_exceeds``
-    measures on the text, at a fraction of the cost: only containers are visited.
-    """
-    level = [value] if type(value) is dict or type(value) is list else []
-    depth = 0
-    while level:
-        depth += 1
-        if depth > limit:
-            return True
-        below: list[Any] = []
-        for container in level:
-            below += [item for item in (container.values() if type(container) is dict else container)
-                      if type(item) is dict or type(item) is list]
-        level = below
-    return False
-
-
 def loads_bounded(text: str, max_depth: int) -> Any:
     """json.loads with a nesting bound and without NaN/Infinity; raises ValueError (TooDeep).
 
@@ -92,6 +72,6 @@ def loads_bounded(text: str, max_depth: int) -> Any:
         if json_depth_exceeds(text, max_depth):
             raise TooDeep(f"nested deeper than {max_depth}") from None
         raise
-    if _nests_deeper(value, max_depth):
+    if nests_deeper(value, max_depth):
         raise TooDeep(f"nested deeper than {max_depth}")
     return value

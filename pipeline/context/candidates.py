@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-import yaml
+from ..store.yamltext import load_yaml
 
 Record = dict[str, Any]
 Entry = dict[str, Any]
@@ -28,7 +28,7 @@ def split_frontmatter(text: str) -> tuple[dict[str, str], str]:
     close = normal.find("\n", end + 4)
     body = "" if close < 0 else normal[close + 1 :]
     try:
-        meta = yaml.safe_load(normal[4:end])
+        meta = load_yaml(normal[4:end])
     except Exception:
         return {}, body
     if not isinstance(meta, dict):

@@ -11,6 +11,7 @@ from typing import Any
 
 from ..errors import InputRejected
 from ..fsutil import atomic_write, read_bounded
+from ..store.jsontext import TooDeep, loads_bounded
 
 HOOK_TAIL = ("inject", "--format", "claude-hook")
 HOOK_TIMEOUT = 30
@@ -47,7 +48,10 @@ def read_settings(path: Path) -> dict[str, Any] | None:
     except FileNotFoundError:
         return None
     try:
-        data = json.loads(raw.decode("utf-8")) if raw.strip() else {}
+        data = loads_bounded(raw.decode("utf-8")) if raw.strip() else {}
+    except TooDeep as exc:
+        raise InputRejected(f"{path} is {exc}, deeper than any host settings file; fix it first, memfold will "
+                            "not overwrite it", code="hooks.settings-depth") from None
     except (UnicodeDecodeError, ValueError) as exc:
         raise InputRejected(f"{path} is not valid JSON ({exc}); fix it first, memfold will not overwrite it",
                             code="hooks.settings-json") from None
@@ -123,17 +127,19 @@ def consolidate_command_file(memfold: Sequence[str]) -> bytes:
     transcript: never a guess from file times, never another session of the same project."""
     line = command_line([*memfold, *CONSOLIDATE_TAIL])
     text = f"""---
-description: Consolidate memfold memory with this session's transcript (/consolidate no-context leaves it out)
+description: Consolidate memfold memory with this session's transcript, in the background \
+(/consolidate no-context leaves it out)
 argument-hint: "[no-context]"
 allowed-tools: Bash({line}:*)
 ---
-## memfold consolidation result
+## memfold consolidation
 
-!`{line} --session ${{CLAUDE_SESSION_ID}} $ARGUMENTS`
+!`{line} --background --session ${{CLAUDE_SESSION_ID}} $ARGUMENTS`
 
-Report the result above to the user in two or three lines: what was created, rewritten or deleted, the
-receipt path, or, when it says FAILED, the error code and its hint. Do not run any other command and do
-not edit memory files.
+Report the result above to the user in two or three lines: that the consolidation runs in the
+background, the log file where its progress and result go, and that `memfold status` shows it; or,
+when it says FAILED, the error code and its hint. Do not run any other command and do not edit memory
+files.
 """
     return text.encode("utf-8")
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import datetime as dt
-import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -12,7 +11,7 @@ from typing import Any
 from ..apply.commit import Services
 from ..apply.summary import SETTLED_REASON, left_for_next_run, settled
 from ..errors import LockHeld, MemfoldError
-from ..fsutil import read_bounded
+from ..fsutil import read_json
 from ..paths import Layout, adopt_worktree_store, make_layout
 from ..receipts.log import log_entries
 from ..receipts.receipt import load_receipt
@@ -100,7 +99,7 @@ def project_entries(home: Path) -> list[ProjectEntry]:
     out = []
     for project_home in homes:
         try:
-            data = json.loads(read_bounded(project_home / "project.json", 1 << 16))
+            data = read_json(project_home / "project.json", 1 << 16)
             root = Path(data["root"]) if isinstance(data, dict) and isinstance(data.get("root"), str) else None
         except (OSError, ValueError, MemfoldError):
             root = None

@@ -31,6 +31,17 @@ def _config(home: str) -> Any:
     return load_config(paths.user_files(home, os.environ)[0])
 
 
+def _refuse_unsafe_home(home: str) -> None:
+    """The same owner and mode rule every other command applies to the home (one stat)."""
+    from ..fsutil import refuse_unsafe_owner
+
+    try:
+        st = os.stat(home)
+    except OSError:
+        return  # no home yet: nothing in it to trust or distrust
+    refuse_unsafe_owner(home, st, "memfold home")
+
+
 def _readable_root(root: str, below: str, label: str, warnings: list[str]) -> bool:
     """The same symlink refusal every other command applies to its layout, as a skip instead of an error.
 
@@ -182,6 +193,7 @@ def gather(home: str, project_dir: str, *, query: str | None, max_bytes: int | N
            include_global: bool = True, prompt: bool = False, session: str | None = None) -> Injection:
     """The block for this project; with ``prompt``, only what ``query`` adds to this ``session``."""
     home = os.path.abspath(home)
+    _refuse_unsafe_home(home)
     root = paths.project_root(os.fspath(project_dir))
     project_home = paths.project_home(home, paths.project_key(root))
     if not os.path.isdir(project_home):

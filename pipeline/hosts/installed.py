@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from ..errors import InputRejected
-from ..fsutil import atomic_write, dump_json, ensure_dir, read_bounded, refuse_symlinks, sha256_bytes
+from ..fsutil import atomic_write, dump_json, ensure_dir, read_bounded, read_json, refuse_symlinks, sha256_bytes
 
 
 class Installer:
@@ -24,7 +23,7 @@ class Installer:
         self.below = below
         self.actions: list[dict[str, str]] = []
         try:
-            self.record: dict[str, Any] = json.loads(read_bounded(self.path, 1 << 20))
+            self.record: dict[str, Any] = read_json(self.path, 1 << 20, settings="host install record")
         except FileNotFoundError:
             self.record = {}
         self.record.setdefault("files", {})

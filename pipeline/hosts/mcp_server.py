@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import re
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Annotated, Any
 
@@ -224,18 +225,21 @@ class Backend:
         return {"ok": True, **_row(actual, memory), **view.origin(actual), "body": memory.body,
                 **checked(self._root(), memory.evidence)}
 
-    def consolidate(self, context: str | None, scope: str | None, worker: str, dry_run: bool) -> dict[str, Any]:
+    def consolidate(self, context: str | None, scope: str | None, worker: str | None,
+                    dry_run: bool) -> dict[str, Any]:
         from ..transaction import consolidate
+        from ..worker.task import BUILTIN, resolve_worker
 
-        if worker != "builtin":
-            spec = self.workers.get(worker)
-            if spec is None or getattr(spec, "network", True):
-                raise InputRejected(f"worker {worker!r} is not available over MCP",
-                                    code="mcp.worker", hint="use builtin, or a configured worker without network")
+        # The same allow-list as the CLI; no name means the configured default (the request's worker).
+        worker = resolve_worker(worker, self.request.worker, self.workers)
+        if worker != BUILTIN and getattr(self.workers.get(worker), "network", True):
+            raise InputRejected(f"worker {worker!r} is not available over MCP",
+                                code="mcp.worker", hint="use builtin, or a configured worker without network")
+        # The lock wait is the request's (consolidate.lock_wait): a consolidation waits out a short write.
         request = self.request.with_changes(
             context=context.encode("utf-8") if context is not None else None,
             context_source="mcp" if context is not None else "none", scope=scope, worker=worker,
-            dry_run=dry_run, lock_timeout=0.0, refuse_emptying=True)
+            dry_run=dry_run, refuse_emptying=True)
         # One worker run: the emptying check sits between validation and the commit.
         return {"ok": True, **consolidate(self.svc, request)}
 
@@ -258,7 +262,32 @@ class Backend:
             if not entries:
                 return {"ok": True, "target": None, "checks": [], "errors": [], "drift": [], "receipts": 0}
             target = str(entries[-1].path)
+        else:
+            target = store_receipt(layout, target)
         return {**verify_receipt(layout, limits, target, gitinfo).as_dict(), "target": target}
+
+
+def store_receipt(layout: Any, target: str) -> str:
+    """``target`` as ``memory_verify`` may name it: a run id, or a receipt of this store (a log entry, a run's
+    pre or post receipt) by file name or path. Anything else is refused the same way whether or not it
+    exists, so an agent cannot learn through the tool which files exist elsewhere or what they hold."""
+    import os
+
+    from ..apply.runs import RUN_ID_RE
+    from ..receipts.log import log_entries
+
+    if RUN_ID_RE.match(target):
+        return target
+    folder, name = os.path.split(os.path.normpath(target)) if target.strip() else ("", "")
+    receipts, runs = os.fspath(layout.receipts), os.fspath(layout.runs)
+    if folder in ("", receipts) and name in {entry.path.name for entry in log_entries(layout.receipts)}:
+        return os.path.join(receipts, name)
+    run, kind = os.path.split(folder)
+    if kind and run == runs and RUN_ID_RE.match(kind) and name in ("post-receipt.json", "pre-receipt.json"):
+        return os.path.join(runs, kind, name)
+    raise InputRejected("memory_verify reads receipts of this project's store only", code="mcp.verify-target",
+                        hint="pass a run id (memory_status names the last run), a receipt file name of the log, "
+                        "or nothing for the newest receipt")
 
 
 def error_result(code: str, message: str, hint: str | None) -> CallToolResult:
@@ -370,7 +399,9 @@ def build_server(backend: Backend) -> MCPServer:
     def memory_consolidate(
         context: Annotated[str | None, Field(description="session transcript text (JSON/JSONL)")] = None,
         scope: Annotated[str | None, Field(description="all | related")] = None,
-        worker: str = "builtin", dry_run: bool = False,
+        worker: Annotated[str | None, Field(description="builtin, or a worker named in the user config "
+                                                        "(default: consolidate.worker)")] = None,
+        dry_run: bool = False,
     ) -> Annotated[CallToolResult, ConsolidateOut]:
         """Consolidate the store through the verified transaction (never publishes private memories)."""
         return _call(lambda: backend.consolidate(context, scope, worker, dry_run))
@@ -389,20 +420,43 @@ def build_server(backend: Backend) -> MCPServer:
     return server
 
 
+MAX_REQUEST_BYTES = 16 << 20  # the config's mcp.max_request_bytes
+_EDGE = 4096  # what is kept of each end of a line over the bound, to find its request id
+# A request id where the SDKs write it: first (after "jsonrpc" and "method") or last in the top-level object.
+_ID_FIRST = re.compile(
+    rb'^\s*\{(?:\s*"(?:jsonrpc|method)"\s*:\s*"[^"\\]*"\s*,)*\s*"id"\s*:\s*(-?\d{1,15}|"[^"\\]{0,128}")')
+_ID_LAST = re.compile(rb',\s*"id"\s*:\s*(-?\d{1,15}|"[^"\\]{0,128}")\s*\}\s*$')
+
+Reply = Callable[[Any], Awaitable[None]]
+
+
 class StdinLines:
     """The client's lines from a private copy of fd 0, read only once it is readable, so a cancelled
     server never waits for one more line; fd 0 itself points at the null device while serving (what
-    the SDK's own reader does), so nothing the tools start can read the protocol."""
+    the SDK's own reader does), so nothing the tools start can read the protocol.
 
-    def __init__(self) -> None:
+    Each byte is looked at once (a line of any length costs linear time), and a line longer than
+    ``max_line`` is never held: its middle is dropped as it arrives, the client is answered with a
+    JSON-RPC error naming the bound (through ``reply``, set once the server's write stream exists), and
+    the next line is served as usual.
+    """
+
+    def __init__(self, max_line: int = MAX_REQUEST_BYTES, fd: int | None = None) -> None:
         import os
 
-        self.fd = os.dup(0)
-        devnull = os.open(os.devnull, os.O_RDONLY)
-        os.dup2(devnull, 0)
-        os.close(devnull)
-        self.pending = b""
+        if fd is None:
+            fd = os.dup(0)
+            devnull = os.open(os.devnull, os.O_RDONLY)
+            os.dup2(devnull, 0)
+            os.close(devnull)
+        self.fd = fd
+        self.pending = bytearray()
+        self.pos = 0  # where the unread lines in ``pending`` start
+        self.scanned = 0  # ``pending`` holds no newline before this offset
+        self.max_line = max_line
         self.pollable = True
+        self.reply: Reply | None = None
+        self.skipping: tuple[bytes, bytearray, int] | None = None  # a long line: (head, tail, bytes so far)
 
     def __aiter__(self) -> StdinLines:
         return self
@@ -420,19 +474,82 @@ class StdinLines:
         return os.read(self.fd, 1 << 16)
 
     async def __anext__(self) -> str:
-        while b"\n" not in self.pending:
+        while True:
+            line = self._line()
+            if line is not None:
+                if len(line) <= self.max_line:
+                    return line.decode("utf-8", "replace") + "\n"
+                await self._refuse(line[:_EDGE], line[-_EDGE:], len(line))
+                continue
             chunk = await self._chunk()
-            if not chunk:
-                if not self.pending:
-                    raise StopAsyncIteration
-                line, self.pending = self.pending, b""
-                return line.decode("utf-8", "replace")
-            self.pending += chunk
-        line, _, self.pending = self.pending.partition(b"\n")
-        return line.decode("utf-8", "replace") + "\n"
+            end_of_input = not chunk
+            if self.skipping is not None:
+                chunk = await self._skip(chunk)
+                if self.skipping is not None:
+                    continue  # still inside the line over the bound
+            if not end_of_input:
+                self.pending += chunk
+                continue
+            rest = bytes(self.pending[self.pos:])
+            self.pending.clear()
+            self.pos = self.scanned = 0
+            if not rest:
+                raise StopAsyncIteration
+            if len(rest) <= self.max_line:
+                return rest.decode("utf-8", "replace")
+            await self._refuse(rest[:_EDGE], rest[-_EDGE:], len(rest))
+
+    def _line(self) -> bytes | None:
+        """The next whole line in ``pending``, else None; a line growing past the bound starts a skip."""
+        end = self.pending.find(b"\n", self.scanned)
+        if end >= 0:
+            line = bytes(self.pending[self.pos:end])
+            self.pos = self.scanned = end + 1
+            return line
+        if self.pos:
+            del self.pending[:self.pos]
+            self.pos = 0
+        self.scanned = len(self.pending)
+        if len(self.pending) > self.max_line:
+            self.skipping = (bytes(self.pending[:_EDGE]), bytearray(self.pending[-_EDGE:]), len(self.pending))
+            self.pending.clear()
+            self.scanned = 0
+        return None
+
+    async def _skip(self, chunk: bytes) -> bytes:
+        """Drop ``chunk`` up to the end of the line over the bound, keeping its last bytes; once the line
+        ends (or the input does: an empty ``chunk``), answer it and return what follows it."""
+        assert self.skipping is not None
+        head, tail, size = self.skipping
+        end = chunk.find(b"\n")
+        part = chunk if end < 0 else chunk[:end]
+        tail += part
+        del tail[:-_EDGE]
+        if end < 0 and chunk:
+            self.skipping = (head, tail, size + len(part))
+            return b""
+        self.skipping = None
+        await self._refuse(head, bytes(tail), size + len(part))
+        return chunk[end + 1:] if end >= 0 else b""
+
+    async def _refuse(self, head: bytes, tail: bytes, size: int) -> None:
+        from mcp.types import INVALID_REQUEST, ErrorData, JSONRPCError
+
+        found = _ID_FIRST.match(head) or _ID_LAST.search(tail)
+        request_id: Any = None
+        if found is not None:
+            text = found.group(1).decode("utf-8", "replace")
+            request_id = text[1:-1] if text.startswith('"') else int(text)
+        message = (f"[mcp.request-too-large] the request is {size} bytes, over the {self.max_line}-byte bound "
+                   "of one request; it was not read (raise mcp.max_request_bytes in the config for larger "
+                   "transcripts)")
+        if self.reply is not None:
+            error = ErrorData(code=INVALID_REQUEST, message=message,
+                              data={"code": "mcp.request-too-large", "bytes": size, "maxBytes": self.max_line})
+            await self.reply(JSONRPCError(jsonrpc="2.0", id=request_id, error=error))
 
 
-async def serve_stdio(server: MCPServer) -> None:
+async def serve_stdio(server: MCPServer, max_request_bytes: int = MAX_REQUEST_BYTES) -> None:
     """Serve on stdio until the client closes stdin or SIGINT/SIGTERM arrives; both end it cleanly."""
     import signal
 
@@ -449,6 +566,13 @@ async def serve_stdio(server: MCPServer) -> None:
                     return
 
         group.start_soon(stop_on_signal)
-        async with stdio_server(stdin=StdinLines()) as (read_stream, write_stream):  # type: ignore[arg-type]
+        lines = StdinLines(max_request_bytes)
+        async with stdio_server(stdin=lines) as (read_stream, write_stream):  # type: ignore[arg-type]
+            from mcp.shared.message import SessionMessage
+
+            async def reply(message: Any) -> None:
+                await write_stream.send(SessionMessage(message))
+
+            lines.reply = reply
             await lowlevel.run(read_stream, write_stream, lowlevel.create_initialization_options())
         group.cancel_scope.cancel()

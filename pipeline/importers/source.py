@@ -16,6 +16,7 @@ from typing import Any
 
 from ..errors import InputRejected
 from ..store.memory import TYPES, VISIBILITIES, Memory, is_memory_name, sanitize_line, split_frontmatter
+from ..store.yamltext import load_yaml
 
 _FLAT = re.compile(r"^([A-Za-z_][A-Za-z0-9_-]*):(?: (.*))?$")
 _TEXT_KEYS = ("name", "description", "type", "visibility", "created", "modified", "expires")
@@ -99,24 +100,17 @@ def _value(raw: str) -> Any:
     import yaml
 
     try:
-        value = yaml.load(raw, Loader=_loader()) if raw else None
+        value = load_yaml(raw) if raw else None
     except (yaml.YAMLError, ValueError):
         return raw
     return raw if value is None and raw else value
-
-
-def _loader() -> Any:
-    """The C safe loader where libyaml is built in (about 10x faster), else the Python one."""
-    import yaml
-
-    return getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 def _yaml(head: str) -> dict[str, Any]:
     import yaml
 
     try:
-        meta = yaml.load(head, Loader=_loader())
+        meta = load_yaml(head)
     except (yaml.YAMLError, ValueError):
         raise InputRejected("frontmatter is neither flat 'key: value' lines nor valid YAML",
                             code="import.frontmatter") from None

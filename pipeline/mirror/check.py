@@ -42,6 +42,29 @@ def _targets(layout: Layout, mirror: Path, files: list[Path]) -> list[str]:
     return sorted(set(names))
 
 
+def case_collisions(mirror: Path, targets: list[str]) -> list[Issue]:
+    """Names in the mirror that differ only in case, where one of them is checked: on a case-insensitive
+    checkout (macOS, Windows) git writes both to one file, and one memory silently replaces the other."""
+    try:
+        names = os.listdir(mirror)
+    except OSError:
+        return []
+    groups: dict[str, list[str]] = {}
+    for name in names:
+        groups.setdefault(name.casefold(), []).append(name)
+    checked = set(targets)
+    issues = []
+    for group in groups.values():
+        if len(group) > 1 and not checked.isdisjoint(group):
+            first, *others = sorted(group)
+            for other in others:
+                issues.append(Issue("mirror.case-collision", f".memory/{other}",
+                                    f"{other} and {first} differ only in case: a case-insensitive checkout "
+                                    "(macOS, Windows) keeps one file for both; keep one spelling (`memfold "
+                                    "rename` or `memfold forget` the other, or `git rm` a teammate's copy)"))
+    return issues
+
+
 def check_mirror(layout: Layout, ruleset: RuleSet, limits: Limits, files: list[Path]) -> list[Issue]:
     mirror = layout.mirror
     if mirror is None:
@@ -58,7 +81,7 @@ def check_mirror(layout: Layout, ruleset: RuleSet, limits: Limits, files: list[P
                             f"the mirror holds {len(targets)} entries, over the bound of {limits.max_files} "
                             f"memories; only the first {bound} were checked"))
         targets = targets[:bound]
-    lower = _case_clashes(targets)
+    issues.extend(case_collisions(mirror, targets))
     for name in targets:
         path = mirror / name
         where = f".memory/{name}"
@@ -83,9 +106,6 @@ def check_mirror(layout: Layout, ruleset: RuleSet, limits: Limits, files: list[P
         if name != INDEX_NAME and not is_memory_name(name):
             issues.append(Issue("mirror.name", where, f"{name} is not a memory file name"))
             continue
-        if name in lower:
-            issues.append(Issue("mirror.case-collision", where, f"{name} and {lower[name]} differ only by case: "
-                                "on a case-insensitive checkout (macOS, Windows) one overwrites the other"))
         limit = limits.max_file_bytes if name != INDEX_NAME else max(limits.index_bytes * 4, 1 << 20)
         if st.st_size > limit:
             issues.append(Issue("bounds.file-size", where,
@@ -95,15 +115,6 @@ def check_mirror(layout: Layout, ruleset: RuleSet, limits: Limits, files: list[P
     issues.extend(check_disk_mirror(contents, _private_copies(layout, limits), ruleset, limits))
     # A file name that holds a credential is withheld from every line printed.
     return withhold_names(issues, [*contents, *targets], ruleset)
-
-
-def _case_clashes(names: list[str]) -> dict[str, str]:
-    """Each name that another name equals but for case, with that other name."""
-    seen: dict[str, list[str]] = {}
-    for name in names:
-        seen.setdefault(name.lower(), []).append(name)
-    return {name: next(other for other in group if other != name) for group in seen.values() if len(group) > 1
-            for name in group}
 
 
 def _private_copies(layout: Layout, limits: Limits) -> dict[str, str]:

@@ -18,6 +18,7 @@ import subprocess
 from collections.abc import Mapping
 from pathlib import Path
 
+from ..fsutil import create_unsynced
 from ..paths import MIRROR_DIR
 
 # Each pair overrides a key a repository could set to run a program, or stops a code path that
@@ -92,16 +93,23 @@ def git_env(base: Mapping[str, str], cwd: Path | None = None) -> dict[str, str]:
     return env
 
 
-def git_output(args: tuple[str, ...], cwd: Path | None = None, stdin: bytes = b"",
-               base_env: Mapping[str, str] | None = None) -> bytes | None:
-    """Run git with an argv tuple (never a shell) and return its raw stdout, or None when git is
-    missing, fails or takes longer than ``TIMEOUT_S``."""
+def git_status(args: tuple[str, ...], cwd: Path | None = None, stdin: bytes = b"",
+               base_env: Mapping[str, str] | None = None) -> tuple[int, bytes] | None:
+    """Run git with an argv tuple (never a shell): its exit status and raw stdout, or None when git is
+    missing or takes longer than ``TIMEOUT_S``."""
     try:
         out = subprocess.run(git_argv(args, cwd), input=stdin, capture_output=True, timeout=TIMEOUT_S,
                              check=False, env=git_env(os.environ if base_env is None else base_env, cwd))
     except (OSError, subprocess.TimeoutExpired):
         return None
-    return out.stdout if out.returncode == 0 else None
+    return out.returncode, out.stdout
+
+
+def git_output(args: tuple[str, ...], cwd: Path | None = None, stdin: bytes = b"",
+               base_env: Mapping[str, str] | None = None) -> bytes | None:
+    """:func:`git_status`'s stdout, or None unless git ran and succeeded."""
+    done = git_status(args, cwd, stdin, base_env)
+    return done[1] if done is not None and done[0] == 0 else None
 
 
 def run_git(args: tuple[str, ...], cwd: Path | None = None,
@@ -267,3 +275,27 @@ def _rename_of(args: tuple[str, ...], root: Path, path: str) -> str | None:
         else:
             at += 2
     return None
+
+
+def merge_file(ours: bytes, base: bytes, theirs: bytes, labels: tuple[str, str, str] = ("ours", "base", "theirs"),
+               marker_size: int = 7) -> tuple[bytes, bool] | None:
+    """Git's own three-way text merge of three versions (``git merge-file``): the result and whether it
+    is clean, or None when git cannot merge them (a binary version, git missing).
+
+    Run from the caller's directory, so that inside a repository git applies its
+    ``merge.conflictStyle`` as it would to a file without a merge driver. ``labels`` name ours, the
+    base and theirs on the conflict markers.
+    """
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="memfold-merge-") as scratch:
+        paths = []
+        for name, data in (("ours", ours), ("base", base), ("theirs", theirs)):
+            path = os.path.join(scratch, name)
+            os.close(create_unsynced(path, data))  # scratch for one git run: no fsync
+            paths.append(path)
+        label_args = tuple(part for label in labels for part in ("-L", label))
+        done = git_status(("merge-file", "-p", f"--marker-size={marker_size}", *label_args, "--", *paths))
+    if done is None or not 0 <= done[0] <= 127:
+        return None
+    return done[1], done[0] == 0

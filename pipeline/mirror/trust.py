@@ -59,8 +59,8 @@ def _gitdir(dotgit: str) -> str | None:
 def _read(home: Path | str) -> tuple[set[str], set[str]]:
     """(repositories, roots): the roots are what an older memfold recorded, one per checkout path."""
     try:
-        data = json.loads(read_bounded(os.path.join(home, TRUST_FILE), 4 << 20))
-    except (OSError, ValueError, RecursionError):
+        data = json.loads_bounded(read_bounded(os.path.join(home, TRUST_FILE), 4 << 20, settings="trust list"))
+    except (OSError, ValueError):
         return set(), set()
     if not isinstance(data, dict):
         return set(), set()

@@ -177,9 +177,9 @@ def bounded(plan: dict[str, Any], work: Work, bound: int, whole: int) -> dict[st
         size = len(plan_json(part))
         if size <= bound and (best is None or len(taken) > best[0]):
             best = (len(taken), part)
-        # The estimate is an upper bound: what the part left unused may take more units, what it
-        # overran takes some back.
-        budget += bound - size
+        # The estimate is nearly an upper bound: what the part left unused may take more units, what
+        # it overran takes some back (below what was taken, or the same units would be taken again).
+        budget = budget + bound - size if size <= bound else sum(costs[i] for i in taken) - (size - bound)
     if best is not None:
         return best[1]
     smallest = base + min(costs, default=0)

@@ -7,6 +7,7 @@ from functools import lru_cache
 
 from ..store.memory import Memory
 from .dedupe import outdated_lines
+from .roles import roles_disagree
 from .text import distinct_subjects, fact_key, fact_lines, masked, newness, subject_stem, title_words
 from .work import Fate, Work, canonical_body
 
@@ -69,8 +70,10 @@ def resolve(work: Work) -> bool:
 
 def _settle(work: Work, kind: str, older: str, newest: str) -> bool:
     old_mem, new_mem = work.live[older], work.live[newest]
-    if distinct_subjects(old_mem, new_mem):
-        return False  # web01 and web02, app1 and app2: two subjects that happen to read alike
+    if distinct_subjects(old_mem, new_mem) or roles_disagree(old_mem, new_mem):
+        # web01 and web02, app1 and app2: two subjects that happen to read alike; "from a to b" and
+        # "from b to a": the same things in other roles.
+        return False
     outdated = outdated_lines(old_mem, new_mem)
     if not outdated:
         if kind == "title" and old_mem.visibility == new_mem.visibility:

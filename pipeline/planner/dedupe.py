@@ -13,6 +13,7 @@ from functools import lru_cache
 from itertools import repeat
 
 from ..store.memory import Memory
+from .roles import roles_disagree, values_apart
 from .text import (
     STOPWORDS,
     VALUE_MARK,
@@ -92,6 +93,9 @@ def jaccard(a: frozenset[str], b: frozenset[str]) -> float:
 def similar(name_a: str, a: Memory, name_b: str, b: Memory) -> bool:
     """Same type and close enough in wording to be one note written twice."""
     if a.type != b.type or distinct_subjects(a, b) or not mergeable(a, b):
+        return False
+    # The same words with things in other roles ("from a to b", "from b to a"), or other values.
+    if roles_disagree(a, b) or values_apart(a, b):
         return False
     ta, tb = memory_tokens(name_a, a), memory_tokens(name_b, b)
     # Each names a subject (a word in its file name and description) the other never mentions:

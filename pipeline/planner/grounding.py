@@ -188,12 +188,17 @@ def in_repository(root: Path) -> bool:
     return os.path.lexists(os.path.join(root, ".git"))
 
 
-def _anchor(name: str, tree: Tree) -> dict[str, str]:
-    """What a project memory that names no file is checked against: its mirror copy, else the root."""
+def _anchor(name: str, tree: Tree) -> dict[str, str] | None:
+    """What a project memory that names no file is checked against: a regular file that stands for the
+    repository (its mirror copy, else git's HEAD, else the ``.git`` file of a worktree), or None."""
     mirrored = f".memory/{name}"
     if tree.status(mirrored) == "found":
         return {"path": mirrored, "status": "found", "note": "names no repository file; its mirror copy is here"}
-    return {"path": ".", "status": "found", "note": "names no repository file; the repository root was checked"}
+    for path in (".git/HEAD", ".git"):
+        if tree.status(path) == "found":
+            return {"path": path, "status": "found",
+                    "note": "names no repository file; anchored to the repository's git metadata"}
+    return None
 
 
 def ground(name: str, memory: Memory, tree: Tree | None, repository: bool = False,
@@ -229,8 +234,10 @@ def ground(name: str, memory: Memory, tree: Tree | None, repository: bool = Fals
             else:
                 observations.append({"path": found_files[0], "status": "missing",
                                      "note": f"symbol {symbol} appears in none of the files this memory names"})
-    if not observations and repository and tree is not None and name.lower().startswith("project_"):
-        return {"name": name, "status": "grounded", "observations": [_anchor(name, tree)],
+    anchor = _anchor(name, tree) if not observations and repository and tree is not None \
+        and name.lower().startswith("project_") else None
+    if anchor is not None:
+        return {"name": name, "status": "grounded", "observations": [anchor],
                 "reason": "makes no claim about a repository file; anchored to the repository it belongs to"}
     entry: dict[str, Any] = {"name": name, "observations": observations}
     found = sum(1 for o in observations if o["status"] != "missing")  # an updated file exists too

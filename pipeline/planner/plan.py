@@ -9,7 +9,7 @@ from pathlib import Path
 from ..fsutil import sha256_bytes
 from ..store.memory import Memory, render_memory
 from ..store.state import Limits
-from . import candidates, capacity, conflicts, dedupe, staleness
+from . import candidates, capacity, conflicts, dedupe, roles, staleness
 from .grounding import Tree, cited_observations, ground, in_repository
 from .text import clear_caches
 from .work import Fate, Work, canonical
@@ -95,6 +95,7 @@ def planned(manifest: dict[str, Any], memories: dict[str, tuple[bytes, Memory]],
     clear_caches()
     dedupe.clear_caches()
     conflicts.clear_caches()
+    roles.clear_caches()
     selected = sorted(str(n) for n in manifest.get("selected") or [])
     absent = [n for n in selected if n not in memories]
     if absent:

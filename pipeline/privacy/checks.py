@@ -2,11 +2,22 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 
 from .personal import CHECKS as PERSONAL_CHECKS
 from .personal import birth_date
-from .tokens import crc32_tail, is_random_token, keyed_token, looks_fake, random_token, shannon_entropy, vendor_token
+from .tokens import (
+    SETTING,
+    crc32_tail,
+    is_random_token,
+    keyed_token,
+    looks_fake,
+    names_reference,
+    random_token,
+    shannon_entropy,
+    vendor_token,
+)
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -191,7 +202,34 @@ def basic_auth(secret: str, _context: str, _params: dict[str, float]) -> bool:
 
 _REFERENCE_LEADS = ("<", "{", "[", "(", "@", "/", "~", "./", "../", "env:", "vault:", "op://", "secret:",
                     "arn:", "projects/", "keyvault:", "file:", "http://", "https://", "process.env", "os.environ",
-                    "config.", "settings.", "env.", "secrets.", "vars.", "ENV[")
+                    "os.getenv", "getenv(", "System.getenv", "Environment.GetEnvironmentVariable", "import.meta.env",
+                    "Deno.env", "config.", "settings.", "env.", "secrets.", "vars.", "ENV[",
+                    # Terraform and HCL references: var.db_password, local.x, module.db.password, !local.x
+                    "var.", "local.", "module.", "data.", "each.", "self.", "!var.", "!local.")
+# The name a value is given, when it names a reference or an identifier rather than a secret: the
+# Jenkins credentialsId, .NET UserSecretsId, a client or key id, a secret's name, path or variable.
+
+# A value made of words (database-password, MY_ENV_VAR1, privateKey, secret00), set under a name that
+# names a key: the key a secret is stored under (secretKey, key, property, secretName), not the secret.
+# Identifiers keep one style: kebab or snake in lower case, upper snake, or lower camel case; a value of
+# capitalised words (Nimbus.Harbor45) is a passphrase.
+_WORDS_VALUE = re.compile(r"[a-z]+[0-9]{0,3}(?:[-_.](?:[a-z]+[0-9]{0,3}|[0-9]{1,3}))*"
+                          r"|[A-Z]+[0-9]{0,3}(?:_(?:[A-Z]+[0-9]{0,3}|[0-9]{1,3}))*|[a-z]+(?:[A-Z][a-z]+)+[0-9]{0,3}")
+_KEY_NAME = re.compile(r"(?:[kK]ey|KEY|[nN]ame|NAME|[pP]roperty|PROPERTY|[fF]ield|FIELD|[iI]tem)$")
+# A package coordinate or a file with its version (io.jsonwebtoken:jjwt-jackson-0.11.2, jwt-decode@4.0.0).
+_VERSIONED = re.compile(r"[-@:/_]v?[0-9]+(?:\.[0-9]+)+(?:[-.][A-Za-z0-9]+)?$")
+
+
+def names_key(secret: str, context: str) -> bool:
+    """``secretKey: database-password``: words under a key-naming setting name a stored secret's key."""
+    value = secret.strip("\"'`")
+    if _WORDS_VALUE.fullmatch(value) is None or is_random_token(value, 8):
+        return False
+    head = context[: context.rfind(secret)] if secret in context else ""
+    setting = SETTING.search(head[-80:])
+    return setting is not None and _KEY_NAME.search(setting.group(1)) is not None
+
+
 _PROSE_STOPWORDS = frozenset("""
 the a an is are was were be been being in on at to of for from by with and or not no yes it this that there here
 stored kept saved set required needed missing wrong correct invalid valid expired rotated changed reset updated
@@ -218,7 +256,9 @@ def _is_reference(value: str) -> bool:
 def quoted_secret(secret: str, _context: str, _params: dict[str, float]) -> bool:
     """A quoted literal that reads as a secret: no sentence, label, reference or placeholder."""
     value = secret.strip()
-    if len(value) < 6 or _is_reference(value) or looks_fake(value):
+    if len(value) < 6 or _is_reference(value) or looks_fake(value) or names_reference(secret, _context):
+        return False
+    if names_key(secret, _context) or _VERSIONED.search(value):
         return False
     if " " in value:
         return is_random_token(value.replace(" ", ""))  # a label or prompt is words
@@ -227,8 +267,8 @@ def quoted_secret(secret: str, _context: str, _params: dict[str, float]) -> bool
     parts = value.split(".")
     if len(parts) > 1 and all(p.isidentifier() and p.islower() for p in parts):
         return False  # a module or settings path ('django.contrib.auth')
-    if value.replace("_", "").replace("-", "").isalpha() and (value.isupper() or value.islower()):
-        return False
+    if value.replace("_", "").replace("-", "").isalpha() and (value.isupper() or value.islower() or value.istitle()):
+        return False  # a word or a name written in one case, or capitalised ("Bearer")
     return _classes(value) >= 2
 
 
@@ -249,10 +289,29 @@ def cli_value(secret: str, _context: str, _params: dict[str, float]) -> bool:
 def user_password(secret: str, context: str, params: dict[str, float]) -> bool:
     """``user:password`` (curl -u) or ``user%password`` (smbclient -U) with a literal password."""
     sep = ":" if ":" in secret else "%"
-    user, _, password = secret.partition(sep)
-    if not user or not password or (user.isdigit() and password.isdigit()):
+    user, _, password = (part.strip("\"'{}") for part in secret.partition(sep))
+    if user.isdigit() and password.isdigit():
         return False  # uid:gid (docker run -u 1000:1000)
+    if not password:
+        # An API key as the user name with no password (curl -u "sk_live_…:"), as several APIs take it.
+        return len(user) >= 8 and _classes(user) >= 2 and cli_value(user, context, params)
     return cli_value(password, context, params)
+
+
+def url_password(secret: str, _context: str, _params: dict[str, float]) -> bool:
+    """The password of ``scheme://user:password@host``, whatever the host: not a template, a
+    variable or a typed-in filler (the rule's allowlist names the words documentation uses)."""
+    value = secret
+    if "{" in value or "}" in value or "%s" in value or _is_reference(value):
+        return False
+    return not looks_fake(value)
+
+
+def license_key(secret: str, _context: str, _params: dict[str, float]) -> bool:
+    """Five groups of letters and digits: a key when it mixes both and is not a typed-in filler."""
+    body = secret.replace("-", "")
+    return (any(c.isdigit() for c in body) and any(c.isalpha() for c in body) and len(set(body.upper())) >= 8
+            and not looks_fake(secret))
 
 
 def prose_password(secret: str, _context: str, _params: dict[str, float]) -> bool:
@@ -260,7 +319,7 @@ def prose_password(secret: str, _context: str, _params: dict[str, float]) -> boo
     value = secret.rstrip(".!?)")
     if len(value) < 4 or _is_reference(value) or looks_fake(value):
         return False
-    if value.startswith("_") or "=" in value or "(" in value:
+    if value.startswith(("_", "-")) or value.endswith(":") or "=" in value or "(" in value:
         return False  # code after the verb "pass" (pass is_admin=True, pass_through(...)), not a password
     if value.lower() in _PROSE_STOPWORDS:
         return False
@@ -346,6 +405,10 @@ def secret_value(secret: str, _context: str, _params: dict[str, float]) -> bool:
         return False
     if value[0] in "/~$%<{[(@." or value.startswith(("./", "http://", "https://", "file:")):
         return False
+    if _is_reference(value) or names_reference(secret, _context) or names_key(secret, _context):
+        return False
+    if _VERSIONED.search(value):
+        return False
     if "(" in value or "[" in value or value.isdigit():
         return False
     # Dotted identifiers are code (settings.SECRET_KEY, process.env.TOKEN), not literals.
@@ -371,6 +434,8 @@ CHECKS: dict[str, Check] = {
     "quoted-secret": quoted_secret,
     "cli-value": cli_value,
     "user-password": user_password,
+    "url-password": url_password,
+    "license-key": license_key,
     "prose-password": prose_password,
     "passport": passport,
     "address": address,

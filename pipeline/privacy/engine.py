@@ -20,6 +20,11 @@ MAX_HITS_PER_RULE = 1000
 MEMO_MAX_CHARS = 32 << 20
 
 
+# A value that runs on into one of these was written with a filler for its rest (xoxp-5723…-####…): a
+# placeholder, whatever its visible part looks like. Not an ellipsis: a whole token may end a sentence
+# with one ("use ghp_…...").
+_FILLER_TAILS = (b"####", b"xxxx", b"XXXX", b"****")
+
 # Verdict marks (compared by identity): an allowlisted match, and one not decided yet.
 _ALLOWED = "\0allowed"
 _UNDECIDED = "\0undecided"
@@ -140,7 +145,13 @@ class RuleSet:
             if len(hits) >= MAX_HITS_PER_RULE:
                 break
             start, end = match.span(group)
+            while end > start and data[end - 1] == 0x2E:
+                end -= 1  # a sentence's full stop or ellipsis after a token whose alphabet holds "."
             if start < 0 or start == end:
+                continue
+            if data.startswith(_FILLER_TAILS, end):
+                if not rule.fallback:
+                    known.append((start, end))
                 continue
             key = (ident, data[start:end], match.group(0))
             verdict = verdicts.get(key, _UNDECIDED)

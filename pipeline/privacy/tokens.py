@@ -16,12 +16,17 @@ from collections import Counter
 _BASE62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 _HEX = frozenset("0123456789abcdefABCDEF")
 # Runs typed by hand in documentation: a value holding one is a placeholder, not a key.
-_FAKE_RUNS = ("abc123", "123abc", "xyz123", "abcxyz", "xyz789", "123456", "abcdef", "deadbeef", "fake", "sample")
+_FAKE_RUNS = ("abc123", "123abc", "xyz123", "abcxyz", "xyz789", "123456", "abcdef", "deadbeef", "fake", "sample",
+              "abcd1234", "1234abcd")
 # Letter-digit-case changes per character: a random base62 run changes class ~0.6 times per
 # character, a lowercase base36 run ~0.4, an identifier or a word with a number well under 0.2.
 MIN_CHANGE_RATE = 0.25
 MIXED_CASE_CHANGE_RATE = 0.42
 MIN_RANDOM_CHARS = 16
+KEYED_MARGIN = 1.0  # entropy a keyed value may fall short of log2(length); 0.6 for a token alone
+# Random hex carries close to 4 bits a character (32 digits: under 3.05 one time in 10,000); eight
+# digits typed in blocks of four carry 3.
+MIN_HEX_ENTROPY = 3.05
 
 
 def shannon_entropy(value: str) -> float:
@@ -76,7 +81,7 @@ def random_chars(value: str) -> int:
     return sum(len(s) for s in _SPLIT.split(value) if _random_segment(s))
 
 
-def is_random_token(value: str, min_chars: int = MIN_RANDOM_CHARS) -> bool:
+def is_random_token(value: str, min_chars: int = MIN_RANDOM_CHARS, margin: float = 0.6) -> bool:
     core = value.strip("=")
     if _HEX_ONLY.fullmatch(core):
         return False
@@ -85,7 +90,7 @@ def is_random_token(value: str, min_chars: int = MIN_RANDOM_CHARS) -> bool:
         return False
     # A random run of n characters has close to log2(n) bits of entropy per character; codes made of
     # repeated digits and a few letters (V010SP13RC181024R16900) fall well short of it.
-    return shannon_entropy(alnum) >= min(4.0, math.log2(max(len(alnum), 2)) - 0.6)
+    return shannon_entropy(alnum) >= min(4.0, math.log2(max(len(alnum), 2)) - margin)
 
 
 # The first bytes of files that travel as base64 in text: PNG, JPEG, GIF, WebP, SVG/XML, PDF, gzip, zip.
@@ -120,10 +125,16 @@ def keyed_token(secret: str, context: str, params: dict[str, float]) -> bool:
     lowered = context.lower()
     if any(word in lowered for word in _DIGEST_WORDS) or looks_fake(secret):
         return False
+
+    if names_reference(secret, context):
+        return False
     core = secret.strip("=")
     if len(core.replace("-", "")) >= 32 and _HEX_ONLY.fullmatch(core):
-        return True  # hex or a UUID handed to a token setting (Heroku, Snyk and others issue UUID keys)
-    return is_random_token(core, 12)
+        # Hex or a UUID handed to a token setting (Heroku, Snyk and others issue UUID keys); a filler
+        # typed in blocks (aaaabbbb-cccc-dddd-eeee-000011112222) has too few distinct digits.
+        return shannon_entropy(core.replace("-", "")) >= MIN_HEX_ENTROPY
+    # Next to a credential word a shorter or plainer run is enough (a 26-character base36 hook id).
+    return is_random_token(core, 12, KEYED_MARGIN)
 
 
 def vendor_token(secret: str, _context: str, _params: dict[str, float]) -> bool:
@@ -149,3 +160,17 @@ def crc32_tail(secret: str, _context: str, _params: dict[str, float]) -> bool:
     if len(body) > 6 and _base62_crc32(body[:-6]) == body[-6:]:
         return True
     return vendor_token(secret, _context, _params)
+
+
+_REFERENCE_NAME = re.compile(r"(?:[iI][dD]s?|[nN]ame|NAME|[rR]ef|REF|[aA]rn|ARN|[uU]r[li]|UR[LI]|[pP]ath|PATH|"
+                             r"[fF]ile|FILE|[vV]ariable|VARIABLE|[vV]ar|VAR|[kK]ey[vV]ault|[hH]ash|HASH)$")
+# The setting name a value stands under (``name: value``, ``name = "value"``, ``<name>value``).
+SETTING = re.compile(r"([A-Za-z0-9_.$-]+)[\"'`\]>]*\s*(?::=|=>|==|[:=(,<>])?\s*[rbuf]?[\"'`(<]*\s*$")
+
+
+def names_reference(secret: str, context: str) -> bool:
+    """The value's setting name ends in Id, Name, Ref, Url, Path, File or Variable: it names a
+    reference (``credentialsId: '29f6…'``, ``<UserSecretsId>79a3…``), not the secret itself."""
+    head = context[: context.rfind(secret)] if secret in context else ""
+    setting = SETTING.search(head[-80:])
+    return setting is not None and _REFERENCE_NAME.search(setting.group(1)) is not None

@@ -15,6 +15,10 @@ from bisect import bisect_right
 
 from ..frozen import Frozen
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
 # Runs worth decoding, found in one pass: base64 (standard or URL-safe), hex (plain or ``\\x``-escaped)
 # and percent-encoded text all stay inside this class. 20 characters carry a 15-byte token at least.
 _RUN = re.compile(r"[A-Za-z0-9+/_%\\-]{20,}={0,2}")
@@ -74,18 +78,26 @@ def views(text: str) -> list[View]:
     return out
 
 
+# Characters whose NFKC form holds an ASCII letter or digit: full-width forms, ligatures, superscripts
+# and subscripts, letterlike and number forms, enclosed and mathematical alphanumerics, modifier
+# letters. A token written in them reads as ASCII once folded; a line without one (CJK prose with
+# full-width punctuation) folds to nothing a credential rule could match, so it is not folded.
+_COMPATIBLE = re.compile("[\u00aa\u00b2\u00b3\u00b9\u00ba\u00bc-\u00be\u02b0-\u02b8\u1d2c-\u1d6a\u2070-\u209c"
+                         "\u2100-\u218f\u2460-\u24ff\u3250-\u32ff\u3380-\u33ff\ufb00-\ufb06\uff10-\uff19"
+                         "\uff21-\uff3a\uff41-\uff5a\U0001d400-\U0001d7ff\U0001f100-\U0001f1ff]")
+
+
 def nfkc(text: str) -> View | None:
-    """The NFKC form of each line that has another (full-width letters, ligatures, compatibility digits)."""
-    if text.isascii():
+    """The NFKC form of each line that has another with ASCII letters or digits in it (full-width
+    letters, ligatures, compatibility digits)."""
+    if text.isascii() or _COMPATIBLE.search(text) is None:
         return None
     import unicodedata
 
-    if unicodedata.is_normalized("NFKC", text):
-        return None
     pieces = []
     at = 0
     for line in text.split("\n"):
-        if not line.isascii() and not unicodedata.is_normalized("NFKC", line):
+        if not line.isascii() and _COMPATIBLE.search(line) is not None:
             pieces.append((unicodedata.normalize("NFKC", line), at, at + len(line)))
         at += len(line) + 1
     return View("NFKC-folded", pieces, glue="\n") if pieces else None
@@ -137,13 +149,24 @@ def _unpercent(run: str) -> str | None:
     return decoded if decoded != run else None
 
 
+_PERCENT = re.compile(r"%[0-9A-Fa-f]{2}")
+# Base64 of text mixes capitals, small letters and digits within a few characters; an identifier or a
+# path of words (privacy_corpus_build, src/pipeline/views) does not, and is not decoded.
+_MIXED = re.compile(r"[A-Z][^A-Z]{0,12}[0-9]|[0-9][^0-9]{0,12}[A-Z]")
+MIN_HEX_RUN = 32  # a 16-byte token, hex-encoded
+
+
 def _decode(run: str) -> str | None:
+    """The text an encoded run stands for; None for a run that is not worth decoding (the cheap tests
+    come first: most runs in notes are identifiers, paths and digests)."""
     if "%" in run:
-        return _unpercent(run)
+        return _unpercent(run) if _PERCENT.search(run) else None
     if "\\" in run:
         return _unhex(run) if run.startswith("\\x") else None
-    if len(run) % 2 == 0 and _HEX_DIGITS.issuperset(run):
-        return _unhex(run)
+    if _HEX_DIGITS.issuperset(run):
+        return _unhex(run) if len(run) % 2 == 0 and len(run) >= MIN_HEX_RUN else None
+    if len(run) < 24 or _MIXED.search(run) is None or not any(ch.islower() for ch in run):
+        return None
     return _unbase64(run)
 
 
@@ -192,6 +215,15 @@ def _values(text: str) -> list[tuple[str, int, int]]:
 
 _WORD = re.compile(r"\S+")
 _DIGIT = re.compile(r"[0-9]")
+# A token cut at a line end: a run of token characters holding a digit ends a line and another starts the
+# next (after a list mark, a heading mark, a frontmatter key or quotes), or the other way round. A text
+# with neither is not read joined: prose lines end in words and punctuation.
+_TOKEN_CHARS = "A-Za-z0-9_+/=~.-"
+_LEAD = r"[ \t]*(?:[-*+>][ \t]+|#+[ \t]+|[0-9]{1,3}[.)][ \t]+|(?:name|description)[ \t]*:[ \t]*[\"']?)?"
+_CUT = (f"[{_TOKEN_CHARS}]*[0-9][{_TOKEN_CHARS}]*[\"']?[ \t]*\n{_LEAD}[{_TOKEN_CHARS}]{{2}}"
+        f"|[{_TOKEN_CHARS}]{{2}}[\"']?[ \t]*\n{_LEAD}[{_TOKEN_CHARS}]*[0-9]")
+_COMPILED: list[Any] = []  # _CUT in RE2 (linear in the text; the standard engine backtracks on long runs)
+_TOKENISH = re.compile(f"[{_TOKEN_CHARS}]+")
 MAX_CHAIN = 400
 MIN_CHAIN = 20  # the shortest token the specific rules know carries 16 characters after its prefix
 
@@ -205,6 +237,12 @@ def joined_lines(text: str) -> View | None:
     first), so this reading stays a fraction of the text's size.
     """
     if "\n" not in text.strip():
+        return None
+    if not _COMPILED:
+        from .patterns import compile_pattern
+
+        _COMPILED.append(compile_pattern(_CUT, "joined-lines prefilter"))
+    if _COMPILED[0].search(text.encode("utf-8", "replace")) is None:
         return None
     values = _values(text)
     pieces: list[tuple[str, int, int]] = []
@@ -221,8 +259,8 @@ def joined_lines(text: str) -> View | None:
             if first.end() < len(following) or size > MAX_CHAIN:
                 break
         joined = "".join(word for word, _, _ in chain)
-        if len(joined) < MIN_CHAIN or _DIGIT.search(joined) is None:
-            continue  # two words of prose, not a machine-made token cut at a line end
+        if len(joined) < MIN_CHAIN or _DIGIT.search(joined) is None or _TOKENISH.fullmatch(joined) is None:
+            continue  # words of prose, not a machine-made token cut at a line end
         pieces.extend(chain)
         pieces.append(("\n", start, start))  # chains are read apart
     return View("joined across lines", pieces) if pieces else None

@@ -9,8 +9,9 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import Issue, UsageError
-from ..fsutil import atomic_write, canonical_json, read_bounded, sha256_bytes, write_new
+from ..fsutil import atomic_write, canonical_json, read_bounded, read_json, sha256_bytes, write_new
 from ..paths import Layout
+from ..store.jsontext import loads_bounded
 from .log import log_entries
 from .receipt import load_receipt, normalize_maps, receipt_digest
 
@@ -137,7 +138,7 @@ def check(layout: Layout, envelope_path: Path, pubkey_path: Path | None) -> tupl
     checks: list[str] = []
     issues: list[Issue] = []
     try:
-        env = json.loads(read_bounded(envelope_path, MAX_ENVELOPE))
+        env = read_json(envelope_path, MAX_ENVELOPE)
     except FileNotFoundError:
         raise UsageError(f"no attestation at {envelope_path}", code="usage.no-attestation") from None
     except ValueError:
@@ -169,7 +170,7 @@ def check(layout: Layout, envelope_path: Path, pubkey_path: Path | None) -> tupl
                                 "no signature verifies with the given public key over the DSSE PAE of the payload"))
             return checks, issues
     try:
-        stmt = json.loads(payload)
+        stmt = loads_bounded(payload)
     except ValueError:
         return checks, [*issues, Issue("attest.statement", "$.payload", "the payload is not JSON")]
     if not isinstance(stmt, dict) or stmt.get("_type") != STATEMENT_TYPE or stmt.get("predicateType") != PREDICATE_TYPE:

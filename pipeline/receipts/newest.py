@@ -10,13 +10,12 @@ otherwise the log is listed as before. ``memfold audit`` always walks the listed
 
 from __future__ import annotations
 
-import json
 import os
 import stat
 from pathlib import Path
 
 from ..errors import InputRejected
-from ..fsutil import dump_json, read_bounded
+from ..fsutil import dump_json, read_json
 from .log import RUN_ID_NAME
 
 NEWEST = "newest-receipt.json"
@@ -42,7 +41,7 @@ def read_newest(receipts: Path) -> tuple[int, str, str] | None:
         # or renamed since by anything else (an older version, a hand edit, a sweep of temps).
         if os.lstat(receipts).st_ctime_ns > os.lstat(pointer).st_ctime_ns:
             return None
-        data = json.loads(read_bounded(pointer, _MAX_BYTES))
+        data = read_json(pointer, _MAX_BYTES)
     except (OSError, ValueError, InputRejected):
         return None  # missing, a symlink, oversized or torn: the log is listed
     if not isinstance(data, dict) or set(data) != _KEYS or data["kind"] != NEWEST_KIND \

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from functools import lru_cache
@@ -13,6 +12,7 @@ from ..errors import Issue
 from ..fsutil import digest_json, read_bounded, sha256_bytes
 from ..resources import load_schema
 from ..state.maps import HashMaps
+from ..store.jsontext import loads_bounded
 from ..store.statecache import SETTLED_NS
 from .log import LogEntry, log_entries, log_name
 from .maptext import MAP_KEYS, MapText
@@ -97,7 +97,7 @@ def load_receipt(path: Path) -> dict[str, Any]:
 
 
 def parse_receipt(raw: bytes) -> dict[str, Any]:
-    data = json.loads(raw)
+    data = loads_bounded(raw)
     if not isinstance(data, dict):
         raise ValueError("receipt is not a JSON object")
     # Its digest (the next receipt's `previous`) needs RFC 8785 form: an integer past 2**53 or a NaN

@@ -7,7 +7,6 @@ backups, plan operations, the files on disk), so a diff shown is always the text
 
 from __future__ import annotations
 
-import json
 import os
 from collections import Counter
 from dataclasses import dataclass
@@ -15,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputRejected, UsageError
-from ..fsutil import read_bounded
+from ..fsutil import read_bounded, read_json
 from ..paths import BACKUP_DIR as BACKUP
 from ..paths import Layout
 from ..state.maps import HashMaps
@@ -32,7 +31,7 @@ from .witness import GitFacts
 
 def _plan(run_dir: Path, texts: Texts) -> dict[str, Any]:
     try:
-        plan = json.loads(read_bounded(run_dir / "plan.json", 64 << 20))
+        plan = read_json(run_dir / "plan.json", 64 << 20)
     except (OSError, ValueError):
         return {}
     if not isinstance(plan, dict):
@@ -53,7 +52,7 @@ def _by_name(items: Any, key: str) -> dict[str, Any]:
 def _undoes(run_dir: Path) -> str | None:
     """The run an undo put back: its direct-edit snapshot names it (bound to the receipt by artifactHash)."""
     try:
-        snapshot = json.loads(read_bounded(run_dir / "snapshot.json", 256 << 20))
+        snapshot = read_json(run_dir / "snapshot.json", 256 << 20)
     except (OSError, ValueError):
         return None
     undone = snapshot.get("undoes") if isinstance(snapshot, dict) else None
@@ -222,7 +221,10 @@ def gather(layout: Layout, limits: Limits, *, public: bool, since: str | None, n
             tuple(lines), hidden, tuple(_changes(src, fin, plan, texts, public))))
     now_lines, now_hidden = drift.get("now", ([], 0))
     by_type, by_visibility, cap = _newest(layout, limits, current, texts, public)
-    return Chain(public=public, scope_key=layout.scope_key, project=None if public else str(layout.project_root),
+    # The scope key is the sha256 of the project's absolute path: a public page would let anyone confirm a
+    # guessed home directory or user name. It stays in private reports only.
+    return Chain(public=public, scope_key="" if public else layout.scope_key,
+                 project=None if public else str(layout.project_root),
                  generated_at=now, audit_ok=report.ok, receipts_total=len(logged), entries=tuple(entries),
                  findings=tuple(findings.get("", [])), hand_edits_now=tuple(now_lines),
                  hidden_hand_edits_now=now_hidden, memories=sum(by_visibility.values()),
@@ -282,7 +284,7 @@ def write_report(layout: Layout, limits: Limits, *, public: bool, since: str | N
         folder = layout.home / "reports"
         ensure_dir(folder, layout.home)
         stamp = now.replace("-", "").replace(":", "")
-        out = folder / f"{layout.scope_key[:12]}-{stamp}.html"
+        out = folder / f"{'public' if public else layout.scope_key[:12]}-{stamp}.html"
     out = Path(out).absolute()
     mode = 0o644 if public else 0o600
     try:

@@ -50,12 +50,12 @@ def render(chain: Chain) -> str:
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">",
         f"<meta http-equiv=\"Content-Security-Policy\" content=\"{_e(CSP)}\">",
         "<meta name=\"referrer\" content=\"no-referrer\">",
-        f"<title>memfold audit report {_e(chain.scope_key[:12])}</title>",
+        f"<title>memfold audit report{' ' + _e(chain.scope_key[:12]) if chain.scope_key else ''}</title>",
         f"<style>{CSS}</style></head><body>",
         "<h1>memfold audit report</h1>",
-        f"<p class=\"meta\">scope {_e(chain.scope_key)}"
-        + (f" · project {_e(chain.project)}" if chain.project else "")
-        + f" · generated {_e(chain.generated_at)}</p>",
+        "<p class=\"meta\">" + (f"scope {_e(chain.scope_key)} · " if chain.scope_key else "")
+        + (f"project {_e(chain.project)} · " if chain.project else "")
+        + f"generated {_e(chain.generated_at)}</p>",
     ]
     if chain.public:
         parts.append("<p class=\"banner public\" id=\"visibility\">Public report: only safe memories, as the "

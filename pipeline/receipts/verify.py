@@ -2,17 +2,17 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from ..context.manifest import scope_digest
 from ..errors import UsageError
-from ..fsutil import read_bounded, sha256_bytes
+from ..fsutil import read_bounded, read_json, sha256_bytes
 from ..paths import Layout, find_run
 from ..safetext import counted
 from ..state.landed import current_hashes
+from ..store.jsontext import loads_bounded
 from ..store.memory import INDEX_NAME
 from ..store.state import Limits
 from .findings import Report
@@ -25,7 +25,7 @@ IDENTITY = ("runId", "scopeKey", "scopeDigest", "artifactHash")
 
 def _load_json(path: Path, report: Report, code: str) -> Any:
     try:
-        return json.loads(read_bounded(path, 256 << 20))
+        return read_json(path, 256 << 20)
     except FileNotFoundError:
         report.fail(code, path.name, f"{path.name} is missing from the run dir")
     except (OSError, ValueError) as exc:
@@ -100,7 +100,7 @@ def _check_sources(run_dir: Path, manifest: dict[str, Any], receipt: dict[str, A
                     "snapshot.json does not match the receipt's artifactHash (the snapshot was changed)")
         return
     try:
-        recorded = json.loads(snapshot)
+        recorded = loads_bounded(snapshot)
     except ValueError:
         return  # a context snapshot is not necessarily JSON with hash maps
     if isinstance(recorded, dict) and "sourceHashes" in recorded \

@@ -27,6 +27,7 @@ from ..frozen import Frozen
 from ..fsutil import read_bounded
 from ..paths import HEADS_DIR, MIRROR_DIR, STATE_DIR
 from ..safetext import counted
+from ..store.jsontext import loads_bounded
 from .log import RUN_ID_NAME
 
 TYPE_CHECKING = False
@@ -108,8 +109,8 @@ def parse_head(raw: bytes) -> Head | None:
     if len(raw) > MAX_HEAD_BYTES:
         return None
     try:
-        data = json.loads(raw)
-    except (ValueError, RecursionError):
+        data = loads_bounded(raw)
+    except ValueError:
         return None
     if not isinstance(data, dict) or set(data) != _KEYS or data["kind"] != HEAD_KIND or data["schemaVersion"] != 1:
         return None

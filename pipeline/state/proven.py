@@ -98,8 +98,8 @@ def record_proof(cache: StateCache, proof: Proven, maps_digest: str) -> None:
     """Keep in ``cache`` that the state whose hash maps have ``maps_digest`` passed the whole check."""
     limits = proof.limits
     cache.put_proof([PROOF_VERSION, maps_digest, [limits.max_file_bytes, limits.max_files, limits.index_lines,
-                                                  limits.index_bytes], sorted(proof.broken), proof.mirrored,
-                     proof.clean, _code()])
+                                                  limits.index_bytes, limits.mirror_bytes], sorted(proof.broken),
+                     proof.mirrored, proof.clean, _code()])
 
 
 def restored_proof(pre: PreState, maps_digest: str) -> Proven | None:
@@ -109,7 +109,7 @@ def restored_proof(pre: PreState, maps_digest: str) -> Proven | None:
         return None
     _version, _digest, bounds, broken, mirrored, clean, code = record
     if mirrored is not pre.mirrored or broken != sorted(pre.broken) or not (clean is None or type(clean) is str) \
-            or type(bounds) is not list or len(bounds) != 4 or set(map(type, bounds)) != {int}:
+            or type(bounds) is not list or len(bounds) != 5 or set(map(type, bounds)) != {int}:
         return None
     if code != _code():
         return None  # another version of the code made the check

@@ -64,7 +64,7 @@ def load(project_home: str, key: str) -> dict[str, Any] | None:
     """The result kept under exactly ``key``, if every directory and file it shows is as recorded."""
     try:
         with open(path(project_home), "rb") as fh:
-            record = jsontext.loads(fh.read(MAX_BYTES))
+            record = jsontext.loads_bounded(fh.read(MAX_BYTES))
     except (OSError, ValueError):
         return None
     if not isinstance(record, dict) or record.get("format") != FORMAT or record.get("key") != key:

@@ -7,9 +7,10 @@ them is ever run, and their shapes are the loader's to check.
 
 from __future__ import annotations
 
-import json
 import marshal
 import os
+
+from .jsontext import loads_bounded
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -48,7 +49,7 @@ def read_payload(path: str) -> Any:
 def read_json(path: str) -> Any:
     try:
         with open(path, "rb") as fh:
-            return json.loads(fh.read())
+            return loads_bounded(fh.read())
     except (OSError, ValueError):
         return None
 

@@ -117,6 +117,19 @@ def parse_lines(value: object, file: str) -> tuple[int, int]:
     return start, end
 
 
+def as_yaml(cites: Sequence[Cite]) -> list[dict[str, object]]:
+    """The citations as YAML reads the block ``render_lines`` writes (a single line is an integer)."""
+    out: list[dict[str, object]] = []
+    for cite in cites:
+        entry: dict[str, object] = {"path": cite.path}
+        if cite.start is not None:
+            entry["lines"] = cite.start if cite.end == cite.start else f"{cite.start}-{cite.end}"
+        if cite.sha256 is not None:
+            entry["sha256"] = cite.sha256
+        out.append(entry)
+    return out
+
+
 def cite_of(entry: object, file: str) -> Cite:
     """One entry of the frontmatter list, checked."""
     if not isinstance(entry, dict) or not set(entry) <= {"path", "lines", "sha256"} or "path" not in entry:

@@ -29,6 +29,11 @@ def identity(path: str | os.PathLike[str]) -> Identity | None:
         st = os.stat(path)
     except FileNotFoundError:
         return None
+    return identity_of(st)
+
+
+def identity_of(st: os.stat_result) -> Identity:
+    """The identity of a file from a stat the caller already has."""
     return [st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns]
 
 
@@ -40,7 +45,7 @@ def load(cache: str, key: Any) -> Any | None:
     """The cached value stored under exactly ``key``, else None."""
     try:
         with open(cache, "rb") as fh:
-            cached = json.loads(fh.read())
+            cached = json.loads_bounded(fh.read())
     except (OSError, ValueError):
         return None
     if isinstance(cached, dict) and cached.get("key") == key:

@@ -5,6 +5,9 @@
   third of the interpreter's own start, and the prompt hook runs before every prompt. The C scanner and
   encoder that ``json`` itself uses give the same values and bytes; whatever they do not cover (bytes
   that are not UTF-8 text, error messages) goes to ``json`` unchanged.
+- ``loads_bounded``: ``loads`` with a nesting bound, for every file memfold reads from a repository, the
+  store, a run dir or a cache: a text nested deeper than the bound is ``TooDeep`` (a ValueError, which each
+  reader answers with its own error code), never a RecursionError from the parser or a later walk.
 - ``canonical_json``: RFC 8785 bytes for digests; ``dump_json``: the stable indented form of files.
 
 It imports nothing from memfold, so ``fsutil`` (the digest helper) can build on it without a cycle.
@@ -58,6 +61,65 @@ def loads(text: str | bytes | bytearray) -> Any:
     if text[end:].strip(_WHITESPACE):
         return _stdlib().loads(text)
     return value
+
+
+# What memfold writes nests a handful of levels (a receipt's hash maps are three deep); a plan or a context
+# has bounds of its own. Far below the parser's own recursion limit and any walk's.
+MAX_DEPTH = 64
+
+
+class TooDeep(ValueError):
+    """A JSON text (or a parsed value) nests deeper than its reader's bound."""
+
+
+def nests_deeper(value: Any, limit: int, max_items: int | None = None) -> bool:
+    """True if ``value`` (plain dicts and lists, as ``loads`` gives them) nests deeper than ``limit``, or
+    (with ``max_items``) holds more than that many items in all its containers together.
+
+    One level of containers at a time, no recursion; a container holding strings only (a hash map) is
+    passed over in C. JSON never shares a container between two places; YAML does through aliases, and
+    ``max_items`` bounds what such sharing unfolds to (a "billion laughs" document) for whoever walks it.
+    """
+    level = [value] if type(value) is dict or type(value) is list else []
+    depth = items_seen = 0
+    while level:
+        depth += 1
+        if depth > limit:
+            return True
+        below: list[Any] = []
+        for container in level:
+            items = container.values() if type(container) is dict else container
+            if max_items is not None:
+                items_seen += len(items)
+                if items_seen > max_items:
+                    return True
+            if set(map(type, items)) <= _STR:
+                continue
+            below += [item for item in items if type(item) is dict or type(item) is list]
+        level = below
+    return False
+
+
+def loads_bounded(text: str | bytes | bytearray, max_depth: int = MAX_DEPTH) -> Any:
+    """``loads`` for files from outside this process: nested deeper than ``max_depth`` is ``TooDeep``.
+
+    The parser's own recursion limit (about a thousand levels) raises RecursionError, which is turned
+    into TooDeep; below it the parsed value is measured, unless the text holds too few brackets to be
+    that deep (a chain head, a settings file: one count in C, no walk).
+    """
+    try:
+        value = loads(text)
+    except RecursionError:
+        raise TooDeep(f"nested deeper than {max_depth} levels") from None
+    if _brackets(text) > max_depth and nests_deeper(value, max_depth):
+        raise TooDeep(f"nested deeper than {max_depth} levels")
+    return value
+
+
+def _brackets(text: str | bytes | bytearray) -> int:
+    if isinstance(text, str):
+        return text.count("[") + text.count("{")
+    return text.count(b"[") + text.count(b"{")
 
 
 def _default(value: object) -> Any:

@@ -13,6 +13,7 @@ from . import evidence as _evidence
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import datetime as dt
+    from collections.abc import Collection
     from typing import Any
 
 NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]*\.md")
@@ -247,6 +248,12 @@ def _valid_stamp(value: str) -> bool:
 
 def parse_memory(data: bytes, file: str = "<memory>") -> Memory:
     """Parse a memory file; accepts CRLF and the ``metadata: {type: …}`` host shape."""
+    return build_memory(*memory_fields(data, file), file)
+
+
+def memory_fields(data: bytes, file: str = "<memory>") -> tuple[dict[str, str], dict[str, Any], str]:
+    """A memory file as written, before defaults: the known fields it gives (as text, the host shape
+    folded in), every other frontmatter key, and the body. A merge tells a missing field from a default."""
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -257,19 +264,24 @@ def parse_memory(data: bytes, file: str = "<memory>") -> Memory:
     head, body = split_frontmatter(text, file)
     canonical = _canonical_meta(head)
     if canonical is not None:
-        return _build(canonical[0], {}, body, file, canonical[1])  # known keys with string values only
+        # Citations, as YAML would read the block: a merge compares them like any other field.
+        evidence = {"evidence": _evidence.as_yaml(canonical[1])} if canonical[1] else {}
+        return canonical[0], evidence, body  # known keys with string values only
     fields, extra = _normalise(_yaml_meta(head, file), file)
-    cites = _evidence.cites_of(extra.pop("evidence", None), file)
-    return _build(fields, extra, body, file, cites)
+    return fields, extra, body
 
 
 def _yaml_meta(head: str, file: str) -> Any:
     import yaml
 
+    from .jsontext import TooDeep
+    from .yamltext import load_yaml
+
     try:
-        # The C loader is the same safe loader, about 10x faster where libyaml is built in.
-        loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-        meta = yaml.load(head, Loader=loader) if head.strip() else {}
+        meta = load_yaml(head) if head.strip() else {}
+    except TooDeep as exc:
+        raise InputRejected(f"{file}: frontmatter is {exc}", code="memory.yaml-depth",
+                            hint="keep the frontmatter to flat fields; nothing memfold reads nests") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 2}" if mark is not None else ""
@@ -302,8 +314,12 @@ def _normalise(meta: Any, file: str) -> tuple[dict[str, str], dict[str, Any]]:
     return fields, {str(k): v for k, v in meta.items() if k not in _KNOWN}
 
 
-def _build(fields: dict[str, str], extra: dict[str, Any], body: str, file: str,
-           cites: tuple[_evidence.Cite, ...] = ()) -> Memory:
+def build_memory(fields: dict[str, str], extra: dict[str, Any], body: str, file: str) -> Memory:
+    """The memory of :func:`memory_fields`' parts, defaults filled in; refuses what no memory may hold."""
+    cites: tuple[_evidence.Cite, ...] = ()
+    if "evidence" in extra:
+        extra = dict(extra)
+        cites = _evidence.cites_of(extra.pop("evidence"), file)
     name = sanitize_line(fields.get("name", "")) or file.rsplit("/", 1)[-1].removesuffix(".md")
     description = sanitize_line(fields.get("description", ""))
     if not description:
@@ -346,10 +362,17 @@ def _scalar(value: str) -> str:
     return _quote(value)
 
 
-def render_memory(memory: Memory) -> bytes:
-    """Canonical bytes: the DESIGN.md field order, LF line endings, one trailing newline."""
+def render_memory(memory: Memory, omit: Collection[str] = ()) -> bytes:
+    """Canonical bytes: the DESIGN.md field order, LF line endings, one trailing newline.
+
+    ``omit`` leaves out ``name``, ``type`` or ``visibility``, which otherwise show their defaults: a merge
+    keeps a file without them as it was.
+    """
     lines = ["---", f"name: {_scalar(memory.name)}", f"description: {_scalar(memory.description)}",
              f"type: {memory.type}", f"visibility: {memory.visibility}"]
+    if omit:
+        lines = [lines[0], *(line for line in lines[1:] if line.partition(":")[0] not in omit or
+                             line.startswith("description:"))]
     for key in ("created", "modified", "expires"):
         value = getattr(memory, key)
         if value is None:

@@ -61,15 +61,34 @@ def new_file_name(title: str, mtype: str, taken: Mapping[str, object]) -> str:
     return name
 
 
+# Characters that read as a path separator once normalised or transliterated (NFKC, anyascii).
+_SEPARATORS = frozenset("/\\\u2044\u2215\u2216\u29f5\u29f8\u29f9\ufe68\uff0f\uff3c")
+_ENCODED = re.compile(r"%(?:2f|5c|2e|00)", re.IGNORECASE)
+
+
+def refuse_pathlike(raw: str) -> None:
+    """Refuse a name that looks like a path: a separator (also encoded, or one NFKC turns into ``/``), a
+    leading dot, a NUL. Words never look like a path, and the slug of ``../seed`` is ``seed``: taken as a
+    name, it would find another memory than the one meant."""
+    text = raw if raw.isascii() else _nfkc(raw)
+    if (text.lstrip().startswith(".") or "\0" in text or _ENCODED.search(text)
+            or not _SEPARATORS.isdisjoint(text) or not _SEPARATORS.isdisjoint(raw)):
+        raise InputRejected(f"{sanitize_line(raw)[:80]!r} looks like a path, not a memory name", code="memory.name",
+                            hint='name a memory in words ("Deploy target") or by its file name (project_deploy.md)')
+
+
+def _nfkc(text: str) -> str:
+    import unicodedata
+
+    return unicodedata.normalize("NFKC", text)
+
+
 def title_of(raw: str) -> str:
     title = sanitize_line(raw)
     if not title:
         raise InputRejected("a memory needs a name", code="memory.name",
                             hint='give it in words, e.g. memfold add "Deploy target" -d ...')
-    if "/" in title or "\\" in title or title.startswith("."):
-        # Words never look like a path; something that does is more likely a mistake than a title.
-        raise InputRejected(f"{title!r} looks like a path, not a memory name", code="memory.name",
-                            hint='name a memory in words ("Deploy target") or by its file name (project_deploy.md)')
+    refuse_pathlike(title)
     return title
 
 
@@ -79,7 +98,8 @@ def _stem(file: str) -> str:
 
 def matches(titles: Mapping[str, str | None], raw: str) -> list[str]:
     """The files ``raw`` names: its file name (``.md`` optional, any case); else every file whose
-    title, slug, or slug without the type prefix is ``raw``."""
+    title, slug, or slug without the type prefix is ``raw``. A name that looks like a path names none."""
+    refuse_pathlike(raw)
     wanted = raw if raw.lower().endswith(".md") else f"{raw}.md"
     exact = [file for file in titles if file.lower() == wanted.lower()]
     if exact:

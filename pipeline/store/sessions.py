@@ -34,7 +34,7 @@ def load(project_home: str, session: str) -> dict[str, str]:
     """The bodies sent so far in ``session`` (file name -> sha256); empty when unknown or unreadable."""
     try:
         with open(path(project_home, session), "rb") as fh:
-            data = json.loads(fh.read(MAX_BYTES))
+            data = json.loads_bounded(fh.read(MAX_BYTES))
     except (OSError, ValueError):
         return {}
     sent = data.get("sent") if isinstance(data, dict) else None

@@ -7,14 +7,14 @@ import stat
 import time
 from collections.abc import Callable, Iterable, Mapping
 from functools import partial
-from itertools import compress, repeat
-from operator import attrgetter, itemgetter, ne, not_
+from itertools import compress, filterfalse, repeat
+from operator import attrgetter, itemgetter, methodcaller, ne, not_
 from pathlib import Path
 
 from ..errors import InputRejected, UnsafePath
 from ..frozen import FrozenValue
 from ..fsutil import TEMP_PREFIX, read_bounded
-from .files import Files, Stored, read_settled, stored_entry
+from .files import Files, Stored, read_settled, size_of, stored_entry
 from .memory import INDEX_NAME, is_memory_name
 
 TYPE_CHECKING = False
@@ -24,19 +24,45 @@ if TYPE_CHECKING:
     from .statecache import StateCache
 
 
-class Limits(FrozenValue):
-    """Bounds of one store (immutable)."""
+MIRROR_BYTES = 8 << 20
 
-    __slots__ = ("max_file_bytes", "max_files", "index_lines", "index_bytes")
+
+class Limits(FrozenValue):
+    """Bounds of one store (immutable). ``mirror_bytes`` bounds the memory files of the mirror in all."""
+
+    __slots__ = ("max_file_bytes", "max_files", "index_lines", "index_bytes", "mirror_bytes")
     max_file_bytes: int
     max_files: int
     index_lines: int
     index_bytes: int
+    mirror_bytes: int
 
     def __init__(self, max_file_bytes: int = 64 * 1024, max_files: int = 4096, index_lines: int = 200,
-                 index_bytes: int = 25_600) -> None:
+                 index_bytes: int = 25_600, mirror_bytes: int = MIRROR_BYTES) -> None:
         self._set(max_file_bytes=max_file_bytes, max_files=max_files, index_lines=index_lines,
-                  index_bytes=index_bytes)
+                  index_bytes=index_bytes, mirror_bytes=mirror_bytes)
+
+
+def mirror_total(files: Mapping[str, bytes], leave_out: Iterable[str] = ()) -> int:
+    """The bytes of the memory files of a mirror (its index, anything else and ``leave_out`` left out):
+    what ``limits.mirror_bytes`` bounds. Sizes come from the file records, no file is read."""
+    total = files.total_size() if isinstance(files, Files) else sum(map(len, files.values()))
+    others = {*filterfalse(methodcaller("endswith", ".md"), files), INDEX_NAME, *leave_out}
+    return total - sum(size_of(files, name) for name in others if name in files)
+
+
+def refuse_mirror_over(files: Mapping[str, bytes], limits: Limits, leave_out: Iterable[str] = ()) -> None:
+    """Raise when the memory files a transaction keeps in the mirror would be more than
+    ``limits.mirror_bytes`` in all. ``leave_out``: files it leaves as they are (a teammate's held
+    file): a user's own write never fails because of what a teammate wrote."""
+    if len(files) * limits.max_file_bytes <= limits.mirror_bytes:
+        return  # each memory file is within its own bound (checked before): the total cannot be over
+    total = mirror_total(files, leave_out)
+    if total > limits.mirror_bytes:
+        raise InputRejected(f"the mirror would hold {total} bytes of safe memories, over limits.mirror_bytes "
+                            f"({limits.mirror_bytes}); nothing was written", code="bounds.mirror-bytes",
+                            hint="make some memories private, consolidate, or raise limits.mirror_bytes in "
+                            "config.yaml")
 
 
 class RootState:

@@ -1,9 +1,10 @@
-"""Grounding observations: repository-relative paths that stay inside the project and exist when found."""
+"""Grounding observations: repository-relative paths that stay inside the project, regular files when found."""
 
 from __future__ import annotations
 
 import os
 import re
+import stat
 from collections.abc import Iterator
 
 from ..errors import Issue
@@ -33,7 +34,7 @@ def grounding(ctx: Context) -> Iterator[Issue]:
     root = os.path.realpath(ctx.repo_root)
     prefix = root if root.endswith(os.sep) else root + os.sep
     # path -> (inside the root, exists); observations repeat the same files, so resolve each once.
-    resolved: dict[str, tuple[bool, bool]] = {}
+    resolved: dict[str, tuple[bool, str]] = {}
     for index, item in ctx.items("grounding"):
         subject = Subject(ctx, "grounding", index, item["name"])
         for position, observation in enumerate(item["observations"]):
@@ -54,49 +55,71 @@ def grounding(ctx: Context) -> Iterator[Issue]:
                                 "the rest were not checked")
                     return
                 state = resolved[path] = _resolve(root, prefix, path)
-            inside, exists = state
+            inside, kind = state
             if not inside:
                 yield Issue("plan.grounding.escape", _at(index, position),
                             f"{subject}: observation path {ctx.show(path)} leads outside the repository "
                             "once symlinks are resolved")
-            elif observation["status"] == "found" and not exists:
+            elif observation["status"] == "found" and kind == "absent":
                 yield Issue("plan.grounding.absent", _at(index, position),
                             f"{subject}: observation path {ctx.show(path)} is marked found but does not exist")
+            elif observation["status"] == "found" and kind != "file":
+                yield Issue("plan.grounding.not-file", _at(index, position),
+                            f"{subject}: observation path {ctx.show(path)} is marked found but is a {kind}, "
+                            "not a regular file; found observes a file the memory depends on")
 
 
 def _at(index: int, position: int) -> str:
     return json_path("grounding", index, "observations", position, "path")
 
 
-def _resolve(root: str, prefix: str, path: str) -> tuple[bool, bool]:
-    """Metadata only: realpath and lstat, never the file's contents."""
+def _resolve(root: str, prefix: str, path: str) -> tuple[bool, str]:
+    """(inside the root, what is there: file, directory, special file or absent); metadata only,
+    realpath and lstat, never the file's contents."""
     try:
         real = os.path.realpath(os.path.join(root, path))
     except (OSError, ValueError):
-        return False, False  # unresolvable counts as outside: fail closed
+        return False, "absent"  # unresolvable counts as outside: fail closed
     if real != root and not real.startswith(prefix):
-        return False, False
+        return False, "absent"
     try:
-        os.lstat(real)
+        mode = os.lstat(real).st_mode
     except (OSError, ValueError):
-        return True, False
-    return True, True
+        return True, "absent"
+    if stat.S_ISREG(mode):
+        return True, "file"
+    return True, "directory" if stat.S_ISDIR(mode) else "special file"
 
 
 def project_observed(ctx: Context) -> Iterator[Issue]:
-    """Inside a repository, every selected ``project_*`` memory is grounded by at least one observation.
+    """A row that claims grounding shows what it observed, with or without a repository; inside one,
+    every selected ``project_*`` memory is grounded by at least one observation.
 
     ``not-applicable`` without an observation is accepted only where there is no repository to look in.
     """
-    if not in_repository(ctx.repo_root):
-        return
+    repository = in_repository(ctx.repo_root)
     for index, item in ctx.items("grounding"):
         name = item["name"]
-        if name in ctx.selected and name.lower().startswith("project_") and not item["observations"]:
+        if item["observations"] or name not in ctx.selected:
+            continue
+        subject = Subject(ctx, "grounding", index, name)
+        if item["status"] != "not-applicable":
             yield Issue("plan.grounding.unobserved", json_path("grounding", index, "observations"),
-                        f"{Subject(ctx, 'grounding', index, name)}: a project memory needs at least one "
-                        "observation of a repository path; not-applicable alone is accepted only outside "
-                        "a repository")
+                        f"{subject}: marked {item['status']} with no observation; a grounding claim names the "
+                        "repository paths it observed (or says not-applicable, with a reason)")
+        elif repository and name.lower().startswith("project_"):
+            yield Issue("plan.grounding.unobserved", json_path("grounding", index, "observations"),
+                        f"{subject}: a project memory needs at least one observation of a repository path; "
+                        "not-applicable alone is accepted only outside a repository")
+
+
+def reasons(ctx: Context) -> Iterator[Issue]:
+    """A not-applicable row says why nothing applies: the schema wants a reason, this wants words in it."""
+    for index, item in ctx.items("grounding"):
+        if item["status"] == "not-applicable" and not str(item.get("reason") or "").strip():
+            yield Issue("plan.grounding.reason", json_path("grounding", index, "reason"),
+                        f"{Subject(ctx, 'grounding', index, item['name'])}: not-applicable needs a reason "
+                        "that says why no repository path applies")
 
 
 def evidence(ctx: Context) -> Iterator[Issue]:

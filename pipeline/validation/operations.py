@@ -8,6 +8,7 @@ from typing import Any
 from ..errors import InputRejected, Issue
 from ..planner.text import fact_key, known_keys
 from ..privacy.nearcopy import NEAR_COPY, near_copies, near_copy_message
+from ..store.files import size_of
 from ..store.memory import Memory, windows_reserved
 from .context import Context, Subject, json_path, valid_name
 
@@ -92,6 +93,24 @@ def bounds(ctx: Context) -> Iterator[Issue]:
         yield Issue("bounds.file-count", json_path("operations"),
                     f"after the plan the store would hold {len(names)} memories, over the bound of "
                     f"{ctx.limits.max_files}")
+    total = _mirror_after(ctx)
+    if total > ctx.limits.mirror_bytes:
+        yield Issue("bounds.mirror-bytes", json_path("operations"),
+                    f"after the plan the mirror would hold {total} bytes of safe memories, over "
+                    f"limits.mirror_bytes ({ctx.limits.mirror_bytes})")
+
+
+def _mirror_after(ctx: Context) -> int:
+    """The bytes of the safe memories after the plan: what the mirror will hold of this store."""
+    files = ctx.pre.harness.files
+    sizes = {n: size_of(files, n) for n, m in ctx.pre.memories.items() if m.is_safe}
+    for index, op in ctx.items("operations"):
+        data = ctx.content(index, op).data if op["kind"] != "delete" else None
+        if data is not None and op["classification"] == "safe":
+            sizes[op["name"]] = len(data)
+        else:
+            sizes.pop(op["name"], None)
+    return sum(sizes.values())
 
 
 def publish(ctx: Context) -> Iterator[Issue]:

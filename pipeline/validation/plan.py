@@ -33,6 +33,7 @@ RULES: dict[str, RuleSpec] = {
         RuleSpec("verdict", rules.verdict, reads=("staleness",)),
         RuleSpec("grounding", grounding.grounding, needs=("grounding",)),
         RuleSpec("project-grounding", grounding.project_observed, needs=("grounding",)),
+        RuleSpec("grounding-reason", grounding.reasons, needs=("grounding",)),
         RuleSpec("operations", operations.operations, needs=("operations",)),
         RuleSpec("evidence", grounding.evidence, needs=("operations",)),
         RuleSpec("bounds", operations.bounds, needs=("operations",)),

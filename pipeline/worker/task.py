@@ -75,6 +75,33 @@ class WorkerChoice(FrozenValue):
         return described
 
 
+def allowed_workers(workers: Mapping[str, Any]) -> tuple[str, ...]:
+    """The one allow-list every entry point checks a worker name against before anything starts: the
+    built-in planner and the names under ``workers:`` in the user config (never a file in the repository)."""
+    return (BUILTIN, *sorted(n for n in workers if n != BUILTIN))
+
+
+def resolve_worker(requested: str | None, default: str, workers: Mapping[str, Any]) -> str:
+    """The worker a run uses: the one asked for, else the configured default; either must be allowed.
+
+    The CLI, ``/consolidate`` from a host, cron and the MCP server all resolve here, before a launcher,
+    a lock or a run directory exists.
+    """
+    name = requested or default
+    allowed = allowed_workers(workers)
+    if name in allowed:
+        return name
+    known = ", ".join(allowed)
+    if requested:
+        raise UsageError(f"no worker named {name!r}: not builtin and not under `workers:` in config.yaml",
+                         code="usage.worker", hint=f"known workers: {known}; nothing was started")
+    from ..errors import ConfigError
+
+    raise ConfigError(f"consolidate.worker in config.yaml names {name!r}, which is not builtin and not under "
+                      "`workers:`", code="config.worker",
+                      hint=f"known workers: {known}; set consolidate.worker to one of them, or pass --worker")
+
+
 def choose_worker(name: str, workers: Mapping[str, Any], places: Mapping[str, str],
                   builtin_timeout: float = 300.0) -> WorkerChoice:
     """Worker commands come only from the user config (or the built-in), never from the repository."""
