@@ -214,7 +214,10 @@ class Host:
         return json.loads(done.stdout)  # type: ignore[no-any-return]
 
     def receipts(self) -> list[Path]:
-        return sorted((self.env.project_home / "receipts").iterdir())
+        """The committed receipts, oldest first: a receipt being written sits beside them under a
+        temporary name until its rename, and is not one yet."""
+        return sorted(p for p in (self.env.project_home / "receipts").iterdir()
+                      if p.name[:8].isdigit() and p.name.endswith(".json"))
 
     def receipts_once(self, count: int, timeout: float = 180) -> list[Path]:
         """The receipt log once it holds ``count`` receipts: Claude Code's /consolidate starts its run in

@@ -16,9 +16,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..errors import Issue, MemfoldError, UsageError
-from ..fsutil import read_bounded
+from ..fsutil import TEMP_PREFIX, read_bounded
 from ..paths import Layout
-from ..receipts.witness import MAX_HEAD_BYTES, is_legacy_head_name, parse_head
+from ..receipts.witness import HEADS_PATH, MAX_HEAD_BYTES, heads_in, is_head_name, is_legacy_head_name, parse_head
 from ..state.read import read_private
 from ..store.memory import INDEX_NAME, is_memory_name, windows_reserved
 from ..store.state import Limits
@@ -113,8 +113,33 @@ def check_mirror(layout: Layout, ruleset: RuleSet, limits: Limits, files: list[P
             continue
         contents[name] = read_bounded(path, limit)
     issues.extend(check_disk_mirror(contents, _private_copies(layout, limits), ruleset, limits))
+    if not files and layout.heads is not None:
+        issues.extend(check_heads(layout.heads))
     # A file name that holds a credential is withheld from every line printed.
     return withhold_names(issues, [*contents, *targets], ruleset)
+
+
+def check_heads(heads: Path) -> list[Issue]:
+    """The chain heads committed beside the mirror: each a regular file, small, holding a head as memfold
+    writes it (or the whole heads a merge left); anything else would be committed as a witness that is none."""
+    try:
+        names = sorted(os.listdir(heads))
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+    issues = []
+    for name in names[:MAX_HEADS]:
+        if name.startswith(TEMP_PREFIX):
+            continue  # a transaction's temp: `memfold recover` removes it
+        where = f"{HEADS_PATH}/{name}"
+        st = os.lstat(heads / name)
+        if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_HEAD_BYTES or not is_head_name(name) \
+                or not heads_in(read_bounded(heads / name, MAX_HEAD_BYTES)):
+            issues.append(Issue("mirror.head-invalid", where, f"{name} is not a chain head as memfold writes it "
+                                "(the next transaction of its chain writes it again; `memfold audit` checks it)"))
+    return issues
+
+
+MAX_HEADS = 4096
 
 
 def _private_copies(layout: Layout, limits: Limits) -> dict[str, str]:
