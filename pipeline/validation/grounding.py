@@ -133,7 +133,7 @@ def evidence(ctx: Context) -> Iterator[Issue]:
     root = os.path.realpath(ctx.repo_root)
     prefix = root if root.endswith(os.sep) else root + os.sep
     known = {cite for memory in ctx.pre.memories.values() for cite in memory.evidence}
-    resolved: dict[str, tuple[bool, bool]] = {}
+    resolved: dict[str, tuple[bool, str]] = {}
     for index, op in ctx.items("operations"):
         if op["kind"] == "delete" or not isinstance(op.get("content"), str):
             continue
@@ -149,7 +149,8 @@ def evidence(ctx: Context) -> Iterator[Issue]:
                 if len(resolved) >= MAX_RESOLVED_PATHS:
                     return
                 state = resolved[cite.path] = _resolve(root, prefix, cite.path)
-            inside, exists = state
+            inside, kind = state
+            exists = kind == "file"
             if not inside:
                 yield Issue("plan.evidence.escape", at, f"{subject}: cites {ctx.show(cite.path)}, which leads "
                             "outside the repository once symlinks are resolved")
