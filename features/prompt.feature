@@ -9,7 +9,7 @@ Feature: Each prompt reads what the last transaction left, and never a memory th
   Scenario: The prompt hook opens as many files at ten times the store size
     Given settled synthetic stores of 60 and 600 memories, each served once
     When a session starts and Claude Code's prompt hook runs in each store, counting opened files
-    Then both stores opened the same number of files, at most 5 a run
+    Then both stores opened the same number of files, at most 6 a run
 
   Scenario: A hand edit that keeps the size and the mtime reaches the next session start and prompt
     Given settled memories with "OLD-ALPHA-WORD" in "feedback_alpha.md", served once

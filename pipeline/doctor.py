@@ -22,11 +22,15 @@ def diagnose(layout: Layout, limits: Limits, ruleset: RuleSet | None = None) -> 
     except MemfoldError as exc:
         # The store cannot be read as a whole (a symlink, a case collision, the count bound).
         fix = exc.hint or "see the message"
-        return {"ok": False, "broken": [], "stray": [], "mirror": [],
+        return {"ok": False, "broken": [], "stray": [], "mirror": [], "drifted": [],
                 "store": [{"code": exc.code, "problem": exc.message, "fix": fix}]}
     mirror = _mirror(pre, layout, limits, ruleset)
+    from .evidence.drift import evidence_report
+
+    # Drifted citations are no fault of a file (doctor's exit code): the memory may still hold.
     return {"ok": not _problems(pre, mirror), "broken": [b.as_dict() for b in pre.broken.values()],
-            "stray": _stray(pre, layout), "mirror": mirror, "store": []}
+            "stray": _stray(pre, layout), "mirror": mirror, "store": [],
+            "drifted": evidence_report(layout, pre.memories)}
 
 
 def _stray(pre: PreState, layout: Layout) -> list[dict[str, str]]:

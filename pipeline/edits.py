@@ -218,16 +218,20 @@ def refuse_publishing(pre: PreState, operations: list[Operation], publish: str) 
 class MemoryInput(Frozen):
     """The fields a user gave for add or update; None means not given (immutable)."""
 
-    __slots__ = ("description", "type", "visibility", "body", "expires")
+    __slots__ = ("description", "type", "visibility", "body", "expires", "evidence")
     description: str | None
     type: str | None
     visibility: str | None
     body: str | None
     expires: str | None
+    # The memory's citations (``store.evidence``), anchored by the caller; None: none given.
+    evidence: tuple[Any, ...] | None
 
     def __init__(self, description: str | None = None, type: str | None = None,
-                 visibility: str | None = None, body: str | None = None, expires: str | None = None) -> None:
-        self._set(description=description, type=type, visibility=visibility, body=body, expires=expires)
+                 visibility: str | None = None, body: str | None = None, expires: str | None = None,
+                 evidence: tuple[Any, ...] | None = None) -> None:
+        self._set(description=description, type=type, visibility=visibility, body=body, expires=expires,
+                  evidence=evidence)
 
 
 def _check_choice(value: str | None, choices: tuple[str, ...], what: str) -> None:
@@ -259,7 +263,7 @@ def add_ops(raw: str, data: MemoryInput, now: Any) -> Callable[[PreState], list[
             visibility=data.visibility or "private",
             created=existing.created if existing and existing.created else today(now),
             modified=stamp(now), expires=data.expires, body=data.body or "",
-            extra=existing.extra if existing else {},
+            extra=existing.extra if existing else {}, evidence=data.evidence or (),
         )
         if existing is None:
             twin = near_duplicate(pre.memories, pre.harness.hashes, pre.cache, name, memory)
@@ -311,7 +315,10 @@ def check_expires(value: str | None) -> None:
                             code="memory.expires", hint="give a real date, e.g. --expires 2027-01-31")
 
 
-def update_ops(name: str, data: MemoryInput, now: Any) -> Callable[[PreState], list[Operation]]:
+def update_ops(name: str, data: MemoryInput, now: Any,
+               anchor: Callable[[Memory], tuple[Any, ...]] | None = None) -> Callable[[PreState], list[Operation]]:
+    """``anchor`` gives the updated memory's citations (re-anchored to the repository as it is now)."""
+
     def build(pre: PreState) -> list[Operation]:
         _check_choice(data.type, TYPES, "type")
         _check_choice(data.visibility, VISIBILITIES, "visibility")
@@ -324,6 +331,10 @@ def update_ops(name: str, data: MemoryInput, now: Any) -> Callable[[PreState], l
             ("expires", data.expires)) if v is not None}
         if "description" in changes and not changes["description"]:
             raise InputRejected("the description cannot be empty", code="memory.description")
+        if anchor is not None:
+            changes["evidence"] = anchor(old.with_changes(**changes))
+        elif data.evidence is not None:
+            changes["evidence"] = data.evidence
         if all(getattr(old, key) == value for key, value in changes.items()):
             return []  # nothing changes: no write, no receipt, ``modified`` kept
         memory = old.with_changes(**changes, modified=stamp(now))

@@ -42,7 +42,8 @@ def _due_policy(svc: Services) -> DuePolicy:
     return DuePolicy(hours=section.due_hours, writes=section.due_writes)
 
 
-def project_status(svc: Services, due_policy: DuePolicy | None = None) -> dict[str, Any]:
+def project_status(svc: Services, due_policy: DuePolicy | None = None, dormant_days: int | None = None
+                   ) -> dict[str, Any]:
     layout = svc.layout
     due = due_state(layout.receipts, due_policy or _due_policy(svc), svc.clock())
     pre = read_pre(layout, svc.limits)
@@ -69,6 +70,9 @@ def project_status(svc: Services, due_policy: DuePolicy | None = None) -> dict[s
     leaks = sorted(private_names & (history or set()))
     team = team_report(layout, svc.limits, svc.ruleset, pre) if layout.mirror else None
     warnings += [f"{n} is private now but is in the git history of .memory/: rewrite that history" for n in leaks]
+    from .evidence.drift import evidence_report, unused_report
+
+    days = dormant_days if dormant_days is not None else _dormant_days(svc)
     return {
         "projectRoot": str(layout.project_root),
         "projectHome": str(layout.project_home),
@@ -97,4 +101,13 @@ def project_status(svc: Services, due_policy: DuePolicy | None = None) -> dict[s
         "git": None if tracked is None else {
             "tracked": tracked, "untracked": [n for n in mirror_names if n not in tracked], "pastLeaks": leaks},
         "warnings": warnings,
+        "drifted": evidence_report(layout, pre.memories),
+        "unused": unused_report(layout, pre.memories, days, svc.clock().timestamp()),
+        "unusedDays": days,
     }
+
+
+def _dormant_days(svc: Services) -> int:
+    from .config import load_config
+
+    return int(load_config(svc.layout.config).usage.dormant_days)

@@ -17,6 +17,8 @@ from .context.scope import default_scope, select
 from .context.snapshot import ContextLimits, snapshot_run
 from .edits import attributes_kept, commit_sync
 from .errors import InputRejected
+from .evidence.signals import NAME as SIGNALS
+from .evidence.signals import run_signals, signals_bytes, task_section
 from .frozen import FrozenValue
 from .fsutil import sha256_bytes
 from .mirror.sync import Sync, consistent, sync_record, team_sync
@@ -301,8 +303,20 @@ def _manifest(svc: Services, req: ConsolidateRequest, run_dir: Path, snapshot: d
         allow_publish=req.allow_publish, created_at=svc.now(),
     )
     write_manifest(run_dir, manifest, write)
-    write_task(run_dir, _task_values(manifest, places, svc), write)
+    signals = _signals(svc, pre, selected)
+    write(run_dir, SIGNALS, signals_bytes(signals))
+    write_task(run_dir, {**_task_values(manifest, places, svc), "evidence": task_section(signals)}, write)
     return manifest, choice
+
+
+def _signals(svc: Services, pre: PreState, selected: list[str]) -> dict[str, Any]:
+    """Whether the selected memories' cited code still holds, and which nobody used: ``signals.json``
+    (the built-in planner reads it) and the task's evidence section."""
+    from .config import load_config
+
+    usage = load_config(svc.layout.config).usage
+    return run_signals(svc.layout, pre.memories, selected, int(usage.dormant_days), bool(usage.forget_dormant),
+                       svc.clock().timestamp())
 
 
 def _task_values(manifest: dict[str, Any], places: dict[str, str], svc: Services) -> dict[str, str]:

@@ -197,6 +197,14 @@ def safe_memory(env: Env, ctx: dict[str, Any], name: str, description: str) -> N
     ctx["before"] = env.snapshot()
 
 
+@given(parsers.parse('the repository holds a symlink "{link}" to a directory outside it'))
+def escaping_symlink(env: Env, tmp_path: Path, link: str) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.txt").write_text("not the repository's\n")
+    (env.project / link).symlink_to(outside, target_is_directory=True)
+
+
 @given("I remember the state of both roots")
 def remember(env: Env, ctx: dict[str, Any]) -> None:
     ctx["remembered"] = env.snapshot()

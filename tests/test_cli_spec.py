@@ -85,6 +85,9 @@ PARSED = [
     ["import", "claude", "memory-dir"],
     ["--json", "import", "harness", "private", "public", "--json"],
     ["export", "claude", "out", "--json"],
+    ["consolidate", "--select", "a.md", "--select", "b.md", "--dry-run"],
+    ["add", "x", "-d", "d", "--cite", "Makefile:12", "--cite=ci.yml"],
+    ["update", "x", "--cite", "Makefile:12-14"],
 ]
 
 
@@ -122,7 +125,7 @@ UNUSUAL = [
     (["add", "x", "--nope"], "usage.option"), (["add", "x", "y", "-d", "two names"], "usage.command"),
     (["add", "x"], "usage.missing"), (["add"], "usage.missing"), (["search", "q", "--limit", "many"], "usage.value"),
     (["list", "--json=yes"], "usage.option"), (["verify", "a", "b"], "usage.command"), (["audit", "--strict=1"], None),
-    (["consolidate", "--select", "a.md", "--select", "b.md", "--dry-run"], None), (["--home"], "usage.option"),
+    (["--home"], "usage.option"),
     (["import", "claude"], "usage.missing"), (["import"], "usage.missing"), (["export", "claude"], "usage.missing"),
 ]
 

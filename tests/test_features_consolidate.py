@@ -280,14 +280,6 @@ def bad_verdict(env: Env, ctx: dict[str, Any], name: str, verdict: str) -> None:
     _patch(env, ctx, [["set", ["staleness", {"name": name}, "verdict"], verdict]])
 
 
-@given(parsers.parse('the repository holds a symlink "{link}" to a directory outside it'))
-def escaping_symlink(env: Env, tmp_path: Path, link: str) -> None:
-    outside = tmp_path / "outside"
-    outside.mkdir()
-    (outside / "secret.txt").write_text("not the repository's\n")
-    (env.project / link).symlink_to(outside, target_is_directory=True)
-
-
 @given(parsers.parse('a worker whose plan observes "{path}" as found'))
 def observation(env: Env, ctx: dict[str, Any], path: str) -> None:
     _patch(env, ctx, [["append", ["grounding", 0, "observations"], {"path": path, "status": "found"}]])

@@ -21,8 +21,8 @@ scenarios("hosts.feature", "operations.feature")
 DATA = Path(__file__).resolve().parent / "data" / "imports"
 TOKEN = "ghp_" + "Q7vR2mK9xL4pW8sT1nB6yC3zH5jD0fG2aE4u"
 TOOLS = {"memory_add", "memory_update", "memory_forget", "memory_list", "memory_search", "memory_consolidate",
-         "memory_status", "memory_verify"}
-READ_ONLY = {"memory_list", "memory_search", "memory_status", "memory_verify"}
+         "memory_status", "memory_verify", "memory_show"}
+READ_ONLY = {"memory_list", "memory_search", "memory_status", "memory_verify", "memory_show"}
 
 
 def _child_env(extra: dict[str, str] | None = None) -> dict[str, str]:

@@ -88,7 +88,7 @@ def test_an_index_of_the_previous_format_is_written_anew_before_it_is_read(env: 
     assert "ALPHA-BODY" in _prompt(env, "alpha blue script")
     conn = sqlite3.connect(str(_index(env)))
     try:
-        assert conn.execute("SELECT value FROM meta WHERE key = 'format'").fetchone() == ("memfold-search-6",)
+        assert conn.execute("SELECT value FROM meta WHERE key = 'format'").fetchone() == ("memfold-search-7",)
         sql = conn.execute("SELECT sql FROM sqlite_master WHERE name = 'grams'").fetchone()[0]
     finally:
         conn.close()

@@ -132,7 +132,8 @@ def _opens(home: Path, project: Path, *args: str, stdin: str = "") -> int:
 
 
 def test_the_per_prompt_path_opens_as_many_files_at_1000_memories_as_at_50(tmp_path: Path) -> None:
-    """Python-level opens (SQLite opens its index file itself): config, trust, the session, the kept block."""
+    """Python-level opens (SQLite opens its index file itself): config, trust, the session, the kept block,
+    and the usage log a served body is noted in."""
     counts = []
     for n in (50, 1000):
         store = write_store(tmp_path / f"n{n}", n)
@@ -146,7 +147,7 @@ def test_the_per_prompt_path_opens_as_many_files_at_1000_memories_as_at_50(tmp_p
         counts.append((_opens(store.home, store.project, *args, stdin=hook.replace(f"s{n}", f"t{n}")),
                        _opens(store.home, store.project, "inject")))
     assert counts[0] == counts[1], counts
-    assert max(max(c) for c in counts) <= 5, counts
+    assert max(max(c) for c in counts) <= 6, counts
 
 
 # What only a writer of the index needs: a prompt served from a current index loads neither.

@@ -248,6 +248,38 @@ def test_a_grounding_path_escaping_through_a_symlink_is_refused(store: Store, tm
     assert issues(result) == [("plan.grounding.escape", "$.grounding[1].observations[0].path")]
 
 
+def _citing(store: Store, *cites: Any) -> dict[str, Any]:
+    return base_plan(store, [op("project_deploy.md", "rewrite", "safe", store.memory("project_deploy.md",
+                                                                                   evidence=cites))])
+
+
+def test_a_plan_citing_a_path_outside_the_repository_is_refused(store: Store, tmp_path: Path) -> None:
+    from pipeline.store.evidence import Cite
+
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.txt").write_text("x\n")
+    os.symlink(outside, store.env.project / "link")
+    assert issues(check(store, _citing(store, Cite("link/secret.txt")))) == [
+        ("plan.evidence.escape", "$.operations[0].content")]
+    content = store.memory("project_deploy.md").replace("---\nRun", "evidence:\n- path: \"../x\"\n---\nRun")
+    result = check(store, base_plan(store, [op("project_deploy.md", "rewrite", "safe", content)]))
+    assert issues(result) == [("plan.operation.content", "$.operations[0].content")]
+    assert "evidence path '../x' has an empty, '.' or '..' component" in result.errors[0].message
+
+
+def test_a_new_citation_needs_an_existing_file_and_the_hash_of_its_text(store: Store) -> None:
+    from pipeline.store.evidence import Cite, anchor
+
+    script = (store.env.project / "ops" / "deploy.sh").read_bytes()
+    good = anchor("ops/deploy.sh", script, 1, 1)
+    assert issues(check(store, _citing(store, good))) == []
+    invented = Cite("ops/deploy.sh", 1, 1, "0" * 64)
+    assert issues(check(store, _citing(store, invented))) == [("plan.evidence.hash", "$.operations[0].content")]
+    assert issues(check(store, _citing(store, Cite("ops/absent.sh")))) == [
+        ("plan.evidence.absent", "$.operations[0].content")]
+
+
 def test_a_symlink_that_stays_inside_the_repository_is_fine(store: Store) -> None:
     os.symlink("ops", store.env.project / "tools")
     assert check(store, grounding_plan(store, "tools/deploy.sh")).ok

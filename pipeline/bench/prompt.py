@@ -65,6 +65,20 @@ def bench_prompt(cli: Any, add: Callable[..., Any], store: Any, n: int, reps: in
     add("mcp memory_search", search_ms, None, f"<= {MCP_TARGET_MS:g} ms at 2000" if n == 2000 else "", met)
 
 
+EVIDENCE_AT = 2000
+
+
+def bench_evidence(cli: Any, add: Callable[..., Any], n: int, reps: int) -> None:
+    """``inject --prompt`` on a store where half the memories cite code (a tenth of the cited files
+    changed since, so some bodies carry a mark): each served body's citations are checked, from the
+    kept answer while the cited files' identities hold."""
+    time.sleep(2.1)
+    for prompt in PROMPTS:  # masks and citation checks are kept with each row once
+        cli.run("inject", "--prompt", prompt)
+    add(f"inject --prompt ({n // 2} cite)", cli.timed(reps, "inject", "--prompt", PROMPTS[0]), "python",
+        f"<= {TARGET_RATIO}x floor", _ratio_target)
+
+
 def _hook_bytes(cli: Any, hook: dict[str, Any]) -> int:
     out = cli.run("inject", "--format", "claude-hook", stdin=json.dumps(hook).encode())[1]
     if not out.strip():
@@ -141,6 +155,9 @@ def main(argv: list[str]) -> int:
                 return row
 
             bench_prompt(cli, add, store, n, reps)
+            if n == EVIDENCE_AT:
+                cited = write_store(workdir / f"n{n}-cited", n, cited=n // 2)
+                bench_evidence(Interleaved(cited, env), add, n, reps)
             floor_ms = statistics.median(cli.floor)
             for row, met in size_rows:
                 row.floor_ms = floor_ms if row.floor_name else None

@@ -14,7 +14,7 @@ from .common import Cli, Plan, Row, cli_env, compile_bytecode, machine, row_adde
 from .consolidate import bench_apply, bench_consolidate, remove_retired, restore_cold
 from .memtool import bench_memory_tool
 from .planner import bench_planner
-from .prompt import bench_prompt
+from .prompt import EVIDENCE_AT, bench_evidence, bench_prompt
 from .synth import write_store
 from .team import PULLED, bench_team
 from .writes import bench_writes
@@ -46,6 +46,9 @@ def bench_size(plan: Plan, n: int, env: dict[str, str], python_ms: float) -> Non
     # The per-prompt paths cost the same at every size and take milliseconds: all repetitions at every
     # size (fewer at 20,000 left one cold sample deciding the median).
     bench_prompt(cli, add, store, n, plan.reps)
+    if n == EVIDENCE_AT:
+        plan.progress(f"n={n}: inject --prompt where {n // 2} memories cite code")
+        bench_evidence(Cli(write_store(base / "cited", n, cited=n // 2), env), add, n, plan.reps)
     if small:
         sdk, init = mcp_bench.samples(store.home, store.project, env, reps)
         fl["import mcp SDK"] = statistics.median(sdk)

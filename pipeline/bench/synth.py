@@ -90,8 +90,37 @@ def _write(path: Path, data: bytes, mode: int) -> None:
         os.close(fd)
 
 
-def write_store(base: Path, count: int, *, seed: int = 7) -> Synthetic:
-    """A temp home + project with ``count`` memories in the private store, the safe ones mirrored."""
+CITED_LINES = 60
+CITED_PER_FILE = 10
+CHANGED_SHARE = 0.10
+
+
+def _cite_sources(project: Path, memories: dict[str, Memory], cited: int, rng: random.Random) -> dict[str, Memory]:
+    """Every other memory (``cited`` of them) cites three lines of a source file in the project, ten memories
+    a file; a tenth of the files then change under their citations, so their memories are marked."""
+    from ..store.evidence import anchor
+
+    (project / "src").mkdir(exist_ok=True)
+    names = [n for i, n in enumerate(sorted(memories)) if i % 2 == 0][:cited]
+    sources: dict[str, bytes] = {}
+    out = dict(memories)
+    for i, name in enumerate(names):
+        path = f"src/module_{i // CITED_PER_FILE:04d}.py"
+        if path not in sources:
+            sources[path] = "".join(f"def {_sentence(rng, 1, 1)}_{j}(): return {j}\n"
+                                    for j in range(CITED_LINES)).encode()
+        start = 1 + (i % CITED_PER_FILE) * 5
+        out[name] = memories[name].with_changes(evidence=(anchor(path, sources[path], start, start + 2),))
+    for k, (path, data) in enumerate(sorted(sources.items())):
+        if k < len(sources) * CHANGED_SHARE:
+            data = data.replace(b"return 3\n", b"return -3\n")  # line 4: cited by one memory of the file
+        _write(project / path, data, 0o644)
+    return out
+
+
+def write_store(base: Path, count: int, *, seed: int = 7, cited: int = 0) -> Synthetic:
+    """A temp home + project with ``count`` memories in the private store, the safe ones mirrored;
+    ``cited`` of them cite lines of source files in the project."""
     home, project = base / "home", base / "project"
     home.mkdir(parents=True)
     project.mkdir()
@@ -104,6 +133,8 @@ def write_store(base: Path, count: int, *, seed: int = 7) -> Synthetic:
     ensure_layout(layout)
     set_trust(home, layout.project_root, True)
     memories = build_memories(count, seed)
+    if cited:
+        memories = _cite_sources(project, memories, cited, random.Random(seed))
     mirror = layout.mirror
     assert mirror is not None
     files = 0

@@ -23,5 +23,12 @@ def doctor(global_: bool = GlobalOpt, json_out: bool = JsonOpt) -> int:
     for entry in report["mirror"]:
         lines.append(f"{svc.layout.project_root / entry['path']}: {entry['problem']} [{entry['code']}]\n"
                      f"  fix: {entry['fix']}")
-    emit(report, "\n".join(lines) or f"healthy: {svc.layout.harness}", as_json=want_json(json_out))
+    from ..evidence.drift import drift_lines
+
+    lines = lines or [f"healthy: {svc.layout.harness}"]
+    if report["drifted"]:
+        lines.append("memories whose cited code changed (they may no longer hold):")
+        lines += [f"  {line}" for line in drift_lines(report["drifted"], "    ")]
+        lines.append("  fix: `memfold review` walks them (keep and re-anchor, update, forget)")
+    emit(report, "\n".join(lines), as_json=want_json(json_out))
     return 0 if report["ok"] else 1

@@ -64,12 +64,17 @@ def print_tx(result: Any, as_json: bool) -> int:
 
 
 def add(name: str, description: str | None, type_: str | None, visibility: str | None, body: str | None,
-        body_file: Path | None, expires: str | None, global_: bool, json_out: bool, allow_publish: bool = False) -> int:
+        body_file: Path | None, expires: str | None, global_: bool, json_out: bool, allow_publish: bool = False,
+        cite: list[str] | None = None) -> int:
     use_global(global_)
     from ..edits import MemoryInput, add_ops, direct_transaction
+    from ..store.memory import Memory, sanitize_line
 
-    data = MemoryInput(description, type_, visibility, read_body(body, body_file), expires)
+    text = read_body(body, body_file)
     svc = services()
+    citing = _citing(svc, cite)
+    evidence = citing(Memory(name, sanitize_line(description or "") or "-", body=text or ""))
+    data = MemoryInput(description, type_, visibility, text, expires, evidence)
     result = direct_transaction(svc, "add", add_ops(name, data, svc.clock()), lock_timeout=lock_timeout(),
                                 publish=_publish(allow_publish))
     return print_tx(result, want_json(json_out))
@@ -77,15 +82,26 @@ def add(name: str, description: str | None, type_: str | None, visibility: str |
 
 def update(name: str, description: str | None, type_: str | None, visibility: str | None, body: str | None,
            body_file: Path | None, expires: str | None, global_: bool, json_out: bool,
-           allow_publish: bool = False) -> int:
+           allow_publish: bool = False, cite: list[str] | None = None) -> int:
     use_global(global_)
     from ..edits import MemoryInput, direct_transaction, update_ops
 
     data = MemoryInput(description, type_, visibility, read_body(body, body_file), expires)
     svc = services()
-    build = update_ops(name, data, svc.clock())
+    citing = _citing(svc, cite)
+    build = update_ops(name, data, svc.clock(), anchor=citing)
     result = direct_transaction(svc, "update", build, lock_timeout=lock_timeout(), publish=_publish(allow_publish))
+    result.warnings += citing.notes
     return print_tx(result, want_json(json_out))
+
+
+def _citing(svc: Any, cite: list[str] | None) -> Any:
+    """What the memory written cites: ``--cite`` (relative to the working directory or the project root)
+    and the tracked files its text names; the global store cites nothing."""
+    from ..evidence.cite import Citing
+
+    layout = svc.layout
+    return Citing(None if layout.is_global else layout.project_root, cite, Path.cwd())
 
 
 def _publish(allow_publish: bool) -> str:
@@ -171,12 +187,32 @@ def show(name: str, global_: bool, json_out: bool) -> int:
     use_global(global_)
     from ..edits import require_in
 
-    _, view = read_view()
+    svc, view = read_view()
     actual = require_in(view.memories, view.broken, name, parsed=True)
     memory = view.memories[actual]
-    emit({"ok": True, **row(actual, memory), **view.origin(actual), "body": memory.body},
-         view.files[actual].decode("utf-8"), as_json=want_json(json_out))
+    from ..evidence.cite import checked
+
+    evidence = checked(_root(svc), memory.evidence)
+    as_json = want_json(json_out)
+    if not as_json:
+        for mark in evidence.get("marks", []):
+            warn(f"{actual}: {mark}")
+    emit({"ok": True, **row(actual, memory), **view.origin(actual), "body": memory.body, **evidence},
+         view.files[actual].decode("utf-8"), as_json=as_json)
+    _used(svc, "read", [actual])
     return 0
+
+
+def _root(svc: Any) -> Path | None:
+    """The repository a store's citations are relative to (None: the global store)."""
+    return None if svc.layout.is_global else svc.layout.project_root
+
+
+def _used(svc: Any, kind: str, files: list[str]) -> None:
+    """Note the memories a person or agent just used, in the private home (never the mirror)."""
+    from ..store import usage
+
+    usage.record(str(svc.layout.project_home), kind, files)
 
 
 def search(query: str, limit: int, global_: bool, json_out: bool) -> int:
@@ -187,11 +223,17 @@ def search(query: str, limit: int, global_: bool, json_out: bool) -> int:
         raise UsageError("search needs words to look for", code="usage.query",
                          hint="give a query, e.g. `memfold search deploy`; `memfold list` shows every memory")
     svc, view = read_view()
+    from ..evidence.cite import Follower, checked
     from ..mirror.team import team_hits
+    from ..store.evidence import from_row
 
-    rows = [{**row(r.file, r), **view.origin(r.file), "score": s}
+    root = _root(svc)
+    follow = Follower(root) if root is not None else None
+    rows = [{**row(r.file, r), **view.origin(r.file), "score": s, **checked(root, from_row(r.evidence), follow)}
             for r, s in team_hits(svc.layout, svc.limits, view, query, limit)]
     width = _file_width(rows)
-    human = "\n".join(f"{r['file']:<{width}} {r['score']:>8.4g}  {r['description']}{_marked(r)}" for r in rows)
+    human = "\n".join(f"{r['file']:<{width}} {r['score']:>8.4g}  {r['description']}{_marked(r)}"
+                      + "".join(f"\n{'':<{width}}          {m}" for m in r.get("marks", [])) for r in rows)
     emit({"ok": True, "query": query, "results": rows}, human or "no match", as_json=want_json(json_out))
+    _used(svc, "search", [r["file"] for r in rows])
     return 0

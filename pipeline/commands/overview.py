@@ -15,7 +15,8 @@ def status(global_: bool, json_out: bool) -> int:
 
     section = config().consolidate
     # The rules judge teammates' files in the mirror (held back or not).
-    data = project_status(services(), DuePolicy(hours=section.due_hours, writes=section.due_writes))
+    data = project_status(services(), DuePolicy(hours=section.due_hours, writes=section.due_writes),
+                          int(config().usage.dormant_days))
     lines = [
         f"project      {data['projectRoot']}",
         f"private      {data['harness']} ({counted(data['memories'], 'memory')}: {data['safe']} safe, "
@@ -42,6 +43,16 @@ def status(global_: bool, json_out: bool) -> int:
     lines += team_lines({**team, "adopted": team.get("incoming")}, verb="incoming", width=12, indent=" " * 13)
     for item in data.get("broken") or []:
         lines.append(f"broken       {item['path']}: {item['problem']}\n             fix: {item['fix']}")
+    from ..evidence.drift import drift_lines
+
+    for line in drift_lines(data["drifted"], "  "):
+        lines.append(f"{'' if line.startswith(' ') else 'drifted':<12} {line}")
+    if data["drifted"]:
+        lines.append(" " * 13 + "fix: `memfold review` walks them (keep and re-anchor, update, forget)")
+    unused = data["unused"]
+    if unused:
+        shown = ", ".join(u["file"] for u in unused[:8]) + (" ..." if len(unused) > 8 else "")
+        lines.append(f"unused       {len(unused)} not used in {data['unusedDays']} days: {shown}")
     for warning in data["warnings"]:
         lines.append(f"warning      {warning}")
     emit({"ok": True, **data}, "\n".join(lines), as_json=want_json(json_out))

@@ -1,9 +1,9 @@
 """Plain invocations of the commands in ``spec``, parsed and run without typer.
 
-Only unambiguous forms are handled: known options, each given once, with values that do not look like
-options, every required parameter present. Anything else (help, an unknown or repeated option, a
-repeatable option, ``--``) returns None and goes to the typer app, built from the same table, which
-owns every usage message; both run the same command bodies.
+Only unambiguous forms are handled: known options, each given once (a repeatable one as often as
+wanted), with values that do not look like options, every required parameter present. Anything else
+(help, an unknown or repeated option, ``--``) returns None and goes to the typer app, built from the
+same table, which owns every usage message; both run the same command bodies.
 """
 
 from __future__ import annotations
@@ -50,8 +50,6 @@ def _option(param: Param, items: list[str], i: int, inline: str | None) -> tuple
         if inline is not None:
             raise _Unplain
         return True, i
-    if param.kind == "repeat":
-        raise _Unplain
     text, i = _take(items, i, inline)
     return _value(param, text), i
 
@@ -82,10 +80,11 @@ def _parse(items: list[str]) -> tuple[Command, dict[str, Any], dict[str, Any]]:
             continue
         option, inline = _split(item)
         param = options.get(option)
-        if param is None or param.dest in seen:
+        if param is None or (param.dest in seen and param.kind != "repeat"):
             raise _Unplain
         seen.add(param.dest)
-        params[param.dest], i = _option(param, items, i, inline)
+        value, i = _option(param, items, i, inline)
+        params[param.dest] = [*(params[param.dest] or ()), value] if param.kind == "repeat" else value
     if any(p.required and p.dest not in seen for p in command.params if not p.positional):
         raise _Unplain
     if positional and positional[-1].kind == "paths":  # the last one takes every remaining word

@@ -19,6 +19,7 @@ def full_app() -> typer.Typer:
     from . import hooks as _hooks  # noqa: F401
     from . import mirror as _mirror  # noqa: F401
     from . import report as _report  # noqa: F401
+    from . import review as _review  # noqa: F401
     from . import schedule as _schedule  # noqa: F401
     from . import store as _store  # noqa: F401
     from ._app import app

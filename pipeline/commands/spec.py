@@ -83,6 +83,8 @@ _MEMORY = (
     opt("body", "--body", "-b", help="the memory text"),
     opt("body_file", "--body-file", kind="path", help="read the text from a file ('-' for stdin)"),
     opt("expires", "--expires", help="YYYY-MM-DD after which the memory is stale"),
+    opt("cite", "--cite", kind="repeat",
+        help="PATH[:A[-B]]: repository text the memory rests on, checked before each use (repeatable)"),
     GLOBAL_OPT, JSON_OPT,
     opt("allow_publish", "--allow-publish", kind="flag",
         help="let a safe memory carry the wording of another, private memory"),
@@ -171,7 +173,7 @@ COMMANDS: dict[str, Command] = {c.name: c for c in (
 # Every other command's group; typed.py checks that each registered command has one.
 PANELS: dict[str, str] = {
     **{name: c.panel for name, c in COMMANDS.items()},
-    **dict.fromkeys(("init", "edit", "rename", "clear", "path", "help"), EVERYDAY),
+    **dict.fromkeys(("init", "edit", "rename", "clear", "path", "help", "review"), EVERYDAY),
     **dict.fromkeys(("schedule", "undo"), CONSOLIDATION),
     **dict.fromkeys(("attest", "report"), AUDIT),
     **dict.fromkeys(("hooks", "trust", "untrust", "mirror", "inject"), HOSTS),

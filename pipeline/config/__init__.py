@@ -116,6 +116,12 @@ class McpSection(Section):
     max_request_bytes: int
 
 
+class UsageSection(Section):
+    __slots__ = ()
+    dormant_days: int
+    forget_dormant: bool
+
+
 class WorkerSection(Section):
     """One ``workers.NAME`` entry."""
 
@@ -131,6 +137,7 @@ class WorkerSection(Section):
 _SECTION_TYPES: dict[str, type[Section]] = {
     "limits": LimitsSection, "lock": LockSection, "runs": RunsSection, "privacy": PrivacySection,
     "inject": InjectSection, "consolidate": ConsolidateSection, "mcp": McpSection,
+    "usage": UsageSection,
 }
 
 
@@ -181,6 +188,10 @@ class Config:
     @property
     def mcp(self) -> McpSection:
         return self.section("mcp")  # type: ignore[no-any-return]
+
+    @property
+    def usage(self) -> UsageSection:
+        return self.section("usage")  # type: ignore[no-any-return]
 
     @property
     def workers(self) -> dict[str, WorkerSection]:

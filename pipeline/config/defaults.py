@@ -20,4 +20,8 @@ DEFAULTS: dict[str, dict[str, Any]] = {
     # used when none is named (builtin, or a name under `workers`).
     "consolidate": {"due_hours": 24.0, "due_writes": 20, "lock_wait": 5.0, "worker": "builtin"},
     "mcp": {"allow_publish": False, "max_request_bytes": 16 << 20},
+    # A memory not used (injected in full, found by a search, read through a tool) in dormant_days is
+    # reported by `status` and the consolidation report; the built-in planner deletes it only with
+    # forget_dormant.
+    "usage": {"dormant_days": 90, "forget_dormant": False},
 }

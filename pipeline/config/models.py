@@ -134,6 +134,11 @@ def _define_models() -> tuple[dict[str, Any], Any]:
                                        description="the longest request line the MCP server reads; a longer "
                                                    "one gets an error and the server reads on")
 
+    class UsageConfig(_Strict):
+        dormant_days: int = Field(DEFAULTS["usage"]["dormant_days"], ge=1, le=100_000)
+        # Off by default: a memory nobody used is reported (DORMANT in the report), never silently deleted.
+        forget_dormant: bool = DEFAULTS["usage"]["forget_dormant"]
+
     class Workers(BaseModel):
         model_config = ConfigDict(frozen=True)
         workers: dict[str, WorkerConfig] = Field(default_factory=dict)
@@ -142,6 +147,7 @@ def _define_models() -> tuple[dict[str, Any], Any]:
     sections: dict[str, type[BaseModel]] = {
         "limits": LimitsConfig, "lock": LockConfig, "runs": RunsConfig, "workers": Workers,
         "privacy": PrivacyConfig, "inject": InjectConfig, "consolidate": ConsolidateConfig, "mcp": McpConfig,
+        "usage": UsageConfig,
     }
     return sections, WorkerConfig
 

@@ -122,6 +122,38 @@ class TeamGate:
 _ADMITTED = "team:admitted"
 
 
+def evidence_marker(root: str) -> Any:
+    """The marks of served memories' citations, following a gone file through git's renames."""
+    from ..store.evidence import Marker
+
+    def follow(path: str) -> str | None:
+        from pathlib import Path
+
+        from ..mirror.gitinfo import renamed_to
+
+        return renamed_to(Path(root), path)
+
+    return Marker(root, follow, lambda: _git_proofs(root))
+
+
+def _git_proofs(root: str) -> list[tuple[str, str]]:
+    """What a rename git knows of rests on: its index and the log of HEAD's moves (each stat), or an
+    unknown key (never kept) where the git directory is not found."""
+    from ..store.blockcache import stat_key
+
+    git = os.path.join(root, ".git")
+    if os.path.isfile(git):
+        try:
+            with open(git, encoding="utf-8") as fh:
+                pointer = fh.read(4096).strip()
+        except OSError:
+            pointer = ""
+        git = os.path.join(root, pointer[len("gitdir:"):].strip()) if pointer.startswith("gitdir:") else ""
+    if not git or not os.path.isdir(git):
+        return [(root, "unknown")]
+    return [(p, stat_key(p)) for p in (os.path.join(git, "index"), os.path.join(git, "logs", "HEAD"))]
+
+
 def _wanted(home: str, root: str, harness: str, project_home: str, include_global: bool, trusted: bool,
             warnings: list[str]) -> list[tuple[str, str, str, str]]:
     """The stores to show: (kind, root, the home of its index, the index's name)."""
@@ -190,6 +222,7 @@ def gather(home: str, project_dir: str, *, query: str | None, max_bytes: int | N
         sent = {}
     noted: list[str] = []
     wanted = _wanted(home, root, harness, project_home, include_global, trusted, noted)
+    marker = evidence_marker(root)
     # A session start (no query) shows what the last one with the same inputs showed, while it holds.
     block = None
     if not query and not prompt:
@@ -214,14 +247,16 @@ def gather(home: str, project_dir: str, *, query: str | None, max_bytes: int | N
         try:
             result = build_injection(sources, query=query, max_bytes=limit_bytes, max_files=limit_files,
                                      guidance=bool(settings.guidance), warnings=warnings, prompt=prompt,
-                                     sent=sent, mask=mask, admit=admit)
+                                     sent=sent, mask=mask, admit=admit, marks=marker)
             if block is not None:
                 from ..store import blockcache
 
-                # A file left out as unparsable shows once fixed, even in place: the block rests on it too.
+                # A file left out as unparsable shows once fixed, even in place: the block rests on it too,
+                # as it does on every file a memory shown cites.
                 skipped = [entry for s in sources for entry in s.index.skipped()]
                 blockcache.save(project_home, block, [(s.path, s.index.settled_generation()) for s in sources],
-                                [*result.served, *skipped], {f: getattr(result, f) for f in blockcache.RESULT_FIELDS})
+                                [*result.served, *skipped, *marker.proofs],
+                                {f: getattr(result, f) for f in blockcache.RESULT_FIELDS})
         except Stale:
             # A file changed after its index was read: the index was rebuilt, build the block again.
             if attempt == 2:
@@ -236,7 +271,11 @@ def gather(home: str, project_dir: str, *, query: str | None, max_bytes: int | N
 
 
 def _remember(project_home: str, session: str | None, sent: dict[str, str], result: Injection) -> None:
-    """Add what ``result`` sent to what ``session`` was sent before."""
+    """Add what ``result`` sent to what ``session`` was sent before; note each body shown as used."""
+    if result.included:
+        from ..store import usage
+
+        usage.record(project_home, usage.INJECT, result.included)
     if session and result.sent:
         from ..store import sessions
 

@@ -56,8 +56,28 @@ class ListOut(BaseModel):
     memories: list[MemoryRow]
 
 
-class SearchRow(MemoryRow):
+class Citation(BaseModel):
+    path: str
+    lines: str | None = None
+    sha256: str | None = None
+    cited: str
+    status: str = Field(description="holds | moved | changed | gone | renamed | unchecked")
+    now: str | None = Field(None, description="where the cited text is now (moved, renamed)")
+
+
+class Checked(BaseModel):
+    evidence: list[Citation] = Field(default_factory=list, description="the repository text the memory cites")
+    marks: list[str] = Field(default_factory=list,
+                             description="cited code that changed or is gone: check before relying on the memory")
+
+
+class SearchRow(MemoryRow, Checked):
     score: float = Field(description="BM25 relevance, higher is better")
+    body: str
+
+
+class ShowOut(MemoryRow, Checked):
+    ok: bool
     body: str
 
 
@@ -127,17 +147,36 @@ class Backend:
         return direct_transaction(self.svc, command, build, lock_timeout=self.lock_timeout,
                                   publish=publish, warm=self.warm).as_dict()
 
-    def add(self, name: str, description: str, body: str, type_: str, visibility: str,
-            expires: str | None) -> dict[str, Any]:
-        from ..edits import MemoryInput, add_ops
+    def _citing(self, cite: list[str] | None) -> Any:
+        from ..evidence.cite import Citing
 
-        data = MemoryInput(description, type_, visibility, body, expires)
+        layout = self.svc.layout
+        return Citing(None if layout.is_global else layout.project_root, cite)
+
+    def add(self, name: str, description: str, body: str, type_: str, visibility: str,
+            expires: str | None, cite: list[str] | None = None) -> dict[str, Any]:
+        from ..edits import MemoryInput, add_ops
+        from ..store.memory import Memory, sanitize_line
+
+        evidence = self._citing(cite)(Memory(name, sanitize_line(description) or "-", body=body))
+        data = MemoryInput(description, type_, visibility, body, expires, evidence)
         return self.edit("add", add_ops(name, data, self.svc.clock()))
 
-    def update(self, name: str, **fields: Any) -> dict[str, Any]:
+    def update(self, name: str, cite: list[str] | None = None, **fields: Any) -> dict[str, Any]:
         from ..edits import MemoryInput, update_ops
 
-        return self.edit("update", update_ops(name, MemoryInput(**fields), self.svc.clock()))
+        citing = self._citing(cite)
+        done = self.edit("update", update_ops(name, MemoryInput(**fields), self.svc.clock(), anchor=citing))
+        return {**done, "warnings": [*done["warnings"], *citing.notes]}
+
+    def _root(self) -> Any:
+        layout = self.svc.layout
+        return None if layout.is_global else layout.project_root
+
+    def _used(self, kind: str, files: list[str]) -> None:
+        from ..store import usage
+
+        usage.record(str(self.svc.layout.project_home), kind, files)
 
     def forget(self, name: str) -> dict[str, Any]:
         from ..edits import forget_ops
@@ -163,10 +202,28 @@ class Backend:
         if not query.strip():
             raise UsageError("memory_search needs words to look for", code="usage.query",
                              hint="pass a query; memory_list shows every memory")
+        from ..evidence.cite import Follower, checked
+        from ..store.evidence import from_row
+
         view = self.view()
         hits = team_hits(self.svc.layout, self.svc.limits, view, query, limit)
+        root = self._root()
+        follow = Follower(root) if root is not None else None
+        self._used("search", [r.file for r, _ in hits])
         return {"ok": True, "query": query,
-                "results": [{**_row(r.file, r), **view.origin(r.file), "score": s, "body": r.body} for r, s in hits]}
+                "results": [{**_row(r.file, r), **view.origin(r.file), "score": s, "body": r.body,
+                             **checked(root, from_row(r.evidence), follow)} for r, s in hits]}
+
+    def show(self, name: str) -> dict[str, Any]:
+        from ..edits import require_in
+        from ..evidence.cite import checked
+
+        view = self.view()
+        actual = require_in(view.memories, view.broken, name, parsed=True)
+        memory = view.memories[actual]
+        self._used("read", [actual])
+        return {"ok": True, **_row(actual, memory), **view.origin(actual), "body": memory.body,
+                **checked(self._root(), memory.evidence)}
 
     def consolidate(self, context: str | None, scope: str | None, worker: str | None,
                     dry_run: bool) -> dict[str, Any]:
@@ -264,6 +321,9 @@ def _hints(read_only: bool, destructive: bool = False, idempotent: bool = False)
 Name = Annotated[str, Field(description="the memory's title in words (e.g. Deploy target), its slug or its file name")]
 Kind = Annotated[str | None, Field(description="user | feedback | project | reference")]
 Vis = Annotated[str | None, Field(description="safe (mirrored to .memory/, privacy-checked) | private")]
+Cite = Annotated[list[str] | None, Field(
+    description="repository text the memory rests on, each PATH or PATH:LINE or PATH:FIRST-LAST (relative to "
+                "the project root); checked before each later use", max_length=32)]
 
 
 def argument_error(tool: str, exc: ValidationError) -> CallToolResult:
@@ -301,17 +361,23 @@ def build_server(backend: Backend) -> MCPServer:
     def memory_add(name: Name, description: Annotated[str, Field(description="one self-contained line")],
                    body: str = "", type: Kind = None, visibility: Vis = None,
                    expires: Annotated[str | None, Field(description="YYYY-MM-DD")] = None,
-                   ) -> Annotated[CallToolResult, TxOut]:
+                   cite: Cite = None) -> Annotated[CallToolResult, TxOut]:
         """Create a memory, or overwrite the one with exactly this name (a near-duplicate is refused)."""
         return _call(lambda: backend.add(name, description, body, type or "project", visibility or "private",
-                                         expires))
+                                         expires, cite))
 
     @server.tool(annotations=_hints(False, destructive=True))
     def memory_update(name: Name, description: str | None = None, body: str | None = None, type: Kind = None,
-                      visibility: Vis = None, expires: str | None = None) -> Annotated[CallToolResult, TxOut]:
-        """Change fields or the body of an existing memory."""
+                      visibility: Vis = None, expires: str | None = None,
+                      cite: Cite = None) -> Annotated[CallToolResult, TxOut]:
+        """Change fields or the body of an existing memory; its citations are re-anchored to the code now."""
         return _call(lambda: backend.update(name, description=description, body=body, type=type,
-                                            visibility=visibility, expires=expires))
+                                            visibility=visibility, expires=expires, cite=cite))
+
+    @server.tool(annotations=_hints(True, idempotent=True))
+    def memory_show(name: Name) -> Annotated[CallToolResult, ShowOut]:
+        """Read one memory, with whether the code it cites changed since it was written."""
+        return _call(lambda: backend.show(name))
 
     @server.tool(annotations=_hints(False, destructive=True, idempotent=True))
     def memory_forget(name: Name) -> Annotated[CallToolResult, TxOut]:

@@ -234,6 +234,49 @@ def provenance(root: Path, files: Mapping[str, bytes | None]) -> dict[str, dict[
     return out
 
 
+def tracked_files(root: Path) -> set[str] | None:
+    """Every path in the git index (repository-relative, '/'-separated), or None outside a repository."""
+    out = run_git(("ls-files", "-z", "--cached"), root)
+    return None if out is None else {name for name in out.split("\0") if name}
+
+
+def renamed_to(root: Path, path: str, hops: int = 4) -> str | None:
+    """Where git saw ``path`` move to: a rename staged in the index, else the rename in the commit that
+    deleted it from HEAD's history (followed up to ``hops`` times). Only names are compared (tree and
+    index blobs, never the work tree), so no filter or diff program runs."""
+    for _ in range(hops):
+        found = _rename_of(("diff", "--cached", "-M", "--name-status", "-z", "--no-ext-diff", "--no-textconv",
+                            "HEAD"), root, path)
+        if found is None:
+            gone = run_git(("log", "-1", "--no-show-signature", "--format=%H", "--diff-filter=D", "HEAD", "--",
+                            path), root)
+            commit = (gone or "").strip()
+            if not commit:
+                return None
+            found = _rename_of(("diff-tree", "-r", "-M", "--name-status", "-z", "--no-ext-diff", "--no-textconv",
+                                f"{commit}^", commit), root, path)
+        if found is None:
+            return None
+        if (root / found).exists():
+            return found
+        path = found
+    return None
+
+
+def _rename_of(args: tuple[str, ...], root: Path, path: str) -> str | None:
+    fields = (run_git(args, root) or "").split("\0")
+    at = 0
+    while at < len(fields):
+        status = fields[at]
+        if status.startswith(("R", "C")) and at + 2 < len(fields):
+            if fields[at + 1] == path and status.startswith("R"):
+                return fields[at + 2]
+            at += 3
+        else:
+            at += 2
+    return None
+
+
 def merge_file(ours: bytes, base: bytes, theirs: bytes, labels: tuple[str, str, str] = ("ours", "base", "theirs"),
                marker_size: int = 7) -> tuple[bytes, bool] | None:
     """Git's own three-way text merge of three versions (``git merge-file``): the result and whether it

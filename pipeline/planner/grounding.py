@@ -167,6 +167,22 @@ class Tree:
         return self._text[rel]
 
 
+# A citation's status (``store.evidence``) as a grounding observation's.
+_CITED = {"holds": "found", "moved": "found", "unchecked": "found", "changed": "updated", "gone": "missing",
+          "renamed": "found"}
+
+
+def cited_observations(findings: list[dict[str, Any]]) -> list[dict[str, str]]:
+    """One observation per citation: where its text is now, found, updated (the cited text changed) or missing."""
+    out = []
+    for f in findings:
+        status = str(f.get("status"))
+        path = str(f.get("nowPath") or f.get("path"))
+        note = f"cited {f.get('cited')}: {status}" + (f", now {f['now']}" if f.get("now") else "")
+        out.append({"path": path, "status": _CITED.get(status, "found"), "note": note[:2000]})
+    return out
+
+
 def in_repository(root: Path) -> bool:
     """A git work tree (``.git`` as a directory, or a file for worktrees and submodules)."""
     return os.path.lexists(os.path.join(root, ".git"))
@@ -185,16 +201,20 @@ def _anchor(name: str, tree: Tree) -> dict[str, str] | None:
     return None
 
 
-def ground(name: str, memory: Memory, tree: Tree | None, repository: bool = False) -> dict[str, Any]:
-    """The plan's grounding entry for one memory.
+def ground(name: str, memory: Memory, tree: Tree | None, repository: bool = False,
+           cited: list[dict[str, str]] | None = None) -> dict[str, Any]:
+    """The plan's grounding entry for one memory; ``cited`` are the observations of its citations
+    (``cited_observations``), which come first.
 
     Inside a repository a ``project_*`` memory always carries an observation (the rule of the
     seed format this plan follows): a memory that names no file is anchored to the repository.
     """
     claims = extract(memory)
-    observations: list[dict[str, str]] = []
-    found_files: list[str] = []
+    observations: list[dict[str, str]] = list(cited or [])[:MAX_OBSERVATIONS]
+    found_files: list[str] = [o["path"] for o in observations if o["status"] != "missing"]
     for path in claims.paths:
+        if any(o["path"] == path for o in observations):
+            continue
         if len(observations) >= MAX_OBSERVATIONS:
             break
         status = tree.status(path) if tree is not None else "missing"
@@ -220,7 +240,7 @@ def ground(name: str, memory: Memory, tree: Tree | None, repository: bool = Fals
         return {"name": name, "status": "grounded", "observations": [anchor],
                 "reason": "makes no claim about a repository file; anchored to the repository it belongs to"}
     entry: dict[str, Any] = {"name": name, "observations": observations}
-    found = sum(1 for o in observations if o["status"] == "found")
+    found = sum(1 for o in observations if o["status"] != "missing")  # an updated file exists too
     if not observations:
         entry["status"] = "not-applicable"
         entry["reason"] = "makes no claim about a repository file"

@@ -10,7 +10,7 @@ from ..fsutil import sha256_bytes
 from ..store.memory import Memory, render_memory
 from ..store.state import Limits
 from . import candidates, capacity, conflicts, dedupe, roles, staleness
-from .grounding import Tree, ground, in_repository
+from .grounding import Tree, cited_observations, ground, in_repository
 from .text import clear_caches
 from .work import Fate, Work, canonical
 
@@ -81,13 +81,16 @@ def _merge_group(work: Work, group: list[str]) -> bool:
 
 
 def build_plan(manifest: dict[str, Any], memories: dict[str, tuple[bytes, Memory]], snapshot: dict[str, Any],
-               repo_root: Path, *, reserved: Iterable[str] = ()) -> dict[str, Any]:
-    """The plan for one run. ``memories`` is the whole private store; ``reserved`` adds mirror names."""
-    return planned(manifest, memories, snapshot, repo_root, reserved=reserved)[0]
+               repo_root: Path, *, reserved: Iterable[str] = (), signals: dict[str, Any] | None = None
+               ) -> dict[str, Any]:
+    """The plan for one run. ``memories`` is the whole private store; ``reserved`` adds mirror names;
+    ``signals`` is the run's ``signals.json`` (cited code and usage, as the parent found them)."""
+    return planned(manifest, memories, snapshot, repo_root, reserved=reserved, signals=signals)[0]
 
 
 def planned(manifest: dict[str, Any], memories: dict[str, tuple[bytes, Memory]], snapshot: dict[str, Any],
-            repo_root: Path, *, reserved: Iterable[str] = ()) -> tuple[dict[str, Any], Work]:
+            repo_root: Path, *, reserved: Iterable[str] = (), signals: dict[str, Any] | None = None
+            ) -> tuple[dict[str, Any], Work]:
     """``build_plan``, with the working state it was printed from (what the plan bound groups into units)."""
     clear_caches()
     dedupe.clear_caches()
@@ -108,13 +111,15 @@ def planned(manifest: dict[str, Any], memories: dict[str, tuple[bytes, Memory]],
         stale = staleness.verdict(original[name], work.today)
         if stale is not None:
             work.remove(name, Fate(stale[0], "deleted", stale[1]))
+    cited = _cited(original, repo_root, signals or {})
+    _signal_verdicts(work, cited, signals or {})
     taken = {n.lower() for n in parsed} | {n.lower() for n in reserved}
     cands = snapshot.get("candidates") if isinstance(snapshot, dict) else None
     candidates.apply(work, cands if isinstance(cands, list) else [], taken, now)
     consolidate(work)
     tree = Tree(repo_root) if repo_root.is_dir() else None
     repository = tree is not None and in_repository(repo_root)
-    grounding = [ground(n, original[n], tree, repository) for n in selected]
+    grounding = [ground(n, original[n], tree, repository, cited_observations(cited.get(n, []))) for n in selected]
     plan: dict[str, Any] = {
         "kind": KIND,
         "schemaVersion": 1,
@@ -134,6 +139,41 @@ def planned(manifest: dict[str, Any], memories: dict[str, tuple[bytes, Memory]],
     if manifest.get("snapshotDigest") == manifest["artifactHash"]:
         plan["snapshotDigest"] = manifest["artifactHash"]
     return plan, work
+
+
+def _cited(original: dict[str, Memory], repo_root: Path, signals: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
+    """Each selected memory's citations as the parent checked them (``signals.json``), else checked here
+    (the worker may read the repository, not ask git: a renamed file is then gone)."""
+    given = signals.get("evidence")
+    if isinstance(given, dict):
+        return {n: list(given[n]) for n in original if isinstance(given.get(n), list)}
+    from ..store.evidence import check
+
+    return {n: [f.as_dict() for f in check(str(repo_root), m.evidence)] for n, m in original.items() if m.evidence}
+
+
+def _signal_verdicts(work: Work, cited: dict[str, list[dict[str, Any]]], signals: dict[str, Any]) -> None:
+    """Staleness from outside the text: cited code that changed or is gone (flagged and kept, never
+    deleted for that), and memories nobody used (DORMANT: deleted only with ``forgetDormant``)."""
+    unused = signals.get("unused") if isinstance(signals.get("unused"), dict) else {}
+    for name in sorted(work.original):
+        if name not in work.live:
+            continue
+        drift = [f for f in cited.get(name, []) if f.get("status") in ("changed", "gone", "renamed")]
+        if drift:
+            changed = [str(f.get("cited")) for f in drift if f.get("status") != "renamed"]
+            moved = [f"{f.get('cited')} is now {f.get('now')}" for f in drift if f.get("status") == "renamed"]
+            parts = ([f"the code it cites changed or is gone since it was written: {', '.join(changed)}"]
+                     if changed else []) + ([f"its cited file moved: {'; '.join(moved)}"] if moved else [])
+            reason = "; ".join(parts) + "; kept: verify it, then `memfold update` re-anchors it (or `memfold review`)"
+            work.verdicts[name] = ("CONTRADICTED" if changed else "KEEP", reason)
+            continue
+        why = unused.get(name) if isinstance(unused, dict) else None
+        if isinstance(why, str):
+            if signals.get("forgetDormant") is True:
+                work.remove(name, Fate("DORMANT", "deleted", f"unused: {why}; usage.forget_dormant is on"))
+            else:
+                work.verdicts[name] = ("DORMANT", f"unused: {why}; kept (usage.forget_dormant is off)")
 
 
 def final(work: Work, name: str) -> str:

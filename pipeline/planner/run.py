@@ -57,7 +57,9 @@ def plan_run(run_dir: Path) -> bytes:
             # An unreadable memory outside the scope is left alone; its name stays taken.
     public = roots.get("public")
     reserved = [*(_names(Path(public)) if public else []), *state.memories()]
-    plan, work = planned(manifest, memories, snapshot, Path(roots["project"]), reserved=reserved)
+    signals_path = run_dir / "signals.json"
+    signals = _json(signals_path, MAX_SNAPSHOT_BYTES) if signals_path.exists() else None
+    plan, work = planned(manifest, memories, snapshot, Path(roots["project"]), reserved=reserved, signals=signals)
     bound = (manifest.get("limits") or {}).get("maxPlanBytes")
     half = bound // 2 if isinstance(bound, int) else None
     try:

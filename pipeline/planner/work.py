@@ -105,11 +105,15 @@ def merge(target: Memory, others: list[Memory]) -> Memory:
     if all(m.expires for m in [target, *others]):
         expires = max(m.expires for m in [target, *others] if m.expires)
     modified = max((m for m in [target, *others]), key=lambda m: newness(m, "")).modified
+    from ..store.evidence import MAX_CITES, unique
+
     return target.with_changes(
         body=canonical_body("\n".join(lines)),
         created=created,
         expires=expires,
         modified=modified or target.modified,
+        # The code each absorbed fact rests on goes with it.
+        evidence=unique(c for m in [target, *others] for c in m.evidence)[:MAX_CITES],
     )
 
 

@@ -87,7 +87,7 @@ def _parsed(name: str, state: RootState, cache: StateCache | None) -> Memory:
 def _keep_fields(cache: StateCache, name: str, digest: str, data: bytes, memory: Memory) -> None:
     """Keep the fields of a file the canonical shape describes exactly (its body is the file's tail)."""
     encoded = memory.body.encode("utf-8")
-    if not memory.extra and b"\r" not in data and data.endswith(encoded):
+    if not memory.extra and not memory.evidence and b"\r" not in data and data.endswith(encoded):
         cache.put_fields(name, (digest, memory.name, memory.description, memory.type, memory.visibility,
                                 memory.created, memory.modified, memory.expires, len(data) - len(encoded)))
 

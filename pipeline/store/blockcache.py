@@ -52,6 +52,8 @@ def stat_key(file: str) -> str:
 
 
 def _settled(key: str | None, now: int) -> bool:
+    if key == "absent":
+        return True  # a file the block says is gone (a memory's cited file): its coming back is seen
     parts = (key or "").split(":")
     if len(parts) != 4 or not all(p.isdigit() for p in parts):
         return False

@@ -16,6 +16,7 @@ from collections.abc import Mapping
 
 from ..background import Job, run_beside
 from . import fts
+from .evidence import to_row
 from .searchdb import FORMAT, INDEX_NAME, PRIORITY, cache_file, connect, is_racy, sha_hex, stat_key
 
 TYPE_CHECKING = False
@@ -32,7 +33,8 @@ def create(conn: Connection) -> None:
     conn.execute("CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL)")
     conn.execute("CREATE TABLE docs(id INTEGER PRIMARY KEY, file TEXT NOT NULL UNIQUE, sha TEXT NOT NULL, "
                  "st TEXT, racy INTEGER NOT NULL, name TEXT, description TEXT, type TEXT, visibility TEXT, "
-                 "created TEXT, modified TEXT, expires TEXT, body TEXT, masks TEXT, prio INTEGER NOT NULL)")
+                 "created TEXT, modified TEXT, expires TEXT, body TEXT, masks TEXT, prio INTEGER NOT NULL, "
+                 "evidence TEXT, proof TEXT)")
     # Session start without a query takes durable guidance first, then the newest: read in index order.
     conn.execute("CREATE INDEX docs_priority ON docs(prio, modified DESC, file)")
     # Files left out because they do not parse, with what they held: a reader checks each one (see
@@ -46,9 +48,10 @@ def create(conn: Connection) -> None:
 def add(conn: Connection, file: str, memory: Memory, sha: str, st: str | None, racy: int) -> None:
     cur = conn.execute(
         "INSERT INTO docs(file, sha, st, racy, name, description, type, visibility, created, modified, "
-        "expires, body, prio) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        "expires, body, prio, evidence) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (file, sha, st, racy, memory.name, memory.description, memory.type, memory.visibility,
-         memory.created, memory.modified, memory.expires, memory.body, PRIORITY.get(memory.type, len(PRIORITY))))
+         memory.created, memory.modified, memory.expires, memory.body, PRIORITY.get(memory.type, len(PRIORITY)),
+         to_row(memory.evidence)))
     assert cur.lastrowid is not None
     fts.insert(conn, cur.lastrowid, fts.title_text(file, memory.name), memory.description, memory.body)
 

@@ -25,6 +25,8 @@ if TYPE_CHECKING:
     Masker = Callable[["Source", Row], tuple[str, str, str]]
     # Whether a row of a store may be served at all (a teammate's file the mirror holds back may not).
     Admit = Callable[["Source", Row], bool]
+    # The notes on a served memory's cited code (``evidence.Marker``): text that changed, a file gone.
+    Marks = Callable[["Source", Row], list[str]]
 
 GUIDANCE = (
     "To save a durable fact for later sessions, run `memfold add NAME -d \"one self-contained line\" "
@@ -228,6 +230,10 @@ def _plain(source: Source, row: Row) -> tuple[str, str, str]:
     return row.description or "", row.body or "", row.file
 
 
+def _unmarked(source: Source, row: Row) -> list[str]:
+    return []
+
+
 class _Budget:
     def __init__(self, limit: int) -> None:
         self.left = limit
@@ -243,14 +249,16 @@ class _Budget:
 def build_injection(sources: Sequence[Source], *, query: str | None, max_bytes: int, max_files: int,
                     guidance: bool, warnings: Sequence[str] = (), prompt: bool = False,
                     sent: Mapping[str, str] | None = None, mask: Masker | None = None,
-                    admit: Admit | None = None) -> Injection:
+                    admit: Admit | None = None, marks: Marks | None = None) -> Injection:
     """The session block, or with ``prompt`` the block for one prompt (only bodies not yet ``sent``).
-    ``admit`` says whether a row may be served at all (a teammate's file the mirror holds back may not).
+    ``admit`` says whether a row may be served at all (a teammate's file the mirror holds back may not);
+    ``marks`` gives the notes shown with a memory whose cited code changed or is gone.
 
     Raises BudgetTooSmall when ``max_bytes`` cannot hold the frame and the left-out line.
     """
     mask = mask or _plain
     admit = admit or _everyone
+    marks = marks or _unmarked
     store = sources[0].path if sources else ""
     total = sum(s.index.count() for s in sources)
     counts, newer = _shadowing(sources)
@@ -308,7 +316,8 @@ def build_injection(sources: Sequence[Source], *, query: str | None, max_bytes: 
                     return
                 source, row = nxt
                 description, _, file = mask(source, row)
-                line = f"- {_field(file)} [{_field(source.label(row))}]: {_field(description)}\n"
+                noted = "".join(f" {_field(m)}" for m in marks(source, row)) if row.evidence else ""
+                line = f"- {_field(file)} [{_field(source.label(row))}]{noted}: {_field(description)}\n"
                 pending.append((source, row, line))
             source, row, line = pending[0]
             if budget.left - _size(line) < keep_back:
@@ -328,7 +337,8 @@ def build_injection(sources: Sequence[Source], *, query: str | None, max_bytes: 
         for source, row in candidates:
             label = _field(source.label(row, with_type=False))
             _, body, file = mask(source, row)
-            block = f"\n### {_field(file)} ({label})\n{quote(body.strip())}"
+            noted = "".join(f"{_field(m)}\n" for m in marks(source, row)) if row.evidence else ""
+            block = f"\n### {_field(file)} ({label})\n{noted}{quote(body.strip())}"
             if not budget.take(block):
                 dropped.add(row.file)
                 continue

@@ -7,6 +7,7 @@ from _json import encode_basestring as _quote
 
 from ..errors import InputRejected
 from ..frozen import FrozenValue
+from . import evidence as _evidence
 
 # Read on every prompt (``memfold inject``): datetime, dataclasses and typing are left out of the import.
 TYPE_CHECKING = False
@@ -111,7 +112,8 @@ def _utc(now: dt.datetime, fmt: str) -> str:
 class Memory(FrozenValue):
     """One parsed memory; immutable (parsed memories are shared between readers by content hash)."""
 
-    __slots__ = ("name", "description", "type", "visibility", "created", "modified", "expires", "body", "extra")
+    __slots__ = ("name", "description", "type", "visibility", "created", "modified", "expires", "body", "extra",
+                 "evidence")
     name: str
     description: str
     type: str
@@ -121,12 +123,16 @@ class Memory(FrozenValue):
     expires: str | None
     body: str
     extra: dict[str, Any]
+    # The repository text the memory cites (``store.evidence``), in the order written.
+    evidence: tuple[_evidence.Cite, ...]
 
     def __init__(self, name: str, description: str, type: str = "project", visibility: str = "private",
                  created: str | None = None, modified: str | None = None, expires: str | None = None,
-                 body: str = "", extra: dict[str, Any] | None = None) -> None:
+                 body: str = "", extra: dict[str, Any] | None = None,
+                 evidence: tuple[_evidence.Cite, ...] = ()) -> None:
         self._set(name=name, description=description, type=type, visibility=visibility, created=created,
-                  modified=modified, expires=expires, body=body, extra={} if extra is None else extra)
+                  modified=modified, expires=expires, body=body, extra={} if extra is None else extra,
+                  evidence=tuple(evidence))
 
     __hash__ = None  # type: ignore[assignment]  # ``extra`` is a dict
 
@@ -176,7 +182,7 @@ _YAML_BOOL_NULL = {"yes", "no", "true", "false", "on", "off", "null"}
 _CANON_WORDS = frozenset(TYPES + VISIBILITIES)
 
 
-def _canonical_meta(head: str) -> dict[str, str] | None:
+def _canonical_meta(head: str) -> tuple[dict[str, str], tuple[_evidence.Cite, ...]] | None:
     """The fields of a canonical head without YAML (which costs ~50 ms to import), or None to use YAML.
 
     Only what YAML provably reads as the same strings is accepted: plain values that start with a
@@ -192,7 +198,19 @@ def _canonical_meta(head: str) -> dict[str, str] | None:
     meta: dict[str, str] = {}
     if not head.endswith("\n"):
         return None
-    for line in head[:-1].split("\n"):
+    lines = head[:-1].split("\n")
+    cites: tuple[_evidence.Cite, ...] = ()
+    if "evidence:" in lines:
+        # The block render_memory writes: the key alone, then its entries, up to the next key.
+        at = lines.index("evidence:")
+        end = at + 1
+        while end < len(lines) and lines[end][:1] in ("-", " "):
+            end += 1
+        block = _evidence.parse_block(lines[at + 1:end])
+        if block is None:
+            return None
+        cites, lines = block, lines[:at] + lines[end:]
+    for line in lines:
         # ``key: value`` with a known key, given once, and a non-empty value.
         key, sep, value = line.partition(": ")
         if not sep or not value or key not in _CANON_KEYS or key in meta:
@@ -208,7 +226,7 @@ def _canonical_meta(head: str) -> dict[str, str] | None:
               or value.lower() in _YAML_WORDS or value.lower() in _YAML_BOOL_NULL):
             return None  # what _scalar would quote, or what YAML would read as a bool or null
         meta[key] = value
-    return meta
+    return meta, cites
 
 
 _MONTH_DAYS = (31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)
@@ -246,7 +264,9 @@ def memory_fields(data: bytes, file: str = "<memory>") -> tuple[dict[str, str], 
     head, body = split_frontmatter(text, file)
     canonical = _canonical_meta(head)
     if canonical is not None:
-        return canonical, {}, body  # known keys with string values only
+        # Citations, as YAML would read the block: a merge compares them like any other field.
+        evidence = {"evidence": _evidence.as_yaml(canonical[1])} if canonical[1] else {}
+        return canonical[0], evidence, body  # known keys with string values only
     fields, extra = _normalise(_yaml_meta(head, file), file)
     return fields, extra, body
 
@@ -296,6 +316,10 @@ def _normalise(meta: Any, file: str) -> tuple[dict[str, str], dict[str, Any]]:
 
 def build_memory(fields: dict[str, str], extra: dict[str, Any], body: str, file: str) -> Memory:
     """The memory of :func:`memory_fields`' parts, defaults filled in; refuses what no memory may hold."""
+    cites: tuple[_evidence.Cite, ...] = ()
+    if "evidence" in extra:
+        extra = dict(extra)
+        cites = _evidence.cites_of(extra.pop("evidence"), file)
     name = sanitize_line(fields.get("name", "")) or file.rsplit("/", 1)[-1].removesuffix(".md")
     description = sanitize_line(fields.get("description", ""))
     if not description:
@@ -321,6 +345,7 @@ def build_memory(fields: dict[str, str], extra: dict[str, Any], body: str, file:
         expires=fields.get("expires"),
         body=body.lstrip("\n"),
         extra=extra,
+        evidence=cites,
     )
 
 
@@ -356,6 +381,7 @@ def render_memory(memory: Memory, omit: Collection[str] = ()) -> bytes:
             lines.append(f"{key}: {value}")
         else:
             lines.append(f"{key}: {_scalar(value)}")
+    lines.extend(_evidence.render_lines(memory.evidence, _quote))
     if memory.extra:
         import yaml
 

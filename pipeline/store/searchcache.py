@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from .memory import Memory
 
 COLUMNS = ("id", "file", "sha", "st", "racy", "name", "description", "type", "visibility", "created",
-           "modified", "expires", "body", "masks")
+           "modified", "expires", "body", "masks", "evidence", "proof")
 _SELECT = "SELECT " + ", ".join(COLUMNS) + " FROM docs"
 
 
@@ -53,7 +53,7 @@ class Row:
     def __init__(self, values: Sequence[Any]) -> None:
         # One unpacking (in COLUMNS' order) instead of a setattr per column: a prompt builds 32 rows.
         (self.id, self.file, self.sha, self.st, self.racy, self.name, self.description, self.type, self.visibility,
-         self.created, self.modified, self.expires, self.body, self.masks) = values
+         self.created, self.modified, self.expires, self.body, self.masks, self.evidence, self.proof) = values
 
     id: int
     file: str
@@ -69,6 +69,8 @@ class Row:
     expires: str | None
     body: str
     masks: str | None
+    evidence: str | None  # the memory's citations (``evidence.to_row``)
+    proof: str | None  # the last check of them, with the cited files' identities (``evidence.Marker``)
 
 
 class Index:

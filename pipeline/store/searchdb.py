@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 # prompt served from a current index never loads.
 INDEX_NAME = "MEMORY.md"
 
-FORMAT = "memfold-search-6"
+FORMAT = "memfold-search-7"
 PRIORITY = {"feedback": 0, "user": 1, "project": 2, "reference": 3}
 INDEX_DIR = "index"
 SETTLED_NS = 2_000_000_000

@@ -54,7 +54,8 @@ def stored_memories(files: Mapping[str, bytes], names: list[str], columns: list[
     of them): a write builds one per memory of the store, and an ``__init__`` each cost twice as much."""
     count = len(names)
     built: list[Memory] = list(map(object.__new__, repeat(StoredMemory, count)))
-    values = (*columns[:7], map(dict, repeat((), count)), repeat(files, count), names, columns[7])
+    values = (*columns[:7], map(dict, repeat((), count)), repeat((), count), repeat(files, count), names,
+              columns[7])
     for slot, column in zip(_STORED_SLOTS, values, strict=True):
         deque(map(slot.__set__, built, column), maxlen=0)
     return built
@@ -63,7 +64,8 @@ def stored_memories(files: Mapping[str, bytes], names: list[str], columns: list[
 _BODY_SLOT: Any = Memory.__dict__["body"]
 _FILES_SLOT: Any = StoredMemory.__dict__["_files"]
 _STORED_SLOTS: tuple[Any, ...] = (*(Memory.__dict__[name] for name in ("name", "description", "type", "visibility",
-                                                                       "created", "modified", "expires", "extra")),
+                                                                       "created", "modified", "expires", "extra",
+                                                                       "evidence")),
                                   *(StoredMemory.__dict__[name] for name in ("_files", "_file", "_offset")))
 
 

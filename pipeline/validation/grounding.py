@@ -120,3 +120,45 @@ def reasons(ctx: Context) -> Iterator[Issue]:
             yield Issue("plan.grounding.reason", json_path("grounding", index, "reason"),
                         f"{Subject(ctx, 'grounding', index, item['name'])}: not-applicable needs a reason "
                         "that says why no repository path applies")
+
+
+def evidence(ctx: Context) -> Iterator[Issue]:
+    """The citations in the memories a plan writes stay inside the repository once links are resolved;
+    one the pre-state did not hold (in any memory) cites a file that exists, with the hash of its text.
+
+    A plan may add, keep or drop citations; it cannot point one outside the project or invent a hash.
+    """
+    from ..store.evidence import HOLDS, MOVED, locate, read_cited
+
+    root = os.path.realpath(ctx.repo_root)
+    prefix = root if root.endswith(os.sep) else root + os.sep
+    known = {cite for memory in ctx.pre.memories.values() for cite in memory.evidence}
+    resolved: dict[str, tuple[bool, str]] = {}
+    for index, op in ctx.items("operations"):
+        if op["kind"] == "delete" or not isinstance(op.get("content"), str):
+            continue
+        try:
+            memory = ctx.content(index, op).memory()
+        except Exception:
+            continue  # the operations rule reports content that does not parse
+        subject = Subject(ctx, "operations", index, op["name"], op["kind"])
+        at = json_path("operations", index, "content")
+        for cite in memory.evidence:
+            state = resolved.get(cite.path)
+            if state is None:
+                if len(resolved) >= MAX_RESOLVED_PATHS:
+                    return
+                state = resolved[cite.path] = _resolve(root, prefix, cite.path)
+            inside, kind = state
+            exists = kind == "file"
+            if not inside:
+                yield Issue("plan.evidence.escape", at, f"{subject}: cites {ctx.show(cite.path)}, which leads "
+                            "outside the repository once symlinks are resolved")
+            elif cite not in known and not exists:
+                yield Issue("plan.evidence.absent", at, f"{subject}: cites {ctx.show(cite.path)}, which does "
+                            "not exist")
+            elif cite not in known and cite.sha256 is not None:
+                data = read_cited(str(ctx.repo_root), cite.path)
+                if data is None or locate(cite, data).status not in (HOLDS, MOVED):
+                    yield Issue("plan.evidence.hash", at, f"{subject}: cites {ctx.show(cite.where)} with a "
+                                "sha256 its text does not have (citations are anchored to the code as it is)")

@@ -35,6 +35,7 @@ RULES: dict[str, RuleSpec] = {
         RuleSpec("project-grounding", grounding.project_observed, needs=("grounding",)),
         RuleSpec("grounding-reason", grounding.reasons, needs=("grounding",)),
         RuleSpec("operations", operations.operations, needs=("operations",)),
+        RuleSpec("evidence", grounding.evidence, needs=("operations",)),
         RuleSpec("bounds", operations.bounds, needs=("operations",)),
         RuleSpec("deletes", outcome.deletes, needs=("operations",), reads=("staleness",)),
         RuleSpec("visibility", outcome.visibility, needs=("operations",)),

@@ -1,0 +1,450 @@
+"""Evidence: the repository text a memory cites, kept as a hash, and whether that text still holds.
+
+A memory's ``evidence:`` frontmatter lists citations, each a repository-relative ``path``, an optional
+line range and the sha256 of the cited text after whitespace normalisation (each line's runs of
+whitespace collapsed to one space, leading and trailing whitespace dropped), never the text itself:
+
+    evidence:
+    - path: "Makefile"
+      lines: 12-14
+      sha256: 3f1c...
+
+A citation without ``lines`` hashes the whole file; one without ``sha256`` only says the file exists
+(what memfold records for a path the memory's text names). A check finds a cited range whose text moved
+(lines inserted above) again by its hash: it still holds. Text that changed, or a file that is gone,
+is *drift*, which readers show as a mark before the memory's text.
+
+The per-prompt path imports this module: no ``re``, ``json`` or ``pathlib`` here.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+
+from ..errors import InputRejected
+from ..frozen import FrozenValue
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable, Sequence
+    from typing import Any
+
+MAX_CITES = 32
+MAX_RANGE = 500  # lines in one citation
+MAX_CITED_BYTES = 4 << 20  # a cited file larger than this is not read (its citation is "unchecked")
+MAX_PATH = 1024
+SETTLED_NS = 2_000_000_000
+
+# What a check finds for one citation.
+HOLDS, MOVED, CHANGED, GONE, RENAMED, UNCHECKED = "holds", "moved", "changed", "gone", "renamed", "unchecked"
+DRIFT = frozenset({CHANGED, GONE, RENAMED})
+
+
+def _hex64(value: str) -> bool:
+    return len(value) == 64 and all(ch in "0123456789abcdef" for ch in value)
+
+
+def path_problem(path: str) -> str | None:
+    """Why ``path`` is not a plain repository-relative file path, or None."""
+    if not path or len(path) > MAX_PATH:
+        return "is empty or too long"
+    if "\x00" in path or any(ord(ch) < 32 for ch in path):
+        return "contains a control character"
+    if path.startswith(("/", "~")) or (len(path) > 1 and path[1] == ":" and path[0].isalpha()):
+        return "is absolute; give it relative to the repository root"
+    if "\\" in path:
+        return "contains a backslash; use '/' between components"
+    parts = path.split("/")
+    if any(p in ("", ".", "..") for p in parts):
+        return "has an empty, '.' or '..' component"
+    if parts[0] == ".git":
+        return "is inside .git"
+    return None
+
+
+class Cite(FrozenValue):
+    """One citation: ``path`` (repository-relative), lines ``start``-``end`` (None: the whole file),
+    and the sha256 of the normalised text (None: the file's existence only)."""
+
+    __slots__ = ("path", "start", "end", "sha256")
+    path: str
+    start: int | None
+    end: int | None
+    sha256: str | None
+
+    def __init__(self, path: str, start: int | None = None, end: int | None = None,
+                 sha256: str | None = None) -> None:
+        self._set(path=path, start=start, end=end, sha256=sha256)
+
+    @property
+    def lines(self) -> str | None:
+        if self.start is None:
+            return None
+        return str(self.start) if self.end == self.start else f"{self.start}-{self.end}"
+
+    @property
+    def where(self) -> str:
+        """``Makefile:12``, ``Makefile:12-14`` or ``Makefile``."""
+        return self.path if self.start is None else f"{self.path}:{self.lines}"
+
+    def as_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"path": self.path}
+        if self.start is not None:
+            out["lines"] = self.lines
+        if self.sha256 is not None:
+            out["sha256"] = self.sha256
+        return out
+
+
+def _evidence_error(file: str, message: str) -> InputRejected:
+    return InputRejected(f"{file}: evidence {message}", code="memory.evidence",
+                         hint="each entry is a repository-relative path, optional lines (12 or 12-14) and "
+                              "the sha256 memfold computed; `memfold update NAME --cite PATH:LINES` writes one")
+
+
+def parse_lines(value: object, file: str) -> tuple[int, int]:
+    """``12`` or ``12-14`` (as YAML gives it: an int or a string) as (start, end)."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        start = end = value
+    elif isinstance(value, str) and value.replace("-", "", 1).isdigit() and value.isascii():
+        head, _, tail = value.partition("-")
+        start, end = int(head), int(tail or head)
+    else:
+        raise _evidence_error(file, f"lines {value!r} are not a line or a range (12 or 12-14)")
+    if start < 1 or end < start or end - start + 1 > MAX_RANGE:
+        raise _evidence_error(file, f"lines {value!r} are not a range of 1 to {MAX_RANGE} lines from line 1")
+    return start, end
+
+
+def as_yaml(cites: Sequence[Cite]) -> list[dict[str, object]]:
+    """The citations as YAML reads the block ``render_lines`` writes (a single line is an integer)."""
+    out: list[dict[str, object]] = []
+    for cite in cites:
+        entry: dict[str, object] = {"path": cite.path}
+        if cite.start is not None:
+            entry["lines"] = cite.start if cite.end == cite.start else f"{cite.start}-{cite.end}"
+        if cite.sha256 is not None:
+            entry["sha256"] = cite.sha256
+        out.append(entry)
+    return out
+
+
+def cite_of(entry: object, file: str) -> Cite:
+    """One entry of the frontmatter list, checked."""
+    if not isinstance(entry, dict) or not set(entry) <= {"path", "lines", "sha256"} or "path" not in entry:
+        raise _evidence_error(file, "entries are mappings of path, lines and sha256")
+    path = entry["path"]
+    if not isinstance(path, str):
+        raise _evidence_error(file, "path must be a string")
+    problem = path_problem(path)
+    if problem is not None:
+        raise _evidence_error(file, f"path {path!r} {problem}")
+    start = end = None
+    if entry.get("lines") is not None:
+        start, end = parse_lines(entry["lines"], file)
+    sha = entry.get("sha256")
+    if sha is not None and not (isinstance(sha, str) and _hex64(sha)):
+        raise _evidence_error(file, f"sha256 of {path!r} is not 64 lower-case hex digits")
+    if sha is None and start is not None:
+        raise _evidence_error(file, f"{path!r} cites lines without their sha256")
+    return Cite(path, start, end, sha)
+
+
+def cites_of(value: object, file: str) -> tuple[Cite, ...]:
+    if value is None:
+        return ()
+    if not isinstance(value, list):
+        raise _evidence_error(file, "must be a list")
+    if len(value) > MAX_CITES:
+        raise _evidence_error(file, f"has {len(value)} entries; at most {MAX_CITES}")
+    return unique(cite_of(entry, file) for entry in value)
+
+
+def unique(cites: Iterable[Cite]) -> tuple[Cite, ...]:
+    """In order, each citation once (a later one of the same path and lines replaces an earlier)."""
+    kept: dict[tuple[str, int | None, int | None], Cite] = {}
+    for cite in cites:
+        kept[(cite.path, cite.start, cite.end)] = cite
+    return tuple(kept.values())
+
+
+def render_lines(cites: Sequence[Cite], quote: Callable[[str], str]) -> list[str]:
+    """The frontmatter lines of ``cites`` (``quote`` writes a JSON-style double-quoted string)."""
+    if not cites:
+        return []
+    out = ["evidence:"]
+    for cite in cites:
+        out.append(f"- path: {quote(cite.path)}")
+        if cite.start is not None:
+            out.append(f"  lines: {cite.lines}")
+        if cite.sha256 is not None:
+            # 64 decimal digits would read back as a YAML integer: quoted then (odds of 1 in 10^13).
+            out.append(f"  sha256: {quote(cite.sha256) if cite.sha256.isdigit() else cite.sha256}")
+    return out
+
+
+def parse_block(lines: Sequence[str]) -> tuple[Cite, ...] | None:
+    """The citations of a block ``render_lines`` wrote, read without YAML; None for any other shape."""
+    entries: list[dict[str, object]] = []
+    for line in lines:
+        if line.startswith("- path: "):
+            entries.append({})
+            key, value = "path", line[8:]
+        elif line.startswith("  ") and entries:
+            key, sep, value = line[2:].partition(": ")
+            if not sep or key not in ("lines", "sha256") or key in entries[-1]:
+                return None
+        else:
+            return None
+        if key == "path":
+            if len(value) < 2 or value[0] != '"' or value[-1] != '"' or '"' in value[1:-1] or "\\" in value:
+                return None
+            entries[-1]["path"] = value[1:-1]
+        elif key == "lines":
+            entries[-1]["lines"] = value
+        else:
+            entries[-1]["sha256"] = value[1:-1] if len(value) == 66 and value[0] == value[-1] == '"' else value
+    try:
+        return cites_of(entries, "<evidence>") if entries else None
+    except InputRejected:
+        return None
+
+
+# The search index keeps a memory's citations as text: one line per citation, tab-separated.
+def to_row(cites: Sequence[Cite]) -> str | None:
+    if not cites:
+        return None
+    return "\n".join(f"{c.path}\t{c.start or ''}\t{c.end or ''}\t{c.sha256 or ''}" for c in cites)
+
+
+def from_row(text: str | None) -> tuple[Cite, ...]:
+    if not text:
+        return ()
+    out = []
+    for line in text.split("\n"):
+        path, start, end, sha = line.split("\t")
+        out.append(Cite(path, int(start) if start else None, int(end) if end else None, sha or None))
+    return tuple(out)
+
+
+# Normalised text and its hash.
+
+def normal_lines(data: bytes) -> list[str]:
+    text = data.decode("utf-8", "replace").replace("\r\n", "\n").replace("\r", "\n")
+    return [" ".join(line.split()) for line in text.split("\n")]
+
+
+def digest(lines: Sequence[str]) -> str:
+    from ..fsutil import sha256_bytes
+
+    return sha256_bytes("\n".join(lines).encode("utf-8", "surrogatepass"))
+
+
+def _whole(lines: list[str]) -> list[str]:
+    end = len(lines)
+    while end and not lines[end - 1]:
+        end -= 1
+    return lines[:end]
+
+
+def anchor(path: str, data: bytes, start: int | None, end: int | None) -> Cite:
+    """A citation of ``data`` (the file at ``path`` now): its lines ``start``-``end``, or the whole file."""
+    lines = normal_lines(data)
+    if start is None:
+        return Cite(path, None, None, digest(_whole(lines)))
+    last = len(_whole(lines))
+    if end is None:
+        end = start
+    if start < 1 or end < start or end > last:
+        raise InputRejected(f"{path} has {last} lines; {start}-{end} is not a range of them",
+                            code="evidence.range", hint=f"cite lines between 1 and {last}")
+    if end - start + 1 > MAX_RANGE:
+        raise InputRejected(f"{path}:{start}-{end} is over {MAX_RANGE} lines", code="evidence.range",
+                            hint="cite the few lines the memory depends on")
+    window = lines[start - 1:end]
+    if not any(window):
+        raise InputRejected(f"{path}:{start}-{end} holds only blank lines", code="evidence.range",
+                            hint="cite the lines that hold what the memory says")
+    return Cite(path, start, end, digest(window))
+
+
+class Found(FrozenValue):
+    """What a check found for one citation: its status, and where the text is now (path and lines)."""
+
+    __slots__ = ("cite", "status", "path", "start", "end")
+    cite: Cite
+    status: str
+    path: str
+    start: int | None
+    end: int | None
+
+    def __init__(self, cite: Cite, status: str, path: str | None = None, start: int | None = None,
+                 end: int | None = None) -> None:
+        self._set(cite=cite, status=status, path=cite.path if path is None else path, start=start, end=end)
+
+    @property
+    def drifted(self) -> bool:
+        return self.status in DRIFT
+
+    @property
+    def at(self) -> str:
+        """Where the cited text is now (or was: the cited place, for text that changed)."""
+        if self.start is None:
+            return self.path
+        return f"{self.path}:{self.start}" if self.end == self.start else f"{self.path}:{self.start}-{self.end}"
+
+    def mark(self) -> str | None:
+        """The note before a memory's text for the model (None: nothing to say)."""
+        if self.status == CHANGED:
+            return f"[code changed since this was written: {self.cite.where}]"
+        if self.status == GONE:
+            return f"[cited file is gone: {self.cite.path}]"
+        if self.status == RENAMED:
+            if self.start is None and self.cite.start is not None:
+                return f"[code changed since this was written: {self.cite.where}, file now {self.path}]"
+            return f"[cited file moved: {self.cite.path} is now {self.path}]"
+        return None
+
+    def as_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {**self.cite.as_dict(), "cited": self.cite.where, "status": self.status}
+        if self.status in (MOVED, RENAMED):
+            out["now"] = self.at
+        if self.status == RENAMED:
+            out["nowPath"] = self.path
+        return out
+
+
+def locate(cite: Cite, data: bytes, path: str | None = None) -> Found:
+    """Where ``cite``'s text is in ``data`` (the bytes of ``path``, by default the cited file)."""
+    path = cite.path if path is None else path
+    if cite.sha256 is None:
+        return Found(cite, HOLDS, path)
+    lines = normal_lines(data)
+    if cite.start is None or cite.end is None:
+        return Found(cite, HOLDS if digest(_whole(lines)) == cite.sha256 else CHANGED, path)
+    size = cite.end - cite.start + 1
+    at = cite.start - 1
+    if digest(lines[at:at + size]) == cite.sha256 and at + size <= len(lines):
+        return Found(cite, HOLDS, path, cite.start, cite.end)
+    # Moved: the nearest window of the same number of lines with the same hash.
+    for distance in range(1, len(lines) + 1):
+        for begin in (at + distance, at - distance):
+            if 0 <= begin and begin + size <= len(lines) and digest(lines[begin:begin + size]) == cite.sha256:
+                return Found(cite, MOVED, path, begin + 1, begin + size)
+        if at - distance < 0 and at + distance + size > len(lines):
+            break
+    return Found(cite, CHANGED, path, cite.start, cite.end)
+
+
+def read_cited(root: str, path: str) -> bytes | None:
+    """The cited file's bytes, or None when it is gone, not a regular file, or lies outside ``root``
+    once links are resolved; a file over ``MAX_CITED_BYTES`` reads as b"" (never hashed)."""
+    full = os.path.join(root, path)
+    try:
+        real = os.path.realpath(full)
+        base = os.path.realpath(root)
+        if real != base and not real.startswith(base.rstrip(os.sep) + os.sep):
+            return None
+        st = os.stat(real)
+        if not stat.S_ISREG(st.st_mode):
+            return None
+        if st.st_size > MAX_CITED_BYTES:
+            return b""
+        with open(real, "rb") as fh:
+            return fh.read(MAX_CITED_BYTES + 1)
+    except (OSError, ValueError):
+        return None
+
+
+def check(root: str, cites: Sequence[Cite], follow: Callable[[str], str | None] | None = None) -> list[Found]:
+    """Each citation checked against the files under ``root`` now. ``follow`` names where git saw a
+    gone file move to (a rename), or None; without it a gone file is just gone."""
+    out = []
+    for cite in cites:
+        data = read_cited(root, cite.path)
+        if data is None:
+            moved = follow(cite.path) if follow is not None else None
+            moved_data = read_cited(root, moved) if moved else None
+            if moved is None or moved_data is None:
+                out.append(Found(cite, GONE))
+                continue
+            found = locate(cite, moved_data, moved)
+            holds = found.status in (HOLDS, MOVED)
+            out.append(Found(cite, RENAMED, moved, found.start if holds else None, found.end if holds else None))
+            continue
+        if not data and cite.sha256 is not None and os.path.getsize(os.path.join(root, cite.path)) > 0:
+            out.append(Found(cite, UNCHECKED))
+            continue
+        out.append(locate(cite, data))
+    return out
+
+
+def marks(found: Iterable[Found]) -> list[str]:
+    return [m for f in found if (m := f.mark()) is not None]
+
+
+def identity(root: str, path: str) -> str:
+    """What changes whenever the cited file may have: its stat (inode, size, mtime, ctime), or absent."""
+    try:
+        st = os.stat(os.path.join(root, path))
+    except OSError:
+        return "absent"
+    return f"{st.st_ino}:{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns}"
+
+
+def settled(key: str, now: int) -> bool:
+    parts = key.split(":")
+    if len(parts) != 4:
+        return key == "absent"
+    return now - max(int(parts[2]), int(parts[3])) > SETTLED_NS
+
+
+class Marker:
+    """The marks of each served memory's citations, for the block the model reads.
+
+    A cache, kept with the memory's row in its store's search index (the ``proof`` column): the marks
+    found, under the identity (inode, size, mtime, ctime) of every file the memory cites, or ``absent``
+    (with ``follow_key``'s answer, when renames are followed: git's index and HEAD). A cited file that
+    changes in any way, in place or by rename, changes its identity, and a changed memory file gets a
+    new row, so a kept answer is served only while every input it was found from is as it was. An
+    identity still within two seconds of its last change (a second write could keep it) is never
+    kept. A prompt then pays a stat per cited file, and reads only the files that changed.
+    ``proofs`` lists each cited file with its identity, for a cache of the whole block.
+    """
+
+    def __init__(self, root: str, follow: Callable[[str], str | None] | None = None,
+                 follow_key: Callable[[], list[tuple[str, str]]] | None = None) -> None:
+        self.root = root
+        self.follow = follow
+        self.follow_key = follow_key
+        self.proofs: list[tuple[str, str | None, int]] = []
+        self._git: list[tuple[str, str]] | None = None
+
+    def __call__(self, source: Any, row: Any) -> list[str]:
+        if not row.evidence or source.kind == "global":
+            return []
+        import time
+
+        cites = from_row(row.evidence)
+        paths = list(dict.fromkeys(c.path for c in cites))
+        keys = [identity(self.root, p) for p in paths]
+        now = time.time_ns()
+        extra: list[tuple[str, str]] = []
+        if "absent" in keys and self.follow_key is not None:
+            if self._git is None:
+                self._git = self.follow_key()
+            extra = self._git
+        steady = all(settled(k, now) for k in keys) and all(settled(k, now) for _, k in extra)
+        for path, key in [*((os.path.join(self.root, p), k) for p, k in zip(paths, keys, strict=True)), *extra]:
+            self.proofs.append((path, key, 0 if settled(key, now) else 1))
+        head = "\t".join([*keys, *(k for _, k in extra)])
+        if row.proof:
+            kept_head, _, kept = row.proof.partition("\n")
+            if kept_head == head:
+                return kept.split("\x1f") if kept else []
+        found = marks(check(self.root, cites, self.follow))
+        if steady:
+            row.proof = head + "\n" + "\x1f".join(found)
+            source.index.settle("UPDATE docs SET proof = ? WHERE id = ? AND sha = ?", (row.proof, row.id, row.sha))
+        return found
