@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
 
@@ -160,3 +161,16 @@ def test_the_marker_keeps_its_answer_until_a_cited_file_changes(tmp_path: Path) 
 def test_row_text_carries_every_field_of_the_citations() -> None:
     cites = (anchor("Makefile", SOURCE, 4, 5), Cite("docs/a.md"))
     assert evidence.from_row(evidence.to_row(cites)) == cites and evidence.to_row(()) is None
+
+
+def test_a_cited_fifo_reads_as_gone_without_blocking(tmp_path: Path) -> None:
+    os.mkfifo(tmp_path / "Makefile")  # nobody writes to it: a blocking open would never return
+    assert evidence.read_cited(str(tmp_path), "Makefile") is None
+    assert [f.status for f in check(str(tmp_path), [anchor("Makefile", SOURCE, 5, 5)])] == [GONE]
+
+
+def test_a_file_over_the_bound_is_read_as_empty_and_never_hashed(tmp_path: Path) -> None:
+    (tmp_path / "big.txt").write_bytes(b"x\n" * (evidence.MAX_CITED_BYTES // 2 + 1))
+    assert evidence.read_cited(str(tmp_path), "big.txt") == b""
+    (tmp_path / "small.txt").write_bytes(SOURCE)
+    assert evidence.read_cited(str(tmp_path), "small.txt") == SOURCE

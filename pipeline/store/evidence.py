@@ -346,15 +346,21 @@ def read_cited(root: str, path: str) -> bytes | None:
         base = os.path.realpath(root)
         if real != base and not real.startswith(base.rstrip(os.sep) + os.sep):
             return None
-        st = os.stat(real)
-        if not stat.S_ISREG(st.st_mode):
-            return None
-        if st.st_size > MAX_CITED_BYTES:
-            return b""
-        with open(real, "rb") as fh:
-            return fh.read(MAX_CITED_BYTES + 1)
+        # Opened without following a link and without blocking, then judged by what was opened: a file
+        # swapped for a link or a FIFO after the realpath neither leads outside nor hangs the reader.
+        fd = os.open(real, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except (OSError, ValueError):
         return None
+    with os.fdopen(fd, "rb") as fh:
+        try:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode):
+                return None
+            if st.st_size > MAX_CITED_BYTES:
+                return b""
+            return fh.read(MAX_CITED_BYTES + 1)
+        except OSError:
+            return None
 
 
 def check(root: str, cites: Sequence[Cite], follow: Callable[[str], str | None] | None = None) -> list[Found]:
