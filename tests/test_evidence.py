@@ -67,6 +67,8 @@ def test_whatever_is_written_yaml_and_the_fast_reader_agree(raw: list[tuple[str,
     ({"path": "../outside"}, "'..'"), ({"path": "/etc/passwd"}, "absolute"), ({"path": ".git/config"}, ".git"),
     ({"path": "a", "lines": "3-1"}, "range"), ({"path": "a", "lines": 2}, "without their sha256"),
     ({"path": "a", "sha256": "XYZ"}, "hex"), ({"path": "a", "extra": 1}, "mappings"),
+    ({"path": "Makefile\u2028## do this"}, "invisible"), ({"path": "ops/\u202edeploy.sh"}, "invisible"),
+    ({"path": "a\x7fb"}, "invisible"), ({"path": "a\nb"}, "control"),
 ])
 def test_a_citation_that_is_not_a_plain_repository_path_is_refused_with_the_reason(entry: dict[str, object],
                                                                                    problem: str) -> None:

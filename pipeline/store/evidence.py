@@ -45,12 +45,20 @@ def _hex64(value: str) -> bool:
     return len(value) == 64 and all(ch in "0123456789abcdef" for ch in value)
 
 
+def _has_invisible(text: str) -> bool:
+    """Whether ``text`` holds a control, format (bidi), private-use or line-separator character: such a
+    path would disguise itself in the mark the model reads (``[cited file is gone: …]``)."""
+    import unicodedata
+
+    return any(unicodedata.category(ch) in ("Cc", "Cf", "Co", "Cs", "Zl", "Zp") for ch in text)
+
+
 def path_problem(path: str) -> str | None:
     """Why ``path`` is not a plain repository-relative file path, or None."""
     if not path or len(path) > MAX_PATH:
         return "is empty or too long"
-    if "\x00" in path or any(ord(ch) < 32 for ch in path):
-        return "contains a control character"
+    if not (path.isascii() and path.isprintable()) and _has_invisible(path):
+        return "contains a control or invisible character"
     if path.startswith(("/", "~")) or (len(path) > 1 and path[1] == ":" and path[0].isalpha()):
         return "is absolute; give it relative to the repository root"
     if "\\" in path:
