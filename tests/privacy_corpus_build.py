@@ -882,6 +882,10 @@ PLACEHOLDER_SOURCES = (
     ("loremipsumdonec+optimizely-cms-models", r"asset-manifest\.json$", r"\.[0-9a-f]{8}\.", "hashed-asset"),
     ("external-secrets+external-secrets", r"go\.sum$", _JWT_NAME, "jwt-package"),
     ("pydantic+pydantic-ai", r"uv\.lock$", _JWT_NAME, "jwt-package"),
+    # Compose files that hand a password over by file, variable or secret name, never by value
+    ("docker+awesome-compose", r"compose\.ya?ml$",
+     r"(?i)(?:password|secret|_pw\b).*(?:_FILE=|/run/secrets/|\$\{|\$\$\(|file:)|^\s*-?\s*db-password:?\s*$",
+     "variable-reference"),
 )
 MAX_PLACEHOLDER_ROWS = 60  # per source, in file and line order
 
