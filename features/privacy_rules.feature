@@ -29,6 +29,7 @@ Feature: The privacy rules hold on data nobody wrote for them
       | a word password in an ODBC string | the ledger DSN is DSN=ledger;UID=report;PWD=marmalade          | connection-string-password | marmalade                       |
       | a password in a Maven element     | the CI server entry holds <password>Tq7#vLm29xKa</password>    | markup-secret-element | Tq7#vLm29xKa                         |
       | a password in a pod's env list    | the pod has - name: SMTP_PASSWORD value: Hn4$wQ82pLxz           | secret-name-value-pair | Hn4$wQ82pLxz                        |
+      | an impacket target password       | ran psexec.py ACME/svc_backup:Vr8!kP2qLm@10.20.0.15 to check    | impacket-target-password | Vr8!kP2qLm                        |
 
   Scenario Outline: A safe memory holding <what> is accepted
     When I add a safe memory "project_note" whose body says "<text>"

@@ -105,10 +105,10 @@ def test_the_training_split_keeps_the_figures_measured_when_the_test_split_was_f
     from pipeline.bench.privacy import measure
 
     figures = measure(CORPUS)["splits"]["train"]
-    # Measured when whispers' fixtures joined training (95.7 %, 3.0 %): several of the scanners' "must not
+    # Measured when whispers' fixtures joined training (95.9 %, 3.0 %): several of the scanners' "must not
     # find" texts are well-formed keys of another vendor, published samples or test passwords
     # (justForTesting), and several "must find" ones are placeholders. See docs/privacy-evaluation.md.
-    assert figures["recall"] >= 0.957, figures["recall"]
+    assert figures["recall"] >= 0.958, figures["recall"]
     assert figures["fpRate"] <= 0.031, figures["fpRate"]
 
 

@@ -462,6 +462,9 @@ MECHANISM_FINDINGS = [
     ("config-line-word-password", "SSHpassword=hardcoded"),
     ("config-line-word-password", "DB_USER=demo\nREACT_APP_DB_PASS=marmalade\n"),
     ("config-line-word-password", "  - DB_PASSWORD: dragonfly"),
+    # impacket's [domain/]user:password@target (impacket's examples/README)
+    ("impacket-target-password", "psexec.py ACME/svc_backup:Vr8!kP2qLm@10.20.0.15"),
+    ("impacket-target-password", "impacket-wmiexec administrator:Passw0rd1@10.10.10.4 whoami"),
     # markup: a secret-named element, key/value and name/value pairs (whispers hardcoded.xml,
     # integration.xml, integration.yml; Maven settings.xml, .NET appSettings, Kubernetes env)
     ("markup-secret-element", "<server><id>acme</id><password>Tq7#vLm29xKa</password></server>"),
@@ -470,6 +473,12 @@ MECHANISM_FINDINGS = [
     ("secret-name-value-pair", "    <entry>\n        <key>business.password</key>\n        <value>hardcoded2</value>"),
     ("secret-name-value-pair", "  secrets:\n    - key: pro_password\n      value: hardcoded1"),
     ("secret-name-value-pair", 'env:\n  - name: DB_PASSWORD\n    value: "Rk2!mZ7qWp4n"'),
+    # a secret-named subscript or a numbered name (whispers language.php, language.java)
+    ("secret-assignment-quoted", "$config['db_password'] = 'hardcoded3';"),
+    ("secret-assignment-quoted", 'String static_password01 = "hardcoded0";'),
+    ("secret-assignment", "api.key=dGhpc2lzYWhhcmRjb2RlZHN0cmluZzpECghardcoded03"),
+    # a flag that ends in password, secret or token (whispers language.sh)
+    ("cli-secret-flag", "curl --tlspassword YXNkZmZmZmZm_HARDcoded https://localhost"),
 ]
 
 
