@@ -26,6 +26,10 @@ Feature: The privacy rules hold on data nobody wrote for them
       | a German postal address           | she moved to Lindenstraße 12, 10969 Berlin in May              | postal-address-compound | Lindenstraße 12                    |
       | a date of birth after a name      | from the HR sheet: Giulia Rossi (14/03/1987)                   | date-of-birth-named  | 14/03/1987                            |
       | a home path with an accented name | logs end up in /home/josé/projects/api                         | home-path-linux      | josé                                  |
+      | a word password in an ODBC string | the ledger DSN is DSN=ledger;UID=report;PWD=marmalade          | connection-string-password | marmalade                       |
+      | a password in a Maven element     | the CI server entry holds <password>Tq7#vLm29xKa</password>    | markup-secret-element | Tq7#vLm29xKa                         |
+      | a password in a pod's env list    | the pod has - name: SMTP_PASSWORD value: Hn4$wQ82pLxz           | secret-name-value-pair | Hn4$wQ82pLxz                        |
+      | an impacket target password       | ran psexec.py ACME/svc_backup:Vr8!kP2qLm@10.20.0.15 to check    | impacket-target-password | Vr8!kP2qLm                        |
 
   Scenario Outline: A safe memory holding <what> is accepted
     When I add a safe memory "project_note" whose body says "<text>"
@@ -45,6 +49,8 @@ Feature: The privacy rules hold on data nobody wrote for them
       | a camelCase identifier        | run `Lwjgl3GameLauncher.main` for the client                                              |
       | a public key setting          | primaryKey: 7f3a9c2e4b1d8f6a0c5e3b7d9a1f4c8e                                              |
       | a version after a product     | built on MonoGame 3.8.4.1 and .NET 8                                                      |
+      | a Rails form's CSRF token     | the form renders name="authenticity_token" value="7SWa-Fo1_hsC6oovfBsJFLGPUl2EhkSWPbJhWANwgaJWBDl1vxd9VNqXTNAefsJqzIRYaZEfYZLffa31rw8zJA" |
+      | a password read from a secret | env: - name: DB_PASSWORD valueFrom: secretKeyRef: name: db key: password                  |
 
   Scenario: The pre-commit hook refuses a hand-edited mirror file by the same rules
     Given someone wrote the mirror file "project_deploy" by hand, saying "the deploy uses dapi9f3c1b7e2a5d4c8f0b6e1a3d9c7f2b4e for it"

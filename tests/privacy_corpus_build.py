@@ -882,6 +882,10 @@ PLACEHOLDER_SOURCES = (
     ("loremipsumdonec+optimizely-cms-models", r"asset-manifest\.json$", r"\.[0-9a-f]{8}\.", "hashed-asset"),
     ("external-secrets+external-secrets", r"go\.sum$", _JWT_NAME, "jwt-package"),
     ("pydantic+pydantic-ai", r"uv\.lock$", _JWT_NAME, "jwt-package"),
+    # Compose files that hand a password over by file, variable or secret name, never by value
+    ("docker+awesome-compose", r"compose\.ya?ml$",
+     r"(?i)(?:password|secret|_pw\b).*(?:_FILE=|/run/secrets/|\$\{|\$\$\(|file:)|^\s*-?\s*db-password:?\s*$",
+     "variable-reference"),
 )
 MAX_PLACEHOLDER_ROWS = 60  # per source, in file and line order
 
@@ -921,13 +925,47 @@ def placeholders(mirrors: Path) -> list[dict[str, Any]]:
     return rows
 
 
+WHISPERS = ("Skyscanner+whispers", "tests/fixtures/", "train")
+# whispers' fixtures mark their parts with a comment, a YAML key or an XML element: what follows
+# "Noncompliant" (or "incompliant") must be reported, what follows "Compliant" must not.
+_WHISPERS_MARK = re.compile(r"(?i)^\s*(?:#|//|;|<!--)?\s*<?(non-?compliant|incompliant|compliant)>?:?\s*(?:-->)?\s*$")
+_WHISPERS_END = re.compile(r"(?i)^\s*</(?:non-?compliant|incompliant|compliant)>\s*$")
+
+
+def whispers(mirrors: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Each marked part of whispers' test fixtures, whole: a Noncompliant part as a positive, a
+    Compliant part as a benign text (configuration files, shell, code, XML and YAML)."""
+    repo, commit, split, paths = _scanner_files(mirrors, WHISPERS)
+    found: list[dict[str, Any]] = []
+    clean: list[dict[str, Any]] = []
+    for path in paths:
+        if path.endswith("/paths.yml"):
+            continue  # file paths marked for whispers' path rule: no credential
+        parts: list[tuple[bool, list[str]]] = []
+        for line in _git(repo, "show", f"HEAD:{path}").splitlines():
+            mark = _WHISPERS_MARK.match(line)
+            if mark is not None:
+                parts.append((not mark.group(1).lower().startswith("compliant"), []))
+            elif _WHISPERS_END.match(line) is None and parts:
+                parts[-1][1].append(line)
+        for positive, lines in parts:
+            text = "\n".join(lines).strip("\n")
+            if text.strip() and not re.fullmatch(r"(?:\s*</[^>]+>)*\s*", text):  # not a bare closing tag
+                (found if positive else clean).append(_scanner_row(
+                    positive, f"whispers-{Path(path).name}", split,
+                    f"Skyscanner/whispers@{commit[:12]}:{path}", text))
+    return found, clean
+
+
 def outside(mirrors: Path) -> None:
     """Replace the outside sources' rows in the corpus files; the generated rows stay as they are."""
     found, clean = semgrep(mirrors)
     leaks, leaks_clean = gitleaks(mirrors)
     linted, linted_clean = secretlint(mirrors)
-    added = {"positives.jsonl": noseyparker(mirrors) + found + leaks + linted,
-             "benign.jsonl": clean + memory_lines(mirrors) + leaks_clean + linted_clean + placeholders(mirrors)}
+    whispered, whispered_clean = whispers(mirrors)
+    added = {"positives.jsonl": noseyparker(mirrors) + found + leaks + linted + whispered,
+             "benign.jsonl": clean + memory_lines(mirrors) + leaks_clean + linted_clean + placeholders(mirrors)
+             + whispered_clean}
     outside_kinds = ("memory-file", "scanner-ok", *{k for *_, k in PLACEHOLDER_SOURCES}, "external-secret")
     for name, rows in added.items():
         with open(OUT / name, encoding="utf-8") as fh:

@@ -187,3 +187,26 @@ def test_a_uuid_handed_to_a_token_setting_or_header_is_a_credential_but_a_reques
 ])
 def test_a_birth_date_needs_a_label_or_a_name_and_a_birth_year(text: str, found: bool) -> None:
     assert bool([r for r in rules(text) if r.startswith("date-of-birth")]) is found
+
+
+@pytest.mark.parametrize(("check", "value", "context", "is_secret"), [
+    # a plain word is a password in a slot that only a password fills (whispers settings.env: SSHpassword)
+    ("slot-password", "marmalade", "Pwd=marmalade", True),
+    ("slot-password", "hardcoded", "SSHpassword=hardcoded", True),
+    ("slot-password", "Zx8kQ2mW9aP", "Password=Zx8kQ2mW9aP", True),
+    ("slot-cli-password", "letmein", "psexec \\\\web01 -u deploy -p letmein", True),
+    # but not a literal, a word of a sentence, a reference or a typed-in filler
+    ("slot-password", "none", "password=none", False),
+    ("slot-password", "required", "password=required", False),
+    ("slot-password", "${DB_PASSWORD}", "Pwd=${DB_PASSWORD}", False),
+    ("slot-password", "$$password", "password: $$password", False),
+    ("slot-password", "!Ref", "MasterUserPassword: !Ref", False),
+    ("slot-cli-password", "$PASS", "sshpass -p $PASS", False),
+    ("slot-cli-password", "abc123", "psexec \\\\web01 -p abc123", False),
+    # a function call quoted as a string is code (whispers language.js)
+    ("quoted-secret", "obj.aFunctionCall()", 'variable_password8 = "obj.aFunctionCall()"', False),
+    ("quoted-secret", "Zx8(kQ2)mW9", 'password = "Zx8(kQ2)mW9"', True),
+])
+def test_a_password_slot_takes_a_word_but_no_literal_reference_or_filler(check: str, value: str, context: str,
+                                                                         is_secret: bool) -> None:
+    assert CHECKS[check](value, context, {}) is is_secret

@@ -105,11 +105,11 @@ def test_the_training_split_keeps_the_figures_measured_when_the_test_split_was_f
     from pipeline.bench.privacy import measure
 
     figures = measure(CORPUS)["splits"]["train"]
-    # Measured when gitleaks' and secretlint's examples and the benign look-alikes joined training (95.9 %,
-    # 2.8 %): several of the scanners' "must not find" texts are well-formed keys of another vendor or
-    # published samples, and several "must find" ones are placeholders. See docs/privacy-evaluation.md.
-    assert figures["recall"] >= 0.955, figures["recall"]
-    assert figures["fpRate"] <= 0.029, figures["fpRate"]
+    # Measured when whispers' fixtures joined training (95.9 %, 3.0 %): several of the scanners' "must not
+    # find" texts are well-formed keys of another vendor, published samples or test passwords
+    # (justForTesting), and several "must find" ones are placeholders. See docs/privacy-evaluation.md.
+    assert figures["recall"] >= 0.958, figures["recall"]
+    assert figures["fpRate"] <= 0.031, figures["fpRate"]
 
 
 def test_recall_and_false_positive_rate() -> None:

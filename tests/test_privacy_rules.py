@@ -454,7 +454,56 @@ MECHANISM_FINDINGS = [
     ("secret-call-argument", 'credentials {\n  username "ci"\n  password "Wq4#pT8vLz2Kx"\n}'),
     # tools that take a password after -p
     ("cli-password-argument", r"psexec \\web01 -u ACME\deploy -p Zq9xLm2Rv8Tn4 cmd.exe"),
+    # where the syntax says "password", a plain word is one: a tool's own slot, a connection string's
+    # Pwd=, a password setting alone on its line (whispers tests/fixtures: settings.env, java.properties)
+    ("cli-password-argument", r"psexec \\web01 -u ACME\deploy -p marmalade cmd.exe"),
+    ("cli-password-argument", "sshpass -p dragonfly ssh deploy@10.0.0.7"),
+    ("connection-string-password", "Driver={SQL Server};Server=db01;Uid=report;Pwd=marmalade;"),
+    ("config-line-word-password", "SSHpassword=hardcoded"),
+    ("config-line-word-password", "DB_USER=demo\nREACT_APP_DB_PASS=marmalade\n"),
+    ("config-line-word-password", "  - DB_PASSWORD: dragonfly"),
+    # impacket's [domain/]user:password@target (impacket's examples/README)
+    ("impacket-target-password", "psexec.py ACME/svc_backup:Vr8!kP2qLm@10.20.0.15"),
+    ("impacket-target-password", "impacket-wmiexec administrator:Passw0rd1@10.10.10.4 whoami"),
+    # markup: a secret-named element, key/value and name/value pairs (whispers hardcoded.xml,
+    # integration.xml, integration.yml; Maven settings.xml, .NET appSettings, Kubernetes env)
+    ("markup-secret-element", "<server><id>acme</id><password>Tq7#vLm29xKa</password></server>"),
+    ("secret-name-value-pair", '<add key="SmtpPassword" value="Hn4$wQ82pLxz" />'),
+    ("secret-name-value-pair", '<property name="password" value="Rk2!mZ7qWp4n"/>'),
+    ("secret-name-value-pair", "    <entry>\n        <key>business.password</key>\n        <value>hardcoded2</value>"),
+    ("secret-name-value-pair", "  secrets:\n    - key: pro_password\n      value: hardcoded1"),
+    ("secret-name-value-pair", 'env:\n  - name: DB_PASSWORD\n    value: "Rk2!mZ7qWp4n"'),
+    # a secret-named subscript or a numbered name (whispers language.php, language.java)
+    ("secret-assignment-quoted", "$config['db_password'] = 'hardcoded3';"),
+    ("secret-assignment-quoted", 'String static_password01 = "hardcoded0";'),
+    ("secret-assignment", "api.key=dGhpc2lzYWhhcmRjb2RlZHN0cmluZzpECghardcoded03"),
+    # a flag that ends in password, secret or token (whispers language.sh)
+    ("cli-secret-flag", "curl --tlspassword YXNkZmZmZmZm_HARDcoded https://localhost"),
 ]
+
+
+# Texts of the training sources where a password's place is taken by something else (whispers'
+# Compliant fixtures, gitleaks' fps): none is reported.
+SLOT_LOOK_ALIKES = [
+    "baseDN=LDAP\nusername=admin\npassword=\nsonar.jdbc.password=\napi.key=",
+    "MasterUserPassword: !Ref 'MasterUserPassword'",
+    "02_variable_password: $$password",
+    "  password: password\n  MasterUserPassword: <% PASSWORD_HERE %>",
+    "password = asdf",
+    'variable_password8 = "obj.aFunctionCall()";',
+    "psexec \\\\srv -u admin -p password cmd",
+    "- name: DB_USER\n  value: admin",
+    "- name: DB_PASSWORD\n  valueFrom:\n    secretKeyRef:\n      name: db-credentials\n      key: password",
+    '<input type="hidden" name="authenticity_token" value="7SWa-Fo1_hsC6oovfBsJFLGPUl2EhkSWPbJhWANwgaJWBDl1vxd9VNqXTNAefsJqzIRYaZEfYZLffa31rw8zJA">',
+    "password: required",
+    "DB_PASSWORD=",
+    "wget --user=admin --ask-password https://localhost",
+]
+
+
+@pytest.mark.parametrize("text", SLOT_LOOK_ALIKES)
+def test_a_password_slot_holding_a_reference_a_name_or_a_filler_is_not_flagged(text: str) -> None:
+    assert load_ruleset().scan(text) == [], text
 
 
 @pytest.mark.parametrize(("rule", "text"), MECHANISM_FINDINGS)

@@ -205,7 +205,9 @@ _REFERENCE_LEADS = ("<", "{", "[", "(", "@", "/", "~", "./", "../", "env:", "vau
                     "os.getenv", "getenv(", "System.getenv", "Environment.GetEnvironmentVariable", "import.meta.env",
                     "Deno.env", "config.", "settings.", "env.", "secrets.", "vars.", "ENV[",
                     # Terraform and HCL references: var.db_password, local.x, module.db.password, !local.x
-                    "var.", "local.", "module.", "data.", "each.", "self.", "!var.", "!local.")
+                    "var.", "local.", "module.", "data.", "each.", "self.", "!var.", "!local.",
+                    # CloudFormation intrinsic functions: MasterUserPassword: !Ref 'DbPassword'
+                    "!Ref", "!Sub", "!GetAtt", "!ImportValue", "!FindInMap", "!Join", "!Select", "!If")
 # The name a value is given, when it names a reference or an identifier rather than a secret: the
 # Jenkins credentialsId, .NET UserSecretsId, a client or key id, a secret's name, path or variable.
 
@@ -249,8 +251,12 @@ def _is_reference(value: str) -> bool:
     if value.startswith("%"):
         return value.count("%") >= 2 and value[1:].split("%", 1)[0].replace("_", "").isalnum()  # %APPDATA%
     if value.startswith("$"):
-        return value[1:2].isalpha() or value[1:2] in "_{("
+        return value[1:2].isalpha() or value[1:2] in "_{($"  # $$VAR: a Compose or Make variable
     return value.startswith(_REFERENCE_LEADS) or "${" in value or "{{" in value or "$(" in value
+
+
+# Code quoted as a string: a function or method call ("obj.aFunctionCall()").
+_CALL = re.compile(r"[A-Za-z_][\w.]*\([^()]*\)")
 
 
 def quoted_secret(secret: str, _context: str, _params: dict[str, float]) -> bool:
@@ -258,7 +264,7 @@ def quoted_secret(secret: str, _context: str, _params: dict[str, float]) -> bool
     value = secret.strip()
     if len(value) < 6 or _is_reference(value) or looks_fake(value) or names_reference(secret, _context):
         return False
-    if names_key(secret, _context) or _VERSIONED.search(value):
+    if names_key(secret, _context) or _VERSIONED.search(value) or _CALL.fullmatch(value):
         return False
     if " " in value:
         return is_random_token(value.replace(" ", ""))  # a label or prompt is words
@@ -428,6 +434,27 @@ def secret_value(secret: str, _context: str, _params: dict[str, float]) -> bool:
     return classes >= 2
 
 
+def _word_password(secret: str, context: str) -> bool:
+    """A plain word (``sunshine``, ``Dragonfly``) where the syntax says a password stands: weak, but
+    real; not a literal such as ``none``, a word of a sentence, a typed-in filler or a reference."""
+    value = secret.strip("\"'`{}")
+    lowered = value.lower()
+    if len(value) < 4 or not value.isalpha() or lowered in _NOT_LITERALS or lowered in _PROSE_STOPWORDS:
+        return False
+    return not (looks_fake(value) or names_reference(secret, context))
+
+
+def slot_password(secret: str, context: str, params: dict[str, float]) -> bool:
+    """The value of a connection string's ``Pwd=``/``Password=``: a literal secret, or a word."""
+    return secret_value(secret, context, params) or _word_password(secret, context)
+
+
+def slot_cli_password(secret: str, context: str, params: dict[str, float]) -> bool:
+    """The password a tool takes as its own argument (``psexec -p``, ``sshpass -p``, ``net use``): a
+    literal, or a word (where ``-p`` could be a compiler flag the tool's name is required first)."""
+    return cli_value(secret, context, params) or _word_password(secret, context)
+
+
 CHECKS: dict[str, Check] = {
     **PERSONAL_CHECKS,
     "card": card,
@@ -457,4 +484,6 @@ CHECKS: dict[str, Check] = {
     "dni-es": dni_es,
     "basic-auth": basic_auth,
     "secret-value": secret_value,
+    "slot-password": slot_password,
+    "slot-cli-password": slot_cli_password,
 }
