@@ -32,9 +32,10 @@ class Topic:
 
 
 def topics() -> dict[str, Topic]:
-    docs = pages.docs_dir()
-    found = {name: Topic(name, path.relative_to(docs).as_posix(), path.read_text, path)
-             for name, path in pages.files().items()}
+    written = pages.files()
+    docs = pages.docs_dir() if written else None
+    found = {name: Topic(name, path.relative_to(docs).as_posix() if docs else path.name, path.read_text, path)
+             for name, path in written.items()}
     command = click_command(app)  # every command is registered by the time `help` runs
     for page, make in GENERATED.items():
         found[pages.topic_of(page)] = Topic(pages.topic_of(page), page, partial(make, command), None)

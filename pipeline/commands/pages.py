@@ -29,8 +29,12 @@ def topic_of(relative: str) -> str:
 
 
 def files() -> dict[str, Path]:
-    """Every page written by hand, by topic."""
-    root = docs_dir()
+    """Every page written by hand, by topic; none in an installation that left its pages out (the
+    generated reference pages and every command still work there)."""
+    try:
+        root = docs_dir()
+    except FileNotFoundError:
+        return {}
     return {topic_of(p.relative_to(root).as_posix()): p for p in sorted(root.rglob("*.md"))}
 
 

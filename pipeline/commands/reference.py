@@ -98,7 +98,10 @@ def _fast_rows(module: str) -> list[str]:
 
 def _title(page: str) -> str:
     """The title of a hand-written page (its first heading), by its path under docs/ without .md."""
-    path = pages.docs_dir() / f"{page}.md"
+    try:
+        path = pages.docs_dir() / f"{page}.md"
+    except FileNotFoundError:  # an installation without its pages
+        return page
     title = pages.title_and_summary(path.read_text(encoding="utf-8"))[0] if path.is_file() else ""
     return title or page
 
