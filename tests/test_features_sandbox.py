@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 from conftest import REPO, Env, Result, head_summary, survivors
 from pytest_bdd import given, parsers, scenarios, then, when
+from unprivileged import readable_copy
 
 from pipeline.sandbox import probe
 
@@ -538,7 +539,7 @@ def unprivileged(env: Env) -> Iterator[dict[str, Any]]:
     if probe_run.returncode != 0:
         # A checkout (or its venv) below a root-only dir, such as /root: the same code and packages,
         # linked (copied across filesystems) into a tree nobody can read, so the scenario still runs.
-        data["env"]["PYTHONPATH"] = _readable_copy(base / "code", site)
+        data["env"]["PYTHONPATH"] = readable_copy(base / "code", site)
         data["hostile"] = base / "code" / "src" / "tests" / "workers" / HOSTILE.name
         probe_run = _as_nobody(data, *probe)
     if probe_run.returncode != 0:
@@ -546,30 +547,6 @@ def unprivileged(env: Env) -> Iterator[dict[str, Any]]:
         pytest.skip(f"nobody cannot import memfold here: {probe_run.stderr[-300:]}")
     yield data
     shutil.rmtree(base, ignore_errors=True)
-
-
-def _readable_copy(into: Path, site: str) -> str:
-    """The package, its data dirs, the test workers and the venv's packages under ``into`` (root-owned,
-    world-readable): a world-readable file is hard-linked, anything else copied and made readable, so
-    no mode of the checkout itself changes."""
-    def link(src: str, dst: str) -> None:
-        if os.stat(src).st_mode & 0o004:
-            try:
-                os.link(src, dst)
-                return
-            except OSError:
-                pass  # another filesystem: copied
-        shutil.copy2(src, dst)
-        os.chmod(dst, os.stat(dst).st_mode | 0o444)
-
-    skip = shutil.ignore_patterns("__pycache__")
-    for name in ("pipeline", "schemas", "procedures", "tests/workers"):
-        shutil.copytree(REPO / name, into / "src" / name, ignore=skip, copy_function=link)
-    shutil.copytree(site, into / "site", ignore=skip, copy_function=link, symlinks=True)
-    for path in [into, *into.rglob("*")]:
-        if path.is_dir() and not path.is_symlink():
-            path.chmod(0o755)
-    return f"{into / 'src'}:{into / 'site'}"
 
 
 def _as_nobody(data: dict[str, Any], *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:

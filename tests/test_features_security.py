@@ -5,12 +5,11 @@ from __future__ import annotations
 import json
 import os
 import re
-import sysconfig
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import REPO, Env
+from conftest import Env
 from mcp_client import answer, close_server, raw_server, send, tool_error, with_session
 from pytest_bdd import given, parsers, scenarios, then, when
 from unprivileged import OrdinaryUser, _ensure_user
@@ -118,11 +117,10 @@ def hook_silent(ctx: dict[str, Any]) -> None:
 
 
 def _as_user(user: OrdinaryUser, *args: str) -> Any:
-    site = sysconfig.get_paths()["purelib"]
     # The working directory holds the fixture's copy of the package without its data: the checkout's is used.
     script = ("import sys\nsys.path[:] = [p for p in sys.path if p not in ('', '.')]\n"
               "from pipeline.cli import main\nraise SystemExit(main(sys.argv[1:]))\n")
-    return user.run(script, *args, env={"PYTHONPATH": f"{REPO}:{site}", "MEMFOLD_NOW": "2026-11-30T12:00:00Z"})
+    return user.run(script, *args, env={"PYTHONPATH": user.checkout_path(), "MEMFOLD_NOW": "2026-11-30T12:00:00Z"})
 
 
 def _user_project(user: OrdinaryUser, ctx: dict[str, Any], home: Path) -> None:

@@ -17,8 +17,9 @@ import secrets
 import shutil
 import subprocess
 import sys
+import sysconfig
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -50,6 +51,7 @@ class OrdinaryUser:
     gid: int
     base: Path
     python: str
+    _code: str | None = field(default=None, repr=False)
 
     def path(self, name: str) -> Path:
         return self.base / name
@@ -65,11 +67,46 @@ class OrdinaryUser:
         return subprocess.run([self.python, "-c", script, *args], env=full_env, cwd=str(self.base),
                               capture_output=True, timeout=timeout, check=False, **kwargs)
 
+    def checkout_path(self) -> str:
+        """A PYTHONPATH under which this user imports the checkout's package and the venv's packages: the
+        checkout itself where the user may read it, else a readable copy in the user's directory (a
+        checkout below a root-only directory such as /root, or a 0700 temporary one)."""
+        if self._code is None:
+            site = sysconfig.get_paths()["purelib"]
+            probe = self.run("import sys\nsys.path[:] = [p for p in sys.path if p not in ('', '.')]\n"
+                             "import pipeline.cli, yaml\n", env={"PYTHONPATH": f"{REPO}:{site}"})
+            self._code = f"{REPO}:{site}" if probe.returncode == 0 else readable_copy(self.base / "code", site)
+        return self._code
+
     def run_json(self, script: str, *args: str, timeout: float = 60) -> Any:
         """Run a script whose last stdout line is JSON; fail the test with its stderr otherwise."""
         proc = self.run(script, *args, timeout=timeout)
         assert proc.returncode == 0, proc.stderr.decode(errors="replace")
         return json.loads(proc.stdout.decode().strip().splitlines()[-1])
+
+
+def readable_copy(into: Path, site: str) -> str:
+    """The package, its data dirs, the test workers and the venv's packages under ``into`` (root-owned,
+    world-readable): a world-readable file is hard-linked, anything else copied and made readable, so
+    no mode of the checkout itself changes."""
+    def link(src: str, dst: str) -> None:
+        if os.stat(src).st_mode & 0o004:
+            try:
+                os.link(src, dst)
+                return
+            except OSError:
+                pass  # another filesystem: copied
+        shutil.copy2(src, dst)
+        os.chmod(dst, os.stat(dst).st_mode | 0o444)
+
+    skip = shutil.ignore_patterns("__pycache__")
+    for name in ("pipeline", "schemas", "procedures", "docs", "tests/workers"):
+        shutil.copytree(REPO / name, into / "src" / name, ignore=skip, copy_function=link)
+    shutil.copytree(site, into / "site", ignore=skip, copy_function=link, symlinks=True)
+    for path in [into, *into.rglob("*")]:
+        if path.is_dir() and not path.is_symlink():
+            path.chmod(0o755)
+    return f"{into / 'src'}:{into / 'site'}"
 
 
 @pytest.fixture
