@@ -62,6 +62,11 @@ def run() -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
+    context = sys.modules.get(f"{__package__}.commands.context")
+    if context is not None:
+        # One invocation's options (--json, --home, the config it read) never carry into the next one a
+        # process makes: an error of a command that sets none of them is reported as that command asks.
+        context.STATE.__init__()
     if any("\0" in arg for arg in args):
         # No path, name or value can hold a NUL byte; the OS would refuse it deep inside a command.
         from .errors import UsageError

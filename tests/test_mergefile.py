@@ -90,3 +90,10 @@ def test_the_driver_process_never_imports_typer(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert done.stderr.splitlines()[-1] == "TYPER False False"
     assert Path(mine).read_bytes() == head(3)
+
+
+def test_a_json_command_earlier_in_the_same_process_leaves_its_errors_as_text(tmp_path: Path) -> None:
+    with redirect_stdout(io.StringIO()), redirect_stderr(io.StringIO()):
+        main(["--home", str(tmp_path / "home"), "--project", str(tmp_path), "--json", "list"])
+    result = driver("head", "a", "b", "c", "--label-ours")
+    assert (result.code, result.out) == (2, "") and "[usage.merge-file]" in result.err
