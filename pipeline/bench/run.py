@@ -79,7 +79,7 @@ def bench_size(plan: Plan, n: int, env: dict[str, str], python_ms: float) -> Non
     bench_memory_tool(plan, n, store, env, add, reps)
     if n <= 2000:
         plan.progress(f"n={n}: a pull of {PULLED} teammates' memories, then a prompt and an add")
-        bench_team(cli, add, store, pristine, live, n, reps, fl)
+        bench_team(cli, add, store, pristine, live, env, n, reps, fl)
     shutil.rmtree(base, ignore_errors=True)
 
 

@@ -1,8 +1,9 @@
 """The team rows: a pull that brings 100 teammates' memories into a trusted project's mirror, then the
 prompt that sees them before any write, and the write that adopts them.
 
-Each sample starts from the same state: the store as the bench wrote it, with the teammates' files
-(and the mirror index git's union merge would leave) put into the mirror as a pull puts them there.
+Each sample starts from the state a user's store is in when they pull: settled, as a finished
+transaction leaves it (state cache, parsed memories, search indexes), with the teammates' files (and
+the mirror index git's union merge would leave) then put into the mirror as a pull puts them there.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ..store.memory import INDEX_NAME, Memory, render_memory
-from .consolidate import restore_cold
+from .consolidate import _swap_in, settled_copies
 from .synth import _sentence
 
 PULLED = 100
@@ -42,24 +43,25 @@ def pull(mirror: Path, files: dict[str, bytes]) -> None:
     index.write_bytes(index.read_bytes() + ("\n".join(lines) + "\n").encode())
 
 
-def bench_team(cli: Any, add: Callable[..., Any], store: Any, pristine: Path, live: Path, n: int,
-               reps: int, fl: dict[str, float]) -> None:
+def bench_team(cli: Any, add: Callable[..., Any], store: Any, pristine: Path, live: Path, env: dict[str, str],
+               n: int, reps: int, fl: dict[str, float]) -> None:
     """``add after a pull`` and ``inject --prompt after a pull`` for one store size."""
     files = pulled_memories()
     mirror = store.layout.mirror
     assert mirror is not None
     samples_add: list[float] = []
     samples_prompt: list[float] = []
-    for rep in range(reps + 1):
-        restore_cold(pristine, live)
-        pull(mirror, files)
-        ms, _ = cli.run("inject", "--prompt", "teammate note about the release")
-        if rep:
-            samples_prompt.append(ms)
-        ms, _ = cli.run("add", f"project_after-pull-{rep}", "-d", f"a note written after pulling ({rep})",
-                        "-b", "written right after a pull")
-        if rep:
-            samples_add.append(ms)
+    with settled_copies(pristine, live, reps + 1, env) as copies:
+        for rep, copy in enumerate(copies):
+            _swap_in(copy, live)
+            pull(mirror, files)
+            ms, _ = cli.run("inject", "--prompt", "teammate note about the release")
+            if rep:
+                samples_prompt.append(ms)
+            ms, _ = cli.run("add", f"project_after-pull-{rep}", "-d", f"a note written after pulling ({rep})",
+                            "-b", "written right after a pull")
+            if rep:
+                samples_add.append(ms)
     # The floor: starting Python and reading and hashing both roots whole, what a write that could not
     # trust its state cache would pay before adopting anything (as for verify and audit).
     fl.setdefault("python+read+hash", fl["python"] + fl["read+hash"])
