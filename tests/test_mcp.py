@@ -270,7 +270,7 @@ def test_the_reader_splits_lines_across_chunks_and_never_holds_a_line_past_the_b
 
     import anyio
 
-    from pipeline.hosts.mcp_server import StdinLines
+    from pipeline.hosts.mcp_stdio import StdinLines
 
     short = [f'{{"n": {i}}}'.encode() for i in range(2000)]
     long_line = b'{"jsonrpc":"2.0","id":9,' + b"z" * 3_000_000 + b"}"

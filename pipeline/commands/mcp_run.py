@@ -14,7 +14,8 @@ def serve() -> int:
     import anyio
 
     from ..hosts.cron import DuePolicy
-    from ..hosts.mcp_server import Backend, build_server, serve_stdio
+    from ..hosts.mcp_server import Backend, build_server
+    from ..hosts.mcp_stdio import serve_stdio
     from ..transaction import consolidate_request
 
     # The plain-command path turns the cyclic collector off for short processes; this one lives long.
