@@ -8,8 +8,9 @@ import pytest
 
 from pipeline.errors import InputRejected
 from pipeline.fsutil import sha256_bytes
+from pipeline.mirror.settle import settle
 from pipeline.mirror.shape import declared_visibility, has_conflict_markers, safe_by_place
-from pipeline.mirror.sync import consistent, merge_operations, reconcile, settle, synced_view
+from pipeline.mirror.sync import consistent, merge_operations, reconcile, synced_view
 from pipeline.state.base import Base
 from pipeline.state.model import Operation, PreState
 from pipeline.store.memory import parse_memory

@@ -25,13 +25,13 @@ def sync(take: str | None, name: str | None, dry_run: bool, quiet: bool, json_ou
     if dry_run:
         return _preview(json_out)
     from ..edits import direct_transaction
-    from ..mirror.sync import keep_behind
+    from ..mirror.settle import keep_behind
 
     side, target = take, _file_name(name) if name is not None else None
 
     def settle(found: Any, pre: Any) -> Any:
         if side is not None and target is not None:
-            from ..mirror.sync import settle as settle_one
+            from ..mirror.settle import settle as settle_one
 
             found = settle_one(found, pre, target, side)
         return keep_behind(found, pre, target)

@@ -70,7 +70,7 @@ def root_trusted(home: str, root: str) -> bool:
 
 class TeamGate:
     """Whether a teammate's memory in the mirror may be served: the checks a sync makes before it adopts
-    a file (``mirror.sync.screen_for``: parse, conflict markers, privacy, hidden and instruction-like
+    a file (``mirror.screen.screen_for``: parse, conflict markers, privacy, hidden and instruction-like
     text, bounds), so nothing the sync would hold back reaches the model before a write adopts it.
 
     The verdict is kept with the row in the mirror's search index (its ``masks`` column, which the
@@ -109,7 +109,7 @@ class TeamGate:
         if sha256_bytes(data) != row.sha:
             return "held:changed"  # not what was indexed: the index is rebuilt when the row is served
         if self.screen is None:
-            from ..mirror.sync import screen_for
+            from ..mirror.screen import screen_for
             from ..privacy import load_ruleset
 
             privacy = self.rules.privacy

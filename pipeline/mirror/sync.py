@@ -19,7 +19,7 @@ A file of the reference tool's shape (no ``visibility``) is safe by where it liv
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 
 from ..errors import InputRejected
 from ..frozen import Frozen
@@ -27,8 +27,9 @@ from ..fsutil import sha256_bytes
 from ..state.base import Base
 from ..state.model import Kept, Operation, PreState
 from ..store.index import index_line
-from ..store.memory import INDEX_NAME, Memory, check_name, parse_memory
-from .shape import declared_visibility, has_conflict_markers, safe_by_place
+from ..store.memory import INDEX_NAME, parse_memory
+from .screen import HOLD_FIXES, Screen, screen_for
+from .shape import safe_by_place
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -119,9 +120,6 @@ class Sync(Frozen):
         return {*(a.name for a in self.adopted), *(h.name for h in self.held), *(c.name for c in self.conflicts)}
 
 
-# A file's problem that keeps it out of the store: (code, problem, fix), or None when it may be adopted.
-Screen = Callable[[str, bytes], "tuple[str, str, str] | None"]
-
 UNTRUSTED_FIX = "run `memfold trust` in this project to adopt the team's memories (only if you trust its committers)"
 
 
@@ -139,7 +137,7 @@ def reconcile(pre: PreState, base: Base, *, trusted: bool, screen: Screen) -> Sy
         mine = harness.hashes.get(name)
         if name in mirror.held:
             code, problem = mirror.held[name]
-            held.append(Held(name, code, problem, _HOLD_FIXES.get(code, "fix or remove it in git"), None, agreed))
+            held.append(Held(name, code, problem, HOLD_FIXES.get(code, "fix or remove it in git"), None, agreed))
             continue
         if theirs == agreed:
             continue
@@ -155,7 +153,7 @@ def reconcile(pre: PreState, base: Base, *, trusted: bool, screen: Screen) -> Sy
             continue
         if theirs is None:
             if mine == agreed:
-                operations.append(Operation(name, "delete", _visibility(pre, name)))
+                operations.append(Operation(name, "delete", visibility_of(pre, name)))
                 adopted.append(Adopted(name, "deleted", None, agreed))
             elif mine is not None:
                 conflicts.append(Conflict(name, mine, None, agreed))
@@ -177,16 +175,9 @@ def reconcile(pre: PreState, base: Base, *, trusted: bool, screen: Screen) -> Sy
     return Sync(base, trusted, operations, adopted, held, conflicts, kept)
 
 
-def _visibility(pre: PreState, name: str) -> str:
+def visibility_of(pre: PreState, name: str) -> str:
     memory = pre.memories.get(name)
     return memory.visibility if memory is not None else "private"
-
-
-_HOLD_FIXES = {
-    "held.link": "replace it with a regular file in git, or remove it; memfold never follows links in the mirror",
-    "held.name": "rename it in git to a memory file name unique without regard to case",
-    "held.size": "shorten or split it in git (limits.max_file_bytes, limits.max_files)",
-}
 
 
 def _kept(pre: PreState, held: Iterable[Held], conflicts: Iterable[Conflict]) -> Kept:
@@ -205,12 +196,12 @@ def _kept(pre: PreState, held: Iterable[Held], conflicts: Iterable[Conflict]) ->
         files[name] = data
         if data is None:
             continue
-        line = _line_of(name, data) or old_lines.get(name)
+        line = line_of(name, data) or old_lines.get(name)
         lines[name] = line or f"- [{name.removesuffix('.md')}]({name}) — held by memfold (`memfold sync` says why)"
     return Kept(files, lines)
 
 
-def _line_of(name: str, data: bytes) -> str | None:
+def line_of(name: str, data: bytes) -> str | None:
     try:
         memory = parse_memory(data, name)
     except InputRejected:
@@ -226,49 +217,6 @@ def _index_lines(index: bytes) -> dict[str, str]:
             target = line.split("](", 1)[1].split(")", 1)[0]
             out.setdefault(target, line)
     return out
-
-
-def screen_for(ruleset: RuleSet | None, max_file_bytes: int) -> Screen:
-    """The checks a teammate's file must pass before the store takes it; the first it fails holds it."""
-    from .guard import instruction_issues, scan_issues
-
-    def screen(name: str, data: bytes) -> tuple[str, str, str] | None:
-        try:
-            check_name(name)
-        except InputRejected as exc:
-            return "held.name", exc.message, "rename it in git to a memory file name (letters, digits, '_', '-', .md)"
-        if len(data) > max_file_bytes:
-            return "held.size", f"{name} is {len(data)} bytes, over the bound of {max_file_bytes}", \
-                _HOLD_FIXES["held.size"]
-        if has_conflict_markers(data):
-            return ("held.merge-conflict", f"{name} holds git's conflict markers (an unfinished merge)",
-                    f"finish the merge in git (edit the file), or `memfold sync --take mine|theirs {name}`")
-        try:
-            memory = parse_memory(data, name)
-        except InputRejected as exc:
-            return "held.parse", exc.message, exc.hint or "fix its frontmatter in git"
-        if _declares_private(data, memory):
-            return ("held.private", f"{name} is marked private but sits in the shared mirror",
-                    "a private memory does not belong in git: remove it from the mirror (and from history)")
-        for issue in scan_issues(name, data, ruleset):
-            if issue.code == "mirror.invisible":
-                return ("held.invisible", issue.message,
-                        "remove the invisible or control characters in git; they can hide text from reviewers")
-            return ("held.privacy", f"{issue.message}: it is already public in git",
-                    "rotate that value now (it is in the repository's history), then remove it from the file "
-                    "and, if you can, from git history")
-        aimed = instruction_issues(name, data)
-        if aimed:
-            return ("held.instructions", aimed[0].message,
-                    "read the file: text aimed at an AI agent as instructions does not belong in a memory; remove it "
-                    "in git (and ask who committed it)")
-        return None
-
-    return screen
-
-
-def _declares_private(data: bytes, memory: Memory) -> bool:
-    return memory.visibility == "private" and declared_visibility(data) is not None
 
 
 def consistent(pre: PreState) -> bool:
@@ -408,66 +356,3 @@ def behind(pre: PreState, sync: Sync) -> list[str]:
     hashes, mirror, taken = pre.harness.hashes, pre.public.hashes, sync.names()
     return sorted(name for name, memory in pre.memories.items() if memory.is_safe and name not in taken
                   and mirror.get(name) != hashes.get(name))
-
-
-SIDES = ("mine", "theirs")
-
-
-def settle(sync: Sync, pre: PreState, name: str, side: str) -> Sync:
-    """``sync`` with the conflict (or held file) ``name`` settled for ``side``: ``mine`` keeps the private
-    copy and the mirror follows it (or loses the file, where the copy is private or gone); ``theirs`` takes
-    the mirror's version into the store (or deletes the copy, where the mirror has none)."""
-    from ..errors import InputRejected as Refused
-
-    if side not in SIDES:
-        raise Refused(f"--take {side!r} is not mine or theirs", code="sync.side")
-    conflict = next((c for c in sync.conflicts if c.name == name), None)
-    held = next((h for h in sync.held if h.name == name), None)
-    if conflict is None and held is None:
-        raise Refused(f"{name} is neither in conflict nor held back", code="sync.nothing-to-settle",
-                      hint="`memfold sync` lists the conflicts and held files")
-    operations = list(sync.operations)
-    if side == "theirs":
-        if held is not None and held.code != "held.untrusted":
-            raise Refused(f"{name} is held back ({held.code}): {held.problem}", code="sync.held",
-                          hint=held.fix + f"; or `memfold sync --take mine {name}` to replace it with yours")
-        if held is not None:
-            raise Refused(f"{name} came from a project you have not trusted", code="sync.untrusted",
-                          hint=UNTRUSTED_FIX)
-        theirs = pre.public.files.get(name) if name in pre.public.hashes else None
-        exists = name in pre.harness.hashes
-        if theirs is None:
-            if exists:
-                operations.append(Operation(name, "delete", _visibility(pre, name)))
-        else:
-            operations.append(Operation(name, "rewrite" if exists else "create", "safe", safe_by_place(theirs)))
-    elif held is not None and name in pre.public.held:
-        raise Refused(f"{name} in the mirror is a link or special file; memfold never writes through it",
-                      code="sync.link", hint=held.fix)
-    conflicts = [c for c in sync.conflicts if c.name != name]
-    helds = [h for h in sync.held if h.name != name]
-    kept = Kept({n: d for n, d in sync.kept.files.items() if n != name},
-                {n: line for n, line in sync.kept.lines.items() if n != name})
-    agreed = conflict.agreed if conflict is not None else held.agreed if held is not None else None
-    adopted = [*sync.adopted, *([Adopted(name, "taken-theirs", pre.public.hashes.get(name), agreed)]
-                                if side == "theirs" else [])]
-    return Sync(sync.base, sync.trusted, operations, adopted, helds, conflicts, kept)
-
-
-def keep_behind(sync: Sync, pre: PreState, settled: str | None = None) -> Sync:
-    """``sync`` that leaves the mirror's files that are only behind the store as they are: ``memfold sync``
-    carries out what came from outside and nothing else (an older commit checked out stays as git left
-    it, so checking out the newer one again never meets files memfold wrote meanwhile). ``settled``: the
-    name ``--take`` settles, which the sync writes all the same."""
-    late = [name for name in behind(pre, sync) if name != settled]
-    if not late:
-        return sync
-    files = dict(sync.kept.files)
-    lines = dict(sync.kept.lines)
-    for name in late:
-        files[name] = pre.public.files[name] if name in pre.public.hashes else None
-        if files[name] is not None:
-            line = _line_of(name, files[name] or b"")
-            if line is not None:
-                lines[name] = line
-    return Sync(sync.base, sync.trusted, sync.operations, sync.adopted, sync.held, sync.conflicts, Kept(files, lines))
