@@ -8,7 +8,8 @@ import pytest
 
 from pipeline.errors import InputRejected
 from pipeline.evidence.cite import checked, from_specs, mentioned, parse_spec, reanchor
-from pipeline.store.evidence import Cite, anchor
+from pipeline.store.citecheck import anchor
+from pipeline.store.evidence import Cite
 from pipeline.store.memory import Memory
 
 SOURCE = b"all:\n\techo build\n\nserve:\n\tpython -m http.server 8080\n"

@@ -7,7 +7,7 @@ from pathlib import Path
 from team_repo import git
 
 from pipeline.evidence.drift import Drift, unified
-from pipeline.store.evidence import anchor
+from pipeline.store.citecheck import anchor
 from pipeline.store.memory import Memory
 
 SOURCE = "all:\n\techo build\n\nserve:\n\tpython -m http.server 8080\n"

@@ -12,8 +12,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pipeline.errors import InputRejected
-from pipeline.store import evidence
-from pipeline.store.evidence import CHANGED, GONE, HOLDS, MOVED, RENAMED, Cite, anchor, check, locate
+from pipeline.store import citecheck, evidence
+from pipeline.store.citecheck import anchor, check, locate
+from pipeline.store.evidence import CHANGED, GONE, HOLDS, MOVED, RENAMED, Cite
 from pipeline.store.memory import Memory, _normalise, parse_memory, render_memory
 
 SOURCE = b"all:\n\techo build\n\nserve:\n\tpython -m http.server 8080\n"
@@ -118,7 +119,7 @@ def test_a_link_out_of_the_repository_reads_as_gone(tmp_path: Path) -> None:
     repo = tmp_path / "repo"
     repo.mkdir()
     (repo / "escape").symlink_to(outside, target_is_directory=True)
-    assert evidence.read_cited(str(repo), "escape/Makefile") is None
+    assert citecheck.read_cited(str(repo), "escape/Makefile") is None
 
 
 class _Index:
@@ -148,7 +149,7 @@ def test_the_marker_keeps_its_answer_until_a_cited_file_changes(tmp_path: Path) 
     make.write_bytes(SOURCE)
     time.sleep(2.1)  # past the racy window: an answer found now is kept
     row, source = _Row((anchor("Makefile", SOURCE, 5, 5),)), _Source()
-    marker = evidence.Marker(str(tmp_path))
+    marker = citecheck.Marker(str(tmp_path))
     assert marker(source, row) == [] and row.proof is not None and len(source.index.settled) == 1
     # The kept answer is served while the file's identity holds (a planted one shows it is not recomputed).
     row.proof = row.proof.split("\n")[0] + "\nKEPT"
@@ -167,12 +168,12 @@ def test_row_text_carries_every_field_of_the_citations() -> None:
 
 def test_a_cited_fifo_reads_as_gone_without_blocking(tmp_path: Path) -> None:
     os.mkfifo(tmp_path / "Makefile")  # nobody writes to it: a blocking open would never return
-    assert evidence.read_cited(str(tmp_path), "Makefile") is None
+    assert citecheck.read_cited(str(tmp_path), "Makefile") is None
     assert [f.status for f in check(str(tmp_path), [anchor("Makefile", SOURCE, 5, 5)])] == [GONE]
 
 
 def test_a_file_over_the_bound_is_read_as_empty_and_never_hashed(tmp_path: Path) -> None:
     (tmp_path / "big.txt").write_bytes(b"x\n" * (evidence.MAX_CITED_BYTES // 2 + 1))
-    assert evidence.read_cited(str(tmp_path), "big.txt") == b""
+    assert citecheck.read_cited(str(tmp_path), "big.txt") == b""
     (tmp_path / "small.txt").write_bytes(SOURCE)
-    assert evidence.read_cited(str(tmp_path), "small.txt") == SOURCE
+    assert citecheck.read_cited(str(tmp_path), "small.txt") == SOURCE

@@ -11,7 +11,7 @@ from conftest import REPO, Env
 from pytest_bdd import given, parsers, scenarios, then, when
 from team_repo import git
 
-from pipeline.store.evidence import digest, normal_lines
+from pipeline.store.citecheck import digest, normal_lines
 from pipeline.store.memory import parse_memory, render_memory
 
 scenarios("evidence.feature")

@@ -10,7 +10,7 @@ from test_planner_support import manifest_for
 
 from pipeline.evidence.signals import task_section
 from pipeline.planner.plan import build_plan
-from pipeline.store.evidence import anchor
+from pipeline.store.citecheck import anchor
 from pipeline.store.memory import Memory, render_memory
 
 SOURCE = b"serve:\n\tpython -m http.server 8080\n"

@@ -269,7 +269,8 @@ def test_a_plan_citing_a_path_outside_the_repository_is_refused(store: Store, tm
 
 
 def test_a_new_citation_needs_an_existing_file_and_the_hash_of_its_text(store: Store) -> None:
-    from pipeline.store.evidence import Cite, anchor
+    from pipeline.store.citecheck import anchor
+    from pipeline.store.evidence import Cite
 
     script = (store.env.project / "ops" / "deploy.sh").read_bytes()
     good = anchor("ops/deploy.sh", script, 1, 1)

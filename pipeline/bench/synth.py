@@ -98,7 +98,7 @@ CHANGED_SHARE = 0.10
 def _cite_sources(project: Path, memories: dict[str, Memory], cited: int, rng: random.Random) -> dict[str, Memory]:
     """Every other memory (``cited`` of them) cites three lines of a source file in the project, ten memories
     a file; a tenth of the files then change under their citations, so their memories are marked."""
-    from ..store.evidence import anchor
+    from ..store.citecheck import anchor
 
     (project / "src").mkdir(exist_ok=True)
     names = [n for i, n in enumerate(sorted(memories)) if i % 2 == 0][:cited]

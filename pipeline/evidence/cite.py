@@ -8,16 +8,8 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 from ..errors import InputRejected
-from ..store.evidence import (
-    GONE,
-    UNCHECKED,
-    Cite,
-    anchor,
-    check,
-    path_problem,
-    read_cited,
-    unique,
-)
+from ..store.citecheck import anchor, check, read_cited
+from ..store.evidence import GONE, UNCHECKED, Cite, path_problem, unique
 from ..store.memory import Memory
 
 TYPE_CHECKING = False

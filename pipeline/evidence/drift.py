@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from ..mirror import gitinfo
-from ..store.evidence import CHANGED, RENAMED, Found, check, locate, read_cited
+from ..store.citecheck import Found, check, locate, read_cited
+from ..store.evidence import CHANGED, RENAMED
 from ..store.memory import Memory
 from .cite import Follower
 

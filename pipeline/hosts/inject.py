@@ -124,7 +124,7 @@ _ADMITTED = "team:admitted"
 
 def evidence_marker(root: str) -> Any:
     """The marks of served memories' citations, following a gone file through git's renames."""
-    from ..store.evidence import Marker
+    from ..store.citecheck import Marker
 
     def follow(path: str) -> str | None:
         from pathlib import Path

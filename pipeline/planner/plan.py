@@ -147,7 +147,7 @@ def _cited(original: dict[str, Memory], repo_root: Path, signals: dict[str, Any]
     given = signals.get("evidence")
     if isinstance(given, dict):
         return {n: list(given[n]) for n in original if isinstance(given.get(n), list)}
-    from ..store.evidence import check
+    from ..store.citecheck import check
 
     return {n: [f.as_dict() for f in check(str(repo_root), m.evidence)] for n, m in original.items() if m.evidence}
 

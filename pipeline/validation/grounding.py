@@ -128,7 +128,8 @@ def evidence(ctx: Context) -> Iterator[Issue]:
 
     A plan may add, keep or drop citations; it cannot point one outside the project or invent a hash.
     """
-    from ..store.evidence import HOLDS, MOVED, locate, read_cited
+    from ..store.citecheck import locate, read_cited
+    from ..store.evidence import HOLDS, MOVED
 
     root = os.path.realpath(ctx.repo_root)
     prefix = root if root.endswith(os.sep) else root + os.sep
