@@ -10,7 +10,7 @@ from .apply.skeleton import transaction
 from .context.manifest import build_manifest
 from .errors import InputRejected, PrivacyRejected, StaleState
 from .frozen import Frozen
-from .fsutil import dump_json, sha256_bytes
+from .fsutil import sha256_bytes
 from .mirror.sync import Sync, merge_operations, sync_record, sync_warnings, synced_view, team_sync
 from .receipts.maptext import MapText, maps_digest
 from .state.model import Operation, PostState, PreState
@@ -18,6 +18,7 @@ from .state.post import compute_post
 from .state.read import read_pre
 from .store.duplicates import near_duplicate
 from .store.index import capacity
+from .store.jsontext import dump_json
 from .store.memory import INDEX_NAME, TYPES, VISIBILITIES, Memory, render_memory, sanitize_line, stamp, today
 from .store.state import find_name
 

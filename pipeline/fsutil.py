@@ -8,9 +8,6 @@ import stat
 import sys
 
 from .errors import InputRejected, UnsafeOwner, UnsafePath
-from .store.jsontext import canonical_json as canonical_json
-from .store.jsontext import dump_json as dump_json
-from .store.jsontext import loads_bounded
 
 # ``memfold inject`` reads through this module on every prompt: pathlib, hashlib and typing are
 # imported where they are used, not here.
@@ -18,7 +15,6 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
     from pathlib import Path
-    from typing import Any
 
 TEMP_PREFIX = ".memfold-"
 TEMP_SUFFIX = ".tmp"
@@ -82,10 +78,6 @@ def sha256_file(path: Path, limit: int | None = None) -> str:
     return sha256_bytes(read_bounded(path, limit))
 
 
-def digest_json(value: Any) -> str:
-    return sha256_bytes(canonical_json(value))
-
-
 def read_bounded(path: Path | str, limit: int | None = None, *, dir_fd: int | None = None,
                  settings: str | None = None) -> bytes:
     """Read a regular file without following a final symlink, refusing more than ``limit`` bytes.
@@ -135,14 +127,6 @@ def read_bounded(path: Path | str, limit: int | None = None, *, dir_fd: int | No
         return b"".join(chunks)
     finally:
         os.close(fd)
-
-
-def read_json(path: Path | str, limit: int, *, dir_fd: int | None = None, settings: str | None = None) -> Any:
-    """A JSON file read with ``read_bounded`` and parsed with a nesting bound (``jsontext.loads_bounded``).
-
-    Bad JSON, and JSON nested too deep, is a ValueError for the caller to answer with its own code.
-    """
-    return loads_bounded(read_bounded(path, limit, dir_fd=dir_fd, settings=settings))
 
 
 def refuse_unsafe_owner(path: Path | str, st: os.stat_result, what: str) -> None:
@@ -330,6 +314,11 @@ def safe_join(root: Path, name: str) -> Path:
     if not name or "/" in name or "\\" in name or "\x00" in name or name in (".", ".."):
         raise UnsafePath(f"{name!r} is not a plain file name", code="path.escape")
     return root / name
+
+
+def write_artifact(run_dir: Path, name: str, data: bytes) -> str:
+    """Write one run-dir file once (never replaced); returns its sha256."""
+    return write_new(safe_join(run_dir, name), data)
 
 
 def refuse_symlinks(path: Path | str, below: Path | str) -> None:

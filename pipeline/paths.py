@@ -316,7 +316,8 @@ def adopt_worktree_store(layout: Layout) -> str | None:
     marker = os.path.join(old, "superseded.json")
     if os.path.exists(marker):
         return None
-    from .fsutil import atomic_write, dump_json
+    from .fsutil import atomic_write
+    from .store.jsontext import dump_json
 
     atomic_write(marker, dump_json({"kind": "memfold-superseded", "root": root, "by": layout.store_key}))
     return (f"this worktree now shares the repository's store; its older store stays untouched at "
@@ -400,7 +401,8 @@ def _layout_ready(layout: Layout) -> bool:
 
 def ensure_layout(layout: Layout) -> bool:
     """Create the project home, both roots and the run/receipt dirs. True if anything was new."""
-    from .fsutil import atomic_write, dump_json, ensure_dir
+    from .fsutil import atomic_write, ensure_dir
+    from .store.jsontext import dump_json
 
     if _layout_ready(layout):
         return False

@@ -7,11 +7,11 @@ import socket
 from typing import Any
 
 from .apply.commit import Services
+from .apply.due import DuePolicy, due_state
 from .apply.journal import PENDING
 from .apply.lock import describe_owner, read_owner
 from .apply.runs import list_runs
 from .apply.summary import SETTLED_REASON, capacity_advice, settled
-from .hosts.cron import DuePolicy, due_state
 from .mirror import gitinfo
 from .mirror.sync import team_report
 from .mirror.trust import is_trusted

@@ -13,10 +13,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from pipeline.fsutil import dump_json
 from pipeline.receipts.log import log_entries, log_name
 from pipeline.receipts.newest import NEWEST
 from pipeline.receipts.receipt import receipt_digest
+from pipeline.store.jsontext import dump_json
 
 _LISTED: list[str] = []
 _WATCHED: list[str] = []

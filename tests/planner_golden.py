@@ -22,8 +22,8 @@ if str(HERE.parent) not in sys.path:
 
 from pipeline.bench.evaluate import load_cases  # noqa: E402
 from pipeline.bench.synth import build_memories  # noqa: E402
-from pipeline.fsutil import dump_json  # noqa: E402
 from pipeline.planner.run import plan_run  # noqa: E402
+from pipeline.store.jsontext import dump_json  # noqa: E402
 from pipeline.store.memory import Memory, render_memory  # noqa: E402
 
 GOLDEN = HERE / "data" / "planner_golden.json"

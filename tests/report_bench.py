@@ -12,11 +12,12 @@ import sys
 import time
 from pathlib import Path
 
-from pipeline.fsutil import digest_json, sha256_bytes
+from pipeline.fsutil import sha256_bytes
 from pipeline.paths import ensure_layout, make_layout
 from pipeline.receipts.log import log_name
 from pipeline.receipts.receipt import build_receipt
 from pipeline.receipts.report import write_report
+from pipeline.store.jsontext import digest_json
 from pipeline.store.state import Limits
 
 

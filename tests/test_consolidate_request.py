@@ -66,9 +66,9 @@ def test_without_the_bound_the_host_entry_point_consolidates(env: Env) -> None:
 
 
 def test_the_mcp_server_honours_the_configured_plan_bound(env: Env) -> None:
+    from pipeline.apply.due import DuePolicy
     from pipeline.commands import _app
     from pipeline.errors import WorkerFailed
-    from pipeline.hosts.cron import DuePolicy
     from pipeline.hosts.mcp_server import Backend
 
     _store(env)
@@ -113,9 +113,9 @@ def test_a_consolidation_waits_consolidate_lock_wait_unless_the_caller_says_othe
 
 
 def test_the_mcp_server_uses_the_configured_worker_and_refuses_one_that_needs_the_network(env: Env) -> None:
+    from pipeline.apply.due import DuePolicy
     from pipeline.commands import _app
     from pipeline.errors import InputRejected, UsageError
-    from pipeline.hosts.cron import DuePolicy
     from pipeline.hosts.mcp_server import Backend
 
     assert env.run("init").code == 0

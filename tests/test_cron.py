@@ -10,7 +10,8 @@ from pathlib import Path
 
 from conftest import REPO, Env
 
-from pipeline.hosts.cron import DuePolicy, crontab_line, due_state, systemd_units
+from pipeline.apply.due import DuePolicy, due_state
+from pipeline.hosts.cron import crontab_line, systemd_units
 
 NOW = dt.datetime(2026, 11, 30, 12, 0, tzinfo=dt.UTC)
 

@@ -10,8 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pipeline.errors import WorkerFailed
+from pipeline.planner.planjson import plan_json
 from pipeline.worker.extract import Extracted, ExtractLimits, extract_plan
-from pipeline.worker.planjson import plan_json
 
 LIMITS = ExtractLimits()
 PLAN: dict[str, Any] = {"kind": "memory-consolidation-plan", "schemaVersion": 1, "runId": "r1", "operations": []}

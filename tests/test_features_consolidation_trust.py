@@ -54,7 +54,7 @@ def _summary(ctx: dict[str, Any]) -> dict[str, Any]:
 
 
 def _plan(env: Env) -> dict[str, Any]:
-    from pipeline.worker.planjson import expanded
+    from pipeline.planner.planjson import expanded
 
     plan = json.loads((_last_run(env) / "plan.json").read_bytes())
     return expanded(plan, plan["selected"])

@@ -15,9 +15,9 @@ from pytest_bdd import given, parsers, scenarios, then, when
 
 from pipeline.planner.bound import deferred_count, lean
 from pipeline.planner.plan import build_plan
+from pipeline.planner.planjson import PRINT_LINE_BUDGET, compacted, plan_json
 from pipeline.planner.run import _json
 from pipeline.store.memory import parse_memory
-from pipeline.worker.planjson import PRINT_LINE_BUDGET, compacted, plan_json
 
 scenarios("planner.feature")
 

@@ -21,8 +21,8 @@ from pytest_bdd import given, parsers, scenarios, then, when
 from realclis import Host, RealClis, host
 from role_store import build
 
+from pipeline.planner.planjson import expanded
 from pipeline.store.memory import INDEX_NAME, parse_memory
-from pipeline.worker.planjson import expanded
 
 pytestmark = pytest.mark.integration
 

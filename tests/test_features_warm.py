@@ -137,7 +137,7 @@ def _run_files(env: Env) -> list[Path]:
 
 @then("every receipt, snapshot and manifest of those writes is exactly its whole JSON encoding")
 def whole_encodings(env: Env, ctx: dict[str, Any]) -> None:
-    from pipeline.fsutil import dump_json
+    from pipeline.store.jsontext import dump_json
 
     files = [*_run_files(env), *sorted((env.project_home / "receipts").iterdir())]
     assert len(files) >= 4 * 5

@@ -21,9 +21,6 @@ from pipeline.errors import InputRejected, UnsafeOwner, UnsafePath
 from pipeline.fsutil import (
     TEMP_PREFIX,
     atomic_write,
-    canonical_json,
-    digest_json,
-    dump_json,
     ensure_dir,
     read_bounded,
     refuse_symlinks,
@@ -32,6 +29,7 @@ from pipeline.fsutil import (
     sha256_file,
     write_new,
 )
+from pipeline.store.jsontext import canonical_json, digest_json, dump_json
 
 
 @pytest.mark.parametrize("data", [b"", b"abc", bytes(range(256)) * 1000])

@@ -141,6 +141,32 @@ def test_the_store_state_receipts_mirror_and_apply_layers_import_only_downwards(
     assert upward == []
 
 
+def _part(module: str) -> str:
+    """The top-level part a module belongs to: a package under ``pipeline`` or a root module."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else parts[0]
+
+
+def _part_graph(graph: dict[str, set[str]]) -> dict[str, set[str]]:
+    out: dict[str, set[str]] = {}
+    for name, targets in graph.items():
+        out.setdefault(_part(name), set()).update(_part(t) for t in targets if _part(t) != _part(name))
+    return out
+
+
+def test_no_two_parts_of_the_package_import_each_other_in_any_way() -> None:
+    """Folders and root modules stand on floors: a part that another imports never imports it back, not
+    even inside a function or for type checking (the folder-level picture has no arrow running up)."""
+    parts = _part_graph(_graph(every=True))
+    assert _cycles(parts) == []
+
+
+def test_the_part_graph_finds_two_packages_that_import_each_other() -> None:
+    graph = {"pipeline.store.a": {"pipeline.fsutil"}, "pipeline.fsutil": {"pipeline.store.jsontext"},
+             "pipeline.store.jsontext": set(), "pipeline.apply.b": {"pipeline.store.a"}}
+    assert _cycles(_part_graph(graph)) == [["fsutil", "store"]]
+
+
 def test_the_full_import_walk_sees_imports_in_functions_and_for_type_checking(tmp_path: Path) -> None:
     source = ("from . import sibling\nif TYPE_CHECKING:\n    from ..state.model import PreState\n"
               "def f():\n    from ..mirror import gitinfo\n")

@@ -10,9 +10,10 @@ import rfc8785
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pipeline.fsutil import dump_json, sha256_bytes
+from pipeline.fsutil import sha256_bytes
 from pipeline.receipts.maptext import MapText
 from pipeline.receipts.receipt import remember_written
+from pipeline.store.jsontext import dump_json
 
 # File names and hashes as a store could hold them, and worse: quotes, backslashes, newlines, control
 # characters, BMP letters past U+E000 and non-BMP ones (RFC 8785 sorts keys by UTF-16 code units).
@@ -70,8 +71,8 @@ def test_the_one_hash_helper_agrees_with_hashlib_below_and_past_the_large_input_
 
 
 def test_a_run_whose_source_maps_are_the_last_runs_final_maps_gets_their_exact_bytes() -> None:
-    from pipeline.fsutil import canonical_json
     from pipeline.receipts import maptext
+    from pipeline.store.jsontext import canonical_json
 
     final = {"harness": {f"project_n{i}.md": f"{i:064x}" for i in range(50)}, "public": {"MEMORY.md": "ab" * 32}}
     first = MapText()
@@ -125,8 +126,8 @@ def test_maps_spelled_from_a_kept_maps_entries_are_byte_identical_to_whole_encod
 
 
 def test_a_final_map_one_file_apart_is_spelled_from_the_source_maps_entries() -> None:
-    from pipeline.fsutil import canonical_json
     from pipeline.receipts import maptext
+    from pipeline.store.jsontext import canonical_json
 
     source = {"harness": {f"project_n{i:03d}.md": f"{i:064x}" for i in range(200)},
               "public": {"MEMORY.md": "ab" * 32, "project_n001.md": f"{1:064x}"}}

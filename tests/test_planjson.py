@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pipeline.worker.planjson import PRINT_LINE_BUDGET, compacted, expanded, plan_json
+from pipeline.planner.planjson import PRINT_LINE_BUDGET, compacted, expanded, plan_json
 
 
 def _plan(n: int) -> dict[str, Any]:
@@ -82,7 +82,7 @@ def test_a_malformed_defaults_entry_is_left_for_the_schema_to_refuse() -> None:
 def test_a_limit_stops_the_text_past_it_and_leaves_a_text_within_it_unchanged() -> None:
     import pytest
 
-    from pipeline.worker.planjson import TooLong
+    from pipeline.planner.planjson import TooLong
 
     plan = _plan(300)
     whole = plan_json(plan, PRINT_LINE_BUDGET)

@@ -8,8 +8,8 @@ from typing import Any
 
 from pipeline.bench.planner import bench_planner, write_run_dir
 from pipeline.bench.synth import write_store
+from pipeline.planner.planjson import expanded
 from pipeline.planner.run import plan_run
-from pipeline.worker.planjson import expanded
 
 
 def test_the_planner_rows_time_a_plan_of_every_memory(tmp_path: Path) -> None:

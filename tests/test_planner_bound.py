@@ -12,11 +12,11 @@ from planner_golden import Store, stores, write_run
 from test_planner_support import apply_plan, check_plan
 
 from pipeline.planner.bound import DEFERRED_REASON, PlanBoundError, deferred_count, lean, stored_size, units
+from pipeline.planner.planjson import PRINT_LINE_BUDGET, compacted, plan_json
 from pipeline.planner.run import main, plan_run
 from pipeline.planner.work import Fate, Work
 from pipeline.store.memory import Memory
 from pipeline.store.state import Limits
-from pipeline.worker.planjson import PRINT_LINE_BUDGET, compacted, plan_json
 
 
 def _memory(title: str) -> Memory:
@@ -77,7 +77,7 @@ def test_a_plan_past_its_bound_prints_whole_units_of_the_full_plan_within_it(
     _open(tmp_path)
     part = json.loads(data)
     assert len(plan_json(part)) <= bound < len(plan_json(compacted(whole)))
-    from pipeline.worker.planjson import expanded
+    from pipeline.planner.planjson import expanded
 
     full = expanded(part, part["selected"])
     assert check_plan(full, valued.selected, valued.files, run.parent / "project") == []

@@ -138,8 +138,8 @@ def test_the_length_bound_of_the_full_plan_text_never_passes_its_length(tmp_path
     from planner_golden import stores
     from test_planner_support import plan_store
 
+    from pipeline.planner.planjson import PRINT_LINE_BUDGET, plan_json
     from pipeline.planner.run import _surely_longer
-    from pipeline.worker.planjson import PRINT_LINE_BUDGET, plan_json
 
     for label in ("synthetic-200-seed11", "valued-300-seed2", "evalset", "fixture-infra"):
         store = stores()[label][0]()

@@ -10,9 +10,9 @@ from conftest import Env
 from role_store import build
 from test_planner_support import plan_store, write_repo
 
+from pipeline.planner.planjson import expanded
 from pipeline.planner.roles import memory_roles, roles_disagree, statement_roles, values_apart
 from pipeline.store.memory import INDEX_NAME, Memory, parse_memory, render_memory
-from pipeline.worker.planjson import expanded
 
 
 def _memory(description: str, body: str = "", modified: str = "2026-03-01T09:00:00Z", title: str = "Timeout",

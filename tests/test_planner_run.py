@@ -23,11 +23,11 @@ from test_planner_support import (
     write_repo,
 )
 
-from pipeline.fsutil import dump_json
 from pipeline.planner.grounding import Tree, extract, ground
 from pipeline.planner.plan import build_plan
+from pipeline.planner.planjson import PRINT_LINE_BUDGET, plan_json
+from pipeline.store.jsontext import dump_json
 from pipeline.store.memory import Memory, render_memory
-from pipeline.worker.planjson import PRINT_LINE_BUDGET, plan_json
 
 
 def _shop() -> dict[str, Any]:
@@ -301,8 +301,8 @@ def test_only_the_built_in_planner_runs_in_process(tmp_path: Path) -> None:
 
 def test_past_half_the_plan_bound_the_planner_prints_the_compact_shape_and_below_it_the_full_one(
         tmp_path: Path) -> None:
+    from pipeline.planner.planjson import expanded
     from pipeline.planner.run import plan_run
-    from pipeline.worker.planjson import expanded
 
     project = _shop()
     store = store_of(project)

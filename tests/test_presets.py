@@ -14,9 +14,9 @@ import yaml
 from conftest import REPO, Env
 
 from pipeline.config import load_config
+from pipeline.planner.planjson import plan_json
 from pipeline.planner.run import plan_run
 from pipeline.resources import data_dir
-from pipeline.worker.planjson import plan_json
 
 FAKES = REPO / "tests" / "fake_agents"
 EXAMPLE = data_dir("procedures") / "workers.example.yaml"

@@ -13,7 +13,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
-from pipeline.fsutil import dump_json
 from pipeline.receipts.receipt import (
     RECEIPT_SCHEMA,
     chain_head,
@@ -23,6 +22,7 @@ from pipeline.receipts.receipt import (
     schema_issues,
 )
 from pipeline.resources import load_schema
+from pipeline.store.jsontext import dump_json
 from pipeline.validation.schema import fast_check
 
 
@@ -139,8 +139,8 @@ def test_a_receipt_digest_kept_by_file_identity_is_not_served_after_an_in_place_
     import os
     import time
 
-    from pipeline.fsutil import digest_json
     from pipeline.receipts.receipt import file_digest
+    from pipeline.store.jsontext import digest_json
     from pipeline.store.statecache import StateCache
 
     path = tmp_path / "00000001-r.json"

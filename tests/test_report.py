@@ -152,9 +152,9 @@ def test_a_compact_plan_is_read_in_its_full_shape(tmp_path: Path) -> None:
     listed, and must still show its verdict (merged, not deleted) as it does in the full shape."""
     import json
 
+    from pipeline.planner.planjson import compacted
     from pipeline.receipts.report import _plan
     from pipeline.receipts.report_model import Texts
-    from pipeline.worker.planjson import compacted
 
     names = ["a.md", "b.md", "c.md"]
     stale = {"verdict": "SUBSUMED", "reason": "a duplicate of c.md"}

@@ -16,8 +16,8 @@ from pipeline.store import files
 
 
 def test_the_mcp_backend_searches_a_memory_edited_behind_its_back(env: Env, monkeypatch: pytest.MonkeyPatch) -> None:
+    from pipeline.apply.due import DuePolicy
     from pipeline.commands import _app
-    from pipeline.hosts.cron import DuePolicy
     from pipeline.hosts.mcp_server import Backend
 
     monkeypatch.setattr(files, "_SETTLED_NS", -1)  # unchanged files are answered from the cache
@@ -35,8 +35,8 @@ def test_the_mcp_backend_searches_a_memory_edited_behind_its_back(env: Env, monk
 
 
 def test_the_mcp_backend_never_returns_a_memory_forgotten_while_it_runs(env: Env) -> None:
+    from pipeline.apply.due import DuePolicy
     from pipeline.commands import _app
-    from pipeline.hosts.cron import DuePolicy
     from pipeline.hosts.mcp_server import Backend
 
     for name in ("project_deploy-a", "project_deploy-b"):

@@ -16,7 +16,8 @@ from hypothesis import strategies as st
 
 from pipeline.context.snapshot import ContextLimits, build_snapshot
 from pipeline.errors import InputRejected
-from pipeline.fsutil import dump_json, sha256_bytes
+from pipeline.fsutil import sha256_bytes
+from pipeline.store.jsontext import dump_json
 
 DATA = Path(__file__).parent / "data" / "transcripts"
 LIMITS = ContextLimits()

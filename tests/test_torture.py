@@ -139,7 +139,7 @@ def inprocess_worker(choice: Any, *, run_dir: Path, layout: Any, parent_env: Any
 
     Like the worker stage it stands in for, it writes the plan's exact bytes as the run's plan.json.
     """
-    from pipeline.apply.runs import write_artifact
+    from pipeline.fsutil import write_artifact
     from pipeline.planner.run import plan_run
     from pipeline.worker.extract import extract_plan
     from pipeline.worker.spawn import WorkerOutcome

@@ -172,7 +172,7 @@ def test_the_summary_lists_merges_once_and_names_reclassifications(store: tuple[
 def test_a_compact_plan_summarizes_as_its_full_shape(store: tuple[Layout, PreState]) -> None:
     """Items equal to an artifact's default are left out of a compact plan: the summary must still see
     the merges and reasons they carry, as it does in the full shape."""
-    from pipeline.worker.planjson import compacted
+    from pipeline.planner.planjson import compacted
 
     _, pre = store
     ops = [Operation("user_editor.md", "delete", "private"), Operation("project_ci.md", "delete", "safe")]

@@ -20,11 +20,12 @@ from hypothesis import strategies as st
 import pipeline.commands._app  # noqa: F401 - registers the validate command on the app
 from pipeline.apply.runs import create_run_dir
 from pipeline.errors import InputRejected, PrivacyRejected, UsageError
-from pipeline.fsutil import digest_json, dump_json, sha256_bytes
+from pipeline.fsutil import sha256_bytes
 from pipeline.paths import Layout, make_layout
 from pipeline.privacy import load_ruleset
 from pipeline.state.model import Operation, PreState
 from pipeline.state.read import read_pre
+from pipeline.store.jsontext import digest_json, dump_json
 from pipeline.store.memory import Memory, render_memory
 from pipeline.store.state import Limits
 from pipeline.validation.plan import RULES, ValidationResult, raise_for, validate_plan
@@ -781,7 +782,7 @@ def test_found_needs_a_regular_file_and_a_directory_is_refused(store: Store, rep
 
 
 def test_a_compact_plan_validates_as_its_expansion_and_a_malformed_default_is_refused(store: Store) -> None:
-    from pipeline.worker.planjson import compacted
+    from pipeline.planner.planjson import compacted
 
     plan = base_plan(store)
     assert check(store, compacted(plan)).ok

@@ -22,7 +22,7 @@ def _backend(env: Env) -> Any:
     import datetime as dt
 
     from pipeline.apply.commit import Services
-    from pipeline.hosts.cron import DuePolicy
+    from pipeline.apply.due import DuePolicy
     from pipeline.hosts.mcp_server import Backend
     from pipeline.paths import make_layout
     from pipeline.privacy import load_ruleset

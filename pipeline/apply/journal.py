@@ -8,21 +8,9 @@ from pathlib import Path
 
 from ..errors import ApplyFailed, RecoveryNeeded
 from ..frozen import Frozen
-from ..fsutil import (
-    atomic_write,
-    canonical_json,
-    create_unsynced,
-    digest_json,
-    dump_json,
-    open_dir,
-    ops,
-    read_bounded,
-    safe_join,
-    sha256_bytes,
-    temp_name,
-)
+from ..fsutil import atomic_write, create_unsynced, open_dir, ops, read_bounded, safe_join, sha256_bytes, temp_name
 from ..paths import BACKUP_DIR
-from ..store.jsontext import loads_bounded
+from ..store.jsontext import canonical_json, digest_json, dump_json, loads_bounded
 from .durable import fsync_all
 from .staged import Staged, check_copies, link_staged
 

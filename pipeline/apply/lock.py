@@ -10,8 +10,8 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from ..errors import LockHeld
-from ..fsutil import atomic_write, dump_json, write_all
-from ..store.jsontext import loads_bounded
+from ..fsutil import atomic_write, write_all
+from ..store.jsontext import dump_json, loads_bounded
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -143,9 +143,3 @@ def settle_pruned() -> None:
     for job in jobs:
         job.join()
 
-
-def write_artifact(run_dir: Path, name: str, data: bytes) -> str:
-    """Write one run-dir file once (never replaced); returns its sha256."""
-    from ..fsutil import safe_join, write_new
-
-    return write_new(safe_join(run_dir, name), data)

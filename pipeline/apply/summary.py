@@ -65,7 +65,7 @@ def _hidden(plan: dict[str, Any], pre: PreState, post: PostState) -> list[dict[s
 
 def summarize(run_id: str, plan: dict[str, Any], pre: PreState, post: PostState,
               redact: Callable[[str], str] | None = None) -> dict[str, Any]:
-    from ..worker.planjson import full_shape
+    from ..planner.planjson import full_shape
 
     plan = full_shape(plan)  # a compact plan's left-out items still name their status and reason
     created, rewritten, deleted, reclassified = [], [], [], []

@@ -6,10 +6,11 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ..errors import MemfoldError, StaleState, UsageError
-from ..fsutil import read_bounded, read_json, sha256_bytes
+from ..fsutil import read_bounded, sha256_bytes
 from ..paths import find_run
 from ..receipts.receipt import load_receipt, normalize_maps
 from ..state.model import Operation, PreState
+from ..store.jsontext import read_json
 from ..store.memory import INDEX_NAME, parse_memory
 from ..store.state import find_name
 from .journal import backup_path

@@ -6,13 +6,11 @@ holds what they learned: identities and hashes of files past the racy window, pa
 clean privacy verdicts. A copy made just before the run has none of that (a copy changes every
 inode and ctime), so it measures a store that was rewritten a moment ago, which no user has. The
 settled rows therefore consolidate copies prepared in advance: copied, left to settle past the
-racy window, given the state an earlier transaction leaves (``python -m pipeline.bench.consolidate
+racy window, given the state an earlier transaction leaves (``python -m pipeline.commands.benchbody
 settle HOME PROJECT`` reads both roots and privacy-checks the mirror through the state cache, as
 the gate of a write does, and builds both search indexes, as every commit leaves them), then moved
 into place by renaming their directories, which changes no file's identity. "consolidate (cold)"
 keeps the copy-just-before figure next to them.
-
-``python -m pipeline.bench.consolidate settle HOME PROJECT`` is that preparation step.
 """
 
 from __future__ import annotations
@@ -33,6 +31,7 @@ from ..apply.commit import COMMIT_PARTS
 from . import floors
 
 if TYPE_CHECKING:
+    from ..worker.extract import ExtractLimits
     from .common import Cli, Plan, Row
 
 STAGES = ("recover", "read", "snapshot", "manifest", "worker", "extraction", "validation", "stale-check",
@@ -63,6 +62,15 @@ def _copy(pristine: Path, target: Path) -> None:
 
 
 RETIRED = "retired"
+MiB = 1 << 20
+
+
+def raised_limits() -> ExtractLimits:
+    """Output bounds no measured size reaches, for the runs timed inside this process."""
+    from ..worker.extract import ExtractLimits
+
+    return ExtractLimits(max_stdout_bytes=1024 * MiB, max_lines=4_000_000, max_line_bytes=64 * MiB,
+                         max_plan_bytes=1024 * MiB)
 
 
 def _retire(live: Path) -> None:
@@ -124,7 +132,7 @@ def settled_copies(pristine: Path, live: Path, count: int, env: dict[str, str]) 
     try:
         for copy in copies:
             _swap_in(copy, live)
-            subprocess.run([sys.executable, "-m", "pipeline.bench.consolidate", "settle", str(home), str(project)],
+            subprocess.run([sys.executable, "-m", "pipeline.commands.benchbody", "settle", str(home), str(project)],
                            env=env, check=True, capture_output=True)
             _swap_out(live, copy)
         yield copies
@@ -136,7 +144,8 @@ def settled_copies(pristine: Path, live: Path, count: int, env: dict[str, str]) 
 
 
 def _driver(store: Any, env: dict[str, str]) -> tuple[float, dict[str, Any]]:
-    argv = [sys.executable, "-m", "pipeline.bench.driver", str(store.home), str(store.project)]
+    argv = [sys.executable, "-m", "pipeline.commands.benchbody", "consolidate", str(store.home),
+            str(store.project)]
     start = time.perf_counter()
     proc = subprocess.run(argv, capture_output=True, env=env, check=False)
     ms = floors.ms_since(start)
@@ -214,7 +223,6 @@ def bench_apply(store: Any, pristine: Path, live: Path, env: dict[str, str], rep
     from ..config import load_config
     from ..privacy import load_ruleset
     from ..transaction import ConsolidateRequest, consolidate
-    from .driver import raised_limits
 
     cfg = load_config(store.home / "config.yaml")
     svc = commit.Services(layout=store.layout, limits=cfg.store_limits(),
@@ -242,35 +250,3 @@ def bench_apply(store: Any, pristine: Path, live: Path, env: dict[str, str], rep
     if len(samples) != reps + 1:
         raise RuntimeError(f"{reps + 1} consolidations applied {len(samples)} times")
     return samples[1:]
-
-
-def settle(home: Path, project: Path) -> int:
-    """Leave the state a finished transaction leaves: both roots entered in the state cache (every
-    file is past the racy window), their memories parsed, the mirror's files privacy-checked, and
-    both search indexes built."""
-    from ..commands.context import STATE, config, services
-    from ..mirror.guard import privacy_issues
-    from ..state.post import compute_post
-    from ..state.read import read_pre
-    from ..store.indexbuild import rebuild
-    from ..store.searchdb import cache_file
-    from ..store.statecache import cache_for, flush_all
-
-    STATE.home, STATE.project = home, project
-    svc = services()
-    pre = read_pre(svc.layout, config().store_limits())
-    found = list(privacy_issues(compute_post(pre, []), svc.ruleset, cache_for(svc.layout.project_home)))
-    flush_all()
-    limits = config().store_limits()
-    # Every commit leaves each root's search index current (the per-prompt path reads it).
-    for kind, root in (("memory", svc.layout.harness), ("mirror", svc.layout.mirror)):
-        if root is not None:
-            rebuild(str(root), cache_file(str(svc.layout.project_home), kind), limits.max_file_bytes,
-                    limits.max_files)
-    return 1 if found else 0
-
-
-if __name__ == "__main__":
-    if len(sys.argv) != 4 or sys.argv[1] != "settle":
-        sys.exit("usage: python -m pipeline.bench.consolidate settle HOME PROJECT")
-    sys.exit(settle(Path(sys.argv[2]), Path(sys.argv[3])))

@@ -96,7 +96,7 @@ def consolidate(home: Path, project: Path, today: str) -> tuple[dict[str, Any], 
     if proc.returncode != 0:
         raise RuntimeError(f"consolidate exited {proc.returncode}: {summary.get('code')} {summary.get('message')}")
     plan = json.loads((Path(summary["runDir"]) / "plan.json").read_bytes())
-    from ..worker.planjson import expanded
+    from ..planner.planjson import expanded
 
     return summary, expanded(plan, plan["selected"])
 

@@ -36,15 +36,10 @@ def _git(where: Path, *args: str) -> str:
 
 
 def _cli(home: Path, project: Path, *args: str) -> tuple[int, str, str]:
-    import io
-    from contextlib import redirect_stderr, redirect_stdout
-
-    from ..cli import main
-
-    out, err = io.StringIO(), io.StringIO()
-    with redirect_stdout(out), redirect_stderr(err):
-        code = main(["--home", str(home), "--project", str(project), *args])
-    return code, out.getvalue(), err.getvalue()
+    """One ``memfold`` command in its own process, as a user runs it."""
+    proc = subprocess.run((sys.executable, "-m", "pipeline", "--home", str(home), "--project", str(project), *args),
+                          capture_output=True, text=True, check=False)
+    return proc.returncode, proc.stdout, proc.stderr
 
 
 def evaluate(repo: Path, labelled: dict[str, Any], workdir: Path) -> dict[str, Any]:

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ..fsutil import dump_json
+from ..store.jsontext import dump_json
 from ..store.memory import INDEX_NAME
 from .synth import Synthetic
 

@@ -91,8 +91,8 @@ def _memory_search(store: Any, reps: int) -> list[float]:
     import datetime as dt
 
     from ..apply.commit import Services
+    from ..apply.due import DuePolicy
     from ..config import load_config
-    from ..hosts.cron import DuePolicy
     from ..hosts.mcp_server import Backend
 
     cfg = load_config(store.home / "config.yaml")

@@ -210,8 +210,8 @@ def _warm_adds(home: Path, project: Path, reps: int, fill: int = 0) -> list[floa
     import datetime as dt
 
     from ..apply.commit import Services
+    from ..apply.due import DuePolicy
     from ..config import load_config
-    from ..hosts.cron import DuePolicy
     from ..hosts.mcp_server import Backend
     from ..paths import make_layout
     from ..privacy import load_ruleset

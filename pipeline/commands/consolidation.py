@@ -116,7 +116,8 @@ def _cron_log(message: str) -> None:
 def _unattended(request: Any, all_projects: bool, if_due: bool, skip_if_locked: bool, as_json: bool) -> int:
     """Cron and timer runs: one JSON line per project when not on a terminal, progress when on one."""
     from ..apply.commit import Services
-    from ..hosts.cron import DuePolicy, consolidate_one, visit_all
+    from ..apply.due import DuePolicy
+    from ..hosts.cron import consolidate_one, visit_all
     from ..transaction import consolidate as run
 
     section = config().consolidate

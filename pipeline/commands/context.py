@@ -171,8 +171,8 @@ def lock_timeout() -> float:
 
 
 def _json(data: dict[str, Any]) -> str:
-    from ..fsutil import dump_json
     from ..safetext import json_text
+    from ..store.jsontext import dump_json
 
     # dump_json: json.dumps' text exactly, without its pure-Python indenting (an import reports 3,000 files).
     return json_text(dump_json(data).decode("utf-8").removesuffix("\n")) + "\n"

@@ -13,7 +13,7 @@ def serve() -> int:
 
     import anyio
 
-    from ..hosts.cron import DuePolicy
+    from ..apply.due import DuePolicy
     from ..hosts.mcp_server import Backend, build_server
     from ..hosts.mcp_stdio import serve_stdio
     from ..transaction import consolidate_request

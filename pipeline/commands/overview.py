@@ -10,7 +10,7 @@ from .team import team_lines
 def status(global_: bool, json_out: bool) -> int:
     """Roots, counts, capacity, lock holder, last run and pending recovery."""
     use_global(global_)
-    from ..hosts.cron import DuePolicy
+    from ..apply.due import DuePolicy
     from ..status import project_status
 
     section = config().consolidate

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 
 
 class RunArtifacts:
-    """Writes each run-dir file once, as ``apply.runs.write_artifact`` does, but leaves its fsync to a
+    """Writes each run-dir file once, as ``fsutil.write_artifact`` does, but leaves its fsync to a
     thread: the stages after it (the worker among them) need its bytes, not its durability.
 
     ``settle`` waits until every file written is durable (raising the first fsync error) and must

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..fsutil import digest_json
 from ..paths import Layout
 from ..state.maps import HashMaps
+from ..store.jsontext import digest_json
 from ..store.state import Limits
 
 TYPE_CHECKING = False
@@ -25,10 +25,10 @@ def scope_digest(run_id: str, scope_key: str, snapshot_digest: str, context_mode
 
 def write_manifest(run_dir: Path, manifest: dict[str, Any], write: Writer | None = None) -> None:
     """``manifest.json``, written once before anything reads the run (by ``write``, as ``snapshot_run``)."""
-    from ..fsutil import dump_json
+    from ..store.jsontext import dump_json
 
     if write is None:
-        from ..apply.runs import write_artifact
+        from ..fsutil import write_artifact
 
         write = write_artifact
     write(run_dir, "manifest.json", dump_json(manifest))

@@ -41,7 +41,7 @@ from typing import Any
 
 from ..errors import InputRejected
 from ..frozen import FrozenValue, Slotted
-from ..fsutil import dump_json
+from ..store.jsontext import dump_json
 from .boundedjson import TooDeep, loads_bounded
 from .transcripts import Entry, Record, detect_format, normaliser
 
@@ -132,10 +132,10 @@ def build_snapshot(data: bytes | None, *, source: str, limits: ContextLimits) ->
 
 def snapshot_run(run_dir: Path, data: bytes | None, *, source: str, limits: ContextLimits,
                  write: Writer | None = None) -> tuple[dict[str, Any], str]:
-    """The run's snapshot, written once as ``snapshot.json`` (by ``write``: ``apply.runs.write_artifact``
+    """The run's snapshot, written once as ``snapshot.json`` (by ``write``: ``fsutil.write_artifact``
     unless given); returns it and its digest."""
     if write is None:
-        from ..apply.runs import write_artifact
+        from ..fsutil import write_artifact
 
         write = write_artifact
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from ..fsutil import dump_json
+from ..store.jsontext import dump_json
 from ..store.memory import Memory
 
 KIND = "memfold-run-signals"

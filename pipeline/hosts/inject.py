@@ -31,6 +31,17 @@ def _config(home: str) -> Any:
     return load_config(paths.user_files(home, os.environ)[0])
 
 
+def _rules_loader(home: str, privacy: Any) -> Any:
+    """How this home loads its privacy rules, called only when a row needs them (the engine costs more
+    than the rest of a prompt)."""
+    def load() -> Any:
+        from ..privacy import load_ruleset
+
+        return load_ruleset(privacy.rules or None, privacy.allowlist or None, cache_home=home)
+
+    return load
+
+
 def _refuse_unsafe_home(home: str) -> None:
     """The same owner and mode rule every other command applies to the home (one stat)."""
     from ..fsutil import refuse_unsafe_owner
@@ -81,7 +92,7 @@ class TeamGate:
     def __init__(self, home: str, privacy: Any, max_file_bytes: int) -> None:
         from ..store.mask import RowMasker
 
-        self.rules = RowMasker(home, privacy, kinds=("mirror",))
+        self.rules = RowMasker(home, privacy, _rules_loader(home, privacy), kinds=("mirror",))
         self.max_file_bytes = max_file_bytes
         self.screen: Any = None
         self.checked: set[int] = set()
@@ -110,11 +121,8 @@ class TeamGate:
             return "held:changed"  # not what was indexed: the index is rebuilt when the row is served
         if self.screen is None:
             from ..mirror.screen import screen_for
-            from ..privacy import load_ruleset
 
-            privacy = self.rules.privacy
-            ruleset = load_ruleset(privacy.rules or None, privacy.allowlist or None, cache_home=self.rules.home)
-            self.screen = screen_for(ruleset, self.max_file_bytes)
+            self.screen = screen_for(self.rules.load_rules(), self.max_file_bytes)
         found = self.screen(row.file, data)
         return _ADMITTED if found is None else f"held:{found[0]}"
 
@@ -211,7 +219,7 @@ def gather(home: str, project_dir: str, *, query: str | None, max_bytes: int | N
     if settings.mask_credentials:
         from ..store.mask import RowMasker
 
-        mask = RowMasker(home, config.privacy)
+        mask = RowMasker(home, config.privacy, _rules_loader(home, config.privacy))
     trusted = root_trusted(home, root)
     admit = TeamGate(home, config.privacy, int(config.limits.max_file_bytes)) if trusted else None
     if session:

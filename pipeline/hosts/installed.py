@@ -8,7 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputRejected
-from ..fsutil import atomic_write, dump_json, ensure_dir, read_bounded, read_json, refuse_symlinks, sha256_bytes
+from ..fsutil import atomic_write, ensure_dir, read_bounded, refuse_symlinks, sha256_bytes
+from ..store.jsontext import dump_json, read_json
 
 
 class Installer:

@@ -12,9 +12,9 @@ from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field, ValidationError
 
 from ..apply.commit import Services
+from ..apply.due import DuePolicy
 from ..errors import InputRejected, MemfoldError, UsageError
 from ..transaction import ConsolidateRequest
-from .cron import DuePolicy
 from .mcp_models import (
     ConsolidateOut,
     ListOut,

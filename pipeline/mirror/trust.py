@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import os
 
-from ..fsutil import atomic_write, dump_json, read_bounded
+from ..fsutil import atomic_write, read_bounded
 from ..store import jsontext as json
+from ..store.jsontext import dump_json
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 
 from ..errors import WorkerFailed
-from ..worker.planjson import compacted, item_json, plan_json
+from .planjson import compacted, item_json, plan_json
 
 # The planner starts once per consolidation: typing stays out of its imports.
 TYPE_CHECKING = False

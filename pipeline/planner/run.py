@@ -12,9 +12,9 @@ from ..errors import MemfoldError
 from ..fsutil import read_bounded
 from ..store.memory import Memory, is_memory_name, parse_memory
 from ..store.state import read_root
-from ..worker.planjson import PRINT_LINE_BUDGET, TooLong, compacted, plan_json
 from .bound import bounded, lean, stored_size
 from .plan import PlanInputError, limits_of, planned
+from .planjson import PRINT_LINE_BUDGET, TooLong, compacted, plan_json
 
 # The planner starts once per consolidation: typing stays out of its imports.
 TYPE_CHECKING = False

@@ -9,9 +9,9 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import Issue, UsageError
-from ..fsutil import atomic_write, canonical_json, read_bounded, read_json, sha256_bytes, write_new
+from ..fsutil import atomic_write, read_bounded, sha256_bytes, write_new
 from ..paths import Layout
-from ..store.jsontext import loads_bounded
+from ..store.jsontext import canonical_json, loads_bounded, read_json
 from .log import log_entries
 from .receipt import load_receipt, normalize_maps, receipt_digest
 

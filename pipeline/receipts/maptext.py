@@ -18,8 +18,8 @@ from __future__ import annotations
 import os
 from _json import encode_basestring  # the escaper the writers use (see store/jsontext.py)
 
-from ..fsutil import canonical_json, dump_json, sha256_bytes
-from ..store.jsontext import dumps
+from ..fsutil import sha256_bytes
+from ..store.jsontext import canonical_json, dump_json, dumps
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

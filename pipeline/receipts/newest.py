@@ -15,7 +15,7 @@ import stat
 from pathlib import Path
 
 from ..errors import InputRejected
-from ..fsutil import dump_json, read_json
+from ..store.jsontext import dump_json, read_json
 from .log import RUN_ID_NAME
 
 NEWEST = "newest-receipt.json"

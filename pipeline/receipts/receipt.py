@@ -9,10 +9,10 @@ from pathlib import Path
 
 from .. import __version__
 from ..errors import Issue
-from ..fsutil import digest_json, read_bounded, sha256_bytes
+from ..fsutil import read_bounded, sha256_bytes
 from ..resources import load_schema
 from ..state.maps import HashMaps
-from ..store.jsontext import loads_bounded
+from ..store.jsontext import digest_json, loads_bounded
 from ..store.statecache import SETTLED_NS
 from .log import LogEntry, log_entries, log_name
 from .maptext import MAP_KEYS, MapText

@@ -14,11 +14,12 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputRejected, UsageError
-from ..fsutil import read_bounded, read_json
+from ..fsutil import read_bounded
 from ..paths import BACKUP_DIR as BACKUP
 from ..paths import Layout
 from ..state.maps import HashMaps
 from ..store.index import capacity
+from ..store.jsontext import read_json
 from ..store.memory import INDEX_NAME, parse_memory
 from ..store.state import Limits
 from .findings import Report
@@ -36,7 +37,7 @@ def _plan(run_dir: Path, texts: Texts) -> dict[str, Any]:
         return {}
     if not isinstance(plan, dict):
         return {}
-    from ..worker.planjson import full_shape
+    from ..planner.planjson import full_shape
 
     plan = full_shape(plan)  # a compact plan: each memory's verdict and cluster as the full shape has them
     for op in plan.get("operations") or []:

@@ -8,11 +8,11 @@ from typing import Any
 
 from ..context.manifest import scope_digest
 from ..errors import UsageError
-from ..fsutil import read_bounded, read_json, sha256_bytes
+from ..fsutil import read_bounded, sha256_bytes
 from ..paths import Layout, find_run
 from ..safetext import counted
 from ..state.landed import current_hashes
-from ..store.jsontext import loads_bounded
+from ..store.jsontext import loads_bounded, read_json
 from ..store.memory import INDEX_NAME
 from ..store.state import Limits
 from .findings import Report

@@ -8,9 +8,12 @@
 - ``loads_bounded``: ``loads`` with a nesting bound, for every file memfold reads from a repository, the
   store, a run dir or a cache: a text nested deeper than the bound is ``TooDeep`` (a ValueError, which each
   reader answers with its own error code), never a RecursionError from the parser or a later walk.
-- ``canonical_json``: RFC 8785 bytes for digests; ``dump_json``: the stable indented form of files.
+- ``canonical_json``: RFC 8785 bytes for digests (``digest_json``: their sha256); ``dump_json``: the
+  stable indented form of files; ``read_json``: a file read with ``fsutil``'s bounds, then
+  ``loads_bounded``.
 
-It imports nothing from memfold, so ``fsutil`` (the digest helper) can build on it without a cycle.
+The file helpers it builds on (``fsutil``) are imported where they are used: the prompt hook imports
+this module for ``loads`` alone.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from _json import encode_basestring, encode_basestring_ascii, make_encoder, make
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from pathlib import Path
     from typing import Any
 
 _WHITESPACE = " \t\n\r"
@@ -197,6 +201,23 @@ def dump_json(value: Any) -> bytes:
     except (_Unplain, TypeError, RecursionError):
         text = _stdlib().dumps(value, indent=2, sort_keys=True, ensure_ascii=False)
     return (text + "\n").encode("utf-8")
+
+
+def digest_json(value: Any) -> str:
+    from ..fsutil import sha256_bytes
+
+    return sha256_bytes(canonical_json(value))
+
+
+def read_json(path: Path | str, limit: int, *, dir_fd: int | None = None, settings: str | None = None
+              ) -> Any:
+    """A JSON file read with ``fsutil.read_bounded`` and parsed with ``loads_bounded``.
+
+    Bad JSON, and JSON nested too deep, is a ValueError for the caller to answer with its own code.
+    """
+    from ..fsutil import read_bounded
+
+    return loads_bounded(read_bounded(path, limit, dir_fd=dir_fd, settings=settings))
 
 
 class _Unplain(Exception):

@@ -15,6 +15,7 @@ from . import filecache
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Any
 
 CATEGORIES = ("credential",)
@@ -24,12 +25,12 @@ _PIPELINE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def _rule_files() -> list[str]:
-    """The files that decide the spans besides the text and the user's rules: the engine and the shipped rules,
-    and (for the verdicts kept on a team mirror's rows) the instruction rules and the checks a sync makes."""
-    files = [os.path.join(_PIPELINE, "privacy", name)
-             for name in ("engine.py", "checks.py", "loader.py", "tokens.py", "personal.py", "prefilter.py",
-                          "instructions.py", "instruction_patterns.py")]
-    files += [os.path.join(_PIPELINE, "mirror", name) for name in ("sync.py", "shape.py", "guard.py")]
+    """The files that decide the spans besides the text and the user's rules: every module of the privacy
+    engine and the shipped rules, and (for the verdicts kept on a team mirror's rows) the checks a sync
+    makes. Listed, not named: a module the engine gains later invalidates the masks all the same."""
+    engine = os.path.join(_PIPELINE, "privacy")
+    files = sorted(os.path.join(engine, name) for name in os.listdir(engine) if name.endswith(".py"))
+    files += [os.path.join(_PIPELINE, "mirror", name) for name in ("sync.py", "screen.py", "shape.py", "guard.py")]
     return files + [os.path.join(base, name) for name in ("privacy-rules.yaml", "privacy-needs.json")
                     for base in (os.path.join(_PIPELINE, "_data", "schemas"), os.path.join(_PIPELINE, "..", "schemas"))]
 
@@ -91,15 +92,18 @@ class RowMasker:
     of their content) and, for each installation that checked it, the identities of its files then
     (``masks:<installation>``), so a prompt stats the files and reads them only when they changed.
     Every installation sharing the home reads the same index: keyed by its own files' identities
-    alone, each would drop the others' masks and load the rules again on every prompt.
+    alone, each would drop the others' masks and load the rules again on every prompt. ``load_rules``
+    gives the rules the first time a row needs scanning (the caller knows how this home loads them).
     """
 
-    def __init__(self, home: str, privacy: Any, kinds: tuple[str, ...] = ("private", "global")) -> None:
+    def __init__(self, home: str, privacy: Any, load_rules: Callable[[], Any],
+                 kinds: tuple[str, ...] = ("private", "global")) -> None:
         from . import jsontext as json
 
         self.home = home
         self.privacy = privacy
         self.kinds = kinds
+        self.load_rules = load_rules
         self.key = json.dumps(_rules_identity(privacy))
         self.slot = f"masks:{_PIPELINE}"
         self.ruleset: Any = None
@@ -119,10 +123,7 @@ class RowMasker:
         spans = json.loads(row.masks) if row.masks else None
         if spans is None:
             if self.ruleset is None:
-                from ..privacy import load_ruleset
-
-                self.ruleset = load_ruleset(self.privacy.rules or None, self.privacy.allowlist or None,
-                                            cache_home=self.home)
+                self.ruleset = self.load_rules()
             spans = _scan(self.ruleset, _Text(description, body, row.file))
             row.masks = json.dumps(spans)
             index.settle("UPDATE docs SET masks = ? WHERE id = ? AND sha = ?", (row.masks, row.id, row.sha))

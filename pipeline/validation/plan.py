@@ -8,10 +8,10 @@ from typing import Any
 
 from ..errors import InputRejected, Issue, IssueList, PrivacyRejected
 from ..frozen import Slotted
+from ..planner.planjson import expanded
 from ..privacy import RuleSet
 from ..state.model import Operation, PreState
 from ..store.state import Limits
-from ..worker.planjson import expanded
 from . import grounding, operations, outcome, rules
 from .context import ARTIFACTS, IDENTITY, Context, ManifestView, RuleSpec
 from .schema import check_schema, required_fields
@@ -113,11 +113,11 @@ def validate_plan(
 def validate_run(run_dir: Path, plan: object, manifest: dict[str, Any], write: Writer | None = None,
                  **options: Any) -> ValidationResult:
     """``validate_plan``, with its report written as the run's ``validation.json`` (by ``write``:
-    ``apply.runs.write_artifact`` unless given)."""
-    from ..fsutil import dump_json
+    ``fsutil.write_artifact`` unless given)."""
+    from ..store.jsontext import dump_json
 
     if write is None:
-        from ..apply.runs import write_artifact
+        from ..fsutil import write_artifact
 
         write = write_artifact
     result = validate_plan(plan, manifest, **options)

@@ -25,9 +25,9 @@ from typing import Any
 from ..context.boundedjson import TooDeep, loads_bounded
 from ..errors import WorkerFailed
 from ..frozen import FrozenValue
+from ..planner.planjson import plan_json
 from .agentstream import excerpt as _excerpt
 from .agentstream import final_message
-from .planjson import plan_json
 
 MiB = 1 << 20
 PLAN_KIND = "memory-consolidation-plan"

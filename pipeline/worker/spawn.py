@@ -151,7 +151,7 @@ def run_plan_worker(
 ) -> WorkerOutcome:
     """The worker's run; ``launcher``: one started ahead of the run (``ahead.start_launcher``);
     ``started``: called once the worker is on its way (see ``run_worker``); ``write``: what writes
-    ``plan.json`` (``apply.runs.write_artifact`` unless given); ``defer``: runs the scratch dir's
+    ``plan.json`` (``fsutil.write_artifact`` unless given); ``defer``: runs the scratch dir's
     removal later (see ``run_worker``)."""
     from ..sandbox import absent_protections
     from ..sandbox.describe import enforced
@@ -222,7 +222,7 @@ def run_plan_worker(
     extracted = extract_plan(result.stdout, limits.with_changes(builtin=choice.builtin))
     extract_ms = round((time.perf_counter() - extract_start) * 1000, 3)
     if write is None:
-        from ..apply.runs import write_artifact
+        from ..fsutil import write_artifact
 
         write = write_artifact
     write(run_dir, "plan.json", extracted.plan_bytes)  # the exact bytes validated and receipted

@@ -24,9 +24,9 @@ BUILTIN = "builtin"
 
 def write_task(run_dir: Path, values: Mapping[str, str], write: Writer | None = None) -> None:
     """The rendered procedure as the run's ``task.md`` (what the worker reads), written by ``write``
-    (``apply.runs.write_artifact`` unless given)."""
+    (``fsutil.write_artifact`` unless given)."""
     if write is None:
-        from ..apply.runs import write_artifact
+        from ..fsutil import write_artifact
 
         write = write_artifact
     write(run_dir, "task.md", render_task(values))
