@@ -13,7 +13,8 @@ import time
 from pathlib import Path
 
 from pipeline.fsutil import sha256_bytes
-from pipeline.paths import ensure_layout, make_layout
+from pipeline.paths import make_layout
+from pipeline.paths.ondisk import ensure_layout
 from pipeline.receipts.log import log_name
 from pipeline.receipts.receipt import build_receipt
 from pipeline.receipts.report import write_report

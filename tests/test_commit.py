@@ -87,7 +87,7 @@ def test_a_hand_edit_of_the_mirror_is_kept_byte_for_byte_while_the_users_write_g
 
 def test_the_global_store_refuses_a_safe_memory_at_the_gate(env: Env) -> None:
     svc = Services(global_layout(env.home), Limits(), lambda: NOW, None)
-    from pipeline.paths import ensure_layout
+    from pipeline.paths.ondisk import ensure_layout
 
     ensure_layout(svc.layout)
     pre = read_pre(svc.layout, svc.limits)

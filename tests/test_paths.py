@@ -272,7 +272,8 @@ def test_an_unattended_run_over_all_projects_adopts_an_old_worktree_store_and_co
 
 def test_a_home_inside_the_mirror_is_refused_before_anything_is_created(tmp_path: Path) -> None:
     from pipeline.errors import UnsafePath
-    from pipeline.paths import ensure_layout, make_layout
+    from pipeline.paths import make_layout
+    from pipeline.paths.ondisk import ensure_layout
 
     project = tmp_path / "project"
     project.mkdir()

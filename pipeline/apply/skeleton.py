@@ -11,7 +11,7 @@ from contextlib import contextmanager
 
 from ..errors import ApplyFailed
 from ..frozen import Frozen
-from ..paths import ensure_layout
+from ..paths.ondisk import ensure_layout
 from ..timing import Timings
 from .commit import Services, run_recovery
 from .lock import project_lock

@@ -72,7 +72,8 @@ def write_store(base: Path, cases: list[Case]) -> tuple[Path, Path]:
     home, project = base / "home", base / "project"
     project.mkdir(parents=True)
     subprocess.run(("git", "init", "-q", str(project)), check=True, capture_output=True)
-    from ..paths import ensure_layout, make_layout
+    from ..paths import make_layout
+    from ..paths.ondisk import ensure_layout
 
     layout = make_layout(home, project)
     ensure_layout(layout)

@@ -8,7 +8,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..mirror.trust import set_trust
-from ..paths import Layout, ensure_layout, make_layout
+from ..paths import Layout, make_layout
+from ..paths.ondisk import ensure_layout
 from ..store.index import render_index
 from ..store.memory import INDEX_NAME, TYPES, Memory, render_memory
 

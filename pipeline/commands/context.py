@@ -108,7 +108,8 @@ def user_files() -> tuple[Path, Path, Path]:
 
 
 def layout() -> Any:
-    from ..paths import adopt_worktree_store, check_layout, global_layout, make_layout
+    from ..paths import global_layout, make_layout
+    from ..paths.ondisk import adopt_worktree_store, check_layout
 
     if STATE.global_scope:
         result = global_layout(home_dir())

@@ -12,7 +12,8 @@ from ..apply.commit import Services
 from ..apply.due import DuePolicy, due_state
 from ..apply.summary import SETTLED_REASON, settled
 from ..errors import LockHeld, MemfoldError
-from ..paths import Layout, adopt_worktree_store, make_layout
+from ..paths import Layout, make_layout
+from ..paths.ondisk import adopt_worktree_store
 from ..state.read import read_pre
 from ..store.jsontext import read_json
 

@@ -47,6 +47,7 @@ from .. import paths
 from ..apply.commit import Services
 from ..edits import TxResult
 from ..errors import ApplyFailed, MemfoldError
+from ..paths.ondisk import check_layout
 from .memory_files import Done, MemoryFiles
 from .memory_paths import shown
 
@@ -82,7 +83,7 @@ def _services(project: str | os.PathLike[str] | None, home: str | os.PathLike[st
     config_file, cache, logs = paths.user_files(where, os.environ)
     cfg = load_config(config_file)
     layout = paths.global_layout(where) if project is None else paths.make_layout(where, project)
-    paths.check_layout(layout)
+    check_layout(layout)
     ruleset = load_ruleset(cfg.privacy.rules or None, cfg.privacy.allowlist or None, cache_home=cache)
     svc = Services(layout=layout, limits=cfg.store_limits(), clock=clock, ruleset=ruleset, keep_runs=cfg.runs.keep)
     return svc, float(cfg.lock.timeout), Path(logs)
