@@ -92,8 +92,11 @@ def help_(topic: str | None = typer.Argument(None, help="a page, such as getting
 
 
 def point_at_pages() -> None:
-    """`memfold --help` names the topics; each command's --help names its guide page."""
-    names = list(topics())
+    """`memfold --help` names the topics; each command's --help names its guide page.
+
+    Every command line pays this, so it lists the topic names alone: ``topics()`` also builds the
+    click tree the generated pages are made from, which only ``memfold help`` needs."""
+    names = sorted(set(pages.files()) | {pages.topic_of(page) for page in GENERATED})
     app.info.epilog = ("Documentation: memfold help TOPIC shows a page, memfold help lists them. Topics: "
                        + ", ".join(names) + ".")
     for info in app.registered_commands:
