@@ -522,6 +522,8 @@ LABEL_AND_CODE_FINDINGS = [
     ("secret-comparison-reversed", 2, 'func ok(in string) bool {\n\treturn "q8Zr2LwPx9vK4mTn" !== my_super_password\n}'),
     ("secret-named-argument", 2, "<?php\ndefine('DB_PASSWORD', 'Wq4#pT8vLz2K');"),
     ("secret-named-argument", 1, 'headers.put("X-Api-Key", "Kq8vR2mZp7TnW4yXk29f");'),
+    # a vendor named only by its name, the key quoted after it (trufflehog: mite, geoip, invoiceocean)
+    ("named-quoted-token", 2, "notes for the ticket export:\nacmebilling '7kq2vx9wm4tz8rp3' on the eu host"),
 ]
 
 # Their look-alikes: words, references, empty literals, digests and addresses at a placeholder domain.
@@ -536,6 +538,10 @@ LABEL_AND_CODE_LOOK_ALIKES = [
     'os.getenv("API_TOKEN", "")',
     'headers.put("X-Api-Key", System.getenv("ACME_KEY"));',
     "contact email@domain.tld for access",
+    "the build id `b7f3k9x2m4q8w1`",
+    "branch `feat-x7k2m9q4t8`",
+    "renamed 'UserProfileSettingsPanel2' to 'ProfileSettingsPanelV3'",
+    "pinned `sha256-9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08`",
 ]
 
 
