@@ -31,7 +31,6 @@ Feature: The privacy rules hold on data nobody wrote for them
       | a password in a pod's env list    | the pod has - name: SMTP_PASSWORD value: Hn4$wQ82pLxz           | secret-name-value-pair | Hn4$wQ82pLxz                        |
       | an impacket target password       | ran psexec.py ACME/svc_backup:Vr8!kP2qLm@10.20.0.15 to check    | impacket-target-password | Vr8!kP2qLm                        |
       | a key named only Key in a log     | the job log says Using Key=rQ7vT2xL9kMw3NpZ8cYb5H then fails  | keyed-label-token    | rQ7vT2xL9kMw3NpZ8cYb5H                |
-      | a vendor key after its name only  | our acmebilling '7kq2vx9wm4tz8rp3' lives on the eu host        | named-quoted-token   | 7kq2vx9wm4tz8rp3                      |
       | a login pair in prose             | the staging creds are deploy/Vq7#Lm29xKaT until Friday         | prose-credential-pair | Vq7#Lm29xKaT                         |
       | a literal compared first in code  | the check reads if ('Tr0ub4dor3xQ9' == password) { grant }     | secret-comparison-reversed | Tr0ub4dor3xQ9                   |
       | a PHP define of a password        | wp-config still has define('DB_PASSWORD', 'Hn4$wQ82pLxzR');     | secret-named-argument | Hn4$wQ82pLxzR                        |

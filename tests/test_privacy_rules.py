@@ -513,7 +513,7 @@ def test_each_mechanism_finds_its_shape(rule: str, text: str) -> None:
 
 # (rule, line, text): shapes of trufflehog's detector tests and detect-secrets' keyword tables (training
 # sources), values drawn here. A key named only ``Key`` or ``<vendor>_key``, a literal compared first,
-# a literal handed over after a secret-named string, and a key quoted after a vendor's name alone.
+# and a literal handed over after a secret-named string.
 LABEL_AND_CODE_FINDINGS = [
     ("keyed-label-token", 2, "[INFO] Sending request to the acme API\n[DEBUG] Using Key=rQ7vT2xL9kMw3NpZ8cYb5H\n"),
     ("keyed-label-token", 3, "# config.yaml\napi:\n  cashflow_key: \"Hq2vR8mZp7TnW4yXk29f\"\n  base_url: /v1"),
@@ -522,8 +522,6 @@ LABEL_AND_CODE_FINDINGS = [
     ("secret-comparison-reversed", 2, 'func ok(in string) bool {\n\treturn "q8Zr2LwPx9vK4mTn" !== my_super_password\n}'),
     ("secret-named-argument", 2, "<?php\ndefine('DB_PASSWORD', 'Wq4#pT8vLz2K');"),
     ("secret-named-argument", 1, 'headers.put("X-Api-Key", "Kq8vR2mZp7TnW4yXk29f");'),
-    # a vendor named only by its name, the key quoted after it (trufflehog: mite, geoip, invoiceocean)
-    ("named-quoted-token", 2, "notes for the ticket export:\nacmebilling '7kq2vx9wm4tz8rp3' on the eu host"),
     # a user and a password as a pair after a login word, and a URL password whose colons a properties
     # file escapes (Gradle's distributionUrl): shapes written from the tools' documentation
     ("prose-credential-pair", 1, "creds: admin/Tr0ub4dor3x"),
