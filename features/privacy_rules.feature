@@ -30,6 +30,10 @@ Feature: The privacy rules hold on data nobody wrote for them
       | a password in a Maven element     | the CI server entry holds <password>Tq7#vLm29xKa</password>    | markup-secret-element | Tq7#vLm29xKa                         |
       | a password in a pod's env list    | the pod has - name: SMTP_PASSWORD value: Hn4$wQ82pLxz           | secret-name-value-pair | Hn4$wQ82pLxz                        |
       | an impacket target password       | ran psexec.py ACME/svc_backup:Vr8!kP2qLm@10.20.0.15 to check    | impacket-target-password | Vr8!kP2qLm                        |
+      | a key named only Key in a log     | the job log says Using Key=rQ7vT2xL9kMw3NpZ8cYb5H then fails  | keyed-label-token    | rQ7vT2xL9kMw3NpZ8cYb5H                |
+      | a login pair in prose             | the staging creds are deploy/Vq7#Lm29xKaT until Friday         | prose-credential-pair | Vq7#Lm29xKaT                         |
+      | a literal compared first in code  | the check reads if ('Tr0ub4dor3xQ9' == password) { grant }     | secret-comparison-reversed | Tr0ub4dor3xQ9                   |
+      | a PHP define of a password        | wp-config still has define('DB_PASSWORD', 'Hn4$wQ82pLxzR');     | secret-named-argument | Hn4$wQ82pLxzR                        |
 
   Scenario Outline: A safe memory holding <what> is accepted
     When I add a safe memory "project_note" whose body says "<text>"
@@ -51,6 +55,8 @@ Feature: The privacy rules hold on data nobody wrote for them
       | a version after a product     | built on MonoGame 3.8.4.1 and .NET 8                                                      |
       | a Rails form's CSRF token     | the form renders name="authenticity_token" value="7SWa-Fo1_hsC6oovfBsJFLGPUl2EhkSWPbJhWANwgaJWBDl1vxd9VNqXTNAefsJqzIRYaZEfYZLffa31rw8zJA" |
       | a password read from a secret | env: - name: DB_PASSWORD valueFrom: secretKeyRef: name: db key: password                  |
+      | two names after a login word  | login with GitHub / GitLab for the mirror                                                 |
+      | words under a key name        | cache_key = build-output-linux-x64                                                        |
 
   Scenario: The pre-commit hook refuses a hand-edited mirror file by the same rules
     Given someone wrote the mirror file "project_deploy" by hand, saying "the deploy uses dapi9f3c1b7e2a5d4c8f0b6e1a3d9c7f2b4e for it"

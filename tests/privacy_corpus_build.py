@@ -16,6 +16,7 @@ import argparse
 import base64
 import datetime as dt
 import hashlib
+import itertools
 import json
 import os
 import random
@@ -957,21 +958,208 @@ def whispers(mirrors: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]
     return found, clean
 
 
-def outside(mirrors: Path) -> None:
-    """Replace the outside sources' rows in the corpus files; the generated rows stay as they are."""
-    found, clean = semgrep(mirrors)
-    leaks, leaks_clean = gitleaks(mirrors)
-    linted, linted_clean = secretlint(mirrors)
-    whispered, whispered_clean = whispers(mirrors)
-    added = {"positives.jsonl": noseyparker(mirrors) + found + leaks + linted + whispered,
-             "benign.jsonl": clean + memory_lines(mirrors) + leaks_clean + linted_clean + placeholders(mirrors)
-             + whispered_clean}
+TRUFFLEHOG = ("trufflesecurity+trufflehog", "pkg/detectors/", "train")
+# A Go test case's input and expected findings: ``input: <expression>,`` then ``want: <expression>``.
+_GO_FIELD = re.compile(r"\b(input|want)\s*:\s*")
+_GO_CONST = re.compile(r"(?m)^\s*(\w+)\s*(?::=|=)\s*(`[^`]*`|\"(?:[^\"\\\n]|\\.)*\")\s*$")
+_GO_VERB = re.compile(r"%[-+# 0-9.]*[sdvq]")
+
+
+def _go_expression(source: str, at: int) -> tuple[str, int]:
+    """The Go expression starting at ``at``, up to the comma or closing brace that ends it."""
+    depth, start = 0, at
+    while at < len(source):
+        literal = _GO_STRING.match(source, at)
+        if literal is not None:
+            at = literal.end()
+            continue
+        ch = source[at]
+        if ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            if not depth:
+                break
+            depth -= 1
+        elif ch == "," and not depth:
+            break
+        at += 1
+    return source[start:at].strip(), at
+
+
+def _go_value(expression: str, names: dict[str, str | None]) -> str | None:
+    """A string literal, a constant of the file, ``a + b`` of those, or ``fmt.Sprintf`` of those;
+    None for anything else (built by a function: a value nobody wrote down)."""
+    expression = expression.strip()
+    if _GO_STRING.fullmatch(expression):
+        return expression[1:-1] if expression[0] == "`" else str(json.loads(expression))
+    if re.fullmatch(r"\w+", expression):
+        return names.get(expression)
+    call = re.fullmatch(r"fmt\.Sprintf\((.*)\)", expression, re.S)
+    parts: list[str] = []
+    at, body = 0, call.group(1) if call else expression
+    while at < len(body):
+        part, at = _go_expression(body, at)
+        parts.append(part)
+        at += 1
+    if call is None:
+        pieces = [p.strip() for p in re.split(r"\s\+\s", expression)] if " + " in expression else []
+        values = [_go_value(p, names) for p in pieces]
+        return "".join(v for v in values if v is not None) if pieces and None not in values else None
+    values = [_go_value(p, names) for p in parts]
+    if not values or None in values or len(_GO_VERB.findall(values[0] or "")) != len(values) - 1:
+        return None
+    rest = iter(values[1:])
+    return _GO_VERB.sub(lambda _m: str(next(rest)), values[0] or "")
+
+
+def trufflehog(mirrors: Path) -> list[dict[str, Any]]:
+    """The input of every case of trufflehog's detector pattern tests (``pkg/detectors/*/*_test.go``,
+    not the integration tests) whose ``want`` lists findings: what the detector must find. Cases that
+    want none are not taken: most hold a real-looking key the detector skips for its distance from
+    the vendor's name or one changed character, which the gate is right to flag."""
+    repo, commit, split, paths = _scanner_files(mirrors, TRUFFLEHOG)
+    rows: list[dict[str, Any]] = []
+    seen: set[str] = set()
+    for path in paths:
+        if not path.endswith("_test.go") or path.endswith("_integration_test.go") or path.count("/") < 3:
+            continue
+        source = _git(repo, "show", f"HEAD:{path}")
+        names: dict[str, str | None] = {}
+        for name, literal in _GO_CONST.findall(source):
+            value = _go_value(literal, {})
+            names[name] = value if names.get(name, value) == value else None  # two values: ambiguous
+        fields = list(_GO_FIELD.finditer(source))
+        for field, after in itertools.pairwise(fields):
+            if field.group(1) != "input" or after.group(1) != "want":
+                continue
+            text = _go_value(_go_expression(source, field.end())[0], names)
+            want = _go_expression(source, after.end())[0]
+            if text is None or not text.strip() or text in seen or re.fullmatch(r"nil|\[\][\w.]+\{\s*\}", want):
+                continue
+            seen.add(text)
+            rows.append(_scanner_row(True, f"trufflehog-{path.split('/')[2]}", split,
+                                     f"trufflesecurity/trufflehog@{commit[:12]}:{path}", text))
+    return rows
+
+
+DETECT_SECRETS = ("Yelp+detect-secrets", "tests/plugins/", "train")
+
+
+def _py_value(node: Any, names: dict[str, Any]) -> Any:
+    """A literal, a module constant, ``'…'.format(…)``, ``+``, ``%`` or a slice of those; ``...`` otherwise."""
+    import ast
+
+    if isinstance(node, ast.Constant):
+        return node.value
+    if isinstance(node, ast.Name):
+        return names.get(node.id, ...)
+    if isinstance(node, (ast.Tuple, ast.List)):
+        return [_py_value(e, names) for e in node.elts]
+    if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Mod)):
+        left, right = _py_value(node.left, names), _py_value(node.right, names)
+        if isinstance(left, str) and isinstance(right, str):
+            return left + right if isinstance(node.op, ast.Add) else left % right
+    if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Slice):
+        base = _py_value(node.value, names)
+        bounds = [None if b is None else _py_value(b, names) for b in (node.slice.lower, node.slice.upper)]
+        if isinstance(base, str) and all(b is None or isinstance(b, int) for b in bounds):
+            return base[bounds[0]:bounds[1]]
+    if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "format"
+            and not node.keywords):
+        template = _py_value(node.func.value, names)
+        args = [_py_value(a, names) for a in node.args]
+        if isinstance(template, str) and all(isinstance(a, (str, int)) for a in args):
+            return template.format(*args)
+    return ...
+
+
+def detect_secrets(mirrors: Path) -> list[dict[str, Any]]:
+    """detect-secrets' plugin tests: each ``(line, should_flag)`` case of a ``parametrize`` that is
+    flagged, and each ``(line, expected_secret)`` of the keyword detector's tables in every language
+    that expects a secret. Cases that expect none are not taken: they test one detector's format (a
+    Discord token one character short, an npm ``_authToken`` that is a UUID, a key in C without
+    quotes), and most are credentials all the same, which the gate is right to flag."""
+    import ast
+
+    repo, commit, split, paths = _scanner_files(mirrors, DETECT_SECRETS)
+    found: list[dict[str, Any]] = []
+    seen: set[str] = set()
+
+    def add(path: str, text: Any) -> None:
+        if isinstance(text, str) and text.strip() and text not in seen:
+            seen.add(text)
+            found.append(_scanner_row(True, f"detect-secrets-{Path(path).stem.removesuffix('_test')}", split,
+                                      f"Yelp/detect-secrets@{commit[:12]}:{path}", text))
+
+    for path in paths:
+        if not path.endswith("_test.py"):
+            continue
+        tree = ast.parse(_git(repo, "show", f"HEAD:{path}"))
+        names: dict[str, Any] = {}
+        for statement in tree.body:
+            if isinstance(statement, ast.Assign) and len(statement.targets) == 1 and isinstance(statement.targets[0], ast.Name):
+                name = statement.targets[0].id
+                names[name] = _py_value(statement.value, names)
+                if name.endswith("_TEST_CASES") and isinstance(names[name], list):
+                    for case in names[name]:
+                        if isinstance(case, list) and len(case) == 2 and isinstance(case[1], str):
+                            add(path, case[0])
+        for node in ast.walk(tree):
+            if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                    and node.func.attr == "parametrize" and len(node.args) >= 2):
+                continue
+            params = _py_value(node.args[0], names)
+            cases = _py_value(node.args[1], names)
+            if not (isinstance(params, str) and isinstance(cases, list)):
+                continue
+            fields = [p.strip() for p in params.split(",")]
+            if len(fields) != 2 or fields[1] != "should_flag":
+                continue
+            for case in cases:
+                if isinstance(case, list) and len(case) == 2 and case[1] is True:
+                    add(path, case[0])
+    return found
+
+
+# The outside sources by name (``--only``): each gives its positives and its benign rows.
+def _outside_sources(mirrors: Path) -> dict[str, Callable[[], tuple[list[dict[str, Any]], list[dict[str, Any]]]]]:
+    return {
+        "noseyparker": lambda: (noseyparker(mirrors), []),
+        "semgrep": lambda: semgrep(mirrors),
+        "memory-files": lambda: ([], memory_lines(mirrors)),
+        "gitleaks": lambda: gitleaks(mirrors),
+        "secretlint": lambda: secretlint(mirrors),
+        "placeholders": lambda: ([], placeholders(mirrors)),
+        "whispers": lambda: whispers(mirrors),
+        "trufflehog": lambda: (trufflehog(mirrors), []),
+        "detect-secrets": lambda: (detect_secrets(mirrors), []),
+    }
+
+
+def outside(mirrors: Path, only: list[str] | None = None) -> None:
+    """Replace the outside sources' rows in the corpus files; the generated rows stay as they are.
+    With ``only``, just the named sources are rebuilt (from mirrors of those alone) and every other
+    row, the frozen test split's included, is kept byte for byte in its place."""
+    builders = _outside_sources(mirrors)
+    names = only or list(builders)
+    unknown = sorted(set(names) - set(builders))
+    if unknown:
+        raise SystemExit(f"unknown outside source(s): {', '.join(unknown)}; known: {', '.join(builders)}")
+    added: dict[str, list[dict[str, Any]]] = {"positives.jsonl": [], "benign.jsonl": []}
+    for name in names:
+        found, clean = builders[name]()
+        added["positives.jsonl"] += found
+        added["benign.jsonl"] += clean
+    rebuilt = {row["source"].split("@", 1)[0] for rows in added.values() for row in rows}
     outside_kinds = ("memory-file", "scanner-ok", *{k for *_, k in PLACEHOLDER_SOURCES}, "external-secret")
-    for name, rows in added.items():
-        with open(OUT / name, encoding="utf-8") as fh:
-            kept = [row for row in map(json.loads, fh) if row["split"] == "train" and row.get("variant") != "fixture"
-                    and row.get("kind") not in outside_kinds]
-        with open(OUT / name, "w", encoding="utf-8") as fh:
+    for file, rows in added.items():
+        with open(OUT / file, encoding="utf-8") as fh:
+            if only:
+                kept = [row for row in map(json.loads, fh) if row["source"].split("@", 1)[0] not in rebuilt]
+            else:
+                kept = [row for row in map(json.loads, fh) if row["split"] == "train"
+                        and row.get("variant") != "fixture" and row.get("kind") not in outside_kinds]
+        with open(OUT / file, "w", encoding="utf-8") as fh:
             for row in kept + rows:
                 fh.write(json.dumps(row, ensure_ascii=False) + "\n")
 
@@ -980,10 +1168,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--mirrors", type=Path, required=True, help="folder of <owner>+<name>/repo git directories")
     parser.add_argument("--outside", action="store_true", help="only rebuild the outside sources' rows")
+    parser.add_argument("--only", default="", help="with --outside: rebuild just these sources (comma-separated, "
+                        "e.g. trufflehog,detect-secrets), keeping every other row as it is")
     args = parser.parse_args()
     OUT.mkdir(parents=True, exist_ok=True)
     if args.outside:
-        outside(args.mirrors)
+        outside(args.mirrors, [n for n in args.only.split(",") if n] or None)
         return
     rng = random.Random(SEED)
     for name, rows in (("positives.jsonl", positives(rng)), ("benign.jsonl", benign(args.mirrors, rng))):

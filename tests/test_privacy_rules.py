@@ -509,3 +509,62 @@ def test_a_password_slot_holding_a_reference_a_name_or_a_filler_is_not_flagged(t
 @pytest.mark.parametrize(("rule", "text"), MECHANISM_FINDINGS)
 def test_each_mechanism_finds_its_shape(rule: str, text: str) -> None:
     assert rule in {f.rule_id for f in load_ruleset().scan(text)}, text
+
+
+# (rule, line, text): shapes of trufflehog's detector tests and detect-secrets' keyword tables (training
+# sources), values drawn here. A key named only ``Key`` or ``<vendor>_key``, a literal compared first,
+# and a literal handed over after a secret-named string.
+LABEL_AND_CODE_FINDINGS = [
+    ("keyed-label-token", 2, "[INFO] Sending request to the acme API\n[DEBUG] Using Key=rQ7vT2xL9kMw3NpZ8cYb5H\n"),
+    ("keyed-label-token", 3, "# config.yaml\napi:\n  cashflow_key: \"Hq2vR8mZp7TnW4yXk29f\"\n  base_url: /v1"),
+    ("keyed-label-token", 1, "acme token - 'Zr8Kq2vLm7Tx4NwP9cYb'"),
+    ("secret-comparison-reversed", 1, 'if ("Tr0ub4dor&3xQ" == password) {'),
+    ("secret-comparison-reversed", 2, 'func ok(in string) bool {\n\treturn "q8Zr2LwPx9vK4mTn" !== my_super_password\n}'),
+    ("secret-named-argument", 2, "<?php\ndefine('DB_PASSWORD', 'Wq4#pT8vLz2K');"),
+    ("secret-named-argument", 1, 'headers.put("X-Api-Key", "Kq8vR2mZp7TnW4yXk29f");'),
+    # a user and a password as a pair after a login word, and a URL password whose colons a properties
+    # file escapes (Gradle's distributionUrl): shapes written from the tools' documentation
+    ("prose-credential-pair", 1, "creds: admin/Tr0ub4dor3x"),
+    ("prose-credential-pair", 2, "staging box\ncredentials are deploy:Tr0ub4dor3x"),
+    ("prose-credential-pair", 1, "login with admin / Tr0ub4dor3x, then rotate it"),
+    ("url-password", 1, "distributionUrl=https\\://deploy:Tr0ub4dor3x@repo.acme.io/gradle-8.5-bin.zip"),
+    ("url-password", 1, "distributionUrl=https\\://deploy\\:Tr0ub4dor3x@repo.acme.io/gradle-8.5-bin.zip"),
+]
+
+# Their look-alikes: words, references, empty literals, digests, identifiers and addresses at a
+# placeholder domain.
+LABEL_AND_CODE_LOOK_ALIKES = [
+    "cache_key = build-output-linux-x64",
+    "Key=Value pairs are separated by semicolons",
+    "sort_key: created_at_desc_2024",
+    "the signing key = sha256:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
+    'if ("" == password) {',
+    'if ("${DB_PASSWORD}" == password) {',
+    "define('DB_PASSWORD', getenv('DB_PASSWORD'));",
+    'os.getenv("API_TOKEN", "")',
+    'headers.put("X-Api-Key", System.getenv("ACME_KEY"));',
+    "contact email@domain.tld for access",
+    "the build id `b7f3k9x2m4q8w1`",
+    "branch `feat-x7k2m9q4t8`",
+    "renamed 'UserProfileSettingsPanel2' to 'ProfileSettingsPanelV3'",
+    "pinned `sha256-9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08`",
+    # a second name, a label's colon, a version or a path after a login word; a URL with no password
+    "login with GitHub / GitLab",
+    "sign in with Google: OAuth2 flow",
+    "login: deploy/v2.3.1",
+    "credentials stored in vault: kv/prod/db",
+    "the login page /auth/callback handles it",
+    "distributionUrl=https\\://services.gradle.org/distributions/gradle-8.5-bin.zip",
+]
+
+
+@pytest.mark.parametrize(("rule", "line", "text"), LABEL_AND_CODE_FINDINGS)
+def test_a_key_label_a_literal_compared_first_a_named_argument_and_a_login_pair_are_found_at_their_line(
+        rule: str, line: int, text: str) -> None:
+    findings = load_ruleset().scan(text)
+    assert [(f.rule_id, f.line) for f in findings] == [(rule, line)], text
+
+
+@pytest.mark.parametrize("text", LABEL_AND_CODE_LOOK_ALIKES)
+def test_a_key_label_or_login_word_before_words_a_reference_or_a_digest_is_not_flagged(text: str) -> None:
+    assert load_ruleset().scan(text) == [], text

@@ -334,6 +334,17 @@ def prose_password(secret: str, _context: str, _params: dict[str, float]) -> boo
     return True
 
 
+def pair_password(secret: str, context: str, params: dict[str, float]) -> bool:
+    """The second half of ``admin/…`` after a login word: a password when it holds a digit or a
+    symbol as well as letters; a word alone there is more often a second name (GitHub / GitLab)."""
+    value = secret.rstrip(".!?)")
+    return (any(c.isalpha() for c in value) and any(not c.isalpha() for c in value)
+            and _VERSION.fullmatch(value) is None and prose_password(secret, context, params))
+
+
+_VERSION = re.compile(r"v?[0-9]+(?:\.[0-9]+)+(?:[-+.][A-Za-z0-9.]+)?")
+
+
 def passport(secret: str, _context: str, _params: dict[str, float]) -> bool:
     """Passport numbers mix digits in (C01X00T47, 53AB46417); a word after the label is no number."""
     digits = _digits(secret)
@@ -464,6 +475,7 @@ CHECKS: dict[str, Check] = {
     "url-password": url_password,
     "license-key": license_key,
     "prose-password": prose_password,
+    "pair-password": pair_password,
     "passport": passport,
     "address": address,
     "named-birth-date": named_birth_date,
