@@ -3,12 +3,15 @@ first use (the shipped rules) or at once (a user's rules, so their mistakes surf
 
 from __future__ import annotations
 
+from functools import partial
+
 from ..errors import ConfigError, Issue
 from .checks import CHECKS
 from .model import Rule
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Any
 
 
@@ -62,6 +65,32 @@ class LazyPattern:
 
     def search(self, data: bytes) -> Any:
         return self.compiled.search(data)
+
+
+# A span of a group that took no part in the match, and of a whole match that was not found.
+NO_SPAN = (-1, -1)
+
+
+def span_finder(pattern: Any) -> Callable[[bytes, int, int], list[tuple[int, int]]]:
+    """``find(data, pos, len(data))``: the spans of the whole match and of each group of ``pattern``'s first
+    match in ``data`` at or after byte ``pos`` (``NO_SPAN`` first when there is none), as ``finditer``
+    finds them.
+
+    The compiled program's own match call, without the wrapper's generator and match object around it:
+    a scan asks ~35 rules per memory, and most find nothing, so that wrapper cost as much as the search.
+    """
+    compiled = getattr(pattern, "compiled", pattern)
+    program = getattr(compiled, "_regexp", None)
+    if program is not None:
+        import re2
+
+        return partial(program.Match, re2._Anchor.UNANCHORED)
+
+    def find(data: bytes, pos: int, endpos: int) -> list[tuple[int, int]]:  # another binding: its own search
+        found = compiled.search(data, pos, endpos)
+        return [found.span(g) for g in range(compiled.groups + 1)] if found is not None else [NO_SPAN]
+
+    return find
 
 
 def compile_alternation(patterns: list[str], where: str, *, lazy: bool = False) -> Any:

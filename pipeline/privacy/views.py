@@ -246,20 +246,25 @@ def joined_lines(text: str) -> View | None:
         return None
     values = _values(text)
     pieces: list[tuple[str, int, int]] = []
-    for index, (value, start, _) in enumerate(values[:-1]):
+    count = len(values)
+    for index in range(count - 1):
+        value, start, _ = values[index]
         last = value.rsplit(maxsplit=1)[-1]
         end = start + len(value)
         chain = [(last, end - len(last), end)]
         size = len(last)
-        for following, next_start, _ in values[index + 1:]:
+        for later in range(index + 1, count):  # not a slice of ``values`` per value: quadratic on long notes
+            following, next_start, _ = values[later]
             first = _WORD.match(following)
             assert first is not None  # a value is stripped and not empty
             chain.append((first.group(0), next_start, next_start + first.end()))
             size += first.end()
             if first.end() < len(following) or size > MAX_CHAIN:
                 break
-        joined = "".join(word for word, _, _ in chain)
-        if len(joined) < MIN_CHAIN or _DIGIT.search(joined) is None or _TOKENISH.fullmatch(joined) is None:
+        if size < MIN_CHAIN:
+            continue  # the joined words are ``size`` characters: too short for a token (most chains)
+        joined = "".join([word for word, _, _ in chain])
+        if _DIGIT.search(joined) is None or _TOKENISH.fullmatch(joined) is None:
             continue  # words of prose, not a machine-made token cut at a line end
         pieces.extend(chain)
         pieces.append(("\n", start, start))  # chains are read apart
