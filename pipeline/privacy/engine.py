@@ -119,7 +119,7 @@ class RuleSet:
         # whose needs a text lacks cannot match it, so it is neither compiled nor run there.
         self._needs_source = needs
         self._needs: list[Gate | None] | None = None
-        self._gate_rows: list[tuple[bytes, int, tuple[tuple[int, int], ...], Any] | None] | None = None
+        self._gate_rows: list[tuple[frozenset[int], int, tuple[tuple[int, int], ...], Any] | None] | None = None
         # Each rule's match call (``patterns.span_finder``), made on the rule's first search.
         self._finders: list[Callable[[bytes, int, int], list[tuple[int, int]]] | None] = [None] * len(rules)
 
@@ -232,29 +232,33 @@ class RuleSet:
         gates = self._gates()
         features = Features(data)
         rules, finders, size = self.rules, self._finders, len(data)
+        chosen = categories is not None or strong
+        # ``Features.opens`` written out (it runs for ~50 rules of every text scanned): the bytes the
+        # text holds, its digits and its clusters, each found once and on first need.
+        held: frozenset[int] | None = None
+        digit_count = -1
         for index in sorted(woken):
             rule = rules[index]
-            if categories is not None and rule.category not in categories:
-                continue
-            if strong and not _specific_credential(rule):
+            if chosen and ((categories is not None and rule.category not in categories)
+                           or (strong and not _specific_credential(rule))):
                 continue
             gate = gates[index]
             if gate is not None:
-                # ``Features.opens`` written out: it runs for ~35 rules of every text scanned.
                 chars, digits, clusters, outline = gate
-                shut = False
-                for ch in chars:
-                    if ch not in data:
-                        shut = True
-                        break
-                if shut or (digits and features.digits() < digits):
+                if chars:
+                    if held is None:
+                        held = frozenset(data)
+                    if not chars <= held:
+                        continue
+                if digits:
+                    if digit_count < 0:
+                        digit_count = features.digits()
+                    if digit_count < digits:
+                        continue
+                if clusters and any(features.cluster(glue) < count for glue, count in clusters):
                     continue
-                for glue, count in clusters:
-                    if features.cluster(glue) < count:
-                        shut = True
-                        break
-                if shut or (outline is not None and not getattr(rule.pattern, "ready", True)
-                            and outline.search(data) is None):
+                if (outline is not None and not getattr(rule.pattern, "ready", True)
+                        and outline.search(data) is None):
                     continue
             find = finders[index] or self._finder(index)
             spans = find(data, 0, size)
@@ -296,12 +300,12 @@ class RuleSet:
                 out.append(_Hit(hit.rule, start, end, hit.preview, view.how))
         return out
 
-    def _gates(self) -> list[tuple[bytes, int, tuple[tuple[int, int], ...], Any] | None]:
-        """Each rule's gate as plain values: the characters and digits its matches need, the clusters
-        (glue index, digits) they need, and the outline (see ``Features.opens``)."""
+    def _gates(self) -> list[tuple[frozenset[int], int, tuple[tuple[int, int], ...], Any] | None]:
+        """Each rule's gate as plain values: the bytes and the number of digits its matches need, the
+        clusters (glue index, digits) they need, and the outline (see ``Features.opens``)."""
         if self._gate_rows is None:
             self._gate_rows = [None if gate is None else
-                               (gate.needs.chars, gate.needs.digits,
+                               (frozenset(gate.needs.chars), gate.needs.digits,
                                 tuple((glue, count) for glue, count in enumerate(gate.needs.clusters) if count),
                                 gate.outline)
                                for gate in self._rule_needs()]

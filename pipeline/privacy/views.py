@@ -203,6 +203,8 @@ def _values(text: str) -> list[tuple[str, int, int]]:
             if key is None:
                 continue
             value_start = start + key.end()
+        elif line[:1].isalpha():
+            value_start = start  # no list or heading mark starts with a letter (most lines: skip the match)
         else:
             value_start = start + _BULLET.match(line).end()  # type: ignore[union-attr]  # matches empty
         value = text[value_start:start + len(line)].rstrip()
@@ -250,19 +252,23 @@ def joined_lines(text: str) -> View | None:
     for index in range(count - 1):
         value, start, _ = values[index]
         last = value.rsplit(maxsplit=1)[-1]
-        end = start + len(value)
-        chain = [(last, end - len(last), end)]
-        size = len(last)
-        for later in range(index + 1, count):  # not a slice of ``values`` per value: quadratic on long notes
-            following, next_start, _ = values[later]
-            first = _WORD.match(following)
-            assert first is not None  # a value is stripped and not empty
-            chain.append((first.group(0), next_start, next_start + first.end()))
-            size += first.end()
-            if first.end() < len(following) or size > MAX_CHAIN:
+        # The chain's length first: most chains are a word of prose and the next line's first, too short
+        # for a token, and need no pieces built.
+        size, later = len(last), index + 1
+        while later < count:
+            following = values[later][0]
+            first_end = _WORD.match(following).end()  # type: ignore[union-attr]  # a value is stripped, not empty
+            size += first_end
+            later += 1
+            if first_end < len(following) or size > MAX_CHAIN:
                 break
         if size < MIN_CHAIN:
-            continue  # the joined words are ``size`` characters: too short for a token (most chains)
+            continue
+        end = start + len(value)
+        chain = [(last, end - len(last), end)]
+        for following, next_start, _ in values[index + 1:later]:
+            first_end = _WORD.match(following).end()  # type: ignore[union-attr]
+            chain.append((following[:first_end], next_start, next_start + first_end))
         joined = "".join([word for word, _, _ in chain])
         if _DIGIT.search(joined) is None or _TOKENISH.fullmatch(joined) is None:
             continue  # words of prose, not a machine-made token cut at a line end
