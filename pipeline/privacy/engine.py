@@ -138,9 +138,11 @@ class RuleSet:
         """A rule's own allowlist reads its whole match (a documentation host, a public key's setting
         name) and silences that rule only. The global allowlist names documentation values: it reads
         the secret alone, so no word or host next to a secret can silence it."""
-        if rule.allowlist is not None and (rule.allowlist.search(secret) or rule.allowlist.search(whole)):
+        from .patterns import found
+
+        if rule.allowlist is not None and (found(rule.allowlist, secret) or found(rule.allowlist, whole)):
             return True
-        return self.allowlist is not None and self.allowlist.search(secret) is not None
+        return self.allowlist is not None and found(self.allowlist, secret)
 
     def _finder(self, index: int) -> Callable[[bytes, int, int], list[tuple[int, int]]]:
         from .patterns import span_finder
@@ -229,6 +231,8 @@ class RuleSet:
         else:
             for keyword in self._present_keywords(text, data):
                 woken.update(self._by_keyword.get(keyword, ()))
+        from .patterns import found
+
         gates = self._gates()
         features = Features(data)
         rules, finders, size = self.rules, self._finders, len(data)
@@ -258,7 +262,7 @@ class RuleSet:
                 if clusters and any(features.cluster(glue) < count for glue, count in clusters):
                     continue
                 if (outline is not None and not getattr(rule.pattern, "ready", True)
-                        and outline.search(data) is None):
+                        and not found(outline, data)):
                     continue
             find = finders[index] or self._finder(index)
             spans = find(data, 0, size)

@@ -38,12 +38,13 @@ class LazyPattern:
     whole by the test suite; user rules are compiled when loaded, so their mistakes surface at once.
     """
 
-    __slots__ = ("_compiled", "_source", "_where")
+    __slots__ = ("_compiled", "_source", "_where", "_find")
 
     def __init__(self, source: str, where: str) -> None:
         self._source = source
         self._where = where
         self._compiled: Any = None
+        self._find: Callable[[bytes, int, int], list[tuple[int, int]]] | None = None
 
     @property
     def compiled(self) -> Any:
@@ -65,6 +66,18 @@ class LazyPattern:
 
     def search(self, data: bytes) -> Any:
         return self.compiled.search(data)
+
+    def found(self, data: bytes) -> bool:
+        """Whether the pattern matches anywhere in ``data``: ``search`` without building a match."""
+        if self._find is None:
+            self._find = span_finder(self)
+        return self._find(data, 0, len(data))[0][1] >= 0
+
+
+def found(pattern: Any, data: bytes) -> bool:
+    """Whether ``pattern`` (a ``LazyPattern`` or a compiled program) matches anywhere in ``data``."""
+    check = getattr(pattern, "found", None)
+    return bool(check(data)) if check is not None else pattern.search(data) is not None
 
 
 # A span of a group that took no part in the match, and of a whole match that was not found.

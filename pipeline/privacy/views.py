@@ -264,10 +264,10 @@ def joined_lines(text: str) -> View | None:
     if "\n" not in text.strip():
         return None
     if not _COMPILED:
-        from .patterns import compile_pattern
+        from .patterns import LazyPattern
 
-        _COMPILED.append(compile_pattern(_CUT, "joined-lines prefilter"))
-    if _COMPILED[0].search(text.encode("utf-8", "replace")) is None:
+        _COMPILED.append(LazyPattern(_CUT, "joined-lines prefilter"))
+    if not _COMPILED[0].found(text.encode("utf-8", "replace")):
         return None
     values = _values(text)
     pieces: list[tuple[str, int, int]] = []
