@@ -90,14 +90,15 @@ def span_finder(pattern: Any) -> Callable[[bytes, int, int], list[tuple[int, int
     finds them.
 
     The compiled program's own match call, without the wrapper's generator and match object around it:
-    a scan asks ~35 rules per memory, and most find nothing, so that wrapper cost as much as the search.
+    a scan searches ~35 rules per memory and most find nothing, so that wrapper's work bought nothing.
     """
-    compiled = getattr(pattern, "compiled", pattern)
-    program = getattr(compiled, "_regexp", None)
-    if program is not None:
-        import re2
+    import re2
 
-        return partial(program.Match, re2._Anchor.UNANCHORED)
+    compiled = getattr(pattern, "compiled", pattern)
+    program = getattr(compiled, "_regexp", None)  # google-re2's own program, behind its Python wrapper
+    anchors = getattr(re2, "_Anchor", None)
+    if program is not None and anchors is not None:
+        return partial(program.Match, anchors.UNANCHORED)
 
     def find(data: bytes, pos: int, endpos: int) -> list[tuple[int, int]]:  # another binding: its own search
         found = compiled.search(data, pos, endpos)
