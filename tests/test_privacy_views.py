@@ -38,6 +38,16 @@ def test_a_base64_or_percent_encoded_token_is_decoded() -> None:
     assert percent is not None and TOKEN in percent.text
 
 
+def test_an_encoded_run_after_non_ascii_text_maps_back_to_its_characters() -> None:
+    encoded = base64.b64encode(f"token={TOKEN}".encode()).decode()
+    head = "密钥（生产）— ünïcode \U0001d4d0 "
+    text = f"{head}{encoded}\ud800 fin"  # a lone surrogate after the run
+    view = decoded_runs(text)
+    assert view is not None and TOKEN in view.text
+    assert view.spans == [(len(head), len(head) + len(encoded))]
+    assert text[slice(*view.original(0, len(view.text)))] == encoded
+
+
 def test_prose_lines_are_not_read_joined() -> None:
     text = "Run the tests before pushing.\nThe release notes live in docs/releases.\n- bump the version (2.4.1)"
     assert joined_lines(text) is None

@@ -102,6 +102,9 @@ class RuleSet:
         for index, rule in enumerate(rules):
             for keyword in rule.keywords:
                 self._by_keyword.setdefault(keyword, []).append(index)
+        self._by_found = [self._by_keyword[keyword] for keyword in self._keywords]
+        # Each rule's place in the file (``_dedupe`` keeps the first rule of a span).
+        self._order = {rule.id: index for index, rule in enumerate(rules)}
         # The hits of each text scanned, by the whole text: a consolidation scans each changed
         # memory as plan content (validation) and again as a mirror file (the gate).
         self._memo: dict[str, list[_Hit]] = {}
@@ -116,6 +119,9 @@ class RuleSet:
         # whose needs a text lacks cannot match it, so it is neither compiled nor run there.
         self._needs_source = needs
         self._needs: list[Gate | None] | None = None
+        self._gate_rows: list[tuple[frozenset[int], int, tuple[tuple[int, int], ...], Any] | None] | None = None
+        # Each rule's match call (``patterns.span_finder``), made on the rule's first search.
+        self._finders: list[Callable[[bytes, int, int], list[tuple[int, int]]] | None] = [None] * len(rules)
 
     def __repr__(self) -> str:
         return f"RuleSet({len(self.rules)} rules)"
@@ -132,40 +138,61 @@ class RuleSet:
         """A rule's own allowlist reads its whole match (a documentation host, a public key's setting
         name) and silences that rule only. The global allowlist names documentation values: it reads
         the secret alone, so no word or host next to a secret can silence it."""
-        if rule.allowlist is not None and (rule.allowlist.search(secret) or rule.allowlist.search(whole)):
-            return True
-        return self.allowlist is not None and self.allowlist.search(secret) is not None
+        from .patterns import found
 
-    def _hits(self, rule: Rule, data: bytes, known: list[tuple[int, int]]) -> list[_Hit]:
-        """The rule's unallowed hits; the spans it recognised as documentation values go to ``known``."""
+        if rule.allowlist is not None and (found(rule.allowlist, secret) or found(rule.allowlist, whole)):
+            return True
+        return self.allowlist is not None and found(self.allowlist, secret)
+
+    def _finder(self, index: int) -> Callable[[bytes, int, int], list[tuple[int, int]]]:
+        from .patterns import span_finder
+
+        find = self._finders[index] = span_finder(self.rules[index].pattern)
+        return find
+
+    def _hits(self, index: int, data: bytes, spans: list[tuple[int, int]],
+              known: list[tuple[int, int]]) -> list[_Hit]:
+        """Rule ``index``'s unallowed hits, from its first match's ``spans`` on; the spans it recognised as
+        documentation values go to ``known``."""
+        find = self._finders[index]
+        assert find is not None  # the caller found the first match with it
+        rule = self.rules[index]
         hits: list[_Hit] = []
         group = rule.secret_group
         verdicts, ident = self._verdicts, id(rule)  # the rule lives as long as this set: its id is stable
-        for match in rule.pattern.finditer(data):
+        pos, size = 0, len(data)
+        while True:  # as ``finditer`` steps: past each match, and one byte on after an empty one
             if len(hits) >= MAX_HITS_PER_RULE:
                 break
-            start, end = match.span(group)
+            whole_start, whole_end = spans[0]
+            start, end = spans[group]
             while end > start and data[end - 1] == 0x2E:
                 end -= 1  # a sentence's full stop or ellipsis after a token whose alphabet holds "."
             if start < 0 or start == end:
-                continue
-            if data.startswith(_FILLER_TAILS, end):
+                pass
+            elif data.startswith(_FILLER_TAILS, end):
                 if not rule.fallback:
                     known.append((start, end))
-                continue
-            key = (ident, data[start:end], match.group(0))
-            verdict = verdicts.get(key, _UNDECIDED)
-            if verdict is _UNDECIDED:
-                verdict = verdicts[key] = self._verdict(rule, key[1], key[2])
-                self._verdict_bytes += len(key[1]) + len(key[2])
-                if self._verdict_bytes > MEMO_MAX_CHARS:
-                    verdicts.clear()
-                    self._verdict_bytes = 0
-            if verdict is _ALLOWED:
-                if not rule.fallback:
-                    known.append((start, end))
-            elif verdict is not None:
-                hits.append(_Hit(rule, start, end, verdict))
+            else:
+                key = (ident, data[start:end], data[whole_start:whole_end])
+                verdict = verdicts.get(key, _UNDECIDED)
+                if verdict is _UNDECIDED:
+                    verdict = verdicts[key] = self._verdict(rule, key[1], key[2])
+                    self._verdict_bytes += len(key[1]) + len(key[2])
+                    if self._verdict_bytes > MEMO_MAX_CHARS:
+                        verdicts.clear()
+                        self._verdict_bytes = 0
+                if verdict is _ALLOWED:
+                    if not rule.fallback:
+                        known.append((start, end))
+                elif verdict is not None:
+                    hits.append(_Hit(rule, start, end, verdict))
+            if pos == size:
+                break
+            pos = pos + 1 if pos == whole_end else whole_end
+            spans = find(data, pos, size)
+            if spans[0][1] < 0:
+                break
         return hits
 
     def _verdict(self, rule: Rule, secret_b: bytes, whole_b: bytes) -> str | None:
@@ -193,24 +220,54 @@ class RuleSet:
                  strong: bool = False) -> list[_Hit]:
         """The hits of the text as written and, unless ``strong``, of its other readings; ``strong``:
         only the specific credential rules (no fallback), which alone read those other readings."""
-        present = self._present_keywords(text, data)
         hits: list[_Hit] = []
         known: list[tuple[int, int]] = []
         woken = set(self._always)
-        for keyword in present:
-            woken.update(self._by_keyword.get(keyword, ()))
-        needs = self._rule_needs()
+        if self._keyword_set is not None:
+            # The set's answer is indices into ``_keywords``; each names the rules that keyword wakes.
+            by_found = self._by_found
+            for found in self._keyword_set.Match(data) or ():
+                woken.update(by_found[found])
+        else:
+            for keyword in self._present_keywords(text, data):
+                woken.update(self._by_keyword.get(keyword, ()))
+        from .patterns import found
+
+        gates = self._gates()
         features = Features(data)
+        rules, finders, size = self.rules, self._finders, len(data)
+        chosen = categories is not None or strong
+        # ``Features.opens`` written out (it runs for ~50 rules of every text scanned): the bytes the
+        # text holds, its digits and its clusters, each found once and on first need.
+        held: frozenset[int] | None = None
+        digit_count = -1
         for index in sorted(woken):
-            rule = self.rules[index]
-            if categories is not None and rule.category not in categories:
+            rule = rules[index]
+            if chosen and ((categories is not None and rule.category not in categories)
+                           or (strong and not _specific_credential(rule))):
                 continue
-            if strong and not _specific_credential(rule):
-                continue
-            gate = needs[index]
-            if gate is not None and not features.opens(gate, getattr(rule.pattern, "ready", True)):
-                continue
-            hits.extend(self._hits(rule, data, known))
+            gate = gates[index]
+            if gate is not None:
+                chars, digits, clusters, outline = gate
+                if chars:
+                    if held is None:
+                        held = frozenset(data)
+                    if not chars <= held:
+                        continue
+                if digits:
+                    if digit_count < 0:
+                        digit_count = features.digits()
+                    if digit_count < digits:
+                        continue
+                if clusters and any(features.cluster(glue) < count for glue, count in clusters):
+                    continue
+                if (outline is not None and not getattr(rule.pattern, "ready", True)
+                        and not found(outline, data)):
+                    continue
+            find = finders[index] or self._finder(index)
+            spans = find(data, 0, size)
+            if spans[0][1] >= 0:  # most rules a text's gates let through match nowhere in it
+                hits.extend(self._hits(index, data, spans, known))
         if known and hits:
             # A value a specific rule knows as a published example (a test card, the sample IBAN)
             # is not personal data to any other rule either: a phone rule must not catch its digits.
@@ -223,7 +280,7 @@ class RuleSet:
                 hits = [h for h in hits if not (h.rule.fallback and _inside(h, spans))]
         if not strong and (categories is None or "credential" in categories):
             hits.extend(self._view_hits(text, data, hits))
-        return _dedupe(hits, self.rules) if hits else []
+        return _dedupe(hits, self._order) if hits else []
 
     def _view_hits(self, text: str, data: bytes, found: list[_Hit]) -> list[_Hit]:
         """Hits of the specific credential rules in the other readings of ``text`` (``views``), mapped
@@ -246,6 +303,17 @@ class RuleSet:
                     continue
                 out.append(_Hit(hit.rule, start, end, hit.preview, view.how))
         return out
+
+    def _gates(self) -> list[tuple[frozenset[int], int, tuple[tuple[int, int], ...], Any] | None]:
+        """Each rule's gate as plain values: the bytes and the number of digits its matches need, the
+        clusters (glue index, digits) they need, and the outline (see ``Features.opens``)."""
+        if self._gate_rows is None:
+            self._gate_rows = [None if gate is None else
+                               (frozenset(gate.needs.chars), gate.needs.digits,
+                                tuple((glue, count) for glue, count in enumerate(gate.needs.clusters) if count),
+                                gate.outline)
+                               for gate in self._rule_needs()]
+        return self._gate_rows
 
     def _rule_needs(self) -> list[Gate | None]:
         if self._needs is None:
@@ -360,10 +428,9 @@ def _inside(hit: _Hit, spans: list[tuple[int, int]]) -> bool:
     return any(start <= hit.start and hit.end <= end for start, end in spans)
 
 
-def _dedupe(hits: list[_Hit], rules: tuple[Rule, ...]) -> list[_Hit]:
-    """Keep one rule per span (a specific rule before a fallback, then file order, so a user's own
+def _dedupe(hits: list[_Hit], order: dict[str, int]) -> list[_Hit]:
+    """Keep one rule per span (a specific rule before a fallback, then file ``order``, so a user's own
     rule names what it knows); drop fallback hits overlapping a specific one."""
-    order = {rule.id: index for index, rule in enumerate(rules)}
     by_span: dict[tuple[int, int], _Hit] = {}
     for hit in sorted(hits, key=lambda h: (h.rule.fallback, order[h.rule.id])):
         by_span.setdefault((hit.start, hit.end), hit)

@@ -3,12 +3,15 @@ first use (the shipped rules) or at once (a user's rules, so their mistakes surf
 
 from __future__ import annotations
 
+from functools import partial
+
 from ..errors import ConfigError, Issue
 from .checks import CHECKS
 from .model import Rule
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Any
 
 
@@ -35,12 +38,13 @@ class LazyPattern:
     whole by the test suite; user rules are compiled when loaded, so their mistakes surface at once.
     """
 
-    __slots__ = ("_compiled", "_source", "_where")
+    __slots__ = ("_compiled", "_source", "_where", "_find")
 
     def __init__(self, source: str, where: str) -> None:
         self._source = source
         self._where = where
         self._compiled: Any = None
+        self._find: Callable[[bytes, int, int], list[tuple[int, int]]] | None = None
 
     @property
     def compiled(self) -> Any:
@@ -62,6 +66,45 @@ class LazyPattern:
 
     def search(self, data: bytes) -> Any:
         return self.compiled.search(data)
+
+    def found(self, data: bytes) -> bool:
+        """Whether the pattern matches anywhere in ``data``: ``search`` without building a match."""
+        if self._find is None:
+            self._find = span_finder(self)
+        return self._find(data, 0, len(data))[0][1] >= 0
+
+
+def found(pattern: Any, data: bytes) -> bool:
+    """Whether ``pattern`` (a ``LazyPattern`` or a compiled program) matches anywhere in ``data``."""
+    check = getattr(pattern, "found", None)
+    return bool(check(data)) if check is not None else pattern.search(data) is not None
+
+
+# A span of a group that took no part in the match, and of a whole match that was not found.
+NO_SPAN = (-1, -1)
+
+
+def span_finder(pattern: Any) -> Callable[[bytes, int, int], list[tuple[int, int]]]:
+    """``find(data, pos, len(data))``: the spans of the whole match and of each group of ``pattern``'s first
+    match in ``data`` at or after byte ``pos`` (``NO_SPAN`` first when there is none), as ``finditer``
+    finds them.
+
+    The compiled program's own match call, without the wrapper's generator and match object around it:
+    a scan searches ~35 rules per memory and most find nothing, so that wrapper's work bought nothing.
+    """
+    import re2
+
+    compiled = getattr(pattern, "compiled", pattern)
+    program = getattr(compiled, "_regexp", None)  # google-re2's own program, behind its Python wrapper
+    anchors = getattr(re2, "_Anchor", None)
+    if program is not None and anchors is not None:
+        return partial(program.Match, anchors.UNANCHORED)
+
+    def find(data: bytes, pos: int, endpos: int) -> list[tuple[int, int]]:  # another binding: its own search
+        found = compiled.search(data, pos, endpos)
+        return [found.span(g) for g in range(compiled.groups + 1)] if found is not None else [NO_SPAN]
+
+    return find
 
 
 def compile_alternation(patterns: list[str], where: str, *, lazy: bool = False) -> Any:

@@ -173,14 +173,37 @@ def _decode(run: str) -> str | None:
 def decoded_runs(text: str) -> View | None:
     """Hex, base64 and percent-encoded runs that decode to text, each as one opaque piece."""
     pieces: list[tuple[str, int, int]] = []
-    for match in _RUN.finditer(text):
+    for start, end in _run_spans(text):
         try:
-            decoded = _decode(match.group(0))
+            decoded = _decode(text[start:end])
         except (UnicodeDecodeError, ValueError):
             decoded = None
         if decoded is not None:
-            pieces.append((decoded, match.start(), match.end()))
+            pieces.append((decoded, start, end))
     return View("decoded", pieces, opaque=True, glue="\n") if pieces else None
+
+
+_RUN_PROGRAM: list[Any] = []  # _RUN's match call in RE2
+
+
+def _run_spans(text: str) -> list[tuple[int, int]]:
+    """The spans of ``_RUN`` in ``text``, found by RE2 (the standard engine tried the class at every
+    position: a third of this reading). It reads the text with each non-ASCII character as one "?",
+    so its byte offsets are the text's character offsets; the class holds neither."""
+    if not _RUN_PROGRAM:
+        from .patterns import compile_pattern, span_finder
+
+        _RUN_PROGRAM.append(span_finder(compile_pattern(_RUN.pattern, "encoded-runs reading")))
+    find = _RUN_PROGRAM[0]
+    data = text.encode("ascii", "replace")
+    out: list[tuple[int, int]] = []
+    pos, size = 0, len(data)
+    while True:  # a run is never empty, so each search starts where the last run ended
+        span = find(data, pos, size)[0]
+        if span[0] < 0:
+            return out
+        out.append(span)
+        pos = span[1]
 
 
 def _values(text: str) -> list[tuple[str, int, int]]:
@@ -203,6 +226,8 @@ def _values(text: str) -> list[tuple[str, int, int]]:
             if key is None:
                 continue
             value_start = start + key.end()
+        elif line[:1].isalpha():
+            value_start = start  # no list or heading mark starts with a letter (most lines: skip the match)
         else:
             value_start = start + _BULLET.match(line).end()  # type: ignore[union-attr]  # matches empty
         value = text[value_start:start + len(line)].rstrip()
@@ -239,27 +264,36 @@ def joined_lines(text: str) -> View | None:
     if "\n" not in text.strip():
         return None
     if not _COMPILED:
-        from .patterns import compile_pattern
+        from .patterns import LazyPattern
 
-        _COMPILED.append(compile_pattern(_CUT, "joined-lines prefilter"))
-    if _COMPILED[0].search(text.encode("utf-8", "replace")) is None:
+        _COMPILED.append(LazyPattern(_CUT, "joined-lines prefilter"))
+    if not _COMPILED[0].found(text.encode("utf-8", "replace")):
         return None
     values = _values(text)
     pieces: list[tuple[str, int, int]] = []
-    for index, (value, start, _) in enumerate(values[:-1]):
+    count = len(values)
+    for index in range(count - 1):
+        value, start, _ = values[index]
         last = value.rsplit(maxsplit=1)[-1]
+        # The chain's length first: most chains are a word of prose and the next line's first, too short
+        # for a token, and need no pieces built.
+        size, later = len(last), index + 1
+        while later < count:
+            following = values[later][0]
+            first_end = _WORD.match(following).end()  # type: ignore[union-attr]  # a value is stripped, not empty
+            size += first_end
+            later += 1
+            if first_end < len(following) or size > MAX_CHAIN:
+                break
+        if size < MIN_CHAIN:
+            continue
         end = start + len(value)
         chain = [(last, end - len(last), end)]
-        size = len(last)
-        for following, next_start, _ in values[index + 1:]:
-            first = _WORD.match(following)
-            assert first is not None  # a value is stripped and not empty
-            chain.append((first.group(0), next_start, next_start + first.end()))
-            size += first.end()
-            if first.end() < len(following) or size > MAX_CHAIN:
-                break
-        joined = "".join(word for word, _, _ in chain)
-        if len(joined) < MIN_CHAIN or _DIGIT.search(joined) is None or _TOKENISH.fullmatch(joined) is None:
+        for following, next_start, _ in values[index + 1:later]:
+            first_end = _WORD.match(following).end()  # type: ignore[union-attr]
+            chain.append((following[:first_end], next_start, next_start + first_end))
+        joined = "".join([word for word, _, _ in chain])
+        if _DIGIT.search(joined) is None or _TOKENISH.fullmatch(joined) is None:
             continue  # words of prose, not a machine-made token cut at a line end
         pieces.extend(chain)
         pieces.append(("\n", start, start))  # chains are read apart
