@@ -52,6 +52,14 @@ Feature: Team memory through git
     When bob runs "sync"
     Then bob's private store holds "project_deploy-target.md" as alice wrote it
 
+  Scenario: Pull update into a mirror already searched: the new text is found at once
+    Given bob clones the remote and trusts it
+    Then bob's "search blue" finds "project_deploy-target.md"
+    Given alice updates "Deploy target" to say "canary first, then the purple script" and pushes
+    When bob pulls
+    Then bob's "search purple" finds "project_deploy-target.md"
+    And bob's "show 'Deploy target'" prints "canary first, then the purple script"
+
   Scenario: Pull rename: the old name goes and the new one comes
     Given bob clones the remote and trusts it
     And alice renames "Deploy target" to "Release path" and pushes

@@ -420,3 +420,128 @@ def test_a_new_index_is_written_in_one_transaction_without_a_journal_file(
     assert _index(env).stat().st_ino in synced
     assert set(_rows(env)) == {"project_alpha.md", "project_beta.md"}
     assert "BETA-BODY" in _prompt(env, "beta green script")
+
+
+def _memory_file(i: int, words: str) -> bytes:
+    from pipeline.store.memory import Memory, render_memory
+
+    return render_memory(Memory(name=f"project_note-{i:03d}", description=f"note {i} about {words}", type="project",
+                                visibility="safe", created="2026-11-20", modified="2026-11-20T09:00:00Z",
+                                body=f"- {words} {i}.\n- the {words} runs on tuesdays."))
+
+
+def _replace(path: Path, data: bytes) -> None:
+    """Write as memfold and git do: a new file renamed over the old (a new inode, a new stat)."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_bytes(data)
+    os.replace(tmp, path)
+
+
+def _content(cache: Path, *, stats: bool) -> dict[str, object]:
+    """What an index says, by file: its rows (with their stats, or without: a commit's rows carry
+    none), its skipped files, and every token instance of both full-text indexes."""
+    conn = sqlite3.connect(str(cache))
+    try:
+        fields = "file, sha, " + ("st, racy, " if stats else "") + ("name, description, type, visibility, created, "
+                                                                     "modified, expires, body, prio, evidence")
+        files = dict(conn.execute("SELECT id, file FROM docs"))
+        out: dict[str, object] = {
+            "docs": sorted(conn.execute(f"SELECT {fields} FROM docs")),
+            "skipped": sorted(conn.execute("SELECT file, sha" + (", st, racy" if stats else "") + " FROM skipped")),
+            "count": conn.execute("SELECT value FROM meta WHERE key = 'count'").fetchone()}
+        for table in ("words", "grams"):
+            conn.execute(f"CREATE VIRTUAL TABLE temp.v_{table} USING fts5vocab(main, {table}, instance)")
+            out[table] = sorted((files[doc], term, col, offset) for term, doc, col, offset in
+                                conn.execute(f"SELECT term, doc, col, offset FROM temp.v_{table}"))
+        return out
+    finally:
+        conn.close()
+
+
+@pytest.fixture
+def settled_root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A root of 40 memories and one broken file, every file settled (none within the racy window)."""
+    from pipeline.store import searchdb
+
+    monkeypatch.setattr(searchdb, "SETTLED_NS", -1)
+    root = tmp_path / "root"
+    root.mkdir()
+    for i in range(40):
+        (root / f"project_note-{i:03d}.md").write_bytes(_memory_file(i, "blue deploy script"))
+    (root / "project_broken.md").write_bytes(BROKEN)
+    return root
+
+
+def test_a_reader_reads_again_only_the_files_a_pull_changed_and_leaves_the_index_a_scan_would_write(
+        settled_root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from pipeline import fsutil
+    from pipeline.store.indexbuild import rebuild, update
+
+    root, cache, fresh = settled_root, tmp_path / "kept.sqlite", tmp_path / "fresh.sqlite"
+    rebuild(str(root), str(cache), 65536, 4096)
+    # What a pull does: three new files, one rewritten, one deleted.
+    for i in (40, 41, 42):
+        (root / f"project_note-{i:03d}.md").write_bytes(_memory_file(i, "green release train"))
+    _replace(root / "project_note-005.md", _memory_file(5, "green release train"))
+    (root / "project_note-006.md").unlink()
+    read: list[str] = []
+    original = fsutil.read_bounded
+
+    def reading(path: str, *args: object, **kwargs: object) -> bytes:
+        read.append(os.path.basename(path))
+        return original(path, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(fsutil, "read_bounded", reading)
+    inode = cache.stat().st_ino
+    assert update(str(root), str(cache), 65536, 4096)
+    assert sorted(read) == ["project_note-005.md", "project_note-040.md", "project_note-041.md",
+                            "project_note-042.md"]
+    assert cache.stat().st_ino == inode  # updated in place
+    monkeypatch.setattr(fsutil, "read_bounded", original)
+    rebuild(str(root), str(fresh), 65536, 4096)
+    assert _content(cache, stats=True) == _content(fresh, stats=True)
+    conn = sqlite3.connect(str(cache))
+    dir_recorded = conn.execute("SELECT value FROM meta WHERE key = 'dir'").fetchone()[0]
+    conn.close()
+    st = os.stat(root)
+    assert dir_recorded == f"{st.st_ino}:{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns}"
+
+
+def test_a_reader_writes_a_new_index_when_much_of_the_root_changed(settled_root: Path, tmp_path: Path) -> None:
+    from pipeline.store.indexbuild import rebuild, update
+
+    root, cache = settled_root, tmp_path / "kept.sqlite"
+    rebuild(str(root), str(cache), 65536, 4096)
+    before = cache.read_bytes()
+    for i in range(11):  # 11 of 41 files: more than a quarter
+        _replace(root / f"project_note-{i:03d}.md", _memory_file(i, "green release train"))
+    assert not update(str(root), str(cache), 65536, 4096)
+    assert cache.read_bytes() == before  # nothing written: the caller rebuilds
+
+
+def test_a_commit_after_a_pull_writes_only_the_rows_that_differ_and_equals_an_index_written_anew(
+        settled_root: Path, tmp_path: Path) -> None:
+    from pipeline.fsutil import sha256_bytes
+    from pipeline.store.indexbuild import _committed, rebuild, refresh
+
+    root, cache, fresh = settled_root, tmp_path / "kept.sqlite", tmp_path / "fresh.sqlite"
+    rebuild(str(root), str(cache), 65536, 4096)
+    rows_before = dict(sqlite3.connect(str(cache)).execute("SELECT file, id FROM docs"))
+    # A pull the index never saw (no reader came by), then a commit that adopts it and adds one more.
+    for i in (40, 41, 42):
+        (root / f"project_note-{i:03d}.md").write_bytes(_memory_file(i, "green release train"))
+    (root / "project_note-006.md").unlink()
+    pre = {p.name: sha256_bytes(p.read_bytes()) for p in root.iterdir()}
+    (root / "project_note-043.md").write_bytes(_memory_file(43, "green release train"))
+    files = {p.name: p.read_bytes() for p in root.iterdir()}
+    post = {name: sha256_bytes(data) for name, data in files.items()}
+    inode = cache.stat().st_ino
+    refresh(str(root), str(cache), pre, post, files, 65536, 4096, changed=["project_note-043.md"])
+    assert cache.stat().st_ino == inode
+    rows_after = dict(sqlite3.connect(str(cache)).execute("SELECT file, id FROM docs"))
+    unchanged = {f: i for f, i in rows_before.items() if f != "project_note-006.md"}
+    assert {f: rows_after[f] for f in unchanged} == unchanged  # the rows of the files left alone stay
+    _committed(str(root), str(fresh), post, files, {}, 4096, None)
+    assert _content(cache, stats=False) == _content(fresh, stats=False)
+    meta = dict(sqlite3.connect(str(cache)).execute("SELECT key, value FROM meta"))
+    assert meta["state"] == dict(sqlite3.connect(str(fresh)).execute("SELECT key, value FROM meta"))["state"]

@@ -2,19 +2,21 @@
 prompt that sees them before any write, and the write that adopts them.
 
 Each sample starts from the state a user's store is in when they pull: settled, as a finished
-transaction leaves it (state cache, parsed memories, search indexes), with the teammates' files (and
-the mirror index git's union merge would leave) then put into the mirror as a pull puts them there.
+transaction leaves it (state cache, parsed memories, search indexes, and its receipt with the chain
+head beside the mirror, which is the base the next sync reconciles against), with the teammates' files
+(and the mirror index git's union merge would leave) then put into the mirror as a pull puts them there.
 """
 
 from __future__ import annotations
 
 import random
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from ..store.memory import INDEX_NAME, Memory, render_memory
-from .consolidate import _swap_in, settled_copies
+from .consolidate import RACY_S, _swap_in, _swap_out, settled_copies
 from .synth import _sentence
 
 PULLED = 100
@@ -52,6 +54,15 @@ def bench_team(cli: Any, add: Callable[..., Any], store: Any, pristine: Path, li
     samples_add: list[float] = []
     samples_prompt: list[float] = []
     with settled_copies(pristine, live, reps + 1, env) as copies:
+        # The synthetic store was written file by file: one write of the user's own gives each copy the
+        # receipt and head that every store written through memfold has. Without them the sync has no
+        # base, and every mirror file (not the 100 pulled) is incoming and screened.
+        for rep, copy in enumerate(copies):
+            _swap_in(copy, live)
+            cli.run("add", f"project_before-pull-{rep}", "-d", f"a note written before pulling ({rep})",
+                    "-b", "written before the pull")
+            _swap_out(live, copy)
+        time.sleep(RACY_S)  # settled, as a store is by the time a teammate's work arrives
         for rep, copy in enumerate(copies):
             _swap_in(copy, live)
             pull(mirror, files)

@@ -70,33 +70,108 @@ def skip(conn: Connection, file: str, sha: str, st: str | None, racy: int) -> No
 
 
 def _scan(root: str, max_file_bytes: int, max_files: int, conn: Connection) -> None:
-    """Every memory file of ``root`` into ``conn``: stat first, then read, so a write during the read
-    leaves a stat that no longer matches. A file read but not parsed is recorded as skipped."""
-    from ..errors import InputRejected
-    from ..fsutil import read_bounded
-    from .memory import is_memory_name, parse_memory
-
+    """Every memory file of ``root`` into ``conn`` (``_index_file``)."""
     fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
     try:
-        names = sorted(n for n in os.listdir(fd) if n != INDEX_NAME and is_memory_name(n))[:max_files]
-        for name in names:
-            data = b""
-            try:
-                st = os.stat(name, dir_fd=fd, follow_symlinks=False)
-                if not stat.S_ISREG(st.st_mode):
-                    continue
-                read_at = time.time_ns()
-                data = read_bounded(name, max_file_bytes, dir_fd=fd)
-                memory = parse_memory(data, name)
-            except InputRejected:
-                # Left out, and named, so the block can say so; an oversized file is never read.
-                skip(conn, name, sha_hex(data) if data else "", stat_key(st), is_racy(st, read_at))
-                continue
-            except Exception:
-                continue  # unreadable: left out, as every reader of the store does
-            add(conn, name, memory, sha_hex(data), stat_key(st), is_racy(st, read_at))
+        for name in _listed(fd, max_files):
+            _index_file(conn, fd, name, max_file_bytes)
     finally:
         os.close(fd)
+
+
+def _listed(fd: int, max_files: int) -> list[str]:
+    """The memory files of the root open at ``fd`` that an index holds: the first ``max_files`` by name."""
+    from .memory import is_memory_name
+
+    return sorted(n for n in os.listdir(fd) if n != INDEX_NAME and is_memory_name(n))[:max_files]
+
+
+def _index_file(conn: Connection, fd: int, name: str, max_file_bytes: int, st: os.stat_result | None = None) -> None:
+    """One file's row: stat first (unless given), then read, so a write during the read leaves a stat
+    that no longer matches. A file read but not parsed is recorded as skipped."""
+    from ..errors import InputRejected
+    from ..fsutil import read_bounded
+    from .memory import parse_memory
+
+    data = b""
+    try:
+        if st is None:
+            st = os.stat(name, dir_fd=fd, follow_symlinks=False)
+        if not stat.S_ISREG(st.st_mode):
+            return
+        read_at = time.time_ns()
+        data = read_bounded(name, max_file_bytes, dir_fd=fd)
+        memory = parse_memory(data, name)
+    except InputRejected:
+        assert st is not None
+        # Left out, and named, so the block can say so; an oversized file is never read.
+        skip(conn, name, sha_hex(data) if data else "", stat_key(st), is_racy(st, read_at))
+        return
+    except Exception:
+        return  # unreadable: left out, as every reader of the store does
+    add(conn, name, memory, sha_hex(data), stat_key(st), is_racy(st, read_at))
+
+
+# An index is brought up to date in place while the files to read again are at most this share of the
+# root (a pull of 100 teammates' files into 2,000); past it a new index is written from a scan.
+UPDATE_SHARE = 4
+
+
+def update(root: str, cache: str, max_file_bytes: int, max_files: int) -> bool:
+    """The index of ``root`` brought up to date in place after its directory changed: each file whose
+    stat equals its row's settled one keeps its row (what every reader trusts of a row already), every
+    other file is read and parsed as a scan reads it, rows of files gone are removed. False, with
+    nothing changed, when there is no index of this root or more than ``1/UPDATE_SHARE`` of its files
+    changed: the caller then writes a new one (``rebuild``)."""
+    conn = connect(cache)
+    if conn is None:
+        return False
+    try:
+        conn.execute("BEGIN IMMEDIATE")  # no other writer between the rows read here and those written
+        if dict(conn.execute("SELECT key, value FROM meta WHERE key = 'root'")).get("root") != root:
+            conn.rollback()
+            return False
+        started = time.time_ns()
+        dir_st = os.stat(root, follow_symlinks=False)
+        if not stat.S_ISDIR(dir_st.st_mode):
+            conn.rollback()
+            return False
+        settled = {file: st for file, st, racy in conn.execute(
+            "SELECT file, st, racy FROM docs UNION ALL SELECT file, st, racy FROM skipped") if not racy and st}
+        fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        try:
+            stats = {}
+            for name in _listed(fd, max_files):
+                try:
+                    stats[name] = os.stat(name, dir_fd=fd, follow_symlinks=False)
+                except OSError:
+                    continue  # gone meanwhile: no row, as a scan leaves it
+            keep = {n for n, st in stats.items() if settled.get(n) == stat_key(st) and stat.S_ISREG(st.st_mode)}
+            redo = [n for n in stats if n not in keep]
+            if len(redo) * UPDATE_SHARE > max(len(stats), 1):
+                conn.rollback()
+                return False
+            fts.delete_many(conn, [i for i, file in conn.execute("SELECT id, file FROM docs") if file not in keep])
+            gone = [(file,) for (file,) in conn.execute("SELECT file FROM docs UNION ALL SELECT file FROM skipped")
+                    if file not in keep]
+            conn.executemany("DELETE FROM docs WHERE file = ?", gone)
+            conn.executemany("DELETE FROM skipped WHERE file = ?", gone)
+            for name in redo:
+                _index_file(conn, fd, name, max_file_bytes, stats[name])
+        finally:
+            os.close(fd)
+        # What a scan records: the directory as it was before the listing, and no state digest (the rows
+        # are the files as read, which the next writer compares); values derived from the old rows go.
+        conn.execute("DELETE FROM meta WHERE key = 'state' OR key LIKE 'memo:%'")
+        _set_meta(conn, dir=stat_key(dir_st), racy=str(is_racy(dir_st, started)), count=str(_rows(conn)))
+        conn.commit()
+        return True
+    except (OSError, sqlite3.Error):
+        if conn.in_transaction:
+            conn.rollback()
+        return False
+    finally:
+        conn.close()
 
 
 def _swap_in(cache: str, fill: Any) -> None:
@@ -235,6 +310,19 @@ def _describes(indexed: Mapping[str, str], skipped: Mapping[str, str], state: Ma
     return all(state[n] == h for n, h in indexed.items()) and all(not h or state[n] == h for n, h in skipped.items())
 
 
+def _differing(indexed: Mapping[str, str], skipped: Mapping[str, str], post: Mapping[str, str],
+               max_files: int) -> list[str] | None:
+    """The files whose row or skipped entry is not the post-state's (by hash), or None when they are
+    more than ``1/UPDATE_SHARE`` of it (or it is past the file bound): then a new index is cheaper.
+    A file skipped for its size alone (no hash) counts as differing: its row is written again."""
+    state = {n: h for n, h in post.items() if n != INDEX_NAME}
+    if len(state) > max_files or indexed.keys() & skipped.keys():
+        return None
+    differing = [n for n in indexed.keys() | skipped.keys() | state.keys()
+                 if indexed.get(n, skipped.get(n)) != state.get(n)]
+    return differing if len(differing) * UPDATE_SHARE <= len(state) else None
+
+
 def refresh(root: str, cache: str, pre: Mapping[str, str], post: Mapping[str, str], files: Mapping[str, bytes],
             max_file_bytes: int, max_files: int, *, create: bool = True,
             known: Mapping[str, tuple[str, Memory]] | None = None, changed: Iterable[str] | None = None,
@@ -244,11 +332,13 @@ def refresh(root: str, cache: str, pre: Mapping[str, str], post: Mapping[str, st
     ``pre`` and ``post`` map each file of the root to its sha256 before and after the transaction,
     ``files`` to its bytes after, ``known`` a file to the hash and memory the transaction parsed,
     ``changed`` the names whose hash differs (computed when not given). The index is updated in place
-    when it described exactly the pre-state; otherwise (none yet, another format, a hand edit before
-    the transaction) it is written anew from the post-state, and a missing one is written only with
-    ``create``. Whether it described the pre-state is read from its ``state`` digest, which every
-    writer of its rows keeps (readers change only stats and masks); an index without one (written by a
-    scan) has its rows compared instead.
+    when it described exactly the pre-state, or when its rows differ from the post-state in a few
+    files only (a pull brought files into the root since it was written: those rows are written);
+    otherwise (none yet, another format, many files changed by hand) it is written anew from the
+    post-state, and a missing one is written only with ``create``. Whether it described the pre-state
+    is read from its ``state`` digest, which every writer of its rows keeps (readers change only stats
+    and masks); an index without one (written by a scan or a reader's ``update``) has its rows compared
+    instead.
 
     ``ready``, if given, is asked once the rows are written and before the directory is recorded and the
     rows committed: it waits for the transaction's commit and says whether it landed. Until then no
@@ -266,8 +356,12 @@ def refresh(root: str, cache: str, pre: Mapping[str, str], post: Mapping[str, st
             indexed = dict(conn.execute("SELECT file, sha FROM docs"))
             skipped = dict(conn.execute("SELECT file, sha FROM skipped"))
             if not _describes(indexed, skipped, {n: h for n, h in pre.items() if n != INDEX_NAME}):
-                conn.close()
-                return _committed(root, cache, post, files, known, max_files, ready)
+                # Rows of another state (the mirror before a pull): the names whose row differs from the
+                # post-state are the ones to write, when they are few; else a new index.
+                changed = _differing(indexed, skipped, post, max_files)
+                if changed is None:
+                    conn.close()
+                    return _committed(root, cache, post, files, known, max_files, ready)
         if changed is None:
             changed = [n for n in pre.keys() | post.keys() if pre.get(n) != post.get(n)]
         names = sorted(name for name in changed if name != INDEX_NAME)

@@ -11,7 +11,9 @@ refresh) is caught when the index is read, the way git's index catches it:
   file that was still "racy" (changed within two seconds of being read, when a second write could
   keep its stat) is re-hashed instead.
 
-A failed check rebuilds the index from the files and the caller asks again, so reading costs
+A directory that changed has the rows of the files whose stat no longer matches read again (a pull
+brings a few files into many; past a share of the root a new index is written instead); a row that
+fails its check rebuilds the index from the files and the caller asks again, so reading costs
 O(what is served), whatever the size of the store. Writing the index (a scan, or the rows a
 transaction changed) is ``indexbuild``'s: a prompt served from a current index never imports it.
 """
@@ -104,16 +106,18 @@ class Index:
 
     @classmethod
     def open(cls, root: str, cache: str, max_file_bytes: int, max_files: int) -> Index:
-        """The index of ``root``, rebuilt first when it is missing or the directory changed."""
+        """The index of ``root``, brought up to date first when it is missing or the directory changed."""
         for _attempt in range(2):
             conn = connect(cache)
             if conn is not None:
                 if _current(conn, root):
                     return cls(conn, root, True, cache, (max_file_bytes, max_files))
                 conn.close()
-            from .indexbuild import rebuild  # only a reader that finds the index stale writes it
+            from .indexbuild import rebuild, update  # only a reader that finds the index stale writes it
 
-            rebuild(root, cache, max_file_bytes, max_files)
+            # A few files changed (a pull, a hand edit): only theirs are read again; else a new index.
+            if not update(root, cache, max_file_bytes, max_files):
+                rebuild(root, cache, max_file_bytes, max_files)
         conn = connect(cache)
         if conn is None:
             raise Stale(f"the search index of {root} cannot be kept")
