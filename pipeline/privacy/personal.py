@@ -154,5 +154,28 @@ def birth_date(secret: str, _context: str, _params: dict[str, float]) -> bool:
     return any(MIN_BIRTH_YEAR <= y <= MAX_BIRTH_YEAR for y in years)
 
 
+def named_birth_date(secret: str, context: str, params: dict[str, float]) -> bool:
+    """A name then a date: a birth date when the year is a living person's and the name is not a heading."""
+    first = secret.split()[0].rstrip(",(:")
+    if first.lower() in _HEADING_WORDS:
+        return False
+    return birth_date(secret, context, params)
+
+
+_HEADING_WORDS = frozenset("""
+release version meeting notes changelog updated update created modified published sprint build deploy
+deployed migration backup snapshot report review retro standup planning january february march april may
+june july august september october november december monday tuesday wednesday thursday friday saturday
+sunday last next since until before after from due date on as of the a
+""".split())
+
+
+def id_eleven_digit(secret: str, context: str, params: dict[str, float]) -> bool:
+    value = secret.replace(" ", "")
+    return any(CHECKS[name](value, context, params)
+               for name in ("id-pl-pesel", "id-no-fodselsnummer", "id-tr-tckimlik", "id-ee-ik", "id-lt-asmens",
+                            "id-br-cpf"))
+
+
 CHECKS = {"phone": phone, "phone-labelled": phone_labelled, "birth-date": birth_date,
           **{name: national_id(name) for name in ID_MODULES}}
