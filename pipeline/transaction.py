@@ -233,7 +233,7 @@ def _later_stages(svc: Services, pre: PreState,
 
         from . import safetext  # noqa: F401
         from .apply import summary  # noqa: F401
-        from .store import indexbuild  # noqa: F401  (and sqlite3: the commit leaves the search index current)
+        from .store import indexcommit  # noqa: F401  (and sqlite3: the commit leaves the search index current)
         from .validation import plan  # noqa: F401
 
     def fsync_threads() -> None:

@@ -522,7 +522,8 @@ def test_a_reader_writes_a_new_index_when_much_of_the_root_changed(settled_root:
 def test_a_commit_after_a_pull_writes_only_the_rows_that_differ_and_equals_an_index_written_anew(
         settled_root: Path, tmp_path: Path) -> None:
     from pipeline.fsutil import sha256_bytes
-    from pipeline.store.indexbuild import _committed, rebuild, refresh
+    from pipeline.store.indexbuild import rebuild
+    from pipeline.store.indexcommit import _committed, refresh
 
     root, cache, fresh = settled_root, tmp_path / "kept.sqlite", tmp_path / "fresh.sqlite"
     rebuild(str(root), str(cache), 65536, 4096)

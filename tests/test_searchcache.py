@@ -151,7 +151,7 @@ def test_the_per_prompt_path_opens_as_many_files_at_1000_memories_as_at_50(tmp_p
 
 
 # What only a writer of the index needs: a prompt served from a current index loads neither.
-WRITER_ONLY = ("pipeline.store.indexbuild", "pipeline.store.memory")
+WRITER_ONLY = ("pipeline.store.indexbuild", "pipeline.store.indexcommit", "pipeline.store.memory")
 
 
 def test_the_prompt_hook_imports_no_heavy_module_in_a_fresh_interpreter(env: Env) -> None:

@@ -170,7 +170,7 @@ def commit_run(svc: Services, run_dir: Path, rec: RunRecord, pre: PreState, post
     # The log's pointer lands with the entry it names, so the next commit reads it instead of listing
     # the log; a roll-back puts the old one back from the run's backup/home.newest-receipt.json.
     changes.append(Change("home", NEWEST, newest_bytes(seq, rec.run_id, first), _pointer_hash(layout)))
-    from ..store.indexbuild import Refresh, after_commit
+    from ..store.indexcommit import Refresh, after_commit
 
     # The search indexes are written while the commit goes on, and committed once it has landed.
     started: list[Refresh] = []
