@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from bisect import bisect_right
 from collections.abc import Callable, Collection
 
-from ..frozen import Frozen
+from .hits import Hit, Positions, dedupe, findings, inside, specific_credential
 from .model import Finding, Rule, redact
 from .prefilter import Features, Gate
 
@@ -28,55 +27,6 @@ _FILLER_TAILS = (b"####", b"xxxx", b"XXXX", b"****")
 # Verdict marks (compared by identity): an allowlisted match, and one not decided yet.
 _ALLOWED = "\0allowed"
 _UNDECIDED = "\0undecided"
-
-
-class _Hit(Frozen):
-    """One unallowed match of one rule, by byte span (immutable)."""
-
-    __slots__ = ("rule", "start", "end", "preview", "how")
-    rule: Rule
-    start: int
-    end: int
-    preview: str
-    how: str  # the reading of the text the hit was found in (``views``); "" for the text as written
-
-    def __init__(self, rule: Rule, start: int, end: int, preview: str, how: str = "") -> None:
-        self._set(rule=rule, start=start, end=end, preview=preview, how=how)
-
-
-class _Positions:
-    """Maps UTF-8 byte offsets to (line, column), both 1-based, without rescanning per hit."""
-
-    def __init__(self, text: str, data: bytes) -> None:
-        self._text = text
-        self._data = data
-        self._ascii = len(text) == len(data)
-        self._newlines: list[int] | None = None
-
-    def char_offsets(self, byte_offsets: list[int]) -> dict[int, int]:
-        """Convert many offsets in one forward pass, so non-ASCII text stays linear."""
-        if self._ascii:
-            return {b: b for b in byte_offsets}
-        out: dict[int, int] = {}
-        last_b = last_c = 0
-        for b in sorted(set(byte_offsets)):
-            last_c += len(self._data[last_b:b].decode("utf-8", "replace"))
-            last_b = b
-            out[b] = last_c
-        return out
-
-    def line_col(self, char_offset: int) -> tuple[int, int]:
-        if self._newlines is None:
-            table: list[int] = []
-            find = self._text.find
-            pos = find("\n")
-            while pos != -1:
-                table.append(pos)
-                pos = find("\n", pos + 1)
-            self._newlines = table
-        line_index = bisect_right(self._newlines, char_offset - 1)
-        line_start = self._newlines[line_index - 1] + 1 if line_index else 0
-        return line_index + 1, char_offset - line_start + 1
 
 
 class RuleSet:
@@ -103,11 +53,11 @@ class RuleSet:
             for keyword in rule.keywords:
                 self._by_keyword.setdefault(keyword, []).append(index)
         self._by_found = [self._by_keyword[keyword] for keyword in self._keywords]
-        # Each rule's place in the file (``_dedupe`` keeps the first rule of a span).
+        # Each rule's place in the file (``dedupe`` keeps the first rule of a span).
         self._order = {rule.id: index for index, rule in enumerate(rules)}
         # The hits of each text scanned, by the whole text: a consolidation scans each changed
         # memory as plan content (validation) and again as a mirror file (the gate).
-        self._memo: dict[str, list[_Hit]] = {}
+        self._memo: dict[str, list[Hit]] = {}
         self._memo_chars = 0
         # What each (rule, match) came to: allowlisted, refused by the rule's check, or a hit with its
         # preview. A pure function of the rule and the matched bytes, so a match met again (a file name
@@ -151,13 +101,13 @@ class RuleSet:
         return find
 
     def _hits(self, index: int, data: bytes, spans: list[tuple[int, int]],
-              known: list[tuple[int, int]]) -> list[_Hit]:
+              known: list[tuple[int, int]]) -> list[Hit]:
         """Rule ``index``'s unallowed hits, from its first match's ``spans`` on; the spans it recognised as
         documentation values go to ``known``."""
         find = self._finders[index]
         assert find is not None  # the caller found the first match with it
         rule = self.rules[index]
-        hits: list[_Hit] = []
+        hits: list[Hit] = []
         group = rule.secret_group
         verdicts, ident = self._verdicts, id(rule)  # the rule lives as long as this set: its id is stable
         pos, size = 0, len(data)
@@ -186,7 +136,7 @@ class RuleSet:
                     if not rule.fallback:
                         known.append((start, end))
                 elif verdict is not None:
-                    hits.append(_Hit(rule, start, end, verdict))
+                    hits.append(Hit(rule, start, end, verdict))
             if pos == size:
                 break
             pos = pos + 1 if pos == whole_end else whole_end
@@ -213,14 +163,14 @@ class RuleSet:
         lowered = text.lower()
         return frozenset(k for k in self._keywords if k in lowered)
 
-    def _kept_hits(self, text: str, data: bytes, categories: Collection[str] | None = None) -> list[_Hit]:
+    def _kept_hits(self, text: str, data: bytes, categories: Collection[str] | None = None) -> list[Hit]:
         return self._collect(text, data, categories)
 
     def _collect(self, text: str, data: bytes, categories: Collection[str] | None = None,
-                 strong: bool = False) -> list[_Hit]:
+                 strong: bool = False) -> list[Hit]:
         """The hits of the text as written and, unless ``strong``, of its other readings; ``strong``:
         only the specific credential rules (no fallback), which alone read those other readings."""
-        hits: list[_Hit] = []
+        hits: list[Hit] = []
         known: list[tuple[int, int]] = []
         woken = set(self._always)
         if self._keyword_set is not None:
@@ -244,7 +194,7 @@ class RuleSet:
         for index in sorted(woken):
             rule = rules[index]
             if chosen and ((categories is not None and rule.category not in categories)
-                           or (strong and not _specific_credential(rule))):
+                           or (strong and not specific_credential(rule))):
                 continue
             gate = gates[index]
             if gate is not None:
@@ -273,35 +223,35 @@ class RuleSet:
             # is not personal data to any other rule either: a phone rule must not catch its digits.
             # It never hides what a specific credential rule found: an address at an allowlisted host
             # is no reason to publish the token written as its local part.
-            hits = [h for h in hits if _specific_credential(h.rule) or not _inside(h, known)]
+            hits = [h for h in hits if specific_credential(h.rule) or not inside(h, known)]
         if self.benign is not None and any(h.rule.fallback for h in hits):
             spans = [m.span() for m in self.benign.finditer(data)]
             if spans:
-                hits = [h for h in hits if not (h.rule.fallback and _inside(h, spans))]
+                hits = [h for h in hits if not (h.rule.fallback and inside(h, spans))]
         if not strong and (categories is None or "credential" in categories):
             hits.extend(self._view_hits(text, data, hits))
-        return _dedupe(hits, self._order) if hits else []
+        return dedupe(hits, self._order) if hits else []
 
-    def _view_hits(self, text: str, data: bytes, found: list[_Hit]) -> list[_Hit]:
+    def _view_hits(self, text: str, data: bytes, found: list[Hit]) -> list[Hit]:
         """Hits of the specific credential rules in the other readings of ``text`` (``views``), mapped
         back onto its bytes; a span the text as written already reports is not reported again."""
         from .views import views
 
-        out: list[_Hit] = []
+        out: list[Hit] = []
         for view in views(text):
             vdata = view.text.encode("utf-8", "replace")
             hits = self._collect(view.text, vdata, strong=True)
             if not hits:
                 continue
-            vchars = _Positions(view.text, vdata).char_offsets([b for h in hits for b in (h.start, h.end)])
+            vchars = Positions(view.text, vdata).char_offsets([b for h in hits for b in (h.start, h.end)])
             for hit in hits:
                 start, end = view.original(vchars[hit.start], vchars[hit.end])
                 if len(text) != len(data):
                     start, end = (len(text[:start].encode("utf-8", "replace")),
                                   len(text[:end].encode("utf-8", "replace")))
-                if any(h.start < end and start < h.end and _specific_credential(h.rule) for h in found):
+                if any(h.start < end and start < h.end and specific_credential(h.rule) for h in found):
                     continue
-                out.append(_Hit(hit.rule, start, end, hit.preview, view.how))
+                out.append(Hit(hit.rule, start, end, hit.preview, view.how))
         return out
 
     def _gates(self) -> list[tuple[frozenset[int], int, tuple[tuple[int, int], ...], Any] | None]:
@@ -362,7 +312,7 @@ class RuleSet:
             self._memo_chars += len(text)
         if not hits:
             return []
-        return self._findings(hits, text, data, file)
+        return findings(hits, text, data, file)
 
     def scan_name(self, name: str, file: str = "<name>") -> list[Finding]:
         """Findings of the specific credential rules in a file name or a memory's title, read whole and
@@ -375,7 +325,7 @@ class RuleSet:
         for reading in name_readings(name):
             data = reading.encode("utf-8", "replace")
             hits = self._collect(reading, data, strong=True)
-            for finding in self._findings(hits, reading, data, file) if hits else ():
+            for finding in findings(hits, reading, data, file) if hits else ():
                 out.setdefault(finding.rule_id, finding)
         return list(out.values())
 
@@ -389,7 +339,7 @@ class RuleSet:
         hits = self._kept_hits(text, data, categories)
         if not hits:
             return []
-        offsets = _Positions(text, data).char_offsets([b for h in hits for b in (h.start, h.end)])
+        offsets = Positions(text, data).char_offsets([b for h in hits for b in (h.start, h.end)])
         merged: list[list[Any]] = []
         for hit in sorted(hits, key=lambda h: (h.start, -h.end)):
             start, end = offsets[hit.start], offsets[hit.end]
@@ -399,59 +349,6 @@ class RuleSet:
                 merged.append([start, end, hit.rule.id])
         return merged
 
-    def _findings(self, hits: list[_Hit], text: str, data: bytes, file: str) -> list[Finding]:
-        positions = _Positions(text, data)
-        offsets = positions.char_offsets([h.start for h in hits])
-        findings = []
-        for hit in hits:
-            line, column = positions.line_col(offsets[hit.start])
-            findings.append(
-                Finding(
-                    rule_id=hit.rule.id,
-                    category=hit.rule.category,
-                    description=f"{hit.rule.description} ({hit.how})" if hit.how else hit.rule.description,
-                    file=file,
-                    line=line,
-                    column=column,
-                    preview=hit.preview,
-                )
-            )
-        findings.sort(key=lambda f: (f.line, f.column, f.rule_id))
-        return findings
-
-
-def _specific_credential(rule: Rule) -> bool:
-    return rule.category == "credential" and not rule.fallback
-
-
-def _inside(hit: _Hit, spans: list[tuple[int, int]]) -> bool:
-    return any(start <= hit.start and hit.end <= end for start, end in spans)
-
-
-def _dedupe(hits: list[_Hit], order: dict[str, int]) -> list[_Hit]:
-    """Keep one rule per span (a specific rule before a fallback, then file ``order``, so a user's own
-    rule names what it knows); drop fallback hits overlapping a specific one."""
-    by_span: dict[tuple[int, int], _Hit] = {}
-    for hit in sorted(hits, key=lambda h: (h.rule.fallback, order[h.rule.id])):
-        by_span.setdefault((hit.start, hit.end), hit)
-    kept = sorted(by_span.values(), key=lambda h: (h.start, h.end))
-    specific = [h for h in kept if not h.rule.fallback]
-    if len(specific) == len(kept):
-        return kept
-    starts = [h.start for h in specific]
-    # Running maximum of ends: a hit overlaps some specific hit that starts before its end
-    # exactly when the furthest such end lies past its start.
-    reach: list[int] = []
-    for h in specific:
-        reach.append(max(h.end, reach[-1]) if reach else h.end)
-    out = []
-    for hit in kept:
-        if hit.rule.fallback:
-            index = bisect_right(starts, hit.end - 1)
-            if index and reach[index - 1] > hit.start:
-                continue
-        out.append(hit)
-    return out
 
 
 def scan_bytes(ruleset: RuleSet, data: bytes, file: str = "<bytes>") -> list[Finding]:
