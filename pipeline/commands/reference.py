@@ -35,7 +35,7 @@ GUIDE_OF = {
     "demo": "getting-started", "help": "index",
 }
 # Commands the typer-free fast path parses on its own: their options live in that parser's help.
-FAST_HELP_OF = {"inject": "pipeline.hosts.inject"}
+FAST_HELP_OF = {"inject": "pipeline.hosts.inject_args"}
 
 
 def _md(text: str | None) -> str:
