@@ -54,7 +54,8 @@ def path(global_: bool = GlobalOpt, json_out: bool = JsonOpt) -> int:
 def rename(old: str = typer.Argument(...), new: str = typer.Argument(...), global_: bool = GlobalOpt,
            json_out: bool = JsonOpt) -> int:
     """Rename a memory: file name and title follow, body and dates are kept, receipted."""
-    from ..edits import direct_transaction, rename_ops
+    from ..edits import direct_transaction
+    from ..state.ops import rename_ops
 
     use_global(global_)
     svc = services()
@@ -66,7 +67,8 @@ def rename(old: str = typer.Argument(...), new: str = typer.Argument(...), globa
 def clear(yes: bool = typer.Option(False, "--yes", help="do not ask"), global_: bool = GlobalOpt,
           json_out: bool = JsonOpt) -> int:
     """Delete every memory of one scope as one transaction (undo it with `memfold undo RUN_ID`)."""
-    from ..edits import clear_ops, direct_transaction
+    from ..edits import direct_transaction
+    from ..state.ops import clear_ops
 
     use_global(global_)
     svc = services()
@@ -83,8 +85,9 @@ def clear(yes: bool = typer.Option(False, "--yes", help="do not ask"), global_: 
 @app.command()
 def edit(name: str = typer.Argument(...), global_: bool = GlobalOpt, json_out: bool = JsonOpt) -> int:
     """Open a memory in $VISUAL/$EDITOR; the result is validated and committed like any write."""
-    from ..edits import direct_transaction, replace_ops, require_in
+    from ..edits import direct_transaction
     from ..fsutil import read_bounded, sha256_bytes, write_new
+    from ..state.ops import replace_ops, require_in
     from ..state.read import read_private
 
     use_global(global_)

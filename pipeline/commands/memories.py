@@ -67,7 +67,8 @@ def add(name: str, description: str | None, type_: str | None, visibility: str |
         body_file: Path | None, expires: str | None, global_: bool, json_out: bool, allow_publish: bool = False,
         cite: list[str] | None = None) -> int:
     use_global(global_)
-    from ..edits import MemoryInput, add_ops, direct_transaction
+    from ..edits import direct_transaction
+    from ..state.ops import MemoryInput, add_ops
     from ..store.memory import Memory, sanitize_line
 
     text = read_body(body, body_file)
@@ -84,7 +85,8 @@ def update(name: str, description: str | None, type_: str | None, visibility: st
            body_file: Path | None, expires: str | None, global_: bool, json_out: bool,
            allow_publish: bool = False, cite: list[str] | None = None) -> int:
     use_global(global_)
-    from ..edits import MemoryInput, direct_transaction, update_ops
+    from ..edits import direct_transaction
+    from ..state.ops import MemoryInput, update_ops
 
     data = MemoryInput(description, type_, visibility, read_body(body, body_file), expires)
     svc = services()
@@ -111,7 +113,8 @@ def _publish(allow_publish: bool) -> str:
 
 def forget(name: str, global_: bool, json_out: bool) -> int:
     use_global(global_)
-    from ..edits import direct_transaction, forget_ops
+    from ..edits import direct_transaction
+    from ..state.ops import forget_ops
 
     svc = services()
     build = forget_ops(name)
@@ -185,7 +188,7 @@ def list_memories(global_: bool, json_out: bool) -> int:
 def show(name: str, global_: bool, json_out: bool) -> int:
     """One memory's file as it is on disk (a teammate's not yet adopted: as the sync will adopt it)."""
     use_global(global_)
-    from ..edits import require_in
+    from ..state.ops import require_in
 
     svc, view = read_view()
     actual = require_in(view.memories, view.broken, name, parsed=True)

@@ -69,8 +69,9 @@ def _ask() -> str:
 def _act(svc: Any, choice: str, name: str) -> Any:
     """Keep re-anchors the memory's citations to the code as it is; update first changes its text (the
     editor, else a new description); forget deletes it. Each is one receipted transaction."""
-    from ..edits import MemoryInput, direct_transaction, forget_ops, update_ops
+    from ..edits import direct_transaction
     from ..evidence.cite import Citing
+    from ..state.ops import MemoryInput, forget_ops, update_ops
 
     if choice == "forget":
         return direct_transaction(svc, "forget", forget_ops(name), lock_timeout=lock_timeout())
@@ -85,8 +86,8 @@ def _act(svc: Any, choice: str, name: str) -> Any:
 
 
 def _new_text(svc: Any, name: str) -> Any:
-    from ..edits import MemoryInput
     from ..fsutil import read_bounded, write_new
+    from ..state.ops import MemoryInput
     from ..state.read import read_private
     from ..store.memory import parse_memory
 

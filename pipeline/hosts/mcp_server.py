@@ -66,7 +66,7 @@ class Backend:
 
     def add(self, name: str, description: str, body: str, type_: str, visibility: str,
             expires: str | None, cite: list[str] | None = None) -> dict[str, Any]:
-        from ..edits import MemoryInput, add_ops
+        from ..state.ops import MemoryInput, add_ops
         from ..store.memory import Memory, sanitize_line
 
         evidence = self._citing(cite)(Memory(name, sanitize_line(description) or "-", body=body))
@@ -74,7 +74,7 @@ class Backend:
         return self.edit("add", add_ops(name, data, self.svc.clock()))
 
     def update(self, name: str, cite: list[str] | None = None, **fields: Any) -> dict[str, Any]:
-        from ..edits import MemoryInput, update_ops
+        from ..state.ops import MemoryInput, update_ops
 
         citing = self._citing(cite)
         done = self.edit("update", update_ops(name, MemoryInput(**fields), self.svc.clock(), anchor=citing))
@@ -90,7 +90,7 @@ class Backend:
         usage.record(str(self.svc.layout.project_home), kind, files)
 
     def forget(self, name: str) -> dict[str, Any]:
-        from ..edits import forget_ops
+        from ..state.ops import forget_ops
 
         return self.edit("forget", forget_ops(name))
 
@@ -126,8 +126,8 @@ class Backend:
                              **checked(root, from_row(r.evidence), follow)} for r, s in hits]}
 
     def show(self, name: str) -> dict[str, Any]:
-        from ..edits import require_in
         from ..evidence.cite import checked
+        from ..state.ops import require_in
 
         view = self.view()
         actual = require_in(view.memories, view.broken, name, parsed=True)

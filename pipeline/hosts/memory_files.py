@@ -258,6 +258,6 @@ class MemoryFiles:
 
     def clear(self) -> Done:
         """Every memory file of the store deleted, as one transaction (``memfold undo`` brings them back)."""
-        from ..edits import clear_ops
+        from ..state.ops import clear_ops
 
         return Done("All memory cleared", self._edit("clear", clear_ops()))
