@@ -34,6 +34,7 @@ Feature: The privacy rules hold on data nobody wrote for them
       | a login pair in prose             | the staging creds are deploy/Vq7#Lm29xKaT until Friday         | prose-credential-pair | Vq7#Lm29xKaT                         |
       | a literal compared first in code  | the check reads if ('Tr0ub4dor3xQ9' == password) { grant }     | secret-comparison-reversed | Tr0ub4dor3xQ9                   |
       | a PHP define of a password        | wp-config still has define('DB_PASSWORD', 'Hn4$wQ82pLxzR');     | secret-named-argument | Hn4$wQ82pLxzR                        |
+      | a password straight after the word | use the password Winter2024! for the admin console           | prose-password-bare  | Winter2024!                          |
 
   Scenario Outline: A safe memory holding <what> is accepted
     When I add a safe memory "project_note" whose body says "<text>"
@@ -57,6 +58,7 @@ Feature: The privacy rules hold on data nobody wrote for them
       | a password read from a secret | env: - name: DB_PASSWORD valueFrom: secretKeyRef: name: db key: password                  |
       | two names after a login word  | login with GitHub / GitLab for the mirror                                                 |
       | words under a key name        | cache_key = build-output-linux-x64                                                        |
+      | an identifier after password  | password Argon2id hashing is used for PasswordPolicy2                                     |
 
   Scenario: The pre-commit hook refuses a hand-edited mirror file by the same rules
     Given someone wrote the mirror file "project_deploy" by hand, saying "the deploy uses dapi9f3c1b7e2a5d4c8f0b6e1a3d9c7f2b4e for it"

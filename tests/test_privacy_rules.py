@@ -568,3 +568,39 @@ def test_a_key_label_a_literal_compared_first_a_named_argument_and_a_login_pair_
 @pytest.mark.parametrize("text", LABEL_AND_CODE_LOOK_ALIKES)
 def test_a_key_label_or_login_word_before_words_a_reference_or_a_digest_is_not_flagged(text: str) -> None:
     assert load_ruleset().scan(text) == [], text
+
+
+# A password written straight after the word, with no verb or colon between (the sentences people write
+# when they pass one on): found only for a value holding letters, digits and a symbol.
+BARE_PASSWORD_FINDINGS = [
+    (1, "Winter2024!", "use the password Winter2024! for the admin console"),
+    (2, "Tr0ub4dor&3", "Guest network\nthe wifi password Tr0ub4dor&3 works on every floor"),
+    (1, "correct-horse-battery-9!", "log in with passphrase correct-horse-battery-9! once"),
+    (1, "Sommer2024#", "Passwort Sommer2024# für den Server"),
+    (1, "S3cure#Pass", "the vault password S3cure#Pass unlocks it"),
+]
+
+# Identifiers, file names, versions, hashing schemes and rules about passwords: no symbol, or no digit.
+BARE_PASSWORD_LOOK_ALIKES = [
+    "password Argon2id hashing is used",
+    "the password PasswordPolicy2 class validates input",
+    "Password MinLength8 rule applies",
+    "see password README2.md",
+    "password v1.2.3-rc1 ships next week",
+    "password *must* be 12+ characters",
+    "password reset emails go through the queue",
+    "store the password hash_v2_sha512 column",
+]
+
+
+@pytest.mark.parametrize(("line", "secret", "text"), BARE_PASSWORD_FINDINGS)
+def test_a_password_written_straight_after_the_word_is_found_at_its_line_and_never_shown(
+        line: int, secret: str, text: str) -> None:
+    findings = load_ruleset().scan(text)
+    assert [(f.rule_id, f.line) for f in findings] == [("prose-password-bare", line)], text
+    assert secret not in findings[0].preview and secret[2:-2] not in findings[0].preview
+
+
+@pytest.mark.parametrize("text", BARE_PASSWORD_LOOK_ALIKES)
+def test_an_identifier_file_name_or_version_after_the_word_password_is_not_flagged(text: str) -> None:
+    assert load_ruleset().scan(text) == [], text

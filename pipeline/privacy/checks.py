@@ -203,6 +203,19 @@ def pair_password(secret: str, context: str, params: dict[str, float]) -> bool:
 
 
 _VERSION = re.compile(r"v?[0-9]+(?:\.[0-9]+)+(?:[-+.][A-Za-z0-9.]+)?")
+_BARE_SYMBOLS = frozenset("!@#$%^&*+?~")
+
+
+def bare_password(secret: str, context: str, params: dict[str, float]) -> bool:
+    """A value written straight after "password", with no verb between: only one no identifier or
+    sentence word looks like, eight characters or more holding letters, digits and a symbol
+    (``Winter2024!``, ``S3cure#Pass``). Identifiers (``Argon2id``, ``PasswordPolicy2``), file names and
+    versions have no such symbol; a sentence's closing stop is not one."""
+    value = secret.rstrip(".,)")
+    if len(value) < 8 or "/" in value or "\\" in value or _VERSION.fullmatch(value) is not None:
+        return False
+    return (any(c.isalpha() for c in value) and any(c.isdigit() for c in value)
+            and any(c in _BARE_SYMBOLS for c in value) and prose_password(secret, context, params))
 
 
 # Values that name a type or a constant where a declaration, not an assignment, was matched.
@@ -273,6 +286,7 @@ CHECKS: dict[str, Check] = {
     "license-key": license_key,
     "prose-password": prose_password,
     "pair-password": pair_password,
+    "bare-password": bare_password,
     "passport": passport,
     "address": address,
     "named-birth-date": named_birth_date,
