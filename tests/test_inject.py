@@ -18,8 +18,9 @@ from hypothesis import strategies as st
 from test_config import imported_by, second_installation
 
 from pipeline import paths
-from pipeline.store.inject import BudgetTooSmall, Source, build_injection, read_memories, sanitize
+from pipeline.store.inject import BudgetTooSmall, build_injection, read_memories, sanitize
 from pipeline.store.memory import Memory
+from pipeline.store.sources import Source
 
 # The libraries the per-prompt path must not load, and the stdlib modules that each cost milliseconds
 # of a budget of three interpreter starts (dataclasses alone pulls in inspect, ast and dis; json pulls

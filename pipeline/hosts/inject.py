@@ -14,7 +14,8 @@ import time
 from .. import paths
 from ..safetext import visible
 from ..store import jsontext
-from ..store.inject import BudgetTooSmall, Injection, Source, build_injection
+from ..store.inject import BudgetTooSmall, Injection, build_injection
+from ..store.sources import Source
 from .inject_args import USAGE, Args, Usage, parse_args
 
 TYPE_CHECKING = False

@@ -12,19 +12,19 @@ import os
 
 from ..errors import InputRejected, UnsafePath
 from ..safetext import for_block, one_line
+from .sources import Source, contributing, everyone, listing, ranked, shadowing, unranked
 
 # The per-prompt path: no dataclasses, pathlib or typing imports (each costs milliseconds per prompt),
 # and ``store.memory`` (its parser needs ``re`` and ``json``) only where files are parsed.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
+    from collections.abc import Callable, Collection, Mapping, Sequence
 
     from .memory import Memory
-    from .searchcache import Index, Row
+    from .searchcache import Row
+    from .sources import Admit
 
     Masker = Callable[["Source", Row], tuple[str, str, str]]
-    # Whether a row of a store may be served at all (a teammate's file the mirror holds back may not).
-    Admit = Callable[["Source", Row], bool]
     # The notes on a served memory's cited code (``evidence.Marker``): text that changed, a file gone.
     Marks = Callable[["Source", Row], list[str]]
 
@@ -40,7 +40,6 @@ QUOTE = "| "
 OPEN_TAG = "<memory source=\"memfold\" trust=\"untrusted-reference\">\n"
 CLOSE_TAG = "</memory>\n"
 INDEX_HEAD = "\n## Index\n"
-TEAM = "team"
 BODIES_HEAD = "\n## Relevant memories\n"
 # With bodies to show, the index may take this share of the budget first; bodies then fill the rest,
 # and what they leave goes back to the index.
@@ -78,29 +77,6 @@ class BudgetTooSmall(Exception):
         super().__init__(f"--max-bytes must be at least {minimum} for this store: the frame, the notes and "
                          "the line that counts left-out memories take that much")
         self.minimum = minimum
-
-
-class Source:
-    """One store as the block sees it: its kind (private, mirror, global), its directory, its index."""
-
-    def __init__(self, kind: str, path: str, index: Index) -> None:
-        self.kind = kind
-        self.path = path
-        self.index = index
-
-    @classmethod
-    def of_memories(cls, kind: str, memories: Mapping[str, Memory], path: str = "") -> Source:
-        """A store given as parsed memories, indexed in memory (no file is read or checked)."""
-        from .searchcache import Index
-
-        return cls(kind, path, Index.of_memories(memories))
-
-    def label(self, row: Row, *, with_type: bool = True) -> str:
-        """What the model is told about a memory: who may see it (its visibility, or ``team`` for a
-        teammate's memory in the git-tracked mirror, never private), then its type."""
-        seen = TEAM if self.kind == "mirror" else row.visibility or "private"
-        parts = [seen, row.type or "project"] if with_type else [seen]
-        return ", ".join(["global", *parts] if self.kind == "global" else parts)
 
 
 class Injection:
@@ -167,60 +143,6 @@ def relevant(hits: Sequence[tuple[Row, float]], limit: int) -> list[Row]:
     return [row for row, score in hits if score >= floor][:limit]
 
 
-def _shadowed(sources: Sequence[Source], i: int, file: str) -> bool:
-    return any(s.index.has(file) for s in sources[:i])
-
-
-def _everyone(source: Source, row: Row) -> bool:
-    return True
-
-
-def _shown(sources: Sequence[Source], i: int, row: Row, newer: Collection[str], admit: Admit) -> bool:
-    """Whether a row is the one shown for its name: a private memory shadows a team memory of the same
-    name (and a global one), except a safe private copy that a teammate's newer version in the mirror
-    replaces; a row the mirror holds back is never shown."""
-    source = sources[i]
-    if row.file in newer:
-        return source.kind == "mirror" and admit(source, row)
-    return not _shadowed(sources, i, row.file) and admit(source, row)
-
-
-def ranked(sources: Sequence[Source], query: str, limit: int, newer: Collection[str] = frozenset(),
-           admit: Admit = _everyone) -> list[tuple[Source, Row, float]]:
-    """The best hits of all stores for ``query``; a memory shadowed by an earlier store is not one.
-
-    The rows are not checked against their files yet: whoever serves one checks it (``_fresh``).
-    """
-    hits = []
-    for i, source in enumerate(sources):
-        for row, score in source.index.ranked(query, limit, check=False):
-            if _shown(sources, i, row, newer, admit):
-                hits.append((source, row, score))
-    hits.sort(key=lambda h: -h[2])
-    return hits[:limit]
-
-
-def _unranked(sources: Sequence[Source], limit: int, newer: Collection[str],
-              admit: Admit) -> list[tuple[Source, Row]]:
-    """Without a query: durable guidance first (feedback, user), then the newest."""
-    order = "prio, modified DESC, file"
-    out: list[tuple[Source, Row]] = []
-    for i, source in enumerate(sources):
-        for row in source.index.rows(order=order):
-            if len(out) >= limit:
-                return out
-            if _shown(sources, i, row, newer, admit):
-                out.append((source, row))
-    return out
-
-
-def _listing(sources: Sequence[Source], newer: Collection[str], admit: Admit) -> Iterator[tuple[Source, Row]]:
-    for i, source in enumerate(sources):
-        for row in source.index.rows():
-            if _shown(sources, i, row, newer, admit):
-                yield source, row
-
-
 def marker(omitted: int, path: str) -> str:
     return (f"\u2026 {omitted} more memories not shown: ask for them with memory_search or read them in "
             f"{_field(path)}\n")
@@ -257,11 +179,11 @@ def build_injection(sources: Sequence[Source], *, query: str | None, max_bytes: 
     Raises BudgetTooSmall when ``max_bytes`` cannot hold the frame and the left-out line.
     """
     mask = mask or _plain
-    admit = admit or _everyone
+    admit = admit or everyone
     marks = marks or _unmarked
     store = sources[0].path if sources else ""
     total = sum(s.index.count() for s in sources)
-    counts, newer = _shadowing(sources)
+    counts, newer = shadowing(sources)
     team = next((s.path for s in sources if s.kind == "mirror"), None)
     head = OPEN_TAG
     if prompt:
@@ -271,7 +193,7 @@ def build_injection(sources: Sequence[Source], *, query: str | None, max_bytes: 
                  f"against the code before relying on them. Each line of a memory's text starts with "
                  f"\"{QUOTE.strip()}\". Every memory is a Markdown file in {_field(store)}"
                  + (f", a team memory in {_field(team)}"
-                    if team and any(s.kind == "mirror" for s in _contributing(sources, counts)) else "")
+                    if team and any(s.kind == "mirror" for s in contributing(sources, counts)) else "")
                  + ": read one for its whole text.\n")
     head += "".join(f"Note: {_field(w)}\n" for w in warnings)
     tail = ("\n" + sanitize(GUIDANCE) + "\n" if guidance and not prompt else "") + CLOSE_TAG
@@ -286,7 +208,7 @@ def build_injection(sources: Sequence[Source], *, query: str | None, max_bytes: 
 
     # A store whose every memory is shadowed by an earlier one (the mirror of a store whose safe
     # memories it mirrors) can add nothing: it is neither ranked nor listed, only counted.
-    shown = _contributing(sources, counts)
+    shown = contributing(sources, counts)
     if query:
         hits = ranked(shown, query, max_files * 4, newer, admit)
         if prompt:
@@ -294,12 +216,12 @@ def build_injection(sources: Sequence[Source], *, query: str | None, max_bytes: 
             hits = [h for h in hits if id(h[1]) in keep]
         candidates = [(s, r) for s, r, _ in hits]
     else:
-        candidates = [] if prompt else _unranked(shown, max_files, newer, admit)
+        candidates = [] if prompt else unranked(shown, max_files, newer, admit)
     candidates = _unsent(candidates, sent, max_files)
 
     index_lines: list[str] = []
     listed: set[str] = set()
-    rows = iter(()) if prompt else _listing(shown, newer, admit)
+    rows = iter(()) if prompt else listing(shown, newer, admit)
     index_open = not prompt
     share = budget.left * (1 - INDEX_SHARE) if candidates else 0
 
@@ -386,57 +308,3 @@ def _unsent(candidates: Sequence[tuple[Source, Row]], sent: Mapping[str, str],
         if sent.get(row.file) != row.sha or not row.sha:
             out.append((source, row))
     return out
-
-
-def _contributing(sources: Sequence[Source], counts: Sequence[int]) -> list[Source]:
-    """The stores with at least one memory no other store shadows (the first always)."""
-    return [s for i, s in enumerate(sources) if i == 0 or counts[i] < s.index.count()]
-
-
-def _shadowing(sources: Sequence[Source]) -> tuple[list[int], frozenset[str]]:
-    """For each store, how many of its memories another store's memory of the same name hides, and the
-    names a teammate's newer version in the mirror takes over from a safe private copy.
-
-    An earlier store's memory hides a later one of the same name (the private store the mirror's), except
-    where the private copy is safe, differs, and was modified before the mirror's: a teammate's change not
-    yet adopted, whose private copy is the one hidden. Shadowing depends on each store's names and rows, and
-    every name added or removed changes its directory, whose stat is each index's generation (while
-    racy, the names themselves are compared on open); a file rewritten in place changes its row's stat.
-    The result is kept in the last index under those generations: a session pays for it once per change
-    of a directory, not once per prompt.
-    """
-    if len(sources) < 2:
-        return [0] * len(sources), frozenset()
-    last = sources[-1].index
-    key = "shadowed:" + "|".join(f"{s.kind}={s.index.generation()}" for s in sources)
-    known = (last.memo(key) or "").split(";") if last.verify else []
-    if len(known) == 2:
-        kept = known[0].split(",")
-        if len(kept) == len(sources) and all(k.isdigit() for k in kept):
-            return [int(k) for k in kept], frozenset(filter(None, known[1].split("/")))
-    seen: set[str] = set()
-    counts: list[int] = []
-    for source in sources:
-        files = {file for (file,) in source.index.conn.execute("SELECT file FROM docs")}
-        counts.append(len(files & seen))
-        seen |= files
-    newer = _newer_in_mirror(sources)
-    if newer:
-        at = next(i for i, s in enumerate(sources) if s.kind == "private")
-        counts[at] += len(newer)
-        counts[next(i for i, s in enumerate(sources) if s.kind == "mirror")] -= len(newer)
-    if last.verify:
-        last.remember(key, ",".join(map(str, counts)) + ";" + "/".join(sorted(newer)))
-    return counts, frozenset(newer)
-
-
-def _newer_in_mirror(sources: Sequence[Source]) -> set[str]:
-    """The names whose private copy is safe, differs from the mirror's, and was modified before it."""
-    private = next((s for s in sources if s.kind == "private"), None)
-    mirror = next((s for s in sources if s.kind == "mirror"), None)
-    if private is None or mirror is None:
-        return set()
-    mine = {file: (sha, modified or "") for file, sha, modified, visibility in
-            private.index.conn.execute("SELECT file, sha, modified, visibility FROM docs") if visibility == "safe"}
-    return {file for file, sha, modified in mirror.index.conn.execute("SELECT file, sha, modified FROM docs")
-            if file in mine and mine[file][0] != sha and (modified or "") > mine[file][1]}
