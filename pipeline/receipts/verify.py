@@ -13,8 +13,8 @@ from ..paths import Layout, find_run
 from ..safetext import counted
 from ..state.landed import current_hashes
 from ..store.jsontext import loads_bounded, read_json
-from ..store.memory import INDEX_NAME
 from ..store.state import Limits
+from .drift import drift, explainer, older_version, recorded_sync, sync_worktree
 from .findings import Report
 from .log import LogEntry, log_entries
 from .receipt import diff_maps, file_digest, load_receipt, normalize_maps, receipt_digest, schema_issues, strip_prefix
@@ -235,8 +235,8 @@ def _gap(before: LogEntry, entry: LogEntry, receipt: dict[str, Any], report: Rep
         final = normalize_maps(load_receipt(before.path).get("finalHashes"))
     except (OSError, ValueError):
         return  # the chain link check above already failed on it
-    recorded = _recorded(receipt)
-    _drift(report, final, normalize_maps(receipt["sourceHashes"]), [before.path.name, entry.path.name],
+    recorded = recorded_sync(receipt)
+    drift(report, final, normalize_maps(receipt["sourceHashes"]), [before.path.name, entry.path.name],
            recorded.get)
 
 
@@ -281,52 +281,6 @@ class _Mirrors:
         self.seq[tree] = seq
 
 
-def _drift(report: Report, before: dict[str, dict[str, str]], after: dict[str, dict[str, str]],
-           between: list[Any], explain: Callable[[str], dict[str, Any] | None] = lambda name: None) -> None:
-    """Each file that differs: a hand edit, unless ``explain`` (given a mirror file's name) says where the
-    change came from: then it is incoming."""
-    for line in diff_maps(before, after):
-        name = line.split(" ", 1)[0]
-        why = explain(name[len("public/"):]) if name.startswith("public/") else None
-        if why is None:
-            report.drift.append({"between": between, "file": line})
-        else:
-            report.incoming.append({"between": between, "file": line, **why})
-
-
-def _recorded(receipt: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    """What a receipt's sync says of each mirror file that came from outside: how it was taken, and from where.
-    The mirror's index came along with them: git merges and checks it out with the files it lists."""
-    sync = receipt.get("sync")
-    out: dict[str, dict[str, Any]] = {}
-    if isinstance(sync, dict) and any(sync.get(key) for key in ("adopted", "held", "conflicts")):
-        out[INDEX_NAME] = {"taken": "index of the changes above"}
-    for key, taken in (("adopted", "adopted"), ("held", "held"), ("conflicts", "conflict")):
-        rows = sync.get(key) if isinstance(sync, dict) else None
-        for row in rows if isinstance(rows, list) else []:
-            if isinstance(row, dict) and isinstance(row.get("name"), str):
-                out[row["name"]] = {"taken": taken, **{k: row[k] for k in ("source", "commit", "author")
-                                                       if isinstance(row.get(k), str)}}
-    return out
-
-
-def _older(versions: dict[str, set[str]], name: str, digest: str | None) -> dict[str, Any] | None:
-    """An older version of ``name`` that the chain recorded before: the mirror is behind (an older checkout)."""
-    return {"taken": "behind"} if digest is not None and digest in versions.get(name, ()) else None
-
-
-def _explainer(recorded: dict[str, dict[str, Any]], arrived: dict[str, str],
-               versions: dict[str, set[str]]) -> Callable[[str], dict[str, Any] | None]:
-    """Why a mirror file differs before a receipt: its sync recorded it, or it is an older version."""
-    return lambda name: recorded.get(name) or _older(versions, name, arrived.get(name))
-
-
-def _worktree(receipt: dict[str, Any]) -> str | None:
-    sync = receipt.get("sync")
-    tree = sync.get("worktree") if isinstance(sync, dict) else None
-    return tree if isinstance(tree, str) and tree else None
-
-
 def audit(layout: Layout, limits: Limits, tick: Callable[[], None] = lambda: None,
           git: GitFacts | None = None) -> Report:
     """Walk the chain: each receipt's own checks, its link, and drift between receipts (``tick`` per receipt).
@@ -364,15 +318,15 @@ def audit(layout: Layout, limits: Limits, tick: Callable[[], None] = lambda: Non
                             f"previous link does not match {previous_name or 'the start of the log'}")
             run_dir = layout.runs / entry.run_id
             tree = check_run(run_dir, receipt, report, where) if run_dir.is_dir() else None
-            tree = _worktree(receipt) or tree
+            tree = sync_worktree(receipt) or tree
             source = normalize_maps(receipt["sourceHashes"])
             if previous_final is not None:
-                _drift(report, {"harness": previous_final["harness"]}, {"harness": source["harness"]},
+                drift(report, {"harness": previous_final["harness"]}, {"harness": source["harness"]},
                        [previous_name, where])
                 mirror = mirrors.before(tree)
                 if mirror is not None:
-                    _drift(report, {"public": mirror[1]}, {"public": source["public"]}, [mirror[0], where],
-                           _explainer(_recorded(receipt), source["public"], versions))
+                    drift(report, {"public": mirror[1]}, {"public": source["public"]}, [mirror[0], where],
+                           explainer(recorded_sync(receipt), source["public"], versions))
             previous_final = normalize_maps(receipt["finalHashes"])
             mirrors.after(tree, where, previous_final["public"], entry.seq)
             for name, digest in previous_final["public"].items():
@@ -383,7 +337,7 @@ def audit(layout: Layout, limits: Limits, tick: Callable[[], None] = lambda: Non
     newest_here = mirrors.seq.get(here) if mirrors.known else None
     if previous_final is not None:
         now = current_hashes(layout, limits)
-        _drift(report, {"harness": previous_final["harness"]}, {"harness": now["harness"]}, [previous_name, "now"])
+        drift(report, {"harness": previous_final["harness"]}, {"harness": now["harness"]}, [previous_name, "now"])
         mirror = mirrors.before(here)
         if mirror is not None:
             moved = _through_git(layout, mirror[1], now["public"], git)
@@ -391,9 +345,9 @@ def audit(layout: Layout, limits: Limits, tick: Callable[[], None] = lambda: Non
             def explain_now(name: str) -> dict[str, Any] | None:
                 if name in moved:
                     return {"taken": "not yet synced (`memfold sync` adopts it)", "source": moved[name]}
-                return _older(versions, name, now["public"].get(name))
+                return older_version(versions, name, now["public"].get(name))
 
-            _drift(report, {"public": mirror[1]}, {"public": now["public"]}, [mirror[0], "now"], explain_now)
+            drift(report, {"public": mirror[1]}, {"public": now["public"]}, [mirror[0], "now"], explain_now)
         elif layout.mirror is not None:
             report.checks.append("mirror: no receipt was written from this work tree yet "
                                  "(its mirror is checked from its first transaction on)")
