@@ -14,7 +14,7 @@ import pytest
 from conftest import Env
 
 from pipeline import fsutil
-from pipeline.apply import commit, journal
+from pipeline.apply import commit, roots
 from pipeline.errors import UnsafePath
 
 SECRET_FREE = ("add", "Deploy target", "-d", "deploys go through the blue green script", "--visibility", "safe",
@@ -105,13 +105,13 @@ def test_every_root_is_opened_once_per_commit_and_written_through_that_descripto
         env: Env, monkeypatch: pytest.MonkeyPatch) -> None:
     assert env.run("add", "project_a", "-d", "alpha fact", "--visibility", "safe", "-b", "a").code == 0
     opened: list[str] = []
-    real_open_dir = journal.open_dir
+    real_open_dir = roots.open_dir
 
     def counting(path: Any) -> int:
         opened.append(os.fspath(path))
         return real_open_dir(path)
 
-    monkeypatch.setattr(journal, "open_dir", counting)
+    monkeypatch.setattr(roots, "open_dir", counting)
     relative: list[str] = []
     rename = fsutil.ops.rename
 

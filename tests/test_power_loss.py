@@ -17,7 +17,7 @@ import pytest
 from conftest import Env
 
 from pipeline import fsutil
-from pipeline.apply import journal
+from pipeline.apply import journal, roots
 
 UPDATE = ("update", "user_b", "--visibility", "safe", "-b", "b2")
 
@@ -39,7 +39,7 @@ def lose_power_after(landed: int | None, seen: list[int] | None = None) -> Any:
     """A stand-in for the renames of a commit: the first ``landed`` of them (all with None) reach the
     disk, the journal's own rename does not, then the process stops (KeyboardInterrupt, exit 130)."""
 
-    def power_loss(resolve: journal.RootResolver, entries: list[dict[str, object]], staged_checked: bool = False,
+    def power_loss(resolve: roots.RootResolver, entries: list[dict[str, object]], staged_checked: bool = False,
                    run_dir: Path | None = None) -> None:
         assert run_dir is not None and staged_checked
         keep = len(entries) if landed is None else landed
@@ -93,7 +93,7 @@ def test_a_torn_journal_temp_means_nothing_was_renamed(env: Env, monkeypatch: py
     _seed(env)
     before = env.snapshot()
 
-    def power_loss(resolve: journal.RootResolver, entries: list[dict[str, object]], staged_checked: bool = False,
+    def power_loss(resolve: roots.RootResolver, entries: list[dict[str, object]], staged_checked: bool = False,
                    run_dir: Path | None = None) -> None:
         assert run_dir is not None
         temp = run_dir / fsutil.temp_name(journal.JOURNAL, run_dir.name[-12:])

@@ -26,9 +26,9 @@ from ..store.state import Limits, refuse_mirror_over
 from ..store.statecache import cache_for
 from ..timing import Timings
 from .durable import SYNCFS_MIN
-from .journal import Change, RootResolver
 from .journal import apply_changes as apply_changes  # re-exported: the bench times it here
 from .recovery import recover
+from .roots import Change, RootResolver
 from .runs import prune_runs
 
 TYPE_CHECKING = False

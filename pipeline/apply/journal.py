@@ -7,11 +7,11 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
 from ..errors import ApplyFailed, RecoveryNeeded
-from ..frozen import Frozen
-from ..fsutil import atomic_write, create_unsynced, open_dir, ops, read_bounded, safe_join, sha256_bytes, temp_name
+from ..fsutil import atomic_write, create_unsynced, ops, read_bounded, safe_join, sha256_bytes, temp_name
 from ..paths import BACKUP_DIR
 from ..store.jsontext import canonical_json, digest_json, dump_json, loads_bounded
 from .durable import fsync_all
+from .roots import Change, RootDirs, RootResolver, root_dirs
 from .staged import Staged, check_copies, link_staged
 
 TYPE_CHECKING = False
@@ -26,63 +26,6 @@ BACKED_UP = ("harness", "public", "heads", "home")  # the roots whose touched fi
 # two of them land as two names of one file. Never the stores: a memory edited in place by hand would
 # change its twin too.
 LINKABLE = frozenset({"receipts", "run"})
-
-
-class Change(Frozen):
-    """One file of the post-state: ``data`` None deletes it. ``root`` is a key of Layout.root or run.
-
-    ``digest`` is the sha256 of ``data`` when the caller has it already (it hashed the bytes it built).
-    """
-
-    __slots__ = ("root", "name", "data", "pre", "digest")
-    root: str
-    name: str
-    data: bytes | None
-    pre: str | None
-    digest: str | None
-
-    def __init__(self, root: str, name: str, data: bytes | None, pre: str | None, digest: str | None = None) -> None:
-        self._set(root=root, name=name, data=data, pre=pre, digest=digest)
-
-    @property
-    def post(self) -> str | None:
-        if self.data is None:
-            return None
-        return sha256_bytes(self.data) if self.digest is None else self.digest
-
-
-RootResolver = Callable[[str], Path]
-
-
-class RootDirs:
-    """Each root of one transaction opened once, never through a symlink (``fsutil.open_dir``): every
-    staged temp, backup link, rename and unlink in a root is made relative to its descriptor, so a root
-    swapped for a link after memfold checked it (a ``.memory`` turned into a link to elsewhere) cannot
-    carry a write to the link's target. It is a ``RootResolver`` too: called, it names a root's path.
-    """
-
-    def __init__(self, resolve: RootResolver) -> None:
-        self.resolve = resolve
-        self.fds: dict[str, int] = {}
-
-    def __call__(self, key: str) -> Path:
-        return self.resolve(key)
-
-    def fd(self, key: str) -> int:
-        fd = self.fds.get(key)
-        if fd is None:
-            fd = self.fds[key] = open_dir(self.resolve(key))
-        return fd
-
-    def close(self) -> None:
-        for fd in self.fds.values():
-            os.close(fd)
-        self.fds.clear()
-
-
-def _root_dirs(resolve: RootResolver) -> tuple[RootDirs, bool]:
-    """``resolve`` as RootDirs, and whether the caller opened them (and so closes them)."""
-    return (resolve, False) if isinstance(resolve, RootDirs) else (RootDirs(resolve), True)
 
 
 def _journal_bytes(body: dict[str, Any]) -> bytes:
@@ -154,7 +97,7 @@ def apply_changes(
     and the backups (``recover``), so the state on disk is the whole pre-state or the whole post-state.
     Every file of a root is written relative to the root's descriptor (``RootDirs``), opened once.
     """
-    dirs, own = _root_dirs(resolve)
+    dirs, own = root_dirs(resolve)
     try:
         _apply(project_home, run_dir, dirs, changes, check_staged, artifacts, synced)
     finally:
@@ -320,7 +263,7 @@ def roll_forward(resolve: RootResolver, entries: list[dict[str, Any]], staged_ch
     with the roots: the journal's rename lands durable in the same batch as the renames it names.
     Every rename and unlink is relative to its root's descriptor (``RootDirs``).
     """
-    dirs, own = _root_dirs(resolve)
+    dirs, own = root_dirs(resolve)
     try:
         _roll_forward(dirs, entries, staged_checked, run_dir)
     finally:
@@ -364,7 +307,7 @@ def _roll_forward(dirs: RootDirs, entries: list[dict[str, Any]], staged_checked:
 
 def roll_back(run_dir: Path, resolve: RootResolver, body: dict[str, Any]) -> None:
     """Put every pre-state back from backup/ (idempotent); marks the journal first."""
-    dirs, own = _root_dirs(resolve)
+    dirs, own = root_dirs(resolve)
     try:
         write_journal(run_dir, {**body, "state": "rolling-back"})
         for entry in reversed(body["entries"]):

@@ -8,7 +8,8 @@ from pathlib import Path
 
 from ..errors import RecoveryNeeded
 from ..fsutil import TEMP_PREFIX, temp_name
-from .journal import JOURNAL, PENDING, RootResolver, read_journal, roll_back, roll_forward, silent_unlink, write_journal
+from .journal import JOURNAL, PENDING, read_journal, roll_back, roll_forward, silent_unlink, write_journal
+from .roots import RootResolver
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
