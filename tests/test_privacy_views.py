@@ -58,3 +58,15 @@ def test_a_token_cut_at_a_line_end_is_read_joined_and_found() -> None:
     view = joined_lines(text)
     assert view is not None and TOKEN in view.text.replace("\n", "")
     assert {f.rule_id for f in load_ruleset().scan(text)} == {"github-classic-token"}
+
+
+def test_a_quoted_frontmatter_value_with_blanks_inside_its_quotes_is_read() -> None:
+    # The value inside the quotes starts with a blank: it was read as a word that is none (a crash).
+    text = f"---\nname: deploy with {TOKEN[:20]}\ndescription: ' {TOKEN[20:]} '\n---\n"
+    view = joined_lines(text)
+    assert view is not None
+    start = text.index(TOKEN[20:])
+    assert (TOKEN[20:], start, start + len(TOKEN[20:])) in [
+        (view.text[at:at + end - begin], begin, end) for at, (begin, end) in zip(view.starts, view.spans)]
+    assert joined_lines("---\nname: x1\ndescription: '   '\n---\nabc\n") is None
+    assert [f.rule_id for f in load_ruleset().scan(text)] == ["github-classic-token"]

@@ -232,7 +232,9 @@ def _values(text: str) -> list[tuple[str, int, int]]:
             value_start = start + _BULLET.match(line).end()  # type: ignore[union-attr]  # matches empty
         value = text[value_start:start + len(line)].rstrip()
         if front and value[:1] in "\"'" and value[-1:] == value[:1] and len(value) > 1:
-            value, value_start = value[1:-1], value_start + 1
+            inner = value[1:-1]
+            value = inner.strip()  # blanks inside the quotes (name: " x") belong to no word either
+            value_start += 1 + len(inner) - len(inner.lstrip())
         if value:
             pieces.append((value, value_start, value_start + len(value)))
     return pieces
