@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Collection
+from operator import ge
 
 from .hits import Hit, Positions, dedupe, findings, inside, specific_credential
 from .model import Finding, Rule, redact
@@ -48,6 +49,7 @@ class RuleSet:
         # Which rules a keyword wakes, and which always run: a scan unions a few lists instead of
         # testing every rule's keywords (the loop over ~190 rules was a fifth of the scan).
         self._always = frozenset(i for i, rule in enumerate(rules) if not rule.keywords)
+        self._specific = frozenset(i for i, rule in enumerate(rules) if specific_credential(rule))
         self._by_keyword: dict[str, list[int]] = {}
         for index, rule in enumerate(rules):
             for keyword in rule.keywords:
@@ -69,7 +71,8 @@ class RuleSet:
         # whose needs a text lacks cannot match it, so it is neither compiled nor run there.
         self._needs_source = needs
         self._needs: list[Gate | None] | None = None
-        self._gate_rows: list[tuple[frozenset[int], int, tuple[tuple[int, int], ...], Any] | None] | None = None
+        self._gate_chars = b""
+        self._gate_rows: list[tuple[frozenset[int], int, tuple[int, ...] | None, Any] | None] | None = None
         # Each rule's match call (``patterns.span_finder``), made on the rule's first search.
         self._finders: list[Callable[[bytes, int, int], list[tuple[int, int]]] | None] = [None] * len(rules)
 
@@ -186,22 +189,23 @@ class RuleSet:
         gates = self._gates()
         features = Features(data)
         rules, finders, size = self.rules, self._finders, len(data)
-        chosen = categories is not None or strong
+        if strong:  # the views: only the specific credential rules read them
+            woken &= self._specific
         # ``Features.opens`` written out (it runs for ~50 rules of every text scanned): the bytes the
         # text holds, its digits and its clusters, each found once and on first need.
         held: frozenset[int] | None = None
         digit_count = -1
+        clustered: list[int] | None = None
         for index in sorted(woken):
             rule = rules[index]
-            if chosen and ((categories is not None and rule.category not in categories)
-                           or (strong and not specific_credential(rule))):
+            if categories is not None and rule.category not in categories:
                 continue
             gate = gates[index]
             if gate is not None:
                 chars, digits, clusters, outline = gate
                 if chars:
-                    if held is None:
-                        held = frozenset(data)
+                    if held is None:  # which of the few characters any gate needs the text holds
+                        held = frozenset(ch for ch in self._gate_chars if ch in data)
                     if not chars <= held:
                         continue
                 if digits:
@@ -209,8 +213,11 @@ class RuleSet:
                         digit_count = features.digits()
                     if digit_count < digits:
                         continue
-                if clusters and any(features.cluster(glue) < count for glue, count in clusters):
-                    continue
+                if clusters is not None:
+                    if clustered is None:
+                        clustered = features.clusters()
+                    if not all(map(ge, clustered, clusters)):
+                        continue
                 if (outline is not None and not getattr(rule.pattern, "ready", True)
                         and not found(outline, data)):
                     continue
@@ -238,7 +245,7 @@ class RuleSet:
         from .views import views
 
         out: list[Hit] = []
-        for view in views(text):
+        for view in views(text, data):
             vdata = view.text.encode("utf-8", "replace")
             hits = self._collect(view.text, vdata, strong=True)
             if not hits:
@@ -254,15 +261,16 @@ class RuleSet:
                 out.append(Hit(hit.rule, start, end, hit.preview, view.how))
         return out
 
-    def _gates(self) -> list[tuple[frozenset[int], int, tuple[tuple[int, int], ...], Any] | None]:
+    def _gates(self) -> list[tuple[frozenset[int], int, tuple[int, ...] | None, Any] | None]:
         """Each rule's gate as plain values: the bytes and the number of digits its matches need, the
-        clusters (glue index, digits) they need, and the outline (see ``Features.opens``)."""
+        digits they need in one cluster under each glue set (None: no such need), and the outline (see
+        ``Features.opens``)."""
         if self._gate_rows is None:
             self._gate_rows = [None if gate is None else
                                (frozenset(gate.needs.chars), gate.needs.digits,
-                                tuple((glue, count) for glue, count in enumerate(gate.needs.clusters) if count),
-                                gate.outline)
+                                gate.needs.clusters if any(gate.needs.clusters) else None, gate.outline)
                                for gate in self._rule_needs()]
+            self._gate_chars = bytes(sorted({ch for row in self._gate_rows if row is not None for ch in row[0]}))
         return self._gate_rows
 
     def _rule_needs(self) -> list[Gate | None]:

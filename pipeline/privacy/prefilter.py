@@ -95,6 +95,10 @@ class Features:
             self._clusters[index] = max(map(len, view.split()), default=0)
         return self._clusters[index]
 
+    def clusters(self) -> list[int]:
+        """The longest cluster under each glue set of ``GLUES``, in its order."""
+        return [self.cluster(index) for index in range(len(GLUES))]
+
     def opens(self, gate: Gate, compiled: bool) -> bool:
         """Whether the text holds what the gate's rule needs. The outline only stands in for a pattern
         not yet ``compiled``: once it is, the pattern's own search is as cheap as the outline's."""
