@@ -130,6 +130,30 @@ def test_needs_are_lower_bounds_read_from_the_pattern(pattern: str, expected: Ne
     assert needs(pattern) == expected
 
 
+def test_each_glue_set_holds_the_one_before_it() -> None:
+    # cluster_needs leaves needs out on this: a longer glue set never shortens the longest cluster.
+    for smaller, larger in zip(prefilter.GLUES, prefilter.GLUES[1:], strict=False):
+        assert set(smaller) <= set(larger)
+
+
+@given(st.binary(max_size=80) | st.text(alphabet="0123456789 -./x\n", max_size=80).map(str.encode))
+@settings(max_examples=500, deadline=None)
+def test_the_longest_cluster_never_shrinks_along_the_glue_sets(data: bytes) -> None:
+    features = Features(data)
+    longest = [features.cluster(i) for i in range(len(prefilter.GLUES))]
+    assert longest == sorted(longest)
+    for clusters in [(1, 1, 1), (4, 4, 4), (3, 5, 11), (4, 12, 12), (2, 6, 6), (16, 16, 17), (0, 3, 3), (5, 4, 9)]:
+        decided = all(longest[glue] >= count for glue, count in prefilter.cluster_needs(clusters))
+        assert decided == all(have >= need for have, need in zip(longest, clusters, strict=True))
+
+
+def test_cluster_needs_keep_only_the_needs_no_earlier_one_meets() -> None:
+    assert prefilter.cluster_needs((4, 4, 4)) == ((0, 4),)
+    assert prefilter.cluster_needs((4, 12, 12)) == ((0, 4), (1, 12))
+    assert prefilter.cluster_needs((0, 3, 11)) == ((1, 3), (2, 11))
+    assert prefilter.cluster_needs((0, 0, 0)) == ()
+
+
 def test_features_count_digits_and_clusters_of_a_text() -> None:
     features = Features(b"call 0612-34 56 78, 2026-07-17T10:00 or 1.2.3")
     assert features.digits() == 25

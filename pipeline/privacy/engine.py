@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Collection
-from operator import ge
 
 from .hits import Hit, Positions, dedupe, findings, inside, specific_credential
 from .model import Finding, Rule, redact
-from .prefilter import Features, Gate
+from .prefilter import GLUES, Features, Gate, cluster_needs
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -72,7 +71,7 @@ class RuleSet:
         self._needs_source = needs
         self._needs: list[Gate | None] | None = None
         self._gate_chars = b""
-        self._gate_rows: list[tuple[frozenset[int], int, tuple[int, ...] | None, Any] | None] | None = None
+        self._gate_rows: list[tuple[frozenset[int], int, tuple[tuple[int, int], ...], Any] | None] | None = None
         # Each rule's match call (``patterns.span_finder``), made on the rule's first search.
         self._finders: list[Callable[[bytes, int, int], list[tuple[int, int]]] | None] = [None] * len(rules)
 
@@ -195,7 +194,7 @@ class RuleSet:
         # text holds, its digits and its clusters, each found once and on first need.
         held: frozenset[int] | None = None
         digit_count = -1
-        clustered: list[int] | None = None
+        clustered = [-1] * len(GLUES)
         for index in sorted(woken):
             rule = rules[index]
             if categories is not None and rule.category not in categories:
@@ -213,10 +212,16 @@ class RuleSet:
                         digit_count = features.digits()
                     if digit_count < digits:
                         continue
-                if clusters is not None:
-                    if clustered is None:
-                        clustered = features.clusters()
-                    if not all(map(ge, clustered, clusters)):
+                if clusters:
+                    short = False
+                    for glue, count in clusters:
+                        have = clustered[glue]
+                        if have < 0:
+                            have = clustered[glue] = features.cluster(glue)
+                        if have < count:
+                            short = True
+                            break
+                    if short:
                         continue
                 if (outline is not None and not getattr(rule.pattern, "ready", True)
                         and not found(outline, data)):
@@ -261,14 +266,14 @@ class RuleSet:
                 out.append(Hit(hit.rule, start, end, hit.preview, view.how))
         return out
 
-    def _gates(self) -> list[tuple[frozenset[int], int, tuple[int, ...] | None, Any] | None]:
+    def _gates(self) -> list[tuple[frozenset[int], int, tuple[tuple[int, int], ...], Any] | None]:
         """Each rule's gate as plain values: the bytes and the number of digits its matches need, the
-        digits they need in one cluster under each glue set (None: no such need), and the outline (see
-        ``Features.opens``)."""
+        clusters (glue index, digits) that decide its cluster needs (``prefilter.cluster_needs``), and the
+        outline (see ``Features.opens``)."""
         if self._gate_rows is None:
             self._gate_rows = [None if gate is None else
-                               (frozenset(gate.needs.chars), gate.needs.digits,
-                                gate.needs.clusters if any(gate.needs.clusters) else None, gate.outline)
+                               (frozenset(gate.needs.chars), gate.needs.digits, cluster_needs(gate.needs.clusters),
+                                gate.outline)
                                for gate in self._rule_needs()]
             self._gate_chars = bytes(sorted({ch for row in self._gate_rows if row is not None for ch in row[0]}))
         return self._gate_rows

@@ -61,6 +61,22 @@ class Needs(FrozenValue):
 NONE = Needs(b"", 0, (0,) * len(GLUES))
 
 
+def cluster_needs(clusters: tuple[int, ...]) -> tuple[tuple[int, int], ...]:
+    """The (glue index, digits) pairs that decide whether a text has ``clusters`` (digits per glue set).
+
+    Each glue set holds the one before it, and a join of two digits by one glue character stays a join
+    under a larger set, so a text's longest cluster never shrinks along ``GLUES``: a need no larger than
+    one before it is met whenever that one is, and is left out (``(4, 4, 4)`` is decided by ``(0, 4)``).
+    """
+    out: list[tuple[int, int]] = []
+    most = 0
+    for index, count in enumerate(clusters):
+        if count > most:
+            out.append((index, count))
+            most = count
+    return tuple(out)
+
+
 class Gate(Frozen):
     """A rule's needs and its compiled outline (any object with ``search``), checked before it runs."""
 
@@ -90,14 +106,12 @@ class Features:
 
     def cluster(self, index: int) -> int:
         if self._clusters[index] < 0:
-            # Two glue characters side by side end a cluster; then each cluster's digits are its length.
-            view = self._data.translate(_VIEWS[index]).replace(b"--", b" ").translate(None, b"-")
+            view = self._data.translate(_VIEWS[index])
+            if GLUES[index]:
+                # Two glue characters side by side end a cluster; then each cluster's digits are its length.
+                view = view.replace(b"--", b" ").translate(None, b"-")
             self._clusters[index] = max(map(len, view.split()), default=0)
         return self._clusters[index]
-
-    def clusters(self) -> list[int]:
-        """The longest cluster under each glue set of ``GLUES``, in its order."""
-        return [self.cluster(index) for index in range(len(GLUES))]
 
     def opens(self, gate: Gate, compiled: bool) -> bool:
         """Whether the text holds what the gate's rule needs. The outline only stands in for a pattern
