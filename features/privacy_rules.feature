@@ -68,6 +68,23 @@ Feature: The privacy rules hold on data nobody wrote for them
     And the output mentions "project_deploy.md"
     And the output does not show "dapi9f3c1b7e2a5d4c8f0b6e1a3d9c7f2b4e"
 
+  Scenario: A mirror file whose quoted description starts with a blank is checked like any other
+    The reading that joins words cut at line ends takes a quoted value's inside as the value; blanks
+    inside the quotes belong to no word, and once stopped the whole check with an internal error.
+
+    Given someone wrote the mirror file "project_deploy" by hand with the frontmatter "name: deploy r2026; description: ' 77 notes'", saying:
+      """
+      the deploy uses dapi9f3c1b7e2a5d4c8f0b6e1a3d9c7f2b4e for it
+      build r2026
+      next step
+      """
+    When I run "mirror check"
+    Then the exit code is 7
+    And the output mentions "databricks-token"
+    And the output mentions "project_deploy.md"
+    And the output does not show "internal error"
+    And the output does not show "dapi9f3c1b7e2a5d4c8f0b6e1a3d9c7f2b4e"
+
   Scenario: Masking tokens for the prompt loads no personal-data library
     Given the private memory "user_deploy" whose body says "the deploy uses dapi9f3c1b7e2a5d4c8f0b6e1a3d9c7f2b4e for it"
     When inject runs as its own process

@@ -58,6 +58,12 @@ def hand_written(env: Env, name: str, text: str) -> None:
     (env.mirror / f"{name}.md").write_text(f"---\ndescription: deploy notes\nvisibility: safe\n---\n{text}\n")
 
 
+@given(parsers.parse('someone wrote the mirror file "{name}" by hand with the frontmatter "{front}", saying:'))
+def hand_written_with_frontmatter(env: Env, name: str, front: str, docstring: str) -> None:
+    lines = "\n".join(part.strip() for part in front.split(";"))
+    (env.mirror / f"{name}.md").write_text(f"---\n{lines}\nvisibility: safe\n---\n{docstring}\n")
+
+
 def _rules_cache(env: Env) -> Any:
     from pipeline.privacy import loader
 
