@@ -106,11 +106,11 @@ def test_the_training_split_keeps_the_figures_measured_when_the_test_split_was_f
 
     figures = measure(CORPUS)["splits"]["train"]
     # Measured when ripsecrets' and Trivy's tests joined training (88 more positives, 39 benign lines:
-    # 92.5 % recall, 3.05 % false positives): several of the scanners' "must not find" texts are
-    # well-formed keys of another vendor, published samples or test passwords (justForTesting), and several
-    # "must find" ones are placeholders (abc123…, xxxx, 0123456789, EXAMPLE) or templates. See
-    # docs/privacy-evaluation.md.
-    assert figures["recall"] >= 0.925, figures["recall"]
+    # 92.5 % recall, 3.05 % false positives) and after the mechanisms they led to (93.6 %, 3.05 %):
+    # several of the scanners' "must not find" texts are well-formed keys of another vendor, published
+    # samples or test passwords (justForTesting), and several "must find" ones are placeholders (abc123…,
+    # xxxx, 0123456789, EXAMPLE). See docs/privacy-evaluation.md.
+    assert figures["recall"] >= 0.936, figures["recall"]
     assert figures["fpRate"] <= 0.031, figures["fpRate"]
 
 

@@ -604,3 +604,59 @@ def test_a_password_written_straight_after_the_word_is_found_at_its_line_and_nev
 @pytest.mark.parametrize("text", BARE_PASSWORD_LOOK_ALIKES)
 def test_an_identifier_file_name_or_version_after_the_word_password_is_not_flagged(text: str) -> None:
     assert load_ruleset().scan(text) == [], text
+
+
+# (rule, line, text): a password's symbols that open and close brackets out of order (detect-secrets'
+# keyword tables), a URL query parameter named for a secret by the end of its name, Telegram's bot URL,
+# an element whose key or name attribute is secret-named, a command that takes name and value as two
+# words, and New Relic's documented license and mobile key shapes. Values drawn here.
+SHAPE_FINDINGS = [
+    ("secret-assignment", 1, "db_pass = q{{h}o)p${e]nob(ody[zk>-_$#"),
+    ("secret-assignment-quoted", 1, 'password = "m{{h}o)p${e]nob(ody[fi>-_$#"'),
+    ("secret-comparison", 1, 'if (api_key == "m{{h}o)p${e]nob(ody[fi>-_$#") {'),
+    ("url-query-secret", 1, "https://api.acme.io/v1/items?api-key=q8Zt3vLx9PmR2wKd7sYbN4cF"),
+    ("url-query-secret", 2, "feed:\nwss://stream.acme.io/feed?authToken=q8Zt3vLx9PmR2wKd7sYbN4cF&x=1"),
+    ("url-query-secret", 1, "https://api.acme.io/v2/data?appid=42&appkey=q8Zt3vLx9PmR2wKd7sYbN4cF"),
+    ("telegram-bot-token", 1, "https://api.telegram.org/bot7312345678:AAHk3mQ9pLx7vT2bN8cR4sW1yZ6aD5fG0jE/getMe"),
+    ("markup-secret-attribute", 2, '<properties>\n  <entry key="db.password">Wq7vR2nLp9x</entry>\n</properties>'),
+    ("markup-secret-attribute", 1, '<string name="api_key">marmalade</string>'),
+    ("env-command-secret", 2, "FROM python:3.12\nENV DB_PASSWORD Wq7vR2nLp9x\n"),
+    ("env-command-secret", 1, "setx API_TOKEN Wq7vR2nLp9x"),
+    ("env-command-secret", 1, "set -gx GITHUB_TOKEN Wq7vR2nLp9x"),
+    ("new-relic-key", 1, "license_key: 3f9c1a7e5b2d8046c1e9a3f7b5d2c8e0FFFFNRAL"),
+    ("new-relic-key", 1, "mobile token eu01xx5b2d8046c1e9a3f7b5d2c8e03f9c1a7e5b2d-NRMA"),
+]
+
+# Near misses: well-formed templates and code (a call cut at its comma, a subscript), pagination and
+# lookup names in a query, a digit run after "bot", an attribute that is no secret name or an element
+# holding a reference, and a variable handing over a file or a word of a sentence.
+SHAPE_LOOK_ALIKES = [
+    "password = ${DB_PASSWORD:-changeme}",
+    'api_key = "{{ .Values.apiKey }}"',
+    "token = jwt.encode(payload, key)",
+    "secret = settings[SECRET_NAME]",
+    'password: "$(cat /run/secrets/db)"',
+    "https://api.acme.io/v2/items?pageToken=q8Zt3vLx9PmR2wKd7sYbN4cF",
+    "https://api.acme.io/v2/items?sort_key=created_at_desc&cursor_token=q8Zt3vLx9PmR2wKd7sYbN4cF",
+    "https://api.acme.io/v2/items?key=name",
+    "the robot7312345678 job ran twice",
+    '<string name="password_hint">Enter your password</string>',
+    '<entry key="db.password">${DB_PASSWORD}</entry>',
+    '<entry key="username">deploy</entry>',
+    "ENV DB_PASSWORD_FILE /run/secrets/db",
+    "ENV API_TOKEN $API_TOKEN",
+    "the env password policy is strict",
+    "license 3f9c1a7e5b2d8046c1e9a3f7b5d2c8e0 NRAL",
+]
+
+
+@pytest.mark.parametrize(("rule", "line", "text"), SHAPE_FINDINGS)
+def test_symbols_out_of_order_query_names_markup_attributes_and_two_word_commands_are_found_at_their_line(
+        rule: str, line: int, text: str) -> None:
+    findings = load_ruleset().scan(text)
+    assert (rule, line) in [(f.rule_id, f.line) for f in findings], text
+
+
+@pytest.mark.parametrize("text", SHAPE_LOOK_ALIKES)
+def test_templates_code_lookup_names_and_references_in_those_shapes_are_not_flagged(text: str) -> None:
+    assert load_ruleset().scan(text) == [], text
