@@ -38,6 +38,9 @@ Feature: The privacy rules hold on data nobody wrote for them
       | a password with brackets out of order | the old config had db_pass = q{{h}o)p${e]nob(ody[zk>-_$#  | secret-assignment    | e]nob(ody                            |
       | a key in a URL query by its name   | the feed is wss://stream.acme.io/feed?authToken=q8Zt3vLx9PmR2wKd7sYbN4cF | url-query-secret | q8Zt3vLx9PmR2wKd7sYbN4cF   |
       | a password under an entry's key    | the properties file has <entry key="db.password">Wq7vR2nLp9x</entry> | markup-secret-attribute | Wq7vR2nLp9x              |
+      | an Oracle user/password@db        | the export runs sqlplus report/Wq7vR2nLp9x@LEDGER nightly     | oracle-user-password | Wq7vR2nLp9x                           |
+      | a password handed to an auth call  | the client calls auth=("deploy", "Wq7vR2nLp9x") on each request | credential-pair-call | Wq7vR2nLp9x                        |
+      | a Redis requirepass line           | cache01 has `requirepass Wq7vR2nLp9x` in redis.conf           | config-directive-password | Wq7vR2nLp9x                      |
       | a Dockerfile ENV in two words      | the image sets `ENV DB_PASSWORD Wq7vR2nLp9x` at build time    | env-command-secret   | Wq7vR2nLp9x                           |
 
   Scenario Outline: A safe memory holding <what> is accepted
@@ -64,6 +67,7 @@ Feature: The privacy rules hold on data nobody wrote for them
       | words under a key name        | cache_key = build-output-linux-x64                                                        |
       | an identifier after password  | password Argon2id hashing is used for PasswordPolicy2                                     |
       | a substitution with a default | the compose file sets password = ${DB_PASSWORD:-changeme} for local runs                  |
+      | prose after identified by     | the user was identified by their email at the desk                                         |
       | a pagination token in a URL   | the next page is https://api.acme.io/v2/items?pageToken=q8Zt3vLx9PmR2wKd7sYbN4cF          |
 
   Scenario: The pre-commit hook refuses a hand-edited mirror file by the same rules

@@ -609,7 +609,8 @@ def test_an_identifier_file_name_or_version_after_the_word_password_is_not_flagg
 # (rule, line, text): a password's symbols that open and close brackets out of order (detect-secrets'
 # keyword tables), a URL query parameter named for a secret by the end of its name, Telegram's bot URL,
 # an element whose key or name attribute is secret-named, a command that takes name and value as two
-# words, and New Relic's documented license and mobile key shapes. Values drawn here.
+# words, New Relic's documented license and mobile key shapes, and the tools' and drivers' documented
+# ways to hand over a password (below). Values drawn here.
 SHAPE_FINDINGS = [
     ("secret-assignment", 1, "db_pass = q{{h}o)p${e]nob(ody[zk>-_$#"),
     ("secret-assignment-quoted", 1, 'password = "m{{h}o)p${e]nob(ody[fi>-_$#"'),
@@ -625,6 +626,20 @@ SHAPE_FINDINGS = [
     ("env-command-secret", 1, "set -gx GITHUB_TOKEN Wq7vR2nLp9x"),
     ("new-relic-key", 1, "license_key: 3f9c1a7e5b2d8046c1e9a3f7b5d2c8e0FFFFNRAL"),
     ("new-relic-key", 1, "mobile token eu01xx5b2d8046c1e9a3f7b5d2c8e03f9c1a7e5b2d-NRMA"),
+    # connection strings with no scheme, a user and password handed to an authentication call, a
+    # directive that is a password by its software's documentation, a literal piped into a login, and
+    # a DSL setter named in camelCase (the drivers' and tools' documented syntax)
+    ("dsn-user-password", 1, 'db, err := sql.Open("mysql", "app:Wq7vR2nLp9x@tcp(db01:3306)/orders")'),
+    ("oracle-user-password", 1, "url=jdbc:oracle:thin:scott/Wq7vR2nLp9x@db01:1521:ORCL"),
+    ("oracle-user-password", 2, "nightly export:\nexpdp system/Wq7vR2nLp9x@ORCL schemas=HR"),
+    ("credential-pair-call", 1, 'r = requests.get(url, auth=("deploy", "Wq7vR2nLp9x"))'),
+    ("credential-pair-call", 1, 'var cred = new NetworkCredential("svc_mail", "Wq7vR2nLp9x");'),
+    ("credential-pair-call", 1, "ftp.login('upload', 'Wq7vR2nLp9x')"),
+    ("config-directive-password", 2, "bind 0.0.0.0\nrequirepass Wq7vR2nLp9x\n"),
+    ("config-directive-password", 1, "CREATE USER 'app'@'%' IDENTIFIED BY 'Wq7vR2nLp9x';"),
+    ("config-directive-password", 1, 'psk="Wq7vR2nLp9x"'),
+    ("piped-login-password", 1, 'echo "Wq7vR2nLp9x" | docker login ghcr.io -u deploy --password-stdin'),
+    ("secret-call-argument", 1, 'release { storePassword "Wq7vR2nLp9x"; keyAlias "upload" }'),
 ]
 
 # Near misses: well-formed templates and code (a call cut at its comma, a subscript), pagination and
@@ -647,6 +662,17 @@ SHAPE_LOOK_ALIKES = [
     "ENV API_TOKEN $API_TOKEN",
     "the env password policy is strict",
     "license 3f9c1a7e5b2d8046c1e9a3f7b5d2c8e0 NRAL",
+    "the user was identified by their email",
+    "requirepass foobared",
+    "requirepass ${REDIS_PASSWORD}",
+    "the psk is stored in vault",
+    "sqlplus / as sysdba",
+    "jdbc:oracle:thin:@db01:1521:ORCL",
+    'requests.get(url, auth=("deploy", os.environ["DEPLOY_PW"]))',
+    'auth=("admin", "admin")',
+    'login("user", "Enter your password")',
+    "echo $CR_PAT | docker login ghcr.io -u deploy --password-stdin",
+    "git log --format=%an:%ae@tcp",
 ]
 
 
