@@ -41,6 +41,7 @@ Feature: The privacy rules hold on data nobody wrote for them
       | an Oracle user/password@db        | the export runs sqlplus report/Wq7vR2nLp9x@LEDGER nightly     | oracle-user-password | Wq7vR2nLp9x                           |
       | a password handed to an auth call  | the client calls auth=("deploy", "Wq7vR2nLp9x") on each request | credential-pair-call | Wq7vR2nLp9x                        |
       | a Redis requirepass line           | cache01 has `requirepass Wq7vR2nLp9x` in redis.conf           | config-directive-password | Wq7vR2nLp9x                      |
+      | a short API key in Spanish         | la clave API de staging es Hk3mQ9pLx7vT2bN8                    | generic-high-entropy-secret | Hk3mQ9pLx7vT2bN8               |
       | a Dockerfile ENV in two words      | the image sets `ENV DB_PASSWORD Wq7vR2nLp9x` at build time    | env-command-secret   | Wq7vR2nLp9x                           |
 
   Scenario Outline: A safe memory holding <what> is accepted

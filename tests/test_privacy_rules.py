@@ -640,6 +640,15 @@ SHAPE_FINDINGS = [
     ("config-directive-password", 1, 'psk="Wq7vR2nLp9x"'),
     ("piped-login-password", 1, 'echo "Wq7vR2nLp9x" | docker login ghcr.io -u deploy --password-stdin'),
     ("secret-call-argument", 1, 'release { storePassword "Wq7vR2nLp9x"; keyAlias "upload" }'),
+    # a key or token of sixteen characters named in a sentence, in English and in other languages
+    ("generic-high-entropy-secret", 1, "the api key is Hk3mQ9pLx7vT2bN8"),
+    ("generic-high-entropy-secret", 1, "La clave API es Hk3mQ9pLx7vT2bN8"),
+    ("generic-high-entropy-secret", 2, "Zugang zum Staging\nAPI-Schlüssel: Hk3mQ9pLx7vT2bN8"),
+    ("generic-high-entropy-secret", 1, "токен: Hk3mQ9pLx7vT2bN8"),
+    ("generic-high-entropy-secret", 1, "本番の APIキー: Hk3mQ9pLx7vT2bN8"),
+    ("generic-high-entropy-secret", 1, "密钥：Hk3mQ9pLx7vT2bN8"),
+    ("generic-high-entropy-secret", 1, "la chiave segreta è Hk3mQ9pLx7vT2bN8"),
+    ("tencent-secret-id", 1, "TENCENTCLOUD_SECRET_ID=AKIDk3mQ9pLx7vT2bN8cR4sW1yZ6aD5fG0jE"),
 ]
 
 # Near misses: well-formed templates and code (a call cut at its comma, a subscript), pagination and
@@ -673,6 +682,11 @@ SHAPE_LOOK_ALIKES = [
     'login("user", "Enter your password")',
     "echo $CR_PAT | docker login ghcr.io -u deploy --password-stdin",
     "git log --format=%an:%ae@tcp",
+    "the token refresh job runs at 02:00 UTC via cron-nightly-v2",
+    "Schlüssel für das Tor im Büro liegt bei Lars",
+    "key rotation policy: rotate_every_90_days",
+    "el token caduca cada 24 horas",
+    "キーの更新は毎月行います",
 ]
 
 
