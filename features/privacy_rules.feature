@@ -42,6 +42,8 @@ Feature: The privacy rules hold on data nobody wrote for them
       | a password handed to an auth call  | the client calls auth=("deploy", "Wq7vR2nLp9x") on each request | credential-pair-call | Wq7vR2nLp9x                        |
       | a Redis requirepass line           | cache01 has `requirepass Wq7vR2nLp9x` in redis.conf           | config-directive-password | Wq7vR2nLp9x                      |
       | a short API key in Spanish         | la clave API de staging es Hk3mQ9pLx7vT2bN8                    | generic-high-entropy-secret | Hk3mQ9pLx7vT2bN8               |
+      | a passphrase given to ssh-keygen   | made the key with ssh-keygen -t ed25519 -N Wq7vR2nLp9x -f ci  | tool-password-argument | Wq7vR2nLp9x                         |
+      | a default under a password setting | application.yml has password: ${DB_PASSWORD:Wq7vR2nLp9x} now   | substitution-default-secret | Wq7vR2nLp9x                    |
       | a Dockerfile ENV in two words      | the image sets `ENV DB_PASSWORD Wq7vR2nLp9x` at build time    | env-command-secret   | Wq7vR2nLp9x                           |
 
   Scenario Outline: A safe memory holding <what> is accepted

@@ -649,6 +649,15 @@ SHAPE_FINDINGS = [
     ("generic-high-entropy-secret", 1, "密钥：Hk3mQ9pLx7vT2bN8"),
     ("generic-high-entropy-secret", 1, "la chiave segreta è Hk3mQ9pLx7vT2bN8"),
     ("tencent-secret-id", 1, "TENCENTCLOUD_SECRET_ID=AKIDk3mQ9pLx7vT2bN8cR4sW1yZ6aD5fG0jE"),
+    # a tool's documented password argument, and the literal default of a substitution
+    ("tool-password-argument", 1, 'ssh-keygen -t ed25519 -N "Wq7vR2nLp9x" -f deploy_key'),
+    ("tool-password-argument", 1, "openssl enc -aes-256-cbc -k Wq7vR2nLp9x -in db.sql -out db.sql.enc"),
+    ("tool-password-argument", 1, "zip -P Wq7vR2nLp9x exports.zip ledger.csv"),
+    ("tool-password-argument", 1, "net user backup Wq7vR2nLp9x /add"),
+    ("tool-password-argument", 1, '$pw = ConvertTo-SecureString -String "Wq7vR2nLp9x" -AsPlainText -Force'),
+    ("tool-password-argument", 1, "http --verbose -a deploy:Wq7vR2nLp9x https://api.acme.io/jobs"),
+    ("substitution-default-secret", 2, "spring:\n  datasource.password: ${DB_PASSWORD:Wq7vR2nLp9x}"),
+    ("substitution-default-secret", 1, "POSTGRES_PASSWORD: ${POSTGRES_PASSWORD:-Wq7vR2nLp9x}"),
 ]
 
 # Near misses: well-formed templates and code (a call cut at its comma, a subscript), pagination and
@@ -687,6 +696,14 @@ SHAPE_LOOK_ALIKES = [
     "key rotation policy: rotate_every_90_days",
     "el token caduca cada 24 horas",
     "キーの更新は毎月行います",
+    'ssh-keygen -t ed25519 -N "" -f deploy_key',
+    "zip -r archive.zip . -x node_modules",
+    "net user backup /delete",
+    "ConvertTo-SecureString $plain -AsPlainText -Force",
+    "password: ${DB_PASS:changeme}",
+    "password: ${DB_PASS:postgres}",
+    "token: ${GITHUB_TOKEN:?set it first}",
+    "password: ${DB_PASS:}",
 ]
 
 
