@@ -70,6 +70,7 @@ Feature: The privacy rules hold on data nobody wrote for them
       | words under a key name        | cache_key = build-output-linux-x64                                                        |
       | an identifier after password  | password Argon2id hashing is used for PasswordPolicy2                                     |
       | a substitution with a default | the compose file sets password = ${DB_PASSWORD:-changeme} for local runs                  |
+      | a Maven-encrypted password    | settings.xml keeps <password>{COQLCE6DU6GtcS5P=}</password> for the mirror                 |
       | prose after identified by     | the user was identified by their email at the desk                                         |
       | a pagination token in a URL   | the next page is https://api.acme.io/v2/items?pageToken=q8Zt3vLx9PmR2wKd7sYbN4cF          |
 

@@ -704,6 +704,11 @@ SHAPE_LOOK_ALIKES = [
     "password: ${DB_PASS:postgres}",
     "token: ${GITHUB_TOKEN:?set it first}",
     "password: ${DB_PASS:}",
+    # Maven's encrypted settings values, a public key written with escaped line ends, a form's token
+    "<server><password>{COQLCE6DU6GtcS5P=}</password></server>",
+    "<passphrase>{jSMOWnoPFgsHVpMvz5VrIt5kRbzGpI8u+9EF1iFQyJQ=}</passphrase>",
+    '"public_key": "-----BEGIN PUBLIC KEY-----\\nMIIBIjANBgkqhkiG9w0BAQEFAAOCAQ8AMIIBCgKCAQEAu1SU1LfVLPHCozMxH2Mo\\n-----END PUBLIC KEY-----"',
+    "csrf-token=Mj2qykJO5rELyHgezQ69nzUX0i3OH67V7+V4eUrLfpuyOuxmiW9rhROG/Whikle15syazJOkrjJa3U2AbhIvUw==",
 ]
 
 
