@@ -44,6 +44,7 @@ Feature: The privacy rules hold on data nobody wrote for them
       | a short API key in Spanish         | la clave API de staging es Hk3mQ9pLx7vT2bN8                    | generic-high-entropy-secret | Hk3mQ9pLx7vT2bN8               |
       | a passphrase given to ssh-keygen   | made the key with ssh-keygen -t ed25519 -N Wq7vR2nLp9x -f ci  | tool-password-argument | Wq7vR2nLp9x                         |
       | a default under a password setting | application.yml has password: ${DB_PASSWORD:Wq7vR2nLp9x} now   | substitution-default-secret | Wq7vR2nLp9x                    |
+      | a password in a Markdown table     | the lab sheet row is \| DB password \| Wq7vR2nLp9x \| for now   | table-secret-cell    | Wq7vR2nLp9x                           |
       | a Dockerfile ENV in two words      | the image sets `ENV DB_PASSWORD Wq7vR2nLp9x` at build time    | env-command-secret   | Wq7vR2nLp9x                           |
 
   Scenario Outline: A safe memory holding <what> is accepted
@@ -71,6 +72,7 @@ Feature: The privacy rules hold on data nobody wrote for them
       | an identifier after password  | password Argon2id hashing is used for PasswordPolicy2                                     |
       | a substitution with a default | the compose file sets password = ${DB_PASSWORD:-changeme} for local runs                  |
       | a Maven-encrypted password    | settings.xml keeps <password>{COQLCE6DU6GtcS5P=}</password> for the mirror                 |
+      | a password manager's name     | the deploy key lives in 1Password: Infra/Deploy-Prod                                      |
       | prose after identified by     | the user was identified by their email at the desk                                         |
       | a pagination token in a URL   | the next page is https://api.acme.io/v2/items?pageToken=q8Zt3vLx9PmR2wKd7sYbN4cF          |
 

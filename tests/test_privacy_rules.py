@@ -658,6 +658,10 @@ SHAPE_FINDINGS = [
     ("tool-password-argument", 1, "http --verbose -a deploy:Wq7vR2nLp9x https://api.acme.io/jobs"),
     ("substitution-default-secret", 2, "spring:\n  datasource.password: ${DB_PASSWORD:Wq7vR2nLp9x}"),
     ("substitution-default-secret", 1, "POSTGRES_PASSWORD: ${POSTGRES_PASSWORD:-Wq7vR2nLp9x}"),
+    # a Markdown table's cell after a secret-named cell (memories are Markdown), and R's <- assignment
+    ("table-secret-cell", 3, "| Service | Value |\n|---|---|\n| DB password | `Wq7vR2nLp9x` |"),
+    ("table-secret-cell", 1, "| staging API key | Hk3mQ9pLx7vT2bN8 |"),
+    ("secret-assignment-quoted", 1, 'api_token <- "Hk3mQ9pLx7vT2bN8cR4sW"'),
 ]
 
 # Near misses: well-formed templates and code (a call cut at its comma, a subscript), pagination and
@@ -709,6 +713,14 @@ SHAPE_LOOK_ALIKES = [
     "<passphrase>{jSMOWnoPFgsHVpMvz5VrIt5kRbzGpI8u+9EF1iFQyJQ=}</passphrase>",
     '"public_key": "-----BEGIN PUBLIC KEY-----\\nMIIBIjANBgkqhkiG9w0BAQEFAAOCAQ8AMIIBCgKCAQEAu1SU1LfVLPHCozMxH2Mo\\n-----END PUBLIC KEY-----"',
     "csrf-token=Mj2qykJO5rELyHgezQ69nzUX0i3OH67V7+V4eUrLfpuyOuxmiW9rhROG/Whikle15syazJOkrjJa3U2AbhIvUw==",
+    # table cells that describe a secret rather than hold one; the password manager's name
+    "| password hashing | bcrypt |",
+    "| password | stored in vault |",
+    "| token TTL | 3600s |",
+    "| secret | ${STRIPE_SECRET} |",
+    "| public key | ssh-ed25519 |",
+    "| API key | see 1Password: Billing/Stripe |",
+    "the deploy key lives in 1Password: Infra/Deploy-Prod",
 ]
 
 
