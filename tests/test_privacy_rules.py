@@ -662,6 +662,7 @@ SHAPE_FINDINGS = [
     ("table-secret-cell", 3, "| Service | Value |\n|---|---|\n| DB password | `Wq7vR2nLp9x` |"),
     ("table-secret-cell", 1, "| staging API key | Hk3mQ9pLx7vT2bN8 |"),
     ("secret-assignment-quoted", 1, 'api_token <- "Hk3mQ9pLx7vT2bN8cR4sW"'),
+    ("secret-assignment-quoted", 1, '{"user": "admin", "pass": "Wq7vR2nLp9x"}'),
 ]
 
 # Near misses: well-formed templates and code (a call cut at its comma, a subscript), pagination and
@@ -721,6 +722,7 @@ SHAPE_LOOK_ALIKES = [
     "| public key | ssh-ed25519 |",
     "| API key | see 1Password: Billing/Stripe |",
     "the deploy key lives in 1Password: Infra/Deploy-Prod",
+    'passenger = "John Smith2"',
 ]
 
 
