@@ -35,6 +35,17 @@ Feature: The privacy rules hold on data nobody wrote for them
       | a literal compared first in code  | the check reads if ('Tr0ub4dor3xQ9' == password) { grant }     | secret-comparison-reversed | Tr0ub4dor3xQ9                   |
       | a PHP define of a password        | wp-config still has define('DB_PASSWORD', 'Hn4$wQ82pLxzR');     | secret-named-argument | Hn4$wQ82pLxzR                        |
       | a password straight after the word | use the password Winter2024! for the admin console           | prose-password-bare  | Winter2024!                          |
+      | a password with brackets out of order | the old config had db_pass = q{{h}o)p${e]nob(ody[zk>-_$#  | secret-assignment    | e]nob(ody                            |
+      | a key in a URL query by its name   | the feed is wss://stream.acme.io/feed?authToken=q8Zt3vLx9PmR2wKd7sYbN4cF | url-query-secret | q8Zt3vLx9PmR2wKd7sYbN4cF   |
+      | a password under an entry's key    | the properties file has <entry key="db.password">Wq7vR2nLp9x</entry> | markup-secret-attribute | Wq7vR2nLp9x              |
+      | an Oracle user/password@db        | the export runs sqlplus report/Wq7vR2nLp9x@LEDGER nightly     | oracle-user-password | Wq7vR2nLp9x                           |
+      | a password handed to an auth call  | the client calls auth=("deploy", "Wq7vR2nLp9x") on each request | credential-pair-call | Wq7vR2nLp9x                        |
+      | a Redis requirepass line           | cache01 has `requirepass Wq7vR2nLp9x` in redis.conf           | config-directive-password | Wq7vR2nLp9x                      |
+      | a short API key in Spanish         | la clave API de staging es Hk3mQ9pLx7vT2bN8                    | generic-high-entropy-secret | Hk3mQ9pLx7vT2bN8               |
+      | a passphrase given to ssh-keygen   | made the key with ssh-keygen -t ed25519 -N Wq7vR2nLp9x -f ci  | tool-password-argument | Wq7vR2nLp9x                         |
+      | a default under a password setting | application.yml has password: ${DB_PASSWORD:Wq7vR2nLp9x} now   | substitution-default-secret | Wq7vR2nLp9x                    |
+      | a password in a Markdown table     | the lab sheet row is \| DB password \| Wq7vR2nLp9x \| for now   | table-secret-cell    | Wq7vR2nLp9x                           |
+      | a Dockerfile ENV in two words      | the image sets `ENV DB_PASSWORD Wq7vR2nLp9x` at build time    | env-command-secret   | Wq7vR2nLp9x                           |
 
   Scenario Outline: A safe memory holding <what> is accepted
     When I add a safe memory "project_note" whose body says "<text>"
@@ -59,6 +70,11 @@ Feature: The privacy rules hold on data nobody wrote for them
       | two names after a login word  | login with GitHub / GitLab for the mirror                                                 |
       | words under a key name        | cache_key = build-output-linux-x64                                                        |
       | an identifier after password  | password Argon2id hashing is used for PasswordPolicy2                                     |
+      | a substitution with a default | the compose file sets password = ${DB_PASSWORD:-changeme} for local runs                  |
+      | a Maven-encrypted password    | settings.xml keeps <password>{COQLCE6DU6GtcS5P=}</password> for the mirror                 |
+      | a password manager's name     | the deploy key lives in 1Password: Infra/Deploy-Prod                                      |
+      | prose after identified by     | the user was identified by their email at the desk                                         |
+      | a pagination token in a URL   | the next page is https://api.acme.io/v2/items?pageToken=q8Zt3vLx9PmR2wKd7sYbN4cF          |
 
   Scenario: The pre-commit hook refuses a hand-edited mirror file by the same rules
     Given someone wrote the mirror file "project_deploy" by hand, saying "the deploy uses dapi9f3c1b7e2a5d4c8f0b6e1a3d9c7f2b4e for it"

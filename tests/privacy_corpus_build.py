@@ -1121,6 +1121,83 @@ def detect_secrets(mirrors: Path) -> list[dict[str, Any]]:
     return found
 
 
+RIPSECRETS = ("sirwart+ripsecrets", "test/", "train")
+# Lines of ripsecrets' "none" file that its own ignore mechanisms silence (an allowlist pragma, a value
+# listed in its .secretsignore): secrets it is told to skip, not texts it must not find.
+_RIPSECRETS_IGNORED = re.compile(r"pragma: allowlist secret|secretsignore")
+
+
+def ripsecrets(mirrors: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """ripsecrets' test inputs: every line of each ``one_per_line`` file and each ``one_per_file`` file
+    whole (what its tests require it to find), and every line of the ``none`` file (what they require it
+    not to find) that its own ignore markers do not silence."""
+    repo, commit, split, paths = _scanner_files(mirrors, RIPSECRETS)
+    found: list[dict[str, Any]] = []
+    clean: list[dict[str, Any]] = []
+    for path in paths:
+        text = _git(repo, "show", f"HEAD:{path}")
+        source = f"sirwart/ripsecrets@{commit[:12]}:{path}"
+        kind = f"ripsecrets-{Path(path).name}"
+        if path.startswith("test/one_per_file/"):
+            found.append(_scanner_row(True, kind, split, source, text.strip("\n")))
+        elif path.startswith("test/one_per_line/"):
+            found += [_scanner_row(True, kind, split, source, line) for line in text.splitlines() if line.strip()]
+        elif path == "test/none":
+            clean += [_scanner_row(False, kind, split, source, line) for line in text.splitlines()
+                      if line.strip() and _RIPSECRETS_IGNORED.search(line) is None]
+    return found, clean
+
+
+TRIVY = ("aquasecurity+trivy", "pkg/fanal/secret/", "train")
+_TRIVY_CASE = re.compile(r"\{\s*(?://[^\n]*\n\s*)*name:\s*\"[^\"]*\",(.*?)\n\t\t\},?\n", re.S)
+_TRIVY_FINDING = re.compile(r"(\w+)\s*:=\s*types\.SecretFinding\{(.*?)\n\t\}\n", re.S)
+_TRIVY_LINES = re.compile(r"RuleID:\s*\"([\w-]+)\".*?StartLine:\s*(\d+),\s*EndLine:\s*(\d+),", re.S)
+
+
+def trivy(mirrors: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Trivy's secret scanner tests (``scanner_test.go`` over ``testdata/``): the lines each expected
+    finding of a built-in rule points at (start to end line of the input file) as positives, and every
+    line of the input files that its built-in rules must find nothing in as benign lines. The file
+    skipped for its name (``example-secret.txt``: trivy lets example files go by path) is left out."""
+    repo, commit, split, _paths = _scanner_files(mirrors, TRIVY)
+    folder = TRIVY[1]
+    builtin = set(re.findall(r'\bID:\s*"([\w-]+)"', _git(repo, "show", f"HEAD:{folder}builtin-rules.go")))
+    tests = _git(repo, "show", f"HEAD:{folder}scanner_test.go")
+    body = tests[tests.index("func TestSecretScanner("):]
+    body = body[:body.index("\nfunc ")]
+    named = {name: _TRIVY_LINES.search(block) for name, block in _TRIVY_FINDING.findall(body)}
+    found: list[dict[str, Any]] = []
+    clean: list[dict[str, Any]] = []
+    seen: set[str] = set()
+    for case in _TRIVY_CASE.findall(body):
+        config = re.search(r'configPath:\s*filepath\.Join\("testdata",\s*"([^"]+)"\)', case)
+        target = re.search(r'inputFilePath:\s*(?:filepath\.Join\("testdata",\s*"([^"]+)"\)|"testdata/([^"]+)")', case)
+        if config is None or target is None:
+            continue
+        name = target.group(1) or target.group(2)
+        path = f"{folder}testdata/{name}"
+        shown = subprocess.run(["git", "-C", str(repo), "show", f"HEAD:{path}"], capture_output=True).stdout
+        lines = shown.decode("utf-8", "replace").splitlines()  # one input holds invalid UTF-8 on purpose
+        source = f"aquasecurity/trivy@{commit[:12]}:{path}"
+        listed = re.search(r"Findings:\s*\[\]types\.SecretFinding\{(.*)\}", case, re.S)
+        refs = [] if listed is None else re.findall(r"^\s*(\w+),?\s*(?:\}|$)", listed.group(1), re.M)
+        findings = [named.get(ref) for ref in refs]
+        findings += [] if listed is None else list(_TRIVY_LINES.finditer(listed.group(1)))
+        for finding in findings:
+            if finding is None or finding.group(1) not in builtin:
+                continue
+            text = "\n".join(lines[int(finding.group(2)) - 1:int(finding.group(3))])
+            if text.strip() and text not in seen:
+                seen.add(text)
+                found.append(_scanner_row(True, f"trivy-{finding.group(1)}", split, source, text))
+        if listed is None and config.group(1) == "skip-test.yaml" and "example" not in name:
+            for line in lines:
+                if line.strip() and line not in seen:
+                    seen.add(line)
+                    clean.append(_scanner_row(False, "scanner-ok", split, source, line))
+    return found, clean
+
+
 # The outside sources by name (``--only``): each gives its positives and its benign rows.
 def _outside_sources(mirrors: Path) -> dict[str, Callable[[], tuple[list[dict[str, Any]], list[dict[str, Any]]]]]:
     return {
@@ -1133,6 +1210,8 @@ def _outside_sources(mirrors: Path) -> dict[str, Callable[[], tuple[list[dict[st
         "whispers": lambda: whispers(mirrors),
         "trufflehog": lambda: (trufflehog(mirrors), []),
         "detect-secrets": lambda: (detect_secrets(mirrors), []),
+        "ripsecrets": lambda: ripsecrets(mirrors),
+        "trivy": lambda: trivy(mirrors),
     }
 
 

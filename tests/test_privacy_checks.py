@@ -210,3 +210,14 @@ def test_a_birth_date_needs_a_label_or_a_name_and_a_birth_year(text: str, found:
 def test_a_password_slot_takes_a_word_but_no_literal_reference_or_filler(check: str, value: str, context: str,
                                                                          is_secret: bool) -> None:
     assert CHECKS[check](value, context, {}) is is_secret
+
+
+def test_next_to_a_credential_word_a_random_key_with_a_long_run_of_capitals_is_still_a_key() -> None:
+    # Twitter's documented consumer-key shape: 22 base62 characters, one run of ten capitals.
+    key = "xvz1evFS4wEEPTGEFPHBog"
+    assert not tokens.is_random_token(key, 12, tokens.KEYED_MARGIN)  # alone, it reads as too plain
+    assert CHECKS["keyed-token"](key, f"consumer_key: {key}", {})
+    # camelCase words and words with a number stay words next to the same label
+    for words in ("userProfileSettingsV2", "RetryPolicyDefault", "buildOutputLinux64"):
+        assert not CHECKS["keyed-token"](words, f"consumer_key: {words}", {}), words
+    assert load_ruleset().scan("cache_key: userProfileSettingsV2") == []

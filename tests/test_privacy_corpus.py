@@ -105,12 +105,13 @@ def test_the_training_split_keeps_the_figures_measured_when_the_test_split_was_f
     from pipeline.bench.privacy import measure
 
     figures = measure(CORPUS)["splits"]["train"]
-    # Measured when trufflehog's and detect-secrets' tests joined training (1,679 more positives, 93.0 %
-    # recall, 2.96 % false positives): several of the scanners' "must not find" texts are well-formed keys
-    # of another vendor, published samples or test passwords (justForTesting), and several "must find" ones
-    # are placeholders (abc123…, xxxx, EXAMPLE) or templates. See docs/privacy-evaluation.md.
-    assert figures["recall"] >= 0.929, figures["recall"]
-    assert figures["fpRate"] <= 0.030, figures["fpRate"]
+    # Measured when ripsecrets' and Trivy's tests joined training (88 more positives, 39 benign lines:
+    # 92.5 % recall, 3.05 % false positives) and after the mechanisms they led to (93.7 %, 2.92 %):
+    # several of the scanners' "must not find" texts are well-formed keys of another vendor, published
+    # samples or test passwords (justForTesting), and several "must find" ones are placeholders (abc123…,
+    # xxxx, 0123456789, EXAMPLE). See docs/privacy-evaluation.md.
+    assert figures["recall"] >= 0.937, figures["recall"]
+    assert figures["fpRate"] <= 0.0292, figures["fpRate"]
 
 
 def test_recall_and_false_positive_rate() -> None:

@@ -604,3 +604,135 @@ def test_a_password_written_straight_after_the_word_is_found_at_its_line_and_nev
 @pytest.mark.parametrize("text", BARE_PASSWORD_LOOK_ALIKES)
 def test_an_identifier_file_name_or_version_after_the_word_password_is_not_flagged(text: str) -> None:
     assert load_ruleset().scan(text) == [], text
+
+
+# (rule, line, text): a password's symbols that open and close brackets out of order (detect-secrets'
+# keyword tables), a URL query parameter named for a secret by the end of its name, Telegram's bot URL,
+# an element whose key or name attribute is secret-named, a command that takes name and value as two
+# words, New Relic's documented license and mobile key shapes, and the tools' and drivers' documented
+# ways to hand over a password (below). Values drawn here.
+SHAPE_FINDINGS = [
+    ("secret-assignment", 1, "db_pass = q{{h}o)p${e]nob(ody[zk>-_$#"),
+    ("secret-assignment-quoted", 1, 'password = "m{{h}o)p${e]nob(ody[fi>-_$#"'),
+    ("secret-comparison", 1, 'if (api_key == "m{{h}o)p${e]nob(ody[fi>-_$#") {'),
+    ("url-query-secret", 1, "https://api.acme.io/v1/items?api-key=q8Zt3vLx9PmR2wKd7sYbN4cF"),
+    ("url-query-secret", 2, "feed:\nwss://stream.acme.io/feed?authToken=q8Zt3vLx9PmR2wKd7sYbN4cF&x=1"),
+    ("url-query-secret", 1, "https://api.acme.io/v2/data?appid=42&appkey=q8Zt3vLx9PmR2wKd7sYbN4cF"),
+    ("telegram-bot-token", 1, "https://api.telegram.org/bot7312345678:AAHk3mQ9pLx7vT2bN8cR4sW1yZ6aD5fG0jE/getMe"),
+    ("markup-secret-attribute", 2, '<properties>\n  <entry key="db.password">Wq7vR2nLp9x</entry>\n</properties>'),
+    ("markup-secret-attribute", 1, '<string name="api_key">marmalade</string>'),
+    ("env-command-secret", 2, "FROM python:3.12\nENV DB_PASSWORD Wq7vR2nLp9x\n"),
+    ("env-command-secret", 1, "setx API_TOKEN Wq7vR2nLp9x"),
+    ("env-command-secret", 1, "set -gx GITHUB_TOKEN Wq7vR2nLp9x"),
+    ("new-relic-key", 1, "license_key: 3f9c1a7e5b2d8046c1e9a3f7b5d2c8e0FFFFNRAL"),
+    ("new-relic-key", 1, "mobile token eu01xx5b2d8046c1e9a3f7b5d2c8e03f9c1a7e5b2d-NRMA"),
+    # connection strings with no scheme, a user and password handed to an authentication call, a
+    # directive that is a password by its software's documentation, a literal piped into a login, and
+    # a DSL setter named in camelCase (the drivers' and tools' documented syntax)
+    ("dsn-user-password", 1, 'db, err := sql.Open("mysql", "app:Wq7vR2nLp9x@tcp(db01:3306)/orders")'),
+    ("oracle-user-password", 1, "url=jdbc:oracle:thin:scott/Wq7vR2nLp9x@db01:1521:ORCL"),
+    ("oracle-user-password", 2, "nightly export:\nexpdp system/Wq7vR2nLp9x@ORCL schemas=HR"),
+    ("credential-pair-call", 1, 'r = requests.get(url, auth=("deploy", "Wq7vR2nLp9x"))'),
+    ("credential-pair-call", 1, 'var cred = new NetworkCredential("svc_mail", "Wq7vR2nLp9x");'),
+    ("credential-pair-call", 1, "ftp.login('upload', 'Wq7vR2nLp9x')"),
+    ("config-directive-password", 2, "bind 0.0.0.0\nrequirepass Wq7vR2nLp9x\n"),
+    ("config-directive-password", 1, "CREATE USER 'app'@'%' IDENTIFIED BY 'Wq7vR2nLp9x';"),
+    ("config-directive-password", 1, 'psk="Wq7vR2nLp9x"'),
+    ("piped-login-password", 1, 'echo "Wq7vR2nLp9x" | docker login ghcr.io -u deploy --password-stdin'),
+    ("secret-call-argument", 1, 'release { storePassword "Wq7vR2nLp9x"; keyAlias "upload" }'),
+    # a key or token of sixteen characters named in a sentence, in English and in other languages
+    ("generic-high-entropy-secret", 1, "the api key is Hk3mQ9pLx7vT2bN8"),
+    ("generic-high-entropy-secret", 1, "La clave API es Hk3mQ9pLx7vT2bN8"),
+    ("generic-high-entropy-secret", 2, "Zugang zum Staging\nAPI-Schlüssel: Hk3mQ9pLx7vT2bN8"),
+    ("generic-high-entropy-secret", 1, "токен: Hk3mQ9pLx7vT2bN8"),
+    ("generic-high-entropy-secret", 1, "本番の APIキー: Hk3mQ9pLx7vT2bN8"),
+    ("generic-high-entropy-secret", 1, "密钥：Hk3mQ9pLx7vT2bN8"),
+    ("generic-high-entropy-secret", 1, "la chiave segreta è Hk3mQ9pLx7vT2bN8"),
+    ("tencent-secret-id", 1, "TENCENTCLOUD_SECRET_ID=AKIDk3mQ9pLx7vT2bN8cR4sW1yZ6aD5fG0jE"),
+    # a tool's documented password argument, and the literal default of a substitution
+    ("tool-password-argument", 1, 'ssh-keygen -t ed25519 -N "Wq7vR2nLp9x" -f deploy_key'),
+    ("tool-password-argument", 1, "openssl enc -aes-256-cbc -k Wq7vR2nLp9x -in db.sql -out db.sql.enc"),
+    ("tool-password-argument", 1, "zip -P Wq7vR2nLp9x exports.zip ledger.csv"),
+    ("tool-password-argument", 1, "net user backup Wq7vR2nLp9x /add"),
+    ("tool-password-argument", 1, '$pw = ConvertTo-SecureString -String "Wq7vR2nLp9x" -AsPlainText -Force'),
+    ("tool-password-argument", 1, "http --verbose -a deploy:Wq7vR2nLp9x https://api.acme.io/jobs"),
+    ("substitution-default-secret", 2, "spring:\n  datasource.password: ${DB_PASSWORD:Wq7vR2nLp9x}"),
+    ("substitution-default-secret", 1, "POSTGRES_PASSWORD: ${POSTGRES_PASSWORD:-Wq7vR2nLp9x}"),
+    # a Markdown table's cell after a secret-named cell (memories are Markdown), and R's <- assignment
+    ("table-secret-cell", 3, "| Service | Value |\n|---|---|\n| DB password | `Wq7vR2nLp9x` |"),
+    ("table-secret-cell", 1, "| staging API key | Hk3mQ9pLx7vT2bN8 |"),
+    ("secret-assignment-quoted", 1, 'api_token <- "Hk3mQ9pLx7vT2bN8cR4sW"'),
+    ("secret-assignment-quoted", 1, '{"user": "admin", "pass": "Wq7vR2nLp9x"}'),
+]
+
+# Near misses: well-formed templates and code (a call cut at its comma, a subscript), pagination and
+# lookup names in a query, a digit run after "bot", an attribute that is no secret name or an element
+# holding a reference, and a variable handing over a file or a word of a sentence.
+SHAPE_LOOK_ALIKES = [
+    "password = ${DB_PASSWORD:-changeme}",
+    'api_key = "{{ .Values.apiKey }}"',
+    "token = jwt.encode(payload, key)",
+    "secret = settings[SECRET_NAME]",
+    'password: "$(cat /run/secrets/db)"',
+    "https://api.acme.io/v2/items?pageToken=q8Zt3vLx9PmR2wKd7sYbN4cF",
+    "https://api.acme.io/v2/items?sort_key=created_at_desc&cursor_token=q8Zt3vLx9PmR2wKd7sYbN4cF",
+    "https://api.acme.io/v2/items?key=name",
+    "the robot7312345678 job ran twice",
+    '<string name="password_hint">Enter your password</string>',
+    '<entry key="db.password">${DB_PASSWORD}</entry>',
+    '<entry key="username">deploy</entry>',
+    "ENV DB_PASSWORD_FILE /run/secrets/db",
+    "ENV API_TOKEN $API_TOKEN",
+    "the env password policy is strict",
+    "license 3f9c1a7e5b2d8046c1e9a3f7b5d2c8e0 NRAL",
+    "the user was identified by their email",
+    "requirepass foobared",
+    "requirepass ${REDIS_PASSWORD}",
+    "the psk is stored in vault",
+    "sqlplus / as sysdba",
+    "jdbc:oracle:thin:@db01:1521:ORCL",
+    'requests.get(url, auth=("deploy", os.environ["DEPLOY_PW"]))',
+    'auth=("admin", "admin")',
+    'login("user", "Enter your password")',
+    "echo $CR_PAT | docker login ghcr.io -u deploy --password-stdin",
+    "git log --format=%an:%ae@tcp",
+    "the token refresh job runs at 02:00 UTC via cron-nightly-v2",
+    "Schlüssel für das Tor im Büro liegt bei Lars",
+    "key rotation policy: rotate_every_90_days",
+    "el token caduca cada 24 horas",
+    "キーの更新は毎月行います",
+    'ssh-keygen -t ed25519 -N "" -f deploy_key',
+    "zip -r archive.zip . -x node_modules",
+    "net user backup /delete",
+    "ConvertTo-SecureString $plain -AsPlainText -Force",
+    "password: ${DB_PASS:changeme}",
+    "password: ${DB_PASS:postgres}",
+    "token: ${GITHUB_TOKEN:?set it first}",
+    "password: ${DB_PASS:}",
+    # Maven's encrypted settings values, a public key written with escaped line ends, a form's token
+    "<server><password>{COQLCE6DU6GtcS5P=}</password></server>",
+    "<passphrase>{jSMOWnoPFgsHVpMvz5VrIt5kRbzGpI8u+9EF1iFQyJQ=}</passphrase>",
+    '"public_key": "-----BEGIN PUBLIC KEY-----\\nMIIBIjANBgkqhkiG9w0BAQEFAAOCAQ8AMIIBCgKCAQEAu1SU1LfVLPHCozMxH2Mo\\n-----END PUBLIC KEY-----"',
+    "csrf-token=Mj2qykJO5rELyHgezQ69nzUX0i3OH67V7+V4eUrLfpuyOuxmiW9rhROG/Whikle15syazJOkrjJa3U2AbhIvUw==",
+    # table cells that describe a secret rather than hold one; the password manager's name
+    "| password hashing | bcrypt |",
+    "| password | stored in vault |",
+    "| token TTL | 3600s |",
+    "| secret | ${STRIPE_SECRET} |",
+    "| public key | ssh-ed25519 |",
+    "| API key | see 1Password: Billing/Stripe |",
+    "the deploy key lives in 1Password: Infra/Deploy-Prod",
+    'passenger = "John Smith2"',
+]
+
+
+@pytest.mark.parametrize(("rule", "line", "text"), SHAPE_FINDINGS)
+def test_symbols_out_of_order_query_names_markup_attributes_and_two_word_commands_are_found_at_their_line(
+        rule: str, line: int, text: str) -> None:
+    findings = load_ruleset().scan(text)
+    assert (rule, line) in [(f.rule_id, f.line) for f in findings], text
+
+
+@pytest.mark.parametrize("text", SHAPE_LOOK_ALIKES)
+def test_templates_code_lookup_names_and_references_in_those_shapes_are_not_flagged(text: str) -> None:
+    assert load_ruleset().scan(text) == [], text

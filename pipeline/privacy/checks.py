@@ -112,7 +112,34 @@ def _is_reference(value: str) -> bool:
         return value.count("%") >= 2 and value[1:].split("%", 1)[0].replace("_", "").isalnum()  # %APPDATA%
     if value.startswith("$"):
         return value[1:2].isalpha() or value[1:2] in "_{($"  # $$VAR: a Compose or Make variable
-    return value.startswith(_REFERENCE_LEADS) or "${" in value or "{{" in value or "$(" in value
+    return value.startswith(_REFERENCE_LEADS) or _TEMPLATE.search(value) is not None
+
+
+# A template or substitution, well formed: ``${NAME}``, ``${{ secrets.X }}``, ``{{ .Values.x }}``,
+# ``$(cat file)``. Brackets that do not close in order (``m{{h}o)p${e]nob(…``) are a password's
+# symbols, not a reference.
+_TEMPLATE = re.compile(r"\$\{\{[^{}]*\}\}|\$\{[^{}\[\]()<>]*(?:\([^()]*\)[^{}()]*)?\}|\{\{[^{}]*\}\}|\$\([^()]*\)")
+
+
+_CODE_START = re.compile(r"[A-Za-z_$][\w.$]*[(\[]")
+_CLOSING = {")": "(", "]": "[", "}": "{"}
+
+
+def _balanced(value: str) -> bool:
+    """Brackets that close in the order they opened, as code and templates write them."""
+    open_: list[str] = []
+    for ch in value:
+        if ch in "([{":
+            open_.append(ch)
+        elif ch in _CLOSING and (not open_ or open_.pop() != _CLOSING[ch]):
+            return False
+    return not open_
+
+
+def _is_code(value: str) -> bool:
+    """A call or a subscript (``getpass()``, ``jwt.encode(payload``, ``env["X"]``), cut or whole; a
+    password's symbols (``m{{h}o)p${e]…``) open and close brackets out of order and start with none."""
+    return _CODE_START.match(value) is not None or _balanced(value)
 
 
 # Code quoted as a string: a function or method call ("obj.aFunctionCall()").
@@ -236,7 +263,7 @@ def secret_value(secret: str, _context: str, _params: dict[str, float]) -> bool:
         return False
     if _VERSIONED.search(value):
         return False
-    if "(" in value or "[" in value or value.isdigit():
+    if value.isdigit() or (("(" in value or "[" in value) and _is_code(value)):
         return False
     # Dotted identifiers are code (settings.SECRET_KEY, process.env.TOKEN), not literals.
     parts = value.split(".")

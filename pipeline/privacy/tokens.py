@@ -22,6 +22,9 @@ _FAKE_RUNS = ("abc123", "123abc", "xyz123", "abcxyz", "xyz789", "123456", "abcde
 # character, a lowercase base36 run ~0.4, an identifier or a word with a number well under 0.2.
 MIN_CHANGE_RATE = 0.25
 MIXED_CASE_CHANGE_RATE = 0.42
+# Next to a credential word a random run may change class less: a 22-character base62 key holds a run of
+# ten capitals about once in a few hundred draws, and camelCase words are still told apart by their parts.
+KEYED_MIXED_CASE_CHANGE_RATE = 0.3
 MIN_RANDOM_CHARS = 16
 KEYED_MARGIN = 1.0  # entropy a keyed value may fall short of log2(length); 0.6 for a token alone
 # Random hex carries close to 4 bits a character (32 digits: under 3.05 one time in 10,000); eight
@@ -61,7 +64,7 @@ def looks_fake(value: str) -> bool:
     return any(run in lowered for run in _FAKE_RUNS) or _SAME_8.search(value) is not None
 
 
-def _random_segment(segment: str) -> bool:
+def _random_segment(segment: str, mixed_rate: float = MIXED_CASE_CHANGE_RATE) -> bool:
     if len(segment) < 6 or not _DIGIT.search(segment) or not _LETTER.search(segment):
         return False
     if _ULID.fullmatch(segment):
@@ -73,7 +76,7 @@ def _random_segment(segment: str) -> bool:
         return False  # IdTech2HudNumberFont, base64EncodeUtf8String: words run together, not a key
     # Random base62 changes class ~0.6 times per character, camelCase identifiers with a digit
     # (Lwjgl3GameLauncher) ~0.3; one-case random runs (base36) change ~0.4 times, part numbers less.
-    return change_rate(segment) >= (MIXED_CASE_CHANGE_RATE if mixed_case else MIN_CHANGE_RATE)
+    return change_rate(segment) >= (mixed_rate if mixed_case else MIN_CHANGE_RATE)
 
 
 def random_chars(value: str) -> int:
@@ -81,11 +84,12 @@ def random_chars(value: str) -> int:
     return sum(len(s) for s in _SPLIT.split(value) if _random_segment(s))
 
 
-def is_random_token(value: str, min_chars: int = MIN_RANDOM_CHARS, margin: float = 0.6) -> bool:
+def is_random_token(value: str, min_chars: int = MIN_RANDOM_CHARS, margin: float = 0.6,
+                    mixed_rate: float = MIXED_CASE_CHANGE_RATE) -> bool:
     core = value.strip("=")
     if _HEX_ONLY.fullmatch(core):
         return False
-    alnum = "".join(s for s in _SPLIT.split(core) if _random_segment(s))
+    alnum = "".join(s for s in _SPLIT.split(core) if _random_segment(s, mixed_rate))
     if len(alnum) < min_chars or looks_fake(core):
         return False
     # A random run of n characters has close to log2(n) bits of entropy per character; codes made of
@@ -134,7 +138,7 @@ def keyed_token(secret: str, context: str, params: dict[str, float]) -> bool:
         # typed in blocks (aaaabbbb-cccc-dddd-eeee-000011112222) has too few distinct digits.
         return shannon_entropy(core.replace("-", "")) >= MIN_HEX_ENTROPY
     # Next to a credential word a shorter or plainer run is enough (a 26-character base36 hook id).
-    return is_random_token(core, 12, KEYED_MARGIN)
+    return is_random_token(core, 12, KEYED_MARGIN, KEYED_MIXED_CASE_CHANGE_RATE)
 
 
 def vendor_token(secret: str, _context: str, _params: dict[str, float]) -> bool:
