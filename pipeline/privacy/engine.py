@@ -7,13 +7,10 @@ from collections.abc import Callable, Collection
 from .hits import Hit, Positions, dedupe, findings, inside, specific_credential
 from .model import Finding, Rule, redact
 from .prefilter import GLUES, Features, Gate, cluster_needs
-from .screens import SCREEN_AFTER_CHARS
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
-
-    from .screens import Screen
 
 # A hostile text can hold thousands of hits for one rule; past this many reported hits the
 # verdict is clear. Allowlisted matches do not count, so padding cannot hide a later secret.
@@ -75,10 +72,6 @@ class RuleSet:
         self._needs: list[Gate | None] | None = None
         self._gate_chars = b""
         self._gate_rows: list[tuple[frozenset[int], int, tuple[tuple[int, int], ...], Any] | None] | None = None
-        # Rules searched together first (``screens``), once this set has scanned enough text to earn
-        # their compile back; ``_scanned`` counts the characters of the texts ``scan`` read.
-        self._screens: list[Screen] | None = None
-        self._scanned = 0
         # Each rule's match call (``patterns.span_finder``), made on the rule's first search.
         self._finders: list[Callable[[bytes, int, int], list[tuple[int, int]]] | None] = [None] * len(rules)
 
@@ -202,7 +195,6 @@ class RuleSet:
         held: frozenset[int] | None = None
         digit_count = -1
         clustered = [-1] * len(GLUES)
-        ready: list[int] = []  # the rules whose gates the text passes, in file order
         for index in sorted(woken):
             rule = rules[index]
             if categories is not None and rule.category not in categories:
@@ -234,10 +226,6 @@ class RuleSet:
                 if (outline is not None and not getattr(rule.pattern, "ready", True)
                         and not found(outline, data)):
                     continue
-            ready.append(index)
-        if len(ready) > 1 and self._scanned >= SCREEN_AFTER_CHARS:
-            ready = self._screened(ready, data)
-        for index in ready:
             find = finders[index] or self._finder(index)
             spans = find(data, 0, size)
             if spans[0][1] >= 0:  # most rules a text's gates let through match nowhere in it
@@ -255,20 +243,6 @@ class RuleSet:
         if not strong and (categories is None or "credential" in categories):
             hits.extend(self._view_hits(text, data, hits))
         return dedupe(hits, self._order) if hits else []
-
-    def _screened(self, ready: list[int], data: bytes) -> list[int]:
-        """``ready`` without the rules of each screen that finds nothing in ``data`` (see ``screens``)."""
-        if self._screens is None:
-            from .screens import screens
-
-            self._screens = screens(self.rules)
-        present = set(ready)
-        dropped: set[int] = set()
-        for screen in self._screens:
-            members = screen.members & present
-            if len(members) > 1 and not screen.matches(data):
-                dropped |= members
-        return [index for index in ready if index not in dropped] if dropped else ready
 
     def _view_hits(self, text: str, data: bytes, found: list[Hit]) -> list[Hit]:
         """Hits of the specific credential rules in the other readings of ``text`` (``views``), mapped
@@ -342,7 +316,6 @@ class RuleSet:
         hits = self._memo.get(text)
         if hits is None:
             hits = self._kept_hits(text, data)
-            self._scanned += len(text)
             # Hits are a pure function of the text and this (immutable) rule set; the key is the
             # whole text, compared in full on a hit, never a hash of it.
             if self._memo_chars + len(text) > MEMO_MAX_CHARS:

@@ -53,10 +53,6 @@ class LazyPattern:
         return self._compiled
 
     @property
-    def source(self) -> str:
-        return self._source
-
-    @property
     def ready(self) -> bool:
         """Compiled already: running it costs no more than any cheaper test that could skip it."""
         return self._compiled is not None
