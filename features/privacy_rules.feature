@@ -55,6 +55,8 @@ Feature: The privacy rules hold on data nobody wrote for them
     Examples:
       | what                          | text                                                                                      |
       | a commit id                   | bisected to 3f9c2a1b8d4e5f60718293a4b5c6d7e8f9012345                                       |
+      | a word ending in a pin        | linchpin: Redis cluster holds the sessions                                                |
+      | a word ending in a pass       | the compass is N45E12W on the old survey                                                  |
       | a request UUID                | the request id was 0d1f6c52-8a43-4b7e-9c1d-2e5f8a9b3c47                                   |
       | a lockfile integrity hash     | pinned with sha512-3/nbrEb6pkbj6cl9V7VW/FSeKLD/cXoXCHBfCDxmNH02c0HAw+RKrvNSo4DsVZkl/HJhtIe5TTdq8rpsjGaHQw== |
       | a SOPS-encrypted value        | db_password: ENC[AES256_GCM,data:Mk1QMnOb58WVgAU=,iv:gjDkyaH+RDYVkVQImXCaxm09gcr4rLmqTDEB3Tq6yr4=,tag:jJgOxTvHermIj51srRhh5g==,type:str] |

@@ -736,3 +736,32 @@ def test_symbols_out_of_order_query_names_markup_attributes_and_two_word_command
 @pytest.mark.parametrize("text", SHAPE_LOOK_ALIKES)
 def test_templates_code_lookup_names_and_references_in_those_shapes_are_not_flagged(text: str) -> None:
     assert load_ruleset().scan(text) == [], text
+
+
+# Words that end in a password word without being one (compass, bypass, spin, linchpin): no finding.
+PASSWORD_WORD_INSIDE_A_WORD = [
+    "the compass is N45E12W on the old survey",
+    "spin = 3000rpm for the centrifuge test",
+    "linchpin: Redis cluster holds the sessions",
+    "the overpass was closed during the release",
+]
+
+# A password word as a camelCase part, after a separator or as a long word in a name: still a password.
+PASSWORD_WORD_IN_A_NAME = [
+    ("userPassword = Xk29sQ0p!", "Xk29sQ0p!"),
+    ("adminPwd: Xk29sQ0p", "Xk29sQ0p"),
+    ("dbpassword=Xk29sQ0p", "Xk29sQ0p"),
+    ("my_pass: Xk29sQ0p!", "Xk29sQ0p!"),
+]
+
+
+@pytest.mark.parametrize("text", PASSWORD_WORD_INSIDE_A_WORD)
+def test_a_password_word_inside_another_word_is_no_password_label(text: str) -> None:
+    assert load_ruleset().scan(text) == [], text
+
+
+@pytest.mark.parametrize(("text", "secret"), PASSWORD_WORD_IN_A_NAME)
+def test_a_password_word_in_a_setting_name_still_labels_its_value(text: str, secret: str) -> None:
+    findings = load_ruleset().scan(text)
+    assert [f.rule_id for f in findings] == ["prose-password"], text
+    assert secret not in findings[0].preview
