@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pipeline.privacy import instructions
+from pipeline.privacy import instruction_programs, instructions
 from pipeline.privacy.instructions import DESCRIPTIONS, InstructionFinding, instruction_findings
 
 CORPUS = Path(__file__).parent / "data" / "instructions"
@@ -278,14 +278,14 @@ class _Counting:
 
 
 def _work(text: str, monkeypatch: pytest.MonkeyPatch) -> int:
-    programs = instructions._Programs()
+    programs = instruction_programs.Programs()
     tally = _Tally()
     for name, value in vars(programs).items():
         if isinstance(value, dict):
             setattr(programs, name, {k: _Counting(v, tally) for k, v in value.items()})
         else:
             setattr(programs, name, _Counting(value, tally))
-    monkeypatch.setattr(instructions, "_PROGRAMS", [programs])
+    monkeypatch.setattr(instruction_programs, "_PROGRAMS", [programs])
     instruction_findings(text)
     return tally.copied
 
@@ -304,7 +304,7 @@ def test_the_work_grows_linearly_with_the_input_from_32_to_128_kb(unit: str) -> 
         per_char_small = _work(small, monkeypatch) / len(small)
         per_char_large = _work(large, monkeypatch) / len(large)
     assert per_char_large <= 1.1 * per_char_small + 8, (unit, per_char_small, per_char_large)
-    assert per_char_large <= 64 * instructions.CHUNK // 100, (unit, per_char_large)
+    assert per_char_large <= 64 * instruction_programs.CHUNK // 100, (unit, per_char_large)
 
 
 # -- the bench ------------------------------------------------------------------------------------

@@ -33,16 +33,12 @@ from collections.abc import Callable, Iterable, Iterator
 
 from ..frozen import FrozenValue
 from . import instruction_patterns as P
+from .instruction_programs import PHRASES, Programs, finditer, programs
 from .instruction_view import View
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import Any
 
 MAX_FINDINGS = 50  # past this many the verdict is clear
 WINDOW = 64  # characters around an instruction word within which its verb and marker must stand
 MIN_HIDDEN = 8  # characters a comment or decoded blob must hold to be read as text (a directive needs words)
-CHUNK = 2048  # characters handed to RE2 at a time (see ``_finditer``)
 COMMON_WORDS = frozenset({"marks", "strong_marks"})  # programs searched for in windows only (see ``_Scan.near``)
 
 DESCRIPTIONS = {
@@ -72,96 +68,6 @@ class InstructionFinding(FrozenValue):
 
 # -- compiled programs ---------------------------------------------------------------------------
 
-def _fragment(entry: str) -> str:
-    return f"{entry[:-1]}[^\\x00-\\x40\\x5b-\\x60\\x7b-\\x7f\\s]{{0,12}}" if entry.endswith("*") else entry
-
-
-def _words(entries: tuple[str, ...]) -> str:
-    return "(?i)(?:" + "|".join(_fragment(e) for e in sorted(set(entries), key=len, reverse=True)) + ")"
-
-
-def _any(patterns: tuple[str, ...]) -> str:
-    return "|".join(f"(?:{p})" for p in patterns)
-
-
-# The fixed phrasings, by group name: the rule they report and their patterns.
-PHRASES: dict[str, tuple[str, tuple[str, ...]]] = {
-    "override": ("instructions.override", tuple(f"(?i){p}" for p in P.OVERRIDE_PHRASES)),
-    "role": ("instructions.role", P.ROLE_PATTERNS),
-    "leak": ("instructions.prompt-leak", P.LEAK_PATTERNS),
-    "safeguards": ("instructions.safeguards", P.SAFEGUARD_PATTERNS),
-    "exfiltrate": ("instructions.exfiltrate", P.EXFIL_PATTERNS),
-    "conceal": ("instructions.hidden-directive", P.CONCEAL_PATTERNS),
-    "decode": ("instructions.encoded", P.DECODE_AND_OBEY),
-}
-
-
-class _Programs:
-    """The RE2 programs, compiled together on the first scan of a process (tens of ms, once)."""
-
-    def __init__(self) -> None:
-        import re2
-
-        options = re2.Options()
-        options.log_errors = False
-
-        def compile_(pattern: str) -> Any:
-            return re2.compile(pattern, options)
-
-        self.verbs = compile_(_words(P.OVERRIDE_VERBS))
-        self.strong_nouns = compile_(_words(P.STRONG_NOUNS))
-        self.weak_nouns = compile_(_words(P.WEAK_NOUNS))
-        self.strong_marks = compile_(_words(P.STRONG_MARKS))
-        self.marks = compile_(_words(P.STRONG_MARKS + P.WEAK_MARKS))
-        # One program per rule: RE2's DFA for all of them at once outgrows its memory and falls back to the NFA.
-        self.phrases = {group: compile_(_any(patterns)) for group, (_, patterns) in PHRASES.items()}
-        self.exfil_verbs = compile_(P.EXFIL_VERBS)
-        self.send_verbs = compile_(P.SEND_VERBS)
-        self.sensitive = compile_(f"(?i)(?:{P.SENSITIVE})")
-        self.secret_words = compile_(f"(?i)(?:{P.SECRET_WORDS})")
-        self.destination = compile_(f"(?i)(?:{P.DESTINATION})")
-        self.addressed = compile_(P.ADDRESSED_TO_MODEL)
-        self.markdown_comment = compile_(P.MARKDOWN_COMMENT)
-        self.base64 = compile_(P.BASE64)
-        self.negation = compile_(P.NEGATION)
-
-
-_PROGRAMS: list[_Programs] = []
-
-
-def _programs() -> _Programs:
-    if not _PROGRAMS:
-        _PROGRAMS.append(_Programs())
-    return _PROGRAMS[0]
-
-
-def _finditer(program: Any, text: str) -> Iterator[tuple[int, int]]:
-    """Spans of ``program``'s matches, found a few lines at a time.
-
-    The binding copies the whole subject into RE2 for every match it returns, so one call over a
-    text with thousands of hits is quadratic; pieces of at most ``CHUNK`` characters, cut after a
-    newline where there is one, keep it linear. A match does not cross a cut: the patterns that may
-    span lines (comments, transcript turns) lose at most the one that a cut splits.
-    """
-    for start, end in _chunks(text):
-        for match in program.finditer(text[start:end] if end - start < len(text) else text):
-            yield match.start() + start, match.end() + start
-
-
-def _chunks(text: str) -> Iterator[tuple[int, int]]:
-    """``text`` cut into pieces of at most ``CHUNK`` characters, after a newline where one is near."""
-    start = 0
-    while True:
-        end = min(len(text), start + CHUNK)
-        if end < len(text):
-            cut = text.rfind("\n", start + CHUNK // 2, end)
-            end = cut + 1 if cut != -1 else end
-        yield start, end
-        if end >= len(text):
-            return
-        start = end
-
-
 # -- where words stand ---------------------------------------------------------------------------
 
 def _whole_word(text: str, start: int, end: int) -> bool:
@@ -182,7 +88,7 @@ def _one_sentence(text: str, start: int, end: int) -> bool:
 class _Scan:
     """One text under scan: its view, the hits of each lexicon (found once) and the lines already flagged."""
 
-    def __init__(self, text: str, programs: _Programs) -> None:
+    def __init__(self, text: str, programs: Programs) -> None:
         self.view = View(text)
         self.text = self.view.text
         self.p = programs
@@ -211,7 +117,7 @@ class _Scan:
     def words(self, name: str) -> tuple[list[int], list[tuple[int, int]]]:
         """Whole-word matches of the named program, as sorted starts and spans."""
         if name not in self._hits:
-            spans = [(s, e) for s, e in _finditer(getattr(self.p, name), self.text) if _whole_word(self.text, s, e)]
+            spans = [(s, e) for s, e in finditer(getattr(self.p, name), self.text) if _whole_word(self.text, s, e)]
             self._hits[name] = ([s for s, _ in spans], spans)
         return self._hits[name]
 
@@ -248,7 +154,7 @@ def _phrases(scan: _Scan) -> Iterator[Hit]:
     """The fixed phrasings of every rule."""
     for group, program in scan.p.phrases.items():
         rule = PHRASES[group][0]
-        for start, end in _finditer(program, scan.text):
+        for start, end in finditer(program, scan.text):
             while start < end - 1 and scan.text[start] == "\n":
                 start += 1  # a pattern anchored at a line start begins with the newline before it
             if scan.fresh(rule, start):
@@ -278,14 +184,14 @@ def _exfiltrate(scan: _Scan) -> Iterator[Hit]:
 TEXT_MECHANISMS: tuple[Callable[[_Scan], Iterator[Hit]], ...] = (_phrases, _override, _exfiltrate)
 
 
-def _text_hits(text: str, programs: _Programs) -> list[Hit]:
+def _text_hits(text: str, programs: Programs) -> list[Hit]:
     scan = _Scan(text, programs)
     return [(scan.view.offset(at), rule) for mechanism in TEXT_MECHANISMS for at, rule in mechanism(scan)]
 
 
 # -- mechanisms over the raw text ----------------------------------------------------------------
 
-def _comment_spans(text: str, p: _Programs) -> Iterator[tuple[int, int]]:
+def _comment_spans(text: str, p: Programs) -> Iterator[tuple[int, int]]:
     """HTML comments (an unclosed one hides the rest of the file) and Markdown link-reference comments."""
     at = text.find("<!--")
     while at != -1:
@@ -294,10 +200,10 @@ def _comment_spans(text: str, p: _Programs) -> Iterator[tuple[int, int]]:
         yield at, stop
         at = text.find("<!--", stop)
     if "]: #" in text:
-        yield from _finditer(p.markdown_comment, text)
+        yield from finditer(p.markdown_comment, text)
 
 
-def _comments(text: str, p: _Programs) -> Iterator[tuple[int, str]]:
+def _comments(text: str, p: Programs) -> Iterator[tuple[int, str]]:
     """Comments a Markdown reader never sees, holding a directive for the model.
 
     Comments do not overlap, so reading each one again costs no more than reading the text once more.
@@ -308,7 +214,7 @@ def _comments(text: str, p: _Programs) -> Iterator[tuple[int, str]]:
             yield start, "instructions.hidden-directive"
 
 
-def _invisible(text: str, p: _Programs) -> Iterator[tuple[int, str]]:
+def _invisible(text: str, p: Programs) -> Iterator[tuple[int, str]]:
     """Characters that hide text: Unicode tags (outside flag emoji), bidi controls, zero-width marks."""
     if text.isascii():
         return
@@ -334,12 +240,12 @@ def _invisible(text: str, p: _Programs) -> Iterator[tuple[int, str]]:
             next_line = text.find("\n", index) % (len(text) + 1)
 
 
-def _encoded(text: str, p: _Programs) -> Iterator[tuple[int, str]]:
+def _encoded(text: str, p: Programs) -> Iterator[tuple[int, str]]:
     """Base64 blobs that decode to text the other mechanisms flag."""
     import base64
     import binascii
 
-    for start, end in _finditer(p.base64, text):  # blobs do not overlap: decoding all of them stays linear
+    for start, end in finditer(p.base64, text):  # blobs do not overlap: decoding all of them stays linear
         blob = text[start:end]
         url_safe = "-" in blob or "_" in blob
         try:
@@ -353,7 +259,7 @@ def _encoded(text: str, p: _Programs) -> Iterator[tuple[int, str]]:
     yield from _escaped(text, p)
 
 
-def _escaped(text: str, p: _Programs) -> Iterator[tuple[int, str]]:
+def _escaped(text: str, p: Programs) -> Iterator[tuple[int, str]]:
     """Lines written in percent-escapes or HTML entities that, unescaped, read as instructions."""
     if "%" not in text and "&" not in text:
         return
@@ -371,7 +277,7 @@ def _escaped(text: str, p: _Programs) -> Iterator[tuple[int, str]]:
         start += len(line) + 1
 
 
-RAW_MECHANISMS: tuple[Callable[[str, _Programs], Iterator[tuple[int, str]]], ...] = (_comments, _invisible, _encoded)
+RAW_MECHANISMS: tuple[Callable[[str, Programs], Iterator[tuple[int, str]]], ...] = (_comments, _invisible, _encoded)
 
 
 def instruction_findings(text: str) -> list[InstructionFinding]:
@@ -382,7 +288,7 @@ def instruction_findings(text: str) -> list[InstructionFinding]:
     """
     if not text:
         return []
-    p = _programs()
+    p = programs()
     hits = _text_hits(text, p)
     for mechanism in RAW_MECHANISMS:
         hits.extend(mechanism(text, p))
