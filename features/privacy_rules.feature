@@ -46,6 +46,8 @@ Feature: The privacy rules hold on data nobody wrote for them
       | a default under a password setting | application.yml has password: ${DB_PASSWORD:Wq7vR2nLp9x} now   | substitution-default-secret | Wq7vR2nLp9x                    |
       | a password in a Markdown table     | the lab sheet row is \| DB password \| Wq7vR2nLp9x \| for now   | table-secret-cell    | Wq7vR2nLp9x                           |
       | a Dockerfile ENV in two words      | the image sets `ENV DB_PASSWORD Wq7vR2nLp9x` at build time    | env-command-secret   | Wq7vR2nLp9x                           |
+      | a token after a service's name     | the loggly: 7c1e4b2a-93d0-4f5e-8a61-2b7c9d0e3f48 one is prod  | vendor-named-token   | 7c1e4b2a-93d0-4f5e-8a61-2b7c9d0e3f48  |
+      | a smaller service's prefixed token | PGANALYZE_READ_KEY=pgar_Kq3mT8vZ2xLr9pW4sN7cB1dF6hJ for the agent | service-prefixed-token | pgar_Kq3mT8vZ2xLr9pW4sN7cB1dF6hJ |
 
   Scenario Outline: A safe memory holding <what> is accepted
     When I add a safe memory "project_note" whose body says "<text>"
@@ -77,6 +79,7 @@ Feature: The privacy rules hold on data nobody wrote for them
       | a password manager's name     | the deploy key lives in 1Password: Infra/Deploy-Prod                                      |
       | prose after identified by     | the user was identified by their email at the desk                                         |
       | a pagination token in a URL   | the next page is https://api.acme.io/v2/items?pageToken=q8Zt3vLx9PmR2wKd7sYbN4cF          |
+      | a service named with no token | ngrok exposes it at https://4f2a-81-2-3-4.ngrok-free.app; bugsnag stage is production-eu-west-1 |
 
   Scenario: The pre-commit hook refuses a hand-edited mirror file by the same rules
     Given someone wrote the mirror file "project_deploy" by hand, saying "the deploy uses dapi9f3c1b7e2a5d4c8f0b6e1a3d9c7f2b4e for it"
