@@ -22,6 +22,16 @@ Feature: Consolidation you can trust on real stores
     And the mirror holds 1 memory files
     And the summary lists "The API listens on 8080 (see config/api.yaml)." as no longer carried by any memory
 
+  Scenario: A newer fact that shares one word with an older one does not supersede it
+    "redis port 6380" and a newer "port 5433" share the word "port" and nothing else: two facts,
+    so the older is carried into the newer memory, not dropped as an outdated value.
+    Given two safe memories titled "Ports", an older saying "redis port 6380" and a newer saying "port 5433"
+    When I run "consolidate --no-context --json"
+    Then the exit code is 0
+    And no memory is deleted as SUPERSEDED
+    And the summary lists no line as no longer carried
+    And one memory in both roots says "redis port 6380" and "port 5433"
+
   Scenario: A dry run lists the lines no memory would carry any more and writes nothing
     Given the safe memory "API port" saying 8080 and a newer one saying 9090 since the proxy change
     When I run "consolidate --no-context --dry-run"

@@ -99,6 +99,14 @@ def api_port(env: Env, ctx: dict[str, Any]) -> None:
     _seeded(env, ctx)
 
 
+@given(parsers.parse('two safe memories titled "{title}", an older saying "{older}" and a newer saying "{newer}"'))
+def one_word_apart(env: Env, ctx: dict[str, Any], title: str, older: str, newer: str) -> None:
+    _start(env, ctx)
+    _write(env, "project_ports.md", title, older, f"- {older}", visibility="safe", modified="2026-10-01")
+    _write(env, "project_ports-2.md", title, newer, f"- {newer}", visibility="safe", modified="2026-10-08")
+    _seeded(env, ctx)
+
+
 @given(parsers.parse('two memories titled "Deploy notes", one for web01 and one for web02'))
 def same_title(env: Env, ctx: dict[str, Any]) -> None:
     _start(env, ctx)
@@ -237,6 +245,26 @@ def superseded(env: Env, name: str, successor: str) -> None:
     [op] = [o for o in plan["operations"] if o["name"] == name]
     assert op["kind"] == "delete" and op["into"] == successor
     assert {s["name"]: s["verdict"] for s in plan["staleness"]}[name] == "SUPERSEDED"
+
+
+@then("no memory is deleted as SUPERSEDED")
+def none_superseded(env: Env) -> None:
+    plan = _plan(env)
+    assert "SUPERSEDED" not in {s["verdict"] for s in plan["staleness"]}
+    assert not any(o["kind"] == "delete" and o["reason"].startswith("SUPERSEDED") for o in plan["operations"])
+
+
+@then("the summary lists no line as no longer carried")
+def none_dropped(ctx: dict[str, Any]) -> None:
+    assert not _summary(ctx)["dropped"]
+
+
+@then(parsers.parse('one memory in both roots says "{first}" and "{second}"'))
+def both_facts(env: Env, first: str, second: str) -> None:
+    holders = [p.name for p in env.harness.glob("*.md") if p.name != INDEX_NAME
+               and first in p.read_text() and second in p.read_text()]
+    assert len(holders) == 1, holders
+    assert (env.mirror / holders[0]).read_bytes() == (env.harness / holders[0]).read_bytes()
 
 
 @then(parsers.parse('"{name}" still says "{kept}" and no longer says "{old}"'))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from test_planner_support import apply_plan, check_plan, lost_facts, memory_bytes, plan_store
 
@@ -37,7 +37,17 @@ def _store(entries: list[dict[str, object]]) -> tuple[dict[str, bytes], list[str
     return store, selected
 
 
+def _pair(older_body: str) -> list[dict[str, object]]:
+    """A newer "deploy 8080" and an older memory of the same description saying ``older_body``."""
+    base = {"stem": "deploy", "t": "feedback", "v": "safe", "d": "8080", "e": None, "selected": True}
+    return [{**base, "b": "deploy 8080", "m": "2026-03-01T00:00:00Z"},
+            {**base, "b": older_body, "m": "2026-01-01T00:00:00Z"}]
+
+
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+# A doubled word states the same subject; one shared word out of two does not (found by this test).
+@example(entries=_pair("deploy deploy 9090"), lines=3, tiny=False)
+@example(entries=_pair("deploy cache 9090"), lines=3, tiny=False)
 @given(entries=st.lists(entry, max_size=14), lines=st.sampled_from([3, 8, 200]), tiny=st.booleans())
 def test_random_stores_give_valid_plans_that_keep_facts_and_settle(
     entries: list[dict[str, object]], lines: int, tiny: bool, tmp_path: Path

@@ -28,16 +28,14 @@ def test_the_marker_shortcut_strips_what_the_marker_pattern_strips() -> None:
 
 
 def _outdated_reference(older: Memory, newer: Memory) -> set[str]:
-    """Every older statement measured against every newer one, as the planner did before."""
+    """Every older statement measured against every newer one, with no shared-word postings."""
     newer_statements = dedupe._statements(newer)
     out = set()
     for raw, words, values in dedupe._statements(older):
         for _, other, new_values in newer_statements:
             if set(values) == set(new_values):
                 continue
-            shared, union, smaller = len(words & other), len(words | other), min(len(words), len(other))
-            if union and (shared / union >= dedupe.SAME_STATEMENT or (smaller >= 2 and shared / smaller
-                                                                       >= dedupe.CONTAINED)):
+            if dedupe.same_statement(words, other):
                 out.add(fact_key(raw))
                 break
     return out
@@ -232,3 +230,13 @@ def test_subject_groups_kept_across_passes_match_groups_built_afresh() -> None:
         for name in rng.sample(sorted(work.live), 20):
             del work.live[name]
     conflicts.clear_caches()
+
+
+def test_one_shared_word_makes_no_statement_the_same_but_equal_word_sets_do() -> None:
+    same = dedupe.same_statement
+    assert not same(frozenset({"redis", "port"}), frozenset({"port"}))
+    assert not same(frozenset({"deploy", "cache"}), frozenset({"deploy"}))
+    assert same(frozenset({"deploy"}), frozenset({"deploy"}))
+    assert same(frozenset({"api", "port"}), frozenset({"api", "port", "since", "proxy", "change"}))
+    assert same(frozenset({"api", "port", "staging"}), frozenset({"api", "port", "prod"}))
+    assert not same(frozenset(), frozenset())

@@ -125,6 +125,12 @@ def check_plan(plan: dict[str, Any], manifest_selected: list[str], store: dict[s
     return issues
 
 
+def _wording(raw: str) -> str:
+    """A line apart from its values, each word once and in its order: "deploy deploy 9090" restated
+    as "deploy 8080" is restated (the order still counts, so a swap of roles is not)."""
+    return " ".join(dict.fromkeys(masked(raw)[0].split()))
+
+
 def lost_facts(before: dict[str, bytes], after: dict[str, bytes], plan: dict[str, Any]) -> list[str]:
     """Fact lines of the pre-state found nowhere after the plan (stale deletions excepted)."""
     verdicts = {s["name"]: s["verdict"] for s in plan["staleness"]}
@@ -133,7 +139,7 @@ def lost_facts(before: dict[str, bytes], after: dict[str, bytes], plan: dict[str
     masks: set[str] = set()
     for memory in post.values():
         keys |= known_keys(memory)
-        masks |= {masked(raw)[0] for raw, _ in fact_lines(memory)} | {masked(memory.description)[0]}
+        masks |= {_wording(raw) for raw, _ in fact_lines(memory)} | {_wording(memory.description)}
     lost = []
     for name, data in sorted(before.items()):
         if verdicts.get(name) in ("DORMANT", "ONE-SHOT"):
@@ -141,7 +147,7 @@ def lost_facts(before: dict[str, bytes], after: dict[str, bytes], plan: dict[str
         for raw, key in fact_lines(parse_memory(data, name)):
             if key in keys:
                 continue
-            if verdicts.get(name) == "SUPERSEDED" and masked(raw)[0] in masks:
+            if verdicts.get(name) == "SUPERSEDED" and _wording(raw) in masks:
                 continue  # restated with a newer value
             lost.append(f"{name}: {raw}")
     return lost

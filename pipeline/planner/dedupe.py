@@ -175,10 +175,19 @@ def _restates(words: frozenset[str], values: tuple[str, ...], newer: _Newer) -> 
         other, new_values = statements[i]
         if value_set == new_values:
             continue
-        shared, union, smaller = len(words & other), len(words | other), min(len(words), len(other))
-        if union and (shared / union >= SAME_STATEMENT or (smaller >= 2 and shared / smaller >= CONTAINED)):
+        if same_statement(words, other):
             return True
     return False
+
+
+def same_statement(words: frozenset[str], other: frozenset[str]) -> bool:
+    """Two value statements' words (values apart) say the same thing: they mostly agree, or one's
+    nearly all appear in the other. One shared word is no subject: "deploy cache 9090" and
+    "deploy 8080" are two facts, though half their words agree; equal word sets are one ("deploy
+    deploy 9090" says what "deploy 9090" says)."""
+    shared, union, smaller = len(words & other), len(words | other), min(len(words), len(other))
+    return bool(union) and ((shared / union >= SAME_STATEMENT and (shared >= 2 or shared == union))
+                            or (smaller >= 2 and shared / smaller >= CONTAINED))
 
 
 # A memory's value statements as (words, value set), with which statements use each word.
