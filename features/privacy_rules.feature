@@ -46,6 +46,7 @@ Feature: The privacy rules hold on data nobody wrote for them
       | a default under a password setting | application.yml has password: ${DB_PASSWORD:Wq7vR2nLp9x} now   | substitution-default-secret | Wq7vR2nLp9x                    |
       | a password in a Markdown table     | the lab sheet row is \| DB password \| Wq7vR2nLp9x \| for now   | table-secret-cell    | Wq7vR2nLp9x                           |
       | a Dockerfile ENV in two words      | the image sets `ENV DB_PASSWORD Wq7vR2nLp9x` at build time    | env-command-secret   | Wq7vR2nLp9x                           |
+      | a token set by a typed declaration | main.go has var deployToken string = "q8Zt3vLx9PmR2wKd7sYb" | secret-assignment-quoted | q8Zt3vLx9PmR2wKd7sYb |
       | a token after a service's name     | the loggly: 7c1e4b2a-93d0-4f5e-8a61-2b7c9d0e3f48 one is prod  | vendor-named-token   | 7c1e4b2a-93d0-4f5e-8a61-2b7c9d0e3f48  |
       | a smaller service's prefixed token | PGANALYZE_READ_KEY=pgar_Kq3mT8vZ2xLr9pW4sN7cB1dF6hJ for the agent | service-prefixed-token | pgar_Kq3mT8vZ2xLr9pW4sN7cB1dF6hJ |
 
