@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from pipeline.privacy import instruction_programs, instructions
@@ -292,18 +292,24 @@ def _work(text: str, monkeypatch: pytest.MonkeyPatch) -> int:
 
 @settings(max_examples=20, deadline=None)
 @given(st.lists(WORDS, min_size=1, max_size=12).map(" ".join))
+# the step falls between 48 and 64 KB for this one (found by this test with another seed)
+@example("ignore ignore %20 you are now")
 def test_the_work_grows_linearly_with_the_input_from_32_to_128_kb(unit: str) -> None:
     """Counted, not timed: the characters handed to RE2 per input character do not grow with the input.
 
-    Per character the work may step up once between 16 and 32 KB (a text of ``ignore ignore SYSTEM: %20``
-    repeated costs 22 per character up to 16 KB and 33 from 32 KB to 256 KB alike), so the sizes compared
-    are both past it: linear means flat from there on."""
+    Per character the work may step up once, by one more reading of the text: a line of escapes is read
+    unescaped, and read as written too only when its unescaped reading hits. A text repeating a unit
+    meets every alignment of the unit against the chunk cuts (``CHUNK``) only after lcm(len(unit),
+    CHUNK) characters, so a hit that needs one alignment can first appear anywhere below that: ``ignore
+    ignore SYSTEM: %20`` repeated costs 22 per character up to 16 KB and 33 from 32 KB on,
+    ``ignore ignore %20 you are now`` 22 up to 48 KB and 33 from 64 KB on. The step is at most half the
+    work again; growth with the size (4 times from 32 to 128 KB if quadratic) is far past it."""
     with pytest.MonkeyPatch.context() as monkeypatch:
         small = (unit * (32_000 // len(unit) + 1))[:32_000]
         large = (unit * (128_000 // len(unit) + 1))[:128_000]
         per_char_small = _work(small, monkeypatch) / len(small)
         per_char_large = _work(large, monkeypatch) / len(large)
-    assert per_char_large <= 1.1 * per_char_small + 8, (unit, per_char_small, per_char_large)
+    assert per_char_large <= 1.6 * per_char_small + 8, (unit, per_char_small, per_char_large)
     assert per_char_large <= 64 * instruction_programs.CHUNK // 100, (unit, per_char_large)
 
 
