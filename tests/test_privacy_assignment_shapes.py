@@ -4,13 +4,7 @@ declarations, and XML elements pretty-printed with their text on a line of its o
 from __future__ import annotations
 
 import pytest
-
-from pipeline.privacy import load_ruleset
-
-
-def _found(text: str) -> set[str]:
-    return {finding.rule_id for finding in load_ruleset().scan(text)}
-
+from test_privacy_vendor_names import _found
 
 ASSIGNMENTS = [
     # GNU make's ::= and :::=, PHP's .=, Go's and TypeScript's typed declarations (values drawn here)
