@@ -65,3 +65,14 @@ Feature: Retrieval finds the memory that answers, and injection stays within wha
     When I run "inject"
     Then the output mentions "- project_shared.md [safe, project]: the team deploys on Tuesdays"
     And the output mentions "- project_mine.md [private, project]: my own deploy notes"
+
+  Scenario: A word an editor saves into a memory file in place is found by the next search
+    Given the memory "project_db" with description "the database listens on port 5433"
+    And the memory "project_docs" with description "docs are built with mkdocs"
+    And the memory "project_ci" with description "CI runs on every push"
+    And an MCP server that has searched "mkdocs" already
+    When I run "search mkdocs"
+    And an editor saves "project_db.md" in place with "port 5433" changed to "port 5433 behind pgbouncer"
+    Then the private store's directory has the stat it had before the save
+    And searching "pgbouncer" ranks "project_db.md" first
+    And the MCP server's search for "pgbouncer" ranks "project_db.md" first

@@ -95,3 +95,35 @@ def no_index(ctx: dict[str, Any]) -> None:
 @then("the hook adds nothing")
 def adds_nothing(ctx: dict[str, Any]) -> None:
     assert ctx["hook"] == ""
+
+
+@given(parsers.parse('an MCP server that has searched "{query}" already'))
+def searching_server(env: Env, ctx: dict[str, Any], query: str) -> None:
+    from test_warm import _backend
+
+    ctx["server"] = _backend(env)  # the backend `memfold mcp` serves, in this process
+    assert ctx["server"].search(query, 10)["results"], query
+
+
+@when(parsers.parse('an editor saves "{file}" in place with "{old}" changed to "{new}"'))
+def save_in_place(env: Env, ctx: dict[str, Any], file: str, old: str, new: str) -> None:
+    path = env.harness / file
+    ctx["dir_stat"] = path.parent.stat()
+    data = path.read_bytes()
+    assert old.encode() in data
+    with open(path, "r+b") as handle:  # the same inode truncated and rewritten: no rename, no new entry
+        handle.truncate(0)
+        handle.write(data.replace(old.encode(), new.encode()))
+
+
+@then("the private store's directory has the stat it had before the save")
+def directory_unchanged(env: Env, ctx: dict[str, Any]) -> None:
+    before, after = ctx["dir_stat"], env.harness.stat()
+    assert (after.st_ino, after.st_mtime_ns, after.st_ctime_ns) == (before.st_ino, before.st_mtime_ns,
+                                                                    before.st_ctime_ns)
+
+
+@then(parsers.parse('the MCP server\'s search for "{query}" ranks "{file}" first'))
+def server_ranks_first(ctx: dict[str, Any], query: str, file: str) -> None:
+    found = [r["file"] for r in ctx["server"].search(query, 10)["results"]]
+    assert found and found[0] == file, found

@@ -46,6 +46,9 @@ class Backend:
     allow_publish: bool = False  # the config's mcp.allow_publish
     # The store as the last write left it, kept while the kernel reports no other change to it.
     warm: Any = field(default=None, repr=False)
+    # What reads show (``mirror.team.LiveView``), kept the same way between calls.
+    live: Any = field(default=None, repr=False)
+    searched: Any = field(default=None, repr=False)  # the view the last search checked the index against
 
     def edit(self, command: str, build: Callable[..., Any]) -> dict[str, Any]:
         from ..edits import direct_transaction
@@ -96,11 +99,14 @@ class Backend:
 
     def view(self) -> Any:
         """The store as reads show it (``mirror.team``): as the next sync leaves it, teammates' pending
-        memories labelled. Unchanged files are neither read nor parsed again: the home's state cache keeps
-        them by file identity and content hash, across calls and across processes."""
-        from ..mirror.team import read_view
+        memories labelled. While the kernel reports no change to either root, the view read last is
+        answered again (``LiveView``); otherwise unchanged files are neither read nor parsed again: the
+        home's state cache keeps them by file identity and content hash, across calls and processes."""
+        from ..mirror.team import LiveView
 
-        return read_view(self.svc.layout, self.svc.limits, lambda: self.svc.ruleset)
+        if self.live is None:
+            self.live = LiveView(self.svc.layout, self.svc.limits)
+        return self.live.read(lambda: self.svc.ruleset)
 
     def list_memories(self) -> dict[str, Any]:
         view = self.view()
@@ -117,7 +123,10 @@ class Backend:
         from ..store.evidence import from_row
 
         view = self.view()
-        hits = team_hits(self.svc.layout, self.svc.limits, view, query, limit)
+        # A kept view is one this server searched already: its index was checked against its files then,
+        # and no file changed since (or the view would have been read again).
+        hits = team_hits(self.svc.layout, self.svc.limits, view, query, limit, checked=view is self.searched)
+        self.searched = view
         root = self._root()
         follow = Follower(root) if root is not None else None
         self._used("search", [r.file for r, _ in hits])

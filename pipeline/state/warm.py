@@ -14,13 +14,12 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
-from ..fsutil import TEMP_PREFIX, read_bounded, sha256_bytes
+from ..fsutil import read_bounded, sha256_bytes
 from ..paths import Layout
 from ..store.files import Files
-from ..store.memory import INDEX_NAME
 from ..store.state import Limits, RootState
 from ..store.statecache import cache_for
-from ..store.watch import Watch, open_watch
+from ..store.watch import Watch, open_watch, store_file
 from .maps import HashMaps
 from .model import PostState, PreState
 from .read import read_pre
@@ -86,7 +85,7 @@ class WarmState:
         if events is None:
             self.watch = self.events = None
             return None
-        self.events.update(event for event in events if _store_file(event[1]))
+        self.events.update(event for event in events if store_file(event[1]))
         return self.events
 
     def others_since(self, pre: PreState, ours: set[tuple[str, str]]) -> bool:
@@ -171,11 +170,6 @@ def one_shot(layout: Layout, limits: Limits) -> WarmState | None:
     except OSError:
         return None
     return WarmState(layout, limits, one_shot=True) if large else None
-
-
-def _store_file(name: str) -> bool:
-    """Whether ``read_root`` looks at a file of this name (a memory, the index, or a refused look-alike)."""
-    return not name.startswith(TEMP_PREFIX) and (name == INDEX_NAME or name.lower().endswith(".md"))
 
 
 def _changed(state: RootState, final: dict[str, str]) -> set[str]:

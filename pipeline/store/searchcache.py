@@ -324,14 +324,40 @@ def _kept(root: str, cache: str, max_bytes: int, max_files: int) -> Index:
     return Index.open(root, cache, max_bytes, max_files)
 
 
+def _recorded_from(conn: Connection, identities: Mapping[str, tuple[int, int, int, int, int]]) -> bool:
+    """Whether the index holds one settled row for each of these files, recorded from it as stat-ed."""
+    rows = conn.execute("SELECT file, st, racy FROM docs UNION ALL SELECT file, st, racy FROM skipped").fetchall()
+    if len(rows) != len(identities):
+        return False
+    for file, recorded, racy in rows:
+        ident = identities.get(file)
+        if racy or ident is None or recorded != f"{ident[1]}:{ident[2]}:{ident[3]}:{ident[4]}":
+            return False
+    return True
+
+
 def search_hits(root: str | os.PathLike[str], store_home: str | os.PathLike[str], query: str, limit: int,
-                limits: Any, kind: str = "memory") -> list[tuple[Row, float]]:
+                limits: Any, kind: str = "memory",
+                identities: Mapping[str, tuple[int, int, int, int, int]] | None = None) -> list[tuple[Row, float]]:
     """The best ``limit`` memories of one root for ``query`` (scores rounded), from its checked index
-    (``kind``: the private store's, or the mirror's)."""
+    (``kind``: the private store's, or the mirror's).
+
+    ``identities``: the root's memory files as a caller just stat-ed them (name -> st_dev, st_ino, st_size,
+    st_mtime_ns, st_ctime_ns). An index whose rows were not all recorded from exactly those files is
+    brought up to date first: a file rewritten in place leaves the directory's stat as it was, and a
+    word it gained would otherwise find nothing until a row of it is served."""
     root, cache = os.fspath(root), cache_file(os.fspath(store_home), kind)
     max_bytes, max_files = int(limits.max_file_bytes), int(limits.max_files)
     for _attempt in range(3):
         index = _kept(root, cache, max_bytes, max_files)
+        if identities is not None and not _recorded_from(index.conn, identities):
+            index.close()
+            from .indexbuild import rebuild, update
+
+            if not update(root, cache, max_bytes, max_files):
+                rebuild(root, cache, max_bytes, max_files)
+            identities = None  # every file was compared with its row now; served rows are checked as ever
+            continue
         try:
             hits = [(row, float(f"{score:.4g}")) for row, score in index.ranked(query, max(limit, 0))]
         except Stale:

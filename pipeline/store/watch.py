@@ -15,6 +15,9 @@ import os
 import struct
 from functools import partial
 
+from ..fsutil import TEMP_PREFIX
+from .memory import INDEX_NAME
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -29,6 +32,12 @@ _MASK = (_IN_MODIFY | _IN_ATTRIB | _IN_CLOSE_WRITE | _IN_MOVED_FROM | _IN_MOVED_
          | _IN_DELETE_SELF | _IN_MOVE_SELF | _IN_ONLYDIR | _IN_DONT_FOLLOW)
 _LOST = _IN_DELETE_SELF | _IN_MOVE_SELF | _IN_UNMOUNT | _IN_Q_OVERFLOW | _IN_IGNORED
 _HEADER = struct.Struct("iIII")  # struct inotify_event: wd, mask, cookie, len, then the name
+
+
+def store_file(name: str) -> bool:
+    """Whether ``read_root`` looks at a file of this name (a memory, the index, or a refused look-alike):
+    an event naming any other file (a temporary file before its rename) changes nothing a read shows."""
+    return not name.startswith(TEMP_PREFIX) and (name == INDEX_NAME or name.lower().endswith(".md"))
 
 
 class Watch:
