@@ -216,3 +216,18 @@ def test_a_search_with_nothing_changed_leaves_the_index_file_alone(shared: Env) 
     assert shared.run("search", "mkdocs").code == 0
     after = index.stat()
     assert (after.st_ino, after.st_size, after.st_mtime_ns) == (before.st_ino, before.st_size, before.st_mtime_ns)
+
+
+def test_a_dropped_server_gives_its_inotify_instances_back(shared: Env) -> None:
+    import gc
+
+    from conftest import inotify_count
+
+    before = inotify_count()
+    backend = _backend(shared)
+    backend.search("push", 10)
+    backend.add("project_more", "one more note for the release", "body", "project", "private", None)
+    assert inotify_count() == before + 2  # the kept view's watch and the kept pre-state's
+    del backend
+    gc.collect()
+    assert inotify_count() == before

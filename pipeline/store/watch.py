@@ -76,6 +76,16 @@ class Watch:
                     return None
                 out.add((root, os.fsdecode(name)))
 
+    def __del__(self) -> None:
+        # A watch nobody closed (its owner dropped, as a test or an embedding program does) gives its inotify
+        # instance back: a user has 128 of them on a default Linux, shared by all their processes.
+        if self.fd >= 0:
+            try:
+                os.close(self.fd)
+            except OSError:
+                pass
+            self.fd = -1
+
     def close(self) -> Job | None:
         """Stop watching; the descriptor is closed on a kept thread (``join`` the job returned to know it is).
 
