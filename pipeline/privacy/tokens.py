@@ -25,6 +25,13 @@ MIXED_CASE_CHANGE_RATE = 0.42
 # Next to a credential word a random run may change class less: a 22-character base62 key holds a run of
 # ten capitals about once in a few hundred draws, and camelCase words are still told apart by their parts.
 KEYED_MIXED_CASE_CHANGE_RATE = 0.3
+# RFC 4648 base32 (letters and the digits 2-7: Azure DevOps' legacy tokens, MFA seeds) holds fewer digits,
+# so a random run of it changes class ~0.3 times per character: 0.25 left one 52-character token in five.
+# A long one-case run in that alphabet may change less, down to 0.18, while its letters stay random: about
+# one vowel in five (words joined by digits, backend2frontend3service4, hold two in five).
+BASE32_CHANGE_RATE = 0.18
+BASE32_MIN_CHARS = 40
+BASE32_MAX_VOWEL_SHARE = 0.3
 MIN_RANDOM_CHARS = 16
 KEYED_MARGIN = 1.0  # entropy a keyed value may fall short of log2(length); 0.6 for a token alone
 # Random hex carries close to 4 bits a character (32 digits: under 3.05 one time in 10,000); eight
@@ -47,6 +54,9 @@ _SAME_8 = re.compile(r"(.)\1{7}")
 _DIGIT = re.compile(r"[0-9]")
 _LETTER = re.compile(r"[A-Za-z]")
 _ULID = re.compile(r"[0-7][0-9A-HJKMNP-TV-Z]{25}")
+_BASE32 = re.compile(r"[a-z2-7]+|[A-Z2-7]+")
+_VOWELS = re.compile(r"[aeiouAEIOU]")
+_LETTERS = re.compile(r"[A-Za-z]")
 # Capitalised words, a lowercase head and short numbers: what a camelCase identifier is made of.
 _IDENTIFIER_PARTS = re.compile(r"[A-Z][a-z]{2,}|^[a-z]{2,}|[0-9]{1,2}")
 IDENTIFIER_COVER = 0.85
@@ -76,7 +86,13 @@ def _random_segment(segment: str, mixed_rate: float = MIXED_CASE_CHANGE_RATE) ->
         return False  # IdTech2HudNumberFont, base64EncodeUtf8String: words run together, not a key
     # Random base62 changes class ~0.6 times per character, camelCase identifiers with a digit
     # (Lwjgl3GameLauncher) ~0.3; one-case random runs (base36) change ~0.4 times, part numbers less.
-    return change_rate(segment) >= (mixed_rate if mixed_case else MIN_CHANGE_RATE)
+    if mixed_case:
+        return change_rate(segment) >= mixed_rate
+    rate = change_rate(segment)
+    if rate >= MIN_CHANGE_RATE:
+        return True
+    return (rate >= BASE32_CHANGE_RATE and len(segment) >= BASE32_MIN_CHARS and _BASE32.fullmatch(segment) is not None
+            and len(_VOWELS.findall(segment)) <= BASE32_MAX_VOWEL_SHARE * len(_LETTERS.findall(segment)))
 
 
 def random_chars(value: str) -> int:
