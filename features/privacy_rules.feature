@@ -49,6 +49,8 @@ Feature: The privacy rules hold on data nobody wrote for them
       | a token set by a typed declaration | main.go has var deployToken string = "q8Zt3vLx9PmR2wKd7sYb" | secret-assignment-quoted | q8Zt3vLx9PmR2wKd7sYb |
       | a token after a service's name     | the loggly: 7c1e4b2a-93d0-4f5e-8a61-2b7c9d0e3f48 one is prod  | vendor-named-token   | 7c1e4b2a-93d0-4f5e-8a61-2b7c9d0e3f48  |
       | a smaller service's prefixed token | PGANALYZE_READ_KEY=pgar_Kq3mT8vZ2xLr9pW4sN7cB1dF6hJ for the agent | service-prefixed-token | pgar_Kq3mT8vZ2xLr9pW4sN7cB1dF6hJ |
+      | an Irish PPS number by its label  | her PPS number is 4337741JW for the payroll form               | national-id-labelled | 4337741JW                            |
+      | a Korean foreign resident's number | 외국인등록번호 991106-5872102 on the lease                      | kr-rrn               | 991106-5872102                        |
       | an Azure DevOps legacy token      | the pipeline clones with bsvsht2ubvmdhkhhciwtb3iw2yyp2oilbzqjobbr62quiflcqvud today | random-token | bsvsht2ubvmdhkhhciwtb3iw2yyp2oilbzqjobbr62quiflcqvud |
 
   Scenario Outline: A safe memory holding <what> is accepted
@@ -60,6 +62,7 @@ Feature: The privacy rules hold on data nobody wrote for them
       | what                          | text                                                                                      |
       | a commit id                   | bisected to 3f9c2a1b8d4e5f60718293a4b5c6d7e8f9012345                                       |
       | a word ending in a pin        | linchpin: Redis cluster holds the sessions                                                |
+      | an NHS number with a typo     | NHS number 611 604 0439 was rejected by the form                                           |
       | words joined by base32 digits | the service is backend2frontend3service4cluster5database6storage7                          |
       | a word ending in a pass       | the compass is N45E12W on the old survey                                                  |
       | a request UUID                | the request id was 0d1f6c52-8a43-4b7e-9c1d-2e5f8a9b3c47                                   |

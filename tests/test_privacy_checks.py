@@ -243,3 +243,75 @@ def test_long_base32_tokens_are_caught_though_they_change_class_less_than_base36
 ])
 def test_words_joined_by_base32_digits_are_not_a_token(text: str) -> None:
     assert "random-token" not in rules(text)
+
+
+# Each value passes its country's check (python-stdnum's module, or "kr" for Korea's two kinds), drawn
+# at random for this test.
+LABELLED = [
+    ("my PPS number is {}", "4337741JW", "ie.pps"),
+    ("PPS: {}", "6216827L", "ie.pps"),
+    ("CNIC {}", "7192412111467", "pk.cnic"),
+    ("NRIC: {}", "670521259626", "my.nric"),
+    ("TFN is {}", "964510197", "au.tfn"),
+    ("ΑΜΚΑ: {}", "17037983602", "gr.amka"),
+    ("OIB {}", "87509382671", "hr.oib"),
+    ("EMŠO: {}", "2801860297574", "si.emso"),
+    ("IRD number {}", "43462758", "nz.ird"),
+    ("マイナンバーは {}", "714069351894", "jp.in_"),
+    ("kennitala {}", "090139-7039", "is_.kennitala"),
+    ("NHS number {}", "611 604 0438", "gb.nhs"),
+    ("rodné číslo {}", "712121/2450", "cz.rc"),
+    ("SV-Nummer: {}", "4719 108897", "at.vnr"),
+    ("His RRN is {}", "7801031419849", "kr"),
+    ("외국인등록번호 {}", "991106-5872102", "kr"),  # a foreign resident's: seventh digit 5 to 8, its own check
+    ("FRN: {}", "9911065872102", "kr"),
+    ("Thai ID {}", "7615327834508", "th.pin"),
+    ("РНОКПП {}", "2269380278", "ua.rntrc"),
+]
+
+
+def _valid(module: str, value: str) -> bool:
+    import importlib
+
+    from pipeline.privacy.personal import kr_registration
+
+    if module == "kr":
+        return kr_registration(value, "", {})
+    try:
+        return bool(importlib.import_module(f"stdnum.{module}").is_valid(value))
+    except Exception:
+        return False
+
+
+def _typo(value: str, module: str) -> str | None:
+    """The value with one digit changed, from the end, so that its country's check refuses it."""
+    for at in reversed([i for i, ch in enumerate(value) if ch.isdigit()]):
+        typo = value[:at] + str((int(value[at]) + 1) % 10) + value[at + 1:]
+        if not _valid(module, typo):
+            return typo
+    return None
+
+
+@pytest.mark.parametrize(("label", "value", "module"), LABELLED)
+def test_an_identity_number_after_its_label_is_found_only_when_its_check_passes(label: str, value: str,
+                                                                                module: str) -> None:
+    assert _valid(module, value)
+    assert "national-id-labelled" in rules(label.format(value)) or rules(label.format(value)) == ["kr-rrn"]
+    typo = _typo(value, module)
+    assert typo is not None
+    assert "national-id-labelled" not in rules(label.format(typo))
+    assert "national-id-labelled" not in rules(f"the batch holds {value} rows")  # no label: a number
+
+
+@pytest.mark.parametrize("text", [
+    "the apps 1234567 ran", "third 12345678 item", "PPS No: 1234567T",  # a typed-in sample
+    "the nhs app is at version 1.2.3", "version 12345-1234567-1", "OIB of the firm is 12345678901",
+])
+def test_labels_and_dashes_alone_make_no_identity_number(text: str) -> None:
+    assert rules(text) == []
+
+
+def test_dashes_mark_a_cnic_and_an_nric_without_a_label() -> None:
+    assert rules("reach her with 71924-1211146-7 on file") == ["national-id-dashed"]
+    assert rules("the form said 670521-25-9626 for him") == ["national-id-dashed"]
+    assert rules("the form said 670599-25-9626 for him") == []  # no such date

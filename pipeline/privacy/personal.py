@@ -11,6 +11,8 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
+from .tokens import looks_fake
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
@@ -50,10 +52,7 @@ def national_id(name: str) -> Any:
     module = ID_MODULES[name]
 
     def check(secret: str, _context: str, _params: dict[str, float]) -> bool:
-        try:
-            return bool(_stdnum(module).is_valid(secret))
-        except Exception:  # stdnum raises its own errors on malformed input; malformed means no ID
-            return False
+        return _stdnum_valid(module, secret)
 
     check.__name__ = name.replace("-", "_")
     return check
@@ -170,6 +169,78 @@ sunday last next since until before after from due date on as of the a
 """.split())
 
 
+def kr_registration(secret: str, _context: str, _params: dict[str, float]) -> bool:
+    """A South Korean registration number: a resident's (python-stdnum's check), or a foreign resident's,
+    whose seventh digit is 5 to 8 and whose check digit is (13 - weighted sum mod 11) mod 10."""
+    if _stdnum_valid("kr.rrn", secret):
+        return True
+    number = _digits(secret)
+    if len(number) != 13 or number[6] not in "5678":
+        return False
+    try:
+        _stdnum("kr.rrn").get_birth_date(number)
+    except Exception:  # not a calendar date
+        return False
+    weights = (2, 3, 4, 5, 6, 7, 8, 9, 2, 3, 4, 5)
+    total = sum(w * int(n) for w, n in zip(weights, number, strict=False))
+    return int(number[12]) == (13 - total % 11) % 10
+
+
+def _stdnum_valid(module: str, value: str) -> bool:
+    try:
+        return bool(_stdnum(module).is_valid(value))
+    except Exception:  # stdnum raises its own errors on malformed input; malformed means no ID
+        return False
+
+
+# A label -> the numbers it names, for the identity and tax numbers too weak to judge without one (eight
+# to thirteen digits, any of which a checksum passes one time in ten). ``national-id-labelled`` finds the
+# label; the number must pass that country's check.
+LABELLED_IDS: tuple[tuple[tuple[str, ...], tuple[str, ...]], ...] = (
+    (("pps",), ("ie.pps",)),
+    (("cnic",), ("pk.cnic",)),
+    (("nric", "mykad"), ("my.nric",)),
+    (("tfn", "tax file number"), ("au.tfn",)),
+    (("amka", "αμκα"), ("gr.amka",)),
+    (("oib",), ("hr.oib",)),
+    (("emšo", "emso"), ("si.emso",)),
+    (("ird",), ("nz.ird",)),
+    (("my number", "mynumber", "マイナンバー", "個人番号"), ("jp.in_",)),
+    (("kennitala", "kennitölu"), ("is_.kennitala",)),
+    (("nhs",), ("gb.nhs",)),
+    (("rodné číslo", "rodne cislo", "rodného čísla", "rodneho cisla"), ("cz.rc", "sk.rc")),
+    (("sv-nummer", "sv nummer", "svnr", "sozialversicherungsnummer", "versicherungsnummer"), ("at.vnr",)),
+    (("rrn", "frn", "resident registration", "alien registration", "주민등록번호", "외국인등록번호"), ("kr",)),
+    (("thai id", "เลขประจำตัวประชาชน", "เลขบัตรประชาชน"), ("th.pin",)),
+    (("rnokpp", "рнокпп"), ("ua.rntrc",)),
+)
+
+
+def id_labelled(secret: str, context: str, params: dict[str, float]) -> bool:
+    """The number after a national-ID label (see ``LABELLED_IDS``) passes the check of a country the
+    label names."""
+    if looks_fake(secret):
+        return False  # 1234567T, 12345-1234567-1: a typed-in sample, not someone's number
+    lowered = context.lower()
+    # The number may run on into another one ("TFN 123 456 782 2024"): each shorter reading is tried too.
+    readings = [secret]
+    while (cut := max(readings[-1].rfind(sep) for sep in " ./-")) > 0:
+        readings.append(readings[-1][:cut])
+    for labels, modules in LABELLED_IDS:
+        if any(label in lowered for label in labels):
+            for module in modules:
+                for reading in readings:
+                    if kr_registration(reading, context, params) if module == "kr" else _stdnum_valid(module, reading):
+                        return True
+    return False
+
+
+def id_dashed(secret: str, _context: str, _params: dict[str, float]) -> bool:
+    """Numbers whose dashes alone mark them: Pakistan's CNIC (5-7-1 digits) and Malaysia's NRIC (6-2-4,
+    a birth date and a state code)."""
+    return not looks_fake(secret) and (_stdnum_valid("pk.cnic", secret) or _stdnum_valid("my.nric", secret))
+
+
 def id_eleven_digit(secret: str, context: str, params: dict[str, float]) -> bool:
     value = secret.replace(" ", "")
     return any(CHECKS[name](value, context, params)
@@ -178,4 +249,5 @@ def id_eleven_digit(secret: str, context: str, params: dict[str, float]) -> bool
 
 
 CHECKS = {"phone": phone, "phone-labelled": phone_labelled, "birth-date": birth_date,
-          **{name: national_id(name) for name in ID_MODULES}}
+          **{name: national_id(name) for name in ID_MODULES}, "id-kr-rrn": kr_registration,
+          "id-labelled": id_labelled, "id-dashed": id_dashed}
