@@ -231,3 +231,15 @@ def test_a_dropped_server_gives_its_inotify_instances_back(shared: Env) -> None:
     del backend
     gc.collect()
     assert inotify_count() == before
+
+
+def test_a_word_saved_in_place_into_a_teammates_pending_memory_is_found(shared: Env) -> None:
+    assert shared.run("trust").code == 0
+    backend = _backend(shared)
+    (shared.mirror / "project_staging.md").write_bytes(TEAMMATE)  # as a pull leaves it, before any write
+    assert [h["origin"] for h in backend.search("staging", 10)["results"]] == ["team"]
+    _rewrite_in_place(shared.mirror / "project_staging.md", b"need the VPN", b"need the VPN and the bastion")
+    hits = backend.search("bastion", 10)["results"]
+    assert [(h["file"], h["origin"]) for h in hits][:1] == [("project_staging.md", "team")]
+    result = shared.run("--json", "search", "bastion")
+    assert [(r["file"], r["origin"]) for r in result.json()["results"]][:1] == [("project_staging.md", "team")]

@@ -34,7 +34,7 @@ TEAM = "team"
 class ReadView(Frozen):
     """Memories as reads show them: each one's bytes, and for those still only in the mirror, its path."""
 
-    __slots__ = ("memories", "files", "broken", "team", "gone", "settled", "identities")
+    __slots__ = ("memories", "files", "broken", "team", "gone", "settled", "identities", "mirror_identities")
     memories: dict[str, Memory]
     files: Mapping[str, bytes]  # read when asked for (a list reads none of them)
     broken: dict[str, Broken]
@@ -43,16 +43,19 @@ class ReadView(Frozen):
     # The private store as it is, with nothing of git's to adopt: the view stays true while neither root's
     # files change and the project stays as trusted as it was (``LiveView``).
     settled: bool
-    # Of a settled view, the private store's memory files as stat-ed for it, name -> (st_dev, st_ino, st_size,
+    # The private store's memory files on disk as stat-ed for this view, name -> (st_dev, st_ino, st_size,
     # st_mtime_ns, st_ctime_ns): a search checks its index against them (a file rewritten in place leaves
-    # the directory's stat as it was). None otherwise.
+    # the directory's stat as it was). ``mirror_identities``: the mirror's, when teammates' memories are
+    # shown from its index. None where the read did not stat every file.
     identities: Mapping[str, tuple[int, int, int, int, int]] | None
+    mirror_identities: Mapping[str, tuple[int, int, int, int, int]] | None
 
     def __init__(self, memories: dict[str, Memory], files: Mapping[str, bytes], broken: dict[str, Broken],
                  team: dict[str, str], gone: set[str], settled: bool = False,
-                 identities: Mapping[str, tuple[int, int, int, int, int]] | None = None) -> None:
+                 identities: Mapping[str, tuple[int, int, int, int, int]] | None = None,
+                 mirror_identities: Mapping[str, tuple[int, int, int, int, int]] | None = None) -> None:
         self._set(memories=memories, files=files, broken=broken, team=team, gone=gone, settled=settled,
-                  identities=identities)
+                  identities=identities, mirror_identities=mirror_identities)
 
     def origin(self, name: str) -> dict[str, str]:
         """Where a memory shown comes from: the private store, or the team's mirror (with its path)."""
@@ -66,29 +69,26 @@ def read_view(layout: Layout, limits: Limits, rules: Callable[[], RuleSet | None
 
     if layout.mirror is None or not is_trusted(layout.home, layout.project_root):
         harness, memories, broken = read_private(layout, limits)  # nothing of the mirror is shown
-        return _settled(memories, harness, broken)
+        return ReadView(memories, harness.files, broken, {}, set(), True, _stated(harness))
     pre = read_pre(layout, limits)
     if consistent(pre):
-        return _settled(pre.memories, pre.harness, pre.broken)
+        return ReadView(pre.memories, pre.harness.files, pre.broken, {}, set(), True, _stated(pre.harness))
     sync = team_sync(layout, limits, rules(), pre, pre.cache)
     if not sync.operations:
-        return _view(pre.memories, pre.harness.files, pre.broken, {}, set())
+        return ReadView(pre.memories, pre.harness.files, pre.broken, {}, set(), False, _stated(pre.harness))
     view = synced_view(pre, sync.operations)
     team = {a.name: f"{MIRROR_DIR}/{a.name}" for a in sync.adopted if a.change != "deleted"}
     gone = {a.name for a in sync.adopted if a.change == "deleted"}
-    return _view(view.memories, view.harness.files, view.broken, team, gone)
+    # The index searched is of the files on disk, not of the view the sync would leave: both roots as read.
+    return ReadView(view.memories, view.harness.files, view.broken, team, gone, False, _stated(pre.harness),
+                    _stated(pre.public))
 
 
-def _view(memories: dict[str, Memory], files: Mapping[str, bytes], broken: dict[str, Broken], team: dict[str, str],
-          gone: set[str]) -> ReadView:
-    return ReadView(memories, files, broken, team, gone)
-
-
-def _settled(memories: dict[str, Memory], harness: RootState, broken: dict[str, Broken]) -> ReadView:
-    identities = harness.identities
-    stated = {name: identities[name] for name in harness.files if name != INDEX_NAME and name in identities}
-    complete = len(stated) == len(harness.files) - (INDEX_NAME in harness.files)
-    return ReadView(memories, harness.files, broken, {}, set(), True, stated if complete else None)
+def _stated(root: RootState) -> dict[str, tuple[int, int, int, int, int]] | None:
+    """Each memory file of ``root`` as stat-ed by its read, or None when the read did not stat them all."""
+    identities = root.identities
+    stated = {name: identities[name] for name in root.files if name != INDEX_NAME and name in identities}
+    return stated if len(stated) == len(root.files) - (INDEX_NAME in root.files) else None
 
 
 class LiveView:
@@ -150,6 +150,7 @@ def team_hits(layout: Layout, limits: Limits, view: ReadView, query: str, limit:
             if row.file not in view.gone and row.file not in view.team]
     if view.team and layout.mirror is not None:
         hits += [(row, score) for row, score in search_hits(layout.mirror, layout.project_home, query,
-                                                             limit + len(view.team), limits, kind="mirror")
+                                                             limit + len(view.team), limits, kind="mirror",
+                                                             identities=None if checked else view.mirror_identities)
                  if row.file in view.team]
     return sorted(hits, key=lambda hit: (-hit[1], hit[0].file))[:limit]
