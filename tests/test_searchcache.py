@@ -192,3 +192,12 @@ def test_a_row_holds_each_column_under_its_name() -> None:
     assert [getattr(row, column) for column in COLUMNS] == values
     with pytest.raises(ValueError):
         Row(values[:-1])
+
+
+def test_a_files_identity_keys_as_its_stat_does(tmp_path: Path) -> None:
+    from pipeline.store.searchdb import identity_key, stat_key
+
+    path = tmp_path / "project_x.md"
+    path.write_bytes(b"---\ndescription: x\n---\nbody\n")
+    st = os.stat(path)
+    assert identity_key((st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)) == stat_key(st)

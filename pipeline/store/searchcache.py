@@ -28,7 +28,7 @@ import stat
 import time
 
 from . import fts
-from .searchdb import INDEX_NAME, cache_file, connect, is_racy, sha_hex, stat_key
+from .searchdb import INDEX_NAME, cache_file, connect, identity_key, is_racy, sha_hex, stat_key
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -331,7 +331,7 @@ def _recorded_from(conn: Connection, identities: Mapping[str, tuple[int, int, in
         return False
     for file, recorded, racy in rows:
         ident = identities.get(file)
-        if racy or ident is None or recorded != f"{ident[1]}:{ident[2]}:{ident[3]}:{ident[4]}":
+        if racy or ident is None or recorded != identity_key(ident):
             return False
     return True
 

@@ -33,6 +33,13 @@ def stat_key(st: os.stat_result) -> str:
     return f"{st.st_ino}:{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns}"
 
 
+def identity_key(identity: tuple[int, int, int, int, int]) -> str:
+    """``stat_key`` of a file known by its identity as a root's read keeps it (st_dev, st_ino, st_size,
+    st_mtime_ns, st_ctime_ns), without a stat of its own."""
+    _dev, ino, size, mtime_ns, ctime_ns = identity
+    return f"{ino}:{size}:{mtime_ns}:{ctime_ns}"
+
+
 def is_racy(st: os.stat_result, read_at: int) -> int:
     return int(read_at - max(st.st_mtime_ns, st.st_ctime_ns) <= SETTLED_NS)
 
