@@ -193,30 +193,40 @@ def _stdnum_valid(module: str, value: str) -> bool:
         return False
 
 
-# A label -> the numbers it names, for the identity and tax numbers too weak to judge without one (eight
-# to thirteen digits, any of which a checksum passes one time in ten). ``national-id-labelled`` finds the
-# label; the number must pass that country's check.
-LABELLED_IDS: tuple[tuple[tuple[str, ...], tuple[str, ...]], ...] = (
-    (("pps",), ("ie.pps",)),
-    (("cnic",), ("pk.cnic",)),
-    (("nric", "mykad"), ("my.nric",)),
-    (("tfn", "tax file number"), ("au.tfn",)),
-    (("amka", "αμκα"), ("gr.amka",)),
-    (("oib",), ("hr.oib",)),
-    (("emšo", "emso"), ("si.emso",)),
-    (("ird",), ("nz.ird",)),
-    (("my number", "mynumber", "マイナンバー", "個人番号"), ("jp.in_",)),
-    (("kennitala", "kennitölu"), ("is_.kennitala",)),
-    (("nhs",), ("gb.nhs",)),
-    (("rodné číslo", "rodne cislo", "rodného čísla", "rodneho cisla"), ("cz.rc", "sk.rc")),
-    (("sv-nummer", "sv nummer", "svnr", "sozialversicherungsnummer", "versicherungsnummer"), ("at.vnr",)),
-    (("rrn", "frn", "resident registration", "alien registration", "주민등록번호", "외국인등록번호"), ("kr",)),
-    (("thai id", "เลขประจำตัวประชาชน", "เลขบัตรประชาชน"), ("th.pin",)),
-    (("rnokpp", "рнокпп"), ("ua.rntrc",)),
+def _stdnum_check(module: str) -> Any:
+    return lambda value: _stdnum_valid(module, value)
+
+
+def _korean(value: str) -> bool:
+    return kr_registration(value, "", {})
+
+
+# A label -> the checks of the numbers it names, for the identity and tax numbers too weak to judge without
+# one (eight to thirteen digits, any of which a checksum passes one time in ten). ``national-id-labelled``
+# finds the label; the number must pass one of its country's checks.
+LABELLED_IDS: tuple[tuple[tuple[str, ...], tuple[Any, ...]], ...] = (
+    (("pps",), (_stdnum_check("ie.pps"),)),
+    (("cnic",), (_stdnum_check("pk.cnic"),)),
+    (("nric", "mykad"), (_stdnum_check("my.nric"),)),
+    (("tfn", "tax file number"), (_stdnum_check("au.tfn"),)),
+    (("amka", "αμκα"), (_stdnum_check("gr.amka"),)),
+    (("oib",), (_stdnum_check("hr.oib"),)),
+    (("emšo", "emso"), (_stdnum_check("si.emso"),)),
+    (("ird",), (_stdnum_check("nz.ird"),)),
+    (("my number", "mynumber", "マイナンバー", "個人番号"), (_stdnum_check("jp.in_"),)),
+    (("kennitala", "kennitölu"), (_stdnum_check("is_.kennitala"),)),
+    (("nhs",), (_stdnum_check("gb.nhs"),)),
+    (("rodné číslo", "rodne cislo", "rodného čísla", "rodneho cisla"),
+     (_stdnum_check("cz.rc"), _stdnum_check("sk.rc"))),
+    (("sv-nummer", "sv nummer", "svnr", "sozialversicherungsnummer", "versicherungsnummer"),
+     (_stdnum_check("at.vnr"),)),
+    (("rrn", "frn", "resident registration", "alien registration", "주민등록번호", "외국인등록번호"), (_korean,)),
+    (("thai id", "เลขประจำตัวประชาชน", "เลขบัตรประชาชน"), (_stdnum_check("th.pin"),)),
+    (("rnokpp", "рнокпп"), (_stdnum_check("ua.rntrc"),)),
 )
 
 
-def id_labelled(secret: str, context: str, params: dict[str, float]) -> bool:
+def id_labelled(secret: str, context: str, _params: dict[str, float]) -> bool:
     """The number after a national-ID label (see ``LABELLED_IDS``) passes the check of a country the
     label names."""
     if looks_fake(secret):
@@ -226,13 +236,8 @@ def id_labelled(secret: str, context: str, params: dict[str, float]) -> bool:
     readings = [secret]
     while (cut := max(readings[-1].rfind(sep) for sep in " ./-")) > 0:
         readings.append(readings[-1][:cut])
-    for labels, modules in LABELLED_IDS:
-        if any(label in lowered for label in labels):
-            for module in modules:
-                for reading in readings:
-                    if kr_registration(reading, context, params) if module == "kr" else _stdnum_valid(module, reading):
-                        return True
-    return False
+    return any(check(reading) for labels, checks in LABELLED_IDS if any(label in lowered for label in labels)
+               for check in checks for reading in readings)
 
 
 def id_dashed(secret: str, _context: str, _params: dict[str, float]) -> bool:
