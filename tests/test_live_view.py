@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 from conftest import Env
-from test_warm import _backend
+from test_warm import _backend, count_calls
 
 from pipeline.mirror import team
 
@@ -20,15 +20,7 @@ TEAMMATE = b"---\ndescription: staging deploys need the VPN\ntype: project\nvisi
 @pytest.fixture
 def reads(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """One entry for each time a view was read from disk."""
-    calls: list[int] = []
-    original = team.read_view
-
-    def counted(*args: Any, **kwargs: Any) -> Any:
-        calls.append(1)
-        return original(*args, **kwargs)
-
-    monkeypatch.setattr(team, "read_view", counted)
-    return calls
+    return count_calls(monkeypatch, team, "read_view")
 
 
 @pytest.fixture

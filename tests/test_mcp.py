@@ -353,3 +353,31 @@ def test_memory_verify_reads_receipts_only_from_the_store(env: Env, tmp_path: An
     assert errors[0]["code"] == "mcp.verify-target" and str(outside) not in errors[0]["message"]
     for result in allowed:
         assert not result.is_error and result.structured_content["ok"] is True, result
+
+
+def test_the_real_server_sees_a_file_saved_in_place_and_a_write_by_another_process(env: Env) -> None:
+    for name, words in (("project_db", "the database listens on port 5433"), ("project_docs", "docs use mkdocs"),
+                        ("project_ci", "CI runs on every push")):
+        assert env.run("add", name, "-d", words, "-b", words).code == 0
+    path = env.harness / "project_db.md"
+
+    async def files(session: Any, query: str) -> list[str]:
+        result = await session.call_tool("memory_search", {"query": query})
+        assert not result.is_error, result.content
+        return [r["file"] for r in result.structured_content["results"]]
+
+    async def body(session: Any) -> Any:
+        seen = [await files(session, "mkdocs"), await files(session, "mkdocs")]  # the second from the kept view
+        data = path.read_bytes()
+        with open(path, "r+b") as handle:  # an editor saving in place: same inode, the folder's stat unchanged
+            handle.truncate(0)
+            handle.write(data.replace(b"port 5433", b"port 5433 behind pgbouncer"))
+        seen.append(await files(session, "pgbouncer"))
+        assert env.run("add", "project_cache", "-d", "the cache is valkey", "-b", "valkey").code == 0
+        seen.append(await files(session, "valkey"))
+        assert env.run("forget", "project_cache").code == 0
+        seen.append(await files(session, "valkey"))
+        return seen
+
+    assert with_session(env.home, env.project, body) == [
+        ["project_docs.md"], ["project_docs.md"], ["project_db.md"], ["project_cache.md"], []]

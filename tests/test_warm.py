@@ -55,14 +55,19 @@ def reads(monkeypatch: pytest.MonkeyPatch) -> list[int]:
 
 def count_reads(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """How often the kept pre-state had to be read from disk (one entry a read)."""
+    return count_calls(monkeypatch, warm_module, "read_pre")
+
+
+def count_calls(monkeypatch: pytest.MonkeyPatch, module: Any, name: str) -> list[int]:
+    """One entry for each call of ``module.name`` for the rest of the test, the call itself unchanged."""
     calls: list[int] = []
-    original = warm_module.read_pre
+    original = getattr(module, name)
 
     def counted(*args: Any, **kwargs: Any) -> Any:
         calls.append(1)
         return original(*args, **kwargs)
 
-    monkeypatch.setattr(warm_module, "read_pre", counted)
+    monkeypatch.setattr(module, name, counted)
     return calls
 
 
