@@ -34,6 +34,8 @@ Feature: The privacy rules hold on data nobody wrote for them
       | a login pair in prose             | the staging creds are deploy/Vq7#Lm29xKaT until Friday         | prose-credential-pair | Vq7#Lm29xKaT                         |
       | a literal compared first in code  | the check reads if ('Tr0ub4dor3xQ9' == password) { grant }     | secret-comparison-reversed | Tr0ub4dor3xQ9                   |
       | a PHP define of a password        | wp-config still has define('DB_PASSWORD', 'Hn4$wQ82pLxzR');     | secret-named-argument | Hn4$wQ82pLxzR                        |
+      | a WordPress salt in its define    | wp-config has define('AUTH_SALT', 'j@cGIZJfOqpPU);AZgYH5,ubbSlUp~ZnLZNlq#;tkFe5xc(=_0[LKbF71T.EE ~9'); | secret-named-argument | j@cGIZJfOqpPU);AZgYH5,ubbSlUp |
+      | a vendor's base36 key by its name | the weather api key: ik0oco5xwzhagmknehebjch5189hncok for the widget | keyed-label-token | ik0oco5xwzhagmknehebjch5189hncok |
       | a password straight after the word | use the password Winter2024! for the admin console           | prose-password-bare  | Winter2024!                          |
       | a password with brackets out of order | the old config had db_pass = q{{h}o)p${e]nob(ody[zk>-_$#  | secret-assignment    | e]nob(ody                            |
       | a key in a URL query by its name   | the feed is wss://stream.acme.io/feed?authToken=q8Zt3vLx9PmR2wKd7sYbN4cF | url-query-secret | q8Zt3vLx9PmR2wKd7sYbN4cF   |

@@ -522,6 +522,12 @@ LABEL_AND_CODE_FINDINGS = [
     ("secret-comparison-reversed", 2, 'func ok(in string) bool {\n\treturn "q8Zr2LwPx9vK4mTn" !== my_super_password\n}'),
     ("secret-named-argument", 2, "<?php\ndefine('DB_PASSWORD', 'Wq4#pT8vLz2K');"),
     ("secret-named-argument", 1, 'headers.put("X-Api-Key", "Kq8vR2mZp7TnW4yXk29f");'),
+    # WordPress' keys and salts (a secret's word before KEY, and SALT), and Django's SECRET_KEY by default
+    ("secret-named-argument", 1, "define('NONCE_KEY', '}Fq>>0a{> akZdJ1K3c}([(:x;K[)ZQ3F3cttqpd EFORd.%R|*|rdRs#-L-&)P1');"),
+    ("secret-named-argument", 1, "define( 'LOGGED_IN_SALT', 'of@~yp:v@SK;Y}hzUo4=bz9WmX&vEw5TO dD$<2djGcE+Qz,Sb9i:{+U<#eM-RmE' );"),
+    ("secret-named-argument", 1, 'os.environ.setdefault("SECRET_KEY", "q8Zr2LwPx9vK4mTn7cYb")'),
+    # a random salt holding something in angle brackets that is no placeholder: <q+!qK>
+    ("secret-named-argument", 1, "define('NONCE_SALT', ':9URM*n56|I|Rf$|ud0cFJ<KAA<1h_w]A!/?])<q+!qK>+Lq&j9^-!{%%pW. ,Z=');"),
     # a user and a password as a pair after a login word, and a URL password whose colons a properties
     # file escapes (Gradle's distributionUrl): shapes written from the tools' documentation
     ("prose-credential-pair", 1, "creds: admin/Tr0ub4dor3x"),
@@ -543,6 +549,15 @@ LABEL_AND_CODE_LOOK_ALIKES = [
     "define('DB_PASSWORD', getenv('DB_PASSWORD'));",
     'os.getenv("API_TOKEN", "")',
     'headers.put("X-Api-Key", System.getenv("ACME_KEY"));',
+    # a name ending in KEY with no secret's word before it, and WordPress' own placeholder
+    'redis.hset("session_key", "user:42:profile")',
+    'cache.set("cache_key", "user-profile-42")',
+    "define('AUTH_KEY', 'put your unique phrase here');",
+    't("auth_key", "Authentication key")',
+    # angle brackets around a placeholder's name, a tag or a type
+    'api_key = "<your-api-key>"',
+    "fn publish(password: Option<&str>, token: Option<&[u8]>) -> Result<()> {",
+    "<environment>DB_PASSWORD</environment>",
     "contact email@domain.tld for access",
     "the build id `b7f3k9x2m4q8w1`",
     "branch `feat-x7k2m9q4t8`",
@@ -609,7 +624,7 @@ def test_an_identifier_file_name_or_version_after_the_word_password_is_not_flagg
 # (rule, line, text): a password's symbols that open and close brackets out of order (detect-secrets'
 # keyword tables), a URL query parameter named for a secret by the end of its name, Telegram's bot URL,
 # an element whose key or name attribute is secret-named, a command that takes name and value as two
-# words, New Relic's documented license and mobile key shapes, and the tools' and drivers' documented
+# words, New Relic's documented license, mobile, REST (42 hex digits) and synthetics location key shapes, and the tools' and drivers' documented
 # ways to hand over a password (below). Values drawn here.
 SHAPE_FINDINGS = [
     ("secret-assignment", 1, "db_pass = q{{h}o)p${e]nob(ody[zk>-_$#"),
@@ -626,6 +641,8 @@ SHAPE_FINDINGS = [
     ("env-command-secret", 1, "set -gx GITHUB_TOKEN Wq7vR2nLp9x"),
     ("new-relic-key", 1, "license_key: 3f9c1a7e5b2d8046c1e9a3f7b5d2c8e0FFFFNRAL"),
     ("new-relic-key", 1, "mobile token eu01xx5b2d8046c1e9a3f7b5d2c8e03f9c1a7e5b2d-NRMA"),
+    ("new-relic-key", 1, "REST key NRRA-9b1f4e7c2a8d5063f1e9c7a4b2d8e6f0a3c5b7d91e"),
+    ("new-relic-key", 1, "private location key NRSP-us01f3a9c1e7b5d2840c6e1a9f3b7d5c2e8a0"),
     # connection strings with no scheme, a user and password handed to an authentication call, a
     # directive that is a password by its software's documentation, a literal piped into a login, and
     # a DSL setter named in camelCase (the drivers' and tools' documented syntax)

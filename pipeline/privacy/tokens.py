@@ -32,6 +32,25 @@ KEYED_MIXED_CASE_CHANGE_RATE = 0.3
 BASE32_CHANGE_RATE = 0.18
 BASE32_MIN_CHARS = 40
 BASE32_MAX_VOWEL_SHARE = 0.3
+# Next to a credential word, a one-case run of 20 characters or more only has to show some change and
+# letters that do not spell words: 0.25 left about one random 32-character base36 key in ten
+# (``ik0oco5xwzhagmknehebjch5189hncok`` changes 0.19 times a character), and the word already says what
+# the value is. Alone in prose the run still needs the full rate: ids in recorded traffic look the same.
+KEYED_ONE_CASE_CHANGE_RATE = 0.12
+KEYED_ONE_CASE_MIN_CHARS = 20
+# The letter pairs that make up 90 % of the pairs in the words of Debian's ``wamerican`` list (SCOWL,
+# 2020.12.07). In random letters about three pairs in ten are among them (0.64 one time in a hundred);
+# in words joined by digits seven to nine in ten (python3slim12bookworm2025: 0.67).
+_WORD_PAIRS = frozenset((
+    "ab ac ad ag ai al am an ap ar as at au av ay ba be bi bl bo br bu ca ce ch ci ck cl co cr ct cu da "
+    "de di do dr ds ea ec ed ee ef eg el em en ep er es et ev ex fa fe ff fi fl fo fr fu ga ge gh gi gl "
+    "go gr gu ha he hi ho ia ib ic id ie if ig il im in io ip ir is it iv iz ke ki ks la le li ll lo ls "
+    "lu ly ma mb me mi mm mo mp mu na nc nd ne ng ni nn no ns nt oa ob oc od og ol om on oo op or os ot "
+    "ou ov ow pa pe ph pi pl po pp pr ps pu qu ra rc rd re ri rm rn ro rr rs rt ru ry sa sc se sh si sl "
+    "sm so sp ss st su ta te th ti tl to tr ts tt tu ty ua ub uc ue ui ul um un up ur us ut va ve vi wa "
+    "we wi ze"
+).split())
+MAX_WORD_PAIR_SHARE = 0.6
 MIN_RANDOM_CHARS = 16
 KEYED_MARGIN = 1.0  # entropy a keyed value may fall short of log2(length); 0.6 for a token alone
 # Random hex carries close to 4 bits a character (32 digits: under 3.05 one time in 10,000); eight
@@ -74,7 +93,21 @@ def looks_fake(value: str) -> bool:
     return any(run in lowered for run in _FAKE_RUNS) or _SAME_8.search(value) is not None
 
 
-def _random_segment(segment: str, mixed_rate: float = MIXED_CASE_CHANGE_RATE) -> bool:
+def _random_letters(segment: str) -> bool:
+    """At most three vowels in ten letters: random letters hold about two, words joined by digits four."""
+    return len(_VOWELS.findall(segment)) <= BASE32_MAX_VOWEL_SHARE * len(_LETTERS.findall(segment))
+
+
+_LETTER_RUNS = re.compile(r"[a-z]{2,}")
+
+
+def _spells_words(segment: str) -> bool:
+    """Most pairs of adjacent letters are pairs that words are made of (``_WORD_PAIRS``)."""
+    pairs = [run[i:i + 2] for run in _LETTER_RUNS.findall(segment.lower()) for i in range(len(run) - 1)]
+    return not pairs or sum(1 for pair in pairs if pair in _WORD_PAIRS) > MAX_WORD_PAIR_SHARE * len(pairs)
+
+
+def _random_segment(segment: str, mixed_rate: float = MIXED_CASE_CHANGE_RATE, keyed: bool = False) -> bool:
     if len(segment) < 6 or not _DIGIT.search(segment) or not _LETTER.search(segment):
         return False
     if _ULID.fullmatch(segment):
@@ -91,8 +124,10 @@ def _random_segment(segment: str, mixed_rate: float = MIXED_CASE_CHANGE_RATE) ->
     rate = change_rate(segment)
     if rate >= MIN_CHANGE_RATE:
         return True
+    if keyed and rate >= KEYED_ONE_CASE_CHANGE_RATE and len(segment) >= KEYED_ONE_CASE_MIN_CHARS:
+        return not _spells_words(segment)
     return (rate >= BASE32_CHANGE_RATE and len(segment) >= BASE32_MIN_CHARS and _BASE32.fullmatch(segment) is not None
-            and len(_VOWELS.findall(segment)) <= BASE32_MAX_VOWEL_SHARE * len(_LETTERS.findall(segment)))
+            and _random_letters(segment))
 
 
 def random_chars(value: str) -> int:
@@ -101,11 +136,11 @@ def random_chars(value: str) -> int:
 
 
 def is_random_token(value: str, min_chars: int = MIN_RANDOM_CHARS, margin: float = 0.6,
-                    mixed_rate: float = MIXED_CASE_CHANGE_RATE) -> bool:
+                    mixed_rate: float = MIXED_CASE_CHANGE_RATE, keyed: bool = False) -> bool:
     core = value.strip("=")
     if _HEX_ONLY.fullmatch(core):
         return False
-    alnum = "".join(s for s in _SPLIT.split(core) if _random_segment(s, mixed_rate))
+    alnum = "".join(s for s in _SPLIT.split(core) if _random_segment(s, mixed_rate, keyed))
     if len(alnum) < min_chars or looks_fake(core):
         return False
     # A random run of n characters has close to log2(n) bits of entropy per character; codes made of
@@ -154,7 +189,7 @@ def keyed_token(secret: str, context: str, params: dict[str, float]) -> bool:
         # typed in blocks (aaaabbbb-cccc-dddd-eeee-000011112222) has too few distinct digits.
         return shannon_entropy(core.replace("-", "")) >= MIN_HEX_ENTROPY
     # Next to a credential word a shorter or plainer run is enough (a 26-character base36 hook id).
-    return is_random_token(core, 12, KEYED_MARGIN, KEYED_MIXED_CASE_CHANGE_RATE)
+    return is_random_token(core, 12, KEYED_MARGIN, KEYED_MIXED_CASE_CHANGE_RATE, keyed=True)
 
 
 def vendor_token(secret: str, _context: str, _params: dict[str, float]) -> bool:
