@@ -1198,6 +1198,38 @@ def trivy(mirrors: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     return found, clean
 
 
+LEAKY_REPO = ("Plazmaz+leaky-repo", ".leaky-meta/secrets.csv", "train")
+
+
+def leaky_repo(mirrors: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """leaky-repo's files, as its ``.leaky-meta/secrets.csv`` counts them: each file it says holds a line
+    of risk, whole (a positive, kind ``leaky-<file name>``), and each file it lists with none (benign).
+    Files the snapshot holds as binary or not at all (Firefox's key stores) are left out."""
+    folder, meta, split = LEAKY_REPO
+    repo = mirrors / folder / "repo"
+    commit = _git(repo, "rev-parse", "HEAD").strip()
+    found: list[dict[str, Any]] = []
+    clean: list[dict[str, Any]] = []
+    for line in _git(repo, "show", f"HEAD:{meta}").splitlines():
+        fields = line.split(",")
+        if line.startswith("#") or len(fields) < 3 or not fields[1].strip().isdigit():
+            continue
+        path, risk = fields[0].strip(), int(fields[1])
+        shown = subprocess.run(["git", "-C", str(repo), "show", f"HEAD:{path}"], capture_output=True).stdout
+        try:
+            text = shown.decode("utf-8").strip("\n")
+        except UnicodeDecodeError:
+            continue
+        if not text:
+            continue
+        source = f"Plazmaz/leaky-repo@{commit[:12]}:{path}"
+        if risk:
+            found.append(_scanner_row(True, f"leaky-{Path(path).name}", split, source, text))
+        else:
+            clean.append(_scanner_row(False, "scanner-ok", split, source, text))
+    return found, clean
+
+
 # The outside sources by name (``--only``): each gives its positives and its benign rows.
 def _outside_sources(mirrors: Path) -> dict[str, Callable[[], tuple[list[dict[str, Any]], list[dict[str, Any]]]]]:
     return {
@@ -1212,6 +1244,7 @@ def _outside_sources(mirrors: Path) -> dict[str, Callable[[], tuple[list[dict[st
         "detect-secrets": lambda: (detect_secrets(mirrors), []),
         "ripsecrets": lambda: ripsecrets(mirrors),
         "trivy": lambda: trivy(mirrors),
+        "leaky-repo": lambda: leaky_repo(mirrors),
     }
 
 

@@ -109,9 +109,11 @@ def test_the_training_split_keeps_the_figures_measured_when_the_test_split_was_f
     # 92.5 % recall, 3.05 % false positives) and after the mechanisms they led to (93.7 %, 2.92 %):
     # several of the scanners' "must not find" texts are well-formed keys of another vendor, published
     # samples or test passwords (justForTesting), and several "must find" ones are placeholders (abc123…,
-    # xxxx, 0123456789, EXAMPLE). See docs/privacy-evaluation.md.
-    assert figures["recall"] >= 0.937, figures["recall"]
-    assert figures["fpRate"] <= 0.0292, figures["fpRate"]
+    # xxxx, 0123456789, EXAMPLE). leaky-repo's files joined after (42 positives, 2 benign texts: 93.9 %,
+    # 2.95 %): its authors call a file of high-entropy strings informative, and the rules read them as tokens.
+    # See docs/privacy-evaluation.md.
+    assert figures["recall"] >= 0.939, figures["recall"]
+    assert figures["fpRate"] <= 0.0295, figures["fpRate"]
 
 
 def test_recall_and_false_positive_rate() -> None:
