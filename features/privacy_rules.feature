@@ -36,6 +36,7 @@ Feature: The privacy rules hold on data nobody wrote for them
       | a PHP define of a password        | wp-config still has define('DB_PASSWORD', 'Hn4$wQ82pLxzR');     | secret-named-argument | Hn4$wQ82pLxzR                        |
       | a WordPress salt in its define    | wp-config has define('AUTH_SALT', 'j@cGIZJfOqpPU);AZgYH5,ubbSlUp~ZnLZNlq#;tkFe5xc(=_0[LKbF71T.EE ~9'); | secret-named-argument | j@cGIZJfOqpPU);AZgYH5,ubbSlUp |
       | a vendor's base36 key by its name | the weather api key: ik0oco5xwzhagmknehebjch5189hncok for the widget | keyed-label-token | ik0oco5xwzhagmknehebjch5189hncok |
+      | a salt with angle brackets inside | wp-config has define('NONCE_SALT', ':9URM*n56<q+!qK>+Lq&j9^-!{%%pW. ,Z=I1Rf$ud0cFJ'); | secret-named-argument | :9URM*n56<q+!qK>+Lq&j9 |
       | a password straight after the word | use the password Winter2024! for the admin console           | prose-password-bare  | Winter2024!                          |
       | a password with brackets out of order | the old config had db_pass = q{{h}o)p${e]nob(ody[zk>-_$#  | secret-assignment    | e]nob(ody                            |
       | a key in a URL query by its name   | the feed is wss://stream.acme.io/feed?authToken=q8Zt3vLx9PmR2wKd7sYbN4cF | url-query-secret | q8Zt3vLx9PmR2wKd7sYbN4cF   |
@@ -81,6 +82,8 @@ Feature: The privacy rules hold on data nobody wrote for them
       | a password read from a secret | env: - name: DB_PASSWORD valueFrom: secretKeyRef: name: db key: password                  |
       | two names after a login word  | login with GitHub / GitLab for the mirror                                                 |
       | words under a key name        | cache_key = build-output-linux-x64                                                        |
+      | a placeholder in angle brackets | define('AUTH_KEY', '<your-unique-phrase>'); and api_key = <your-api-key> in the docs   |
+      | words joined by digits by a key | the cache key is python3slim12bookworm2025 for the runner                                  |
       | an identifier after password  | password Argon2id hashing is used for PasswordPolicy2                                     |
       | a substitution with a default | the compose file sets password = ${DB_PASSWORD:-changeme} for local runs                  |
       | a Maven-encrypted password    | settings.xml keeps <password>{COQLCE6DU6GtcS5P=}</password> for the mirror                 |
