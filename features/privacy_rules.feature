@@ -84,6 +84,7 @@ Feature: The privacy rules hold on data nobody wrote for them
       | words under a key name        | cache_key = build-output-linux-x64                                                        |
       | a placeholder in angle brackets | define('AUTH_KEY', '<your-unique-phrase>'); and api_key = <your-api-key> in the docs   |
       | words joined by digits by a key | the cache key is python3slim12bookworm2025 for the runner                                  |
+      | a setting named by a word in pass | the proxy config says bypass = cache-only-mode and encompass = all-services-eu2         |
       | an identifier after password  | password Argon2id hashing is used for PasswordPolicy2                                     |
       | a substitution with a default | the compose file sets password = ${DB_PASSWORD:-changeme} for local runs                  |
       | a Maven-encrypted password    | settings.xml keeps <password>{COQLCE6DU6GtcS5P=}</password> for the mirror                 |

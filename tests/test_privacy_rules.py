@@ -526,6 +526,9 @@ LABEL_AND_CODE_FINDINGS = [
     ("secret-named-argument", 1, "define('NONCE_KEY', '}Fq>>0a{> akZdJ1K3c}([(:x;K[)ZQ3F3cttqpd EFORd.%R|*|rdRs#-L-&)P1');"),
     ("secret-named-argument", 1, "define( 'LOGGED_IN_SALT', 'of@~yp:v@SK;Y}hzUo4=bz9WmX&vEw5TO dD$<2djGcE+Qz,Sb9i:{+U<#eM-RmE' );"),
     ("secret-named-argument", 1, 'os.environ.setdefault("SECRET_KEY", "q8Zr2LwPx9vK4mTn7cYb")'),
+    # a password setting whose name holds a word ending in "pass", or ends in "pass" after a product
+    ("prose-password", 1, "ssl_bypass_password = Wq7vR2nLp9x"),
+    ("secret-assignment", 1, "mysqlpass = Wq7vR2nLp9x"),
     # a random salt holding something in angle brackets that is no placeholder: <q+!qK>
     ("secret-named-argument", 1, "define('NONCE_SALT', ':9URM*n56|I|Rf$|ud0cFJ<KAA<1h_w]A!/?])<q+!qK>+Lq&j9^-!{%%pW. ,Z=');"),
     # a user and a password as a pair after a login word, and a URL password whose colons a properties
@@ -554,6 +557,11 @@ LABEL_AND_CODE_LOOK_ALIKES = [
     'cache.set("cache_key", "user-profile-42")',
     "define('AUTH_KEY', 'put your unique phrase here');",
     't("auth_key", "Authentication key")',
+    # a setting named by an English word ending in "pass"
+    "bypass = cache-only-mode",
+    "ssl_bypass = yes-for-legacy2",
+    "encompass: all-services-in-eu2",
+    "define('COMPASS', 'north-by-east2');",
     # angle brackets around a placeholder's name, a tag or a type
     'api_key = "<your-api-key>"',
     "fn publish(password: Option<&str>, token: Option<&[u8]>) -> Result<()> {",
