@@ -125,6 +125,14 @@ Feature: A worker's plan is validated before anything is written
     And the output mentions "acme-internal-token"
     And the mirror does not hold "project_acme.md"
 
+  Scenario: A privacy rule of the user's config searched together with the shipped shapes still refuses its match
+    Given a worker whose plan creates the safe "project_acme.md" holding an ACME service token
+    And the config adds a privacy rule "acme-internal-token" for ACME service tokens in the screen "rare-shapes"
+    When I run "consolidate --no-context --worker fake --json"
+    Then the plan is rejected with "privacy.credential" in "operations"
+    And the output mentions "acme-internal-token"
+    And the mirror does not hold "project_acme.md"
+
   Scenario: A broken privacy rule of the user's config refuses the run before its worker starts
     Given a worker whose plan creates the safe "project_acme.md" holding an ACME service token
     And the config adds a privacy rule "acme-internal-token" without a pattern

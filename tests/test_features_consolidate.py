@@ -365,6 +365,11 @@ def user_privacy_rule(env: Env, rule_id: str) -> None:
     _user_rule(env, {**ACME_RULE, "id": rule_id})
 
 
+@given(parsers.parse('the config adds a privacy rule "{rule_id}" for ACME service tokens in the screen "{screen}"'))
+def screened_user_privacy_rule(env: Env, rule_id: str, screen: str) -> None:
+    _user_rule(env, {**ACME_RULE, "id": rule_id, "screen": screen})
+
+
 @given(parsers.parse('the config adds a privacy rule "{rule_id}" without a pattern'))
 def broken_user_privacy_rule(env: Env, rule_id: str) -> None:
     _user_rule(env, {k: v for k, v in {**ACME_RULE, "id": rule_id}.items() if k != "pattern"})

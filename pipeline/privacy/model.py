@@ -19,7 +19,7 @@ class Rule(Frozen):
     """One compiled rule. ``pattern`` and ``allowlist`` hold RE2 patterns, compiled once (immutable)."""
 
     __slots__ = ("id", "category", "description", "source", "pattern", "keywords", "check", "check_params",
-                 "secret_group", "allowlist", "preview_prefix", "fallback")
+                 "secret_group", "allowlist", "preview_prefix", "fallback", "screen")
     _hidden = ("pattern", "check", "allowlist")  # compiled objects
     id: str
     category: str
@@ -33,14 +33,16 @@ class Rule(Frozen):
     allowlist: Any
     preview_prefix: int
     fallback: bool
+    screen: str
 
     def __init__(self, id: str, category: str, description: str, source: str, pattern: Any,
                  keywords: tuple[str, ...] = (), check: Check | None = None,
                  check_params: dict[str, float] | None = None, secret_group: int = 0, allowlist: Any = None,
-                 preview_prefix: int = 0, fallback: bool = False) -> None:
+                 preview_prefix: int = 0, fallback: bool = False, screen: str = "") -> None:
         self._set(id=id, category=category, description=description, source=source, pattern=pattern,
                   keywords=keywords, check=check, check_params={} if check_params is None else check_params,
-                  secret_group=secret_group, allowlist=allowlist, preview_prefix=preview_prefix, fallback=fallback)
+                  secret_group=secret_group, allowlist=allowlist, preview_prefix=preview_prefix, fallback=fallback,
+                  screen=screen)
 
 
 class Finding(FrozenValue):

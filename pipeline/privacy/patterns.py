@@ -15,12 +15,15 @@ if TYPE_CHECKING:
     from typing import Any
 
 
-def compile_pattern(pattern: str, where: str) -> Any:
+def compile_pattern(pattern: str, where: str, *, capture: bool = True) -> Any:
+    """``pattern`` compiled; without ``capture`` its groups capture nothing (a search that needs only
+    where the whole match lies skips the submatch engines)."""
     import re2
 
     options = re2.Options()
     # A rejected user pattern is reported through ConfigError; RE2's own stderr log is noise.
     options.log_errors = False
+    options.never_capture = not capture
     try:
         return re2.compile(pattern, options)
     except re2.error as exc:
@@ -53,6 +56,10 @@ class LazyPattern:
         return self._compiled
 
     @property
+    def source(self) -> str:
+        return self._source
+
+    @property
     def ready(self) -> bool:
         """Compiled already: running it costs no more than any cheaper test that could skip it."""
         return self._compiled is not None
@@ -72,6 +79,14 @@ class LazyPattern:
         if self._find is None:
             self._find = span_finder(self)
         return self._find(data, 0, len(data))[0][1] >= 0
+
+
+def pattern_source(pattern: Any) -> str:
+    """The text of a ``LazyPattern`` or of a compiled program."""
+    source = getattr(pattern, "source", None)
+    if source is None:
+        source = pattern.pattern
+    return source.decode("utf-8") if isinstance(source, bytes) else str(source)
 
 
 def found(pattern: Any, data: bytes) -> bool:
@@ -148,6 +163,7 @@ def compile_rule(raw: dict[str, Any], source: str, *, lazy: bool = False) -> Rul
         allowlist=compile_alternation(list(raw.get("allowlist", ())), f"{where} allowlist", lazy=lazy),
         preview_prefix=int(raw.get("preview_prefix", 0)),
         fallback=bool(raw.get("fallback", False)),
+        screen=str(raw.get("screen", "")),
     )
 
 
