@@ -173,6 +173,11 @@ def test_bench_privacy_prints_recall_per_family_and_false_positives_for_any_corp
     assert report["splits"]["train"]["recall"] == 1.0 and report["splits"]["test"]["recall"] == 0.0
     assert (report["splits"]["all"]["falsePositives"], report["splits"]["all"]["benign"]) == (1, 2)
     assert report["missed"] == [{"family": "phones", "kind": "nl", "variant": ""}]
+    speed = report["throughput"]
+    # The figure is the median of the steady passes, shown between the slowest and the fastest of them.
+    assert speed["passes"] == 5 and speed["megabytes"] > 0
+    assert 0 < speed["slowestMbPerS"] <= speed["mbPerS"] <= speed["fastestMbPerS"]
+    assert abs(speed["mbPerS"] - speed["megabytes"] / speed["seconds"]) < 0.05 * speed["mbPerS"]  # both rounded
 
 
 def test_bench_privacy_without_a_corpus_is_a_usage_error(tmp_path: Path) -> None:

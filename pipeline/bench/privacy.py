@@ -82,21 +82,29 @@ def measure(corpus: Path, ruleset: Any = None) -> dict[str, Any]:
     return report
 
 
+# Steady passes after the first: their median is the figure, so one pass slowed by the machine (a
+# neighbour's burst on a shared host moved single passes by a quarter) does not decide it.
+STEADY_PASSES = 5
+
+
 def throughput(lines: list[str], ruleset: Any, megabytes: float = 2.0) -> dict[str, float]:
     """MB/s scanning benign lines packed into memory-sized notes (one core, this process)."""
     notes, size = pack_notes(lines, megabytes)
-    # The first pass compiles the patterns the notes need (once per process); the second is the steady
-    # state. CPU time of this process: the figure is per core, whatever else the machine runs.
+    # The first pass compiles the patterns the notes need (once per process); the ones after it are the
+    # steady state. CPU time of this process: the figure is per core, whatever else the machine runs.
     passes = []
-    for _ in range(2):
+    for _ in range(1 + STEADY_PASSES):
         ruleset.forget()  # each pass scans every note, none answered from the previous pass
         start = time.process_time()
         for note in notes:
             ruleset.scan(note)
-        passes.append(time.process_time() - start)
-    cold, warm = passes
-    return {"megabytes": round(size / 1e6, 2), "seconds": round(warm, 3), "mbPerS": round(size / 1e6 / warm, 2),
-            "firstPassMbPerS": round(size / 1e6 / cold, 2)}
+        passes.append(max(time.process_time() - start, 1e-9))
+    cold, steady = passes[0], sorted(passes[1:])
+    warm = steady[len(steady) // 2]
+    mb = size / 1e6
+    return {"megabytes": round(mb, 2), "seconds": round(warm, 3), "mbPerS": round(mb / warm, 2),
+            "passes": len(steady), "slowestMbPerS": round(mb / steady[-1], 2),
+            "fastestMbPerS": round(mb / steady[0], 2), "firstPassMbPerS": round(mb / cold, 2)}
 
 
 def format_report(report: dict[str, Any]) -> str:
@@ -112,12 +120,16 @@ def format_report(report: dict[str, Any]) -> str:
     t = report["throughput"]
     lines.append("")
     lines.append(f"throughput {t['mbPerS']:.1f} MB/s on {t['megabytes']} MB of {NOTE_BYTES}-byte notes, one core "
-                 f"(target >= {THROUGHPUT_TARGET_MB_S} MB/s); first pass, compiling patterns: "
-                 f"{t['firstPassMbPerS']:.1f} MB/s")
+                 f"(target >= {THROUGHPUT_TARGET_MB_S} MB/s); median of {t['passes']} passes, "
+                 f"{_spread(t)}; first pass, compiling patterns: {t['firstPassMbPerS']:.1f} MB/s")
     for split, figures in report.get("throughputBySplit", {}).items():
         lines.append(f"  on the {split} split's benign notes alone: {figures['mbPerS']:.1f} MB/s "
-                     f"({figures['megabytes']} MB)")
+                     f"({figures['megabytes']} MB; {_spread(figures)})")
     return "\n".join(lines) + "\n"
+
+
+def _spread(figures: dict[str, Any]) -> str:
+    return f"slowest {figures['slowestMbPerS']:.1f}, fastest {figures['fastestMbPerS']:.1f}"
 
 
 def run_command(corpus: Path | None, as_json: bool) -> int:
