@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from pipeline.errors import ConfigError
 from pipeline.privacy import RuleSet, load_ruleset, loader
-from pipeline.privacy.engine import _everywhere
+from pipeline.privacy.screens import Screens, _everywhere
 from pipeline.resources import data_dir
 
 DATA = Path(__file__).parent / "data" / "privacy"
@@ -27,7 +27,7 @@ def _shipped(*, screened: bool) -> RuleSet:
     built = loader._build(rules, [loader.RULES_FILE] * len(rules), list(document.get("allowlist", [])),
                           shipped_allowlist=True, benign=list(document.get("benign", [])))
     if not screened:
-        built._screen_of = {}  # every rule its gates let through is searched on its own
+        built.screens = Screens(())  # every rule its gates let through is searched on its own
     return built
 
 
@@ -60,11 +60,11 @@ def _index(ruleset: RuleSet, rule_id: str) -> int:
 
 
 def test_the_shipped_rules_have_a_screen_and_each_compiles_as_one_program() -> None:
-    assert SCREENED._screens, "the shipped rules file names no screen"
-    members = {SCREENED.rules[i].id for screen in SCREENED._screens for i in screen}
+    assert SCREENED.screens, "the shipped rules file names no screen"
+    members = {SCREENED.rules[i].id for screen in SCREENED.screens.members for i in screen}
     assert {"payment-card-number", "iban", "it-codice-fiscale"} <= members
-    for screen in range(len(SCREENED._screens)):
-        assert SCREENED._screen_finder(screen) is not _everywhere
+    for screen in range(len(SCREENED.screens.members)):
+        assert SCREENED.screens.finder(screen, SCREENED._rule_needs()) is not _everywhere
 
 
 def test_members_of_a_screen_that_matches_nowhere_are_never_searched() -> None:
@@ -121,7 +121,7 @@ def test_rule_examples_cut_joined_and_wrapped_in_noise_get_the_same_findings(
 def _user(rules: list[dict[str, Any]], *, screened: bool = True) -> RuleSet:
     built = load_ruleset(extra_rules=rules)
     if not screened:
-        built._screen_of = {}
+        built.screens = Screens(())
     return built
 
 
@@ -154,15 +154,15 @@ def test_a_screen_re2_refuses_leaves_each_member_searched_on_its_own(monkeypatch
     screened = _user(_TICKETS)
     found = _same(screened, _user(_TICKETS, screened=False), "see AAA-1234 and bbb-9876")
     assert [f.rule_id for f in found] == ["ticket-a", "ticket-b"]
-    screen = screened._screen_of[_index(screened, "ticket-a")]
-    assert screened._screen_finders[screen] is _everywhere
+    screen = screened.screens.of[_index(screened, "ticket-a")]
+    assert screened.screens.finder(screen, screened._rule_needs()) is _everywhere
 
 
 def test_a_user_rule_may_join_a_shipped_screen() -> None:
     rule = {"id": "staff-number", "category": "pii", "description": "Staff number",
             "pattern": r"\bSTF([0-9]{6})\b", "secret_group": 1, "screen": "rare-shapes"}
     ruleset = _user([rule])
-    assert _index(ruleset, "staff-number") in ruleset._screens[ruleset._screen_of[_index(ruleset, "iban")]]
+    assert _index(ruleset, "staff-number") in ruleset.screens.members[ruleset.screens.of[_index(ruleset, "iban")]]
     assert [f.rule_id for f in _same(ruleset, _user([rule], screened=False), "badge STF123456, desk 4")] == [
         "staff-number"]
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection
 
-from ..errors import ConfigError
 from .hits import Hit, Positions, dedupe, findings, inside, specific_credential
 from .model import Finding, Rule, redact
 from .prefilter import GLUES, Features, Gate, cluster_needs
+from .screens import Screens
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -28,11 +28,6 @@ _FILLER_TAILS = (b"####", b"xxxx", b"XXXX", b"****")
 # Verdict marks (compared by identity): an allowlisted match, and one not decided yet.
 _ALLOWED = "\0allowed"
 _UNDECIDED = "\0undecided"
-
-
-def _everywhere(data: bytes, pos: int, endpos: int) -> list[tuple[int, int]]:
-    """A screen that could not be built: its members are searched as if it had matched at the start."""
-    return [(0, 0)]
 
 
 class RuleSet:
@@ -80,16 +75,8 @@ class RuleSet:
         self._gate_rows: list[tuple[frozenset[int], int, tuple[tuple[int, int], ...], Any] | None] | None = None
         # Each rule's match call (``patterns.span_finder``), made on the rule's first search.
         self._finders: list[Callable[[bytes, int, int], list[tuple[int, int]]] | None] = [None] * len(rules)
-        # Rules sharing a screen (see ``_screened``), each screen's members in file order, and its match
-        # call, made on its first search.
-        named: dict[str, list[int]] = {}
-        for index, rule in enumerate(rules):
-            if rule.screen:
-                named.setdefault(rule.screen, []).append(index)
-        self._screens = [tuple(members) for members in named.values() if len(members) > 1]
-        self._screen_of = {index: screen for screen, members in enumerate(self._screens) for index in members}
-        self._screen_finders: list[Callable[[bytes, int, int], list[tuple[int, int]]] | None] = (
-            [None] * len(self._screens))
+        # Rules searched together first (see ``screens``).
+        self.screens = Screens(rules)
 
     def __repr__(self) -> str:
         return f"RuleSet({len(self.rules)} rules)"
@@ -244,7 +231,7 @@ class RuleSet:
                         and not found(outline, data)):
                     continue
             run.append(index)
-        starts = self._screened(run, data) if self._screen_of else None
+        starts = self.screens.starts(run, data, self._rule_needs) if self.screens else None
         for index in run:
             start = 0
             if starts is not None:
@@ -268,50 +255,6 @@ class RuleSet:
         if not strong and (categories is None or "credential" in categories):
             hits.extend(self._view_hits(text, data, hits))
         return dedupe(hits, self._order) if hits else []
-
-    def _screened(self, run: list[int], data: bytes) -> dict[int, int]:
-        """Where each screened rule of ``run`` is searched from: -1 where its screen matches nowhere.
-
-        A screen is one program, the alternation of its members: it matches where any of them does, so
-        where it matches nowhere none of them can, and none needs its own search. Where it does, its
-        first match starts where the first match of any member starts, and no member's first match
-        starts earlier. One search then stands for many: most members of a screen are shapes (national
-        ids, card numbers) that ordinary notes never hold. A screen with one member to run is skipped.
-        """
-        counts: dict[int, int] = {}
-        screen_of = self._screen_of
-        for index in run:
-            screen = screen_of.get(index)
-            if screen is not None:
-                counts[screen] = counts.get(screen, 0) + 1
-        out: dict[int, int] = {}
-        for screen, count in counts.items():
-            if count < 2:
-                continue
-            find = self._screen_finders[screen] or self._screen_finder(screen)
-            start = find(data, 0, len(data))[0][0]  # -1: no match
-            for index in self._screens[screen]:
-                out[index] = start
-        return out
-
-    def _screen_finder(self, screen: int) -> Callable[[bytes, int, int], list[tuple[int, int]]]:
-        """The screen's match call: its members' patterns (their outlines, where they have one: an outline
-        matches wherever its pattern does) as one alternation that captures nothing."""
-        from .patterns import compile_pattern, pattern_source, span_finder
-
-        needs = self._rule_needs()
-        parts = []
-        for index in self._screens[screen]:
-            gate = needs[index]
-            source = gate.needs.outline if gate is not None and gate.needs.outline else ""
-            parts.append(f"(?:{source or pattern_source(self.rules[index].pattern)})")
-        find: Callable[[bytes, int, int], list[tuple[int, int]]] = _everywhere
-        try:
-            find = span_finder(compile_pattern("|".join(parts), "privacy screen", capture=False))
-        except ConfigError:  # larger than RE2 takes: each member is then searched on its own
-            pass
-        self._screen_finders[screen] = find
-        return find
 
     def _view_hits(self, text: str, data: bytes, found: list[Hit]) -> list[Hit]:
         """Hits of the specific credential rules in the other readings of ``text`` (``views``), mapped
