@@ -1230,6 +1230,51 @@ def leaky_repo(mirrors: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]
     return found, clean
 
 
+KICS = ("DataDog+kics", "assets/queries/common/passwords_and_secrets/test/", "train")
+# A Terraform or shell heredoc: ``<<EOT`` (or ``<<-EOT``) up to the line that holds its word alone.
+_HEREDOC = re.compile(r"<<-?\s*([A-Za-z_]+)\s*$")
+
+
+def _block_around(lines: list[str], at: int) -> str:
+    """The line ``at`` (0-based), or the whole heredoc body it lies in: a key's line alone is no key."""
+    for start, line in enumerate(lines[:at]):
+        opened = _HEREDOC.search(line)
+        if opened is None:
+            continue
+        word = opened.group(1)
+        end = next((i for i in range(start + 1, len(lines)) if lines[i].strip() == word), len(lines))
+        if start < at < end:
+            return "\n".join(lines[start + 1:end])
+    return lines[at]
+
+
+def kics(mirrors: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """KICS' query for passwords and secrets in infrastructure files (Terraform, CloudFormation,
+    Kubernetes, Compose, Dockerfiles, JSON): the line each expected result of its positive tests points
+    at (the whole heredoc when the line lies in one, as a key's body does) as positives, kind
+    ``kics-<query>``, and each negative test file, whole, as a benign text. DataDog's fork, whose
+    snapshot fits here; the query and its tests are Checkmarx's."""
+    repo, commit, split, paths = _scanner_files(mirrors, KICS)
+    folder = KICS[1]
+    expected = json.loads(_git(repo, "show", f"HEAD:{folder}positive_expected_result.json"))
+    found: list[dict[str, Any]] = []
+    clean: list[dict[str, Any]] = []
+    seen: set[tuple[str, str]] = set()
+    for result in expected:
+        path = folder + result["fileName"]
+        lines = _git(repo, "show", f"HEAD:{path}").splitlines()
+        text = _block_around(lines, int(result["line"]) - 1)
+        query = re.sub(r"[^a-z0-9]+", "-", result["queryName"].split(" - ", 1)[-1].lower()).strip("-")
+        if text.strip() and (path, text) not in seen:
+            seen.add((path, text))
+            found.append(_scanner_row(True, f"kics-{query}", split, f"DataDog/kics@{commit[:12]}:{path}", text))
+    for path in paths:
+        if Path(path).name.startswith("negative"):
+            text = _git(repo, "show", f"HEAD:{path}").strip("\n")
+            clean.append(_scanner_row(False, "scanner-ok", split, f"DataDog/kics@{commit[:12]}:{path}", text))
+    return found, clean
+
+
 # The outside sources by name (``--only``): each gives its positives and its benign rows.
 def _outside_sources(mirrors: Path) -> dict[str, Callable[[], tuple[list[dict[str, Any]], list[dict[str, Any]]]]]:
     return {
@@ -1245,6 +1290,7 @@ def _outside_sources(mirrors: Path) -> dict[str, Callable[[], tuple[list[dict[st
         "ripsecrets": lambda: ripsecrets(mirrors),
         "trivy": lambda: trivy(mirrors),
         "leaky-repo": lambda: leaky_repo(mirrors),
+        "kics": lambda: kics(mirrors),
     }
 
 

@@ -111,9 +111,12 @@ def test_the_training_split_keeps_the_figures_measured_when_the_test_split_was_f
     # samples or test passwords (justForTesting), and several "must find" ones are placeholders (abc123…,
     # xxxx, 0123456789, EXAMPLE). leaky-repo's files joined after (42 positives, 2 benign texts: 93.9 %,
     # 2.95 %): its authors call a file of high-entropy strings informative, and the rules read them as tokens.
+    # KICS' tests joined after (63 positives, 46 benign texts: 93.6 %, 3.00 %): a third of what KICS expects
+    # is none by this gate's reading (the passwords root and postgres, AWS' sample key, webhooks of zeros,
+    # a client id, a secrets-manager reference), and two of its negatives hold personal data.
     # See docs/privacy-evaluation.md.
-    assert figures["recall"] >= 0.939, figures["recall"]
-    assert figures["fpRate"] <= 0.0295, figures["fpRate"]
+    assert figures["recall"] >= 0.9355, figures["recall"]
+    assert figures["fpRate"] <= 0.0310, figures["fpRate"]
 
 
 def test_recall_and_false_positive_rate() -> None:
