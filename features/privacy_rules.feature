@@ -55,6 +55,8 @@ Feature: The privacy rules hold on data nobody wrote for them
       | an Irish PPS number by its label  | her PPS number is 4337741JW for the payroll form               | national-id-labelled | 4337741JW                            |
       | a Korean foreign resident's number | 외국인등록번호 991106-5872102 on the lease                      | kr-rrn               | 991106-5872102                        |
       | an Azure DevOps legacy token      | the pipeline clones with bsvsht2ubvmdhkhhciwtb3iw2yyp2oilbzqjobbr62quiflcqvud today | random-token | bsvsht2ubvmdhkhhciwtb3iw2yyp2oilbzqjobbr62quiflcqvud |
+      | a key's body with no markers      | the signer reads SIGNING=MIGHAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBG0wawIBAQQg8/udqwirstGlgWc6 at boot | private-key-der | BG0wawIBAQQg8/udqwirstGlgWc6 |
+      | a key named by a token word       | the stack sets TokenKey: b@d0@u7H70K3n for the cache          | secret-assignment    | b@d0@u7H70K3n                         |
 
   Scenario Outline: A safe memory holding <what> is accepted
     When I add a safe memory "project_note" whose body says "<text>"
@@ -92,6 +94,9 @@ Feature: The privacy rules hold on data nobody wrote for them
       | prose after identified by     | the user was identified by their email at the desk                                         |
       | a pagination token in a URL   | the next page is https://api.acme.io/v2/items?pageToken=q8Zt3vLx9PmR2wKd7sYbN4cF          |
       | a service named with no token | ngrok exposes it at https://4f2a-81-2-3-4.ngrok-free.app; bugsnag stage is production-eu-west-1 |
+      | a condition on a password     | the template says HasPassword: !Not [!Equals [!Ref DBPassword, '']] for the cluster       |
+      | a secrets-manager reference   | the stack reads AuthToken: '{{resolve:secretsmanager:/cache/authtoken:SecretString:password}}' |
+      | code reading a password field | the hook compares AllowUsersToChangePassword: event.ResourceProperties.AllowUsersToChangePassword |
 
   Scenario: The pre-commit hook refuses a hand-edited mirror file by the same rules
     Given someone wrote the mirror file "project_deploy" by hand, saying "the deploy uses dapi9f3c1b7e2a5d4c8f0b6e1a3d9c7f2b4e for it"

@@ -66,8 +66,11 @@ _REFERENCE_LEADS = ("<", "{", "[", "(", "@", "/", "~", "./", "../", "env:", "vau
                     "Deno.env", "config.", "settings.", "env.", "secrets.", "vars.", "ENV[",
                     # Terraform and HCL references: var.db_password, local.x, module.db.password, !local.x
                     "var.", "local.", "module.", "data.", "each.", "self.", "!var.", "!local.",
-                    # CloudFormation intrinsic functions: MasterUserPassword: !Ref 'DbPassword'
-                    "!Ref", "!Sub", "!GetAtt", "!ImportValue", "!FindInMap", "!Join", "!Select", "!If")
+                    # CloudFormation intrinsic functions, all of them in their short form:
+                    # MasterUserPassword: !Ref 'DbPassword', HasPassword: !Not [!Equals [...]]
+                    "!Ref", "!Sub", "!GetAtt", "!ImportValue", "!FindInMap", "!Join", "!Select", "!If",
+                    "!Base64", "!Cidr", "!GetAZs", "!Split", "!Transform", "!And", "!Equals", "!Not", "!Or",
+                    "!Condition", "!ForEach", "!ToJsonString", "!Length")
 # The name a value is given, when it names a reference or an identifier rather than a secret: the
 # Jenkins credentialsId, .NET UserSecretsId, a client or key id, a secret's name, path or variable.
 
@@ -207,6 +210,15 @@ def license_key(secret: str, _context: str, _params: dict[str, float]) -> bool:
             and not looks_fake(secret))
 
 
+def _member_access(value: str) -> bool:
+    """Code reading a field (``event.ResourceProperties.AllowUsersToChangePassword``, ``this.Password``):
+    identifiers joined by dots, the first a lower-case object and the next a member; a passphrase of
+    capitalised words (``Nimbus.Harbor45``) starts with a capital."""
+    parts = value.split(".")
+    return (len(parts) > 1 and all(p.isidentifier() for p in parts) and parts[0][:1].islower()
+            and (len(parts) > 2 or not parts[1].islower()))
+
+
 def prose_password(secret: str, _context: str, _params: dict[str, float]) -> bool:
     """The word after "the password is": a password unless it is an ordinary word of the sentence."""
     value = secret.rstrip(".!?)")
@@ -214,7 +226,7 @@ def prose_password(secret: str, _context: str, _params: dict[str, float]) -> boo
         return False
     if value.startswith(("_", "-")) or value.endswith(":") or "=" in value or "(" in value:
         return False  # code after the verb "pass" (pass is_admin=True, pass_through(...)), not a password
-    if value.lower() in _PROSE_STOPWORDS:
+    if value.lower() in _PROSE_STOPWORDS or _member_access(value):
         return False
     if value.isalpha() and value.islower() and len(value) < 10:
         return False  # "the password is stored …", "le mot de passe est requis"
@@ -259,6 +271,8 @@ def secret_value(secret: str, _context: str, _params: dict[str, float]) -> bool:
         return False
     if value[0] in "/~$%<{[(@." or value.startswith(("./", "http://", "https://", "file:")):
         return False
+    if value.rstrip(",;").endswith("}}") and "{{" not in value:
+        return False  # the tail of a template written across lines (…:secret:tiny::}})
     if _is_reference(value) or names_reference(secret, _context) or names_key(secret, _context):
         return False
     if _VERSIONED.search(value):
