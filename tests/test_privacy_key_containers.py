@@ -194,6 +194,30 @@ def test_intrinsic_functions_dynamic_references_and_field_reads_are_not_flagged(
     assert load_ruleset().scan(text) == [], text
 
 
+YAML_BLOCK_FINDINGS = [
+    (3, "db:\n  password: |\n    Wq7vR2nLp9x#k3\n  user: app\n"),
+    (3, "db:\n  password: >-\n    Wq7vR2nLp9x#k3\n"),
+    (3, "stringData:\n  api-token: |-\n    q8Zt3vLx9PmR2wKd7sYbN4cF"),
+]
+YAML_BLOCK_LOOK_ALIKES = [
+    "password: |\n  password123\n",
+    "secret_description: |\n  Use the vault for this one\n",
+    "password: |\n  ${DB_PASSWORD}\n",
+    "token: >\n  {{ .Values.token }}\n",
+    "password_policy: |\n  min-length-12\n",
+]
+
+
+@pytest.mark.parametrize(("line", "text"), YAML_BLOCK_FINDINGS)
+def test_a_secret_in_a_yaml_block_scalar_is_found_on_its_line(line: int, text: str) -> None:
+    assert ("yaml-block-secret", line) in [(f.rule_id, f.line) for f in load_ruleset().scan(text)]
+
+
+@pytest.mark.parametrize("text", YAML_BLOCK_LOOK_ALIKES)
+def test_a_yaml_block_of_words_a_reference_or_a_documentation_word_is_not_flagged(text: str) -> None:
+    assert load_ruleset().scan(text) == [], text
+
+
 def test_a_capitalised_passphrase_with_a_dot_is_still_a_password() -> None:
     """A field read starts with a lower-case object; a passphrase of capitalised words does not."""
     assert "prose-password" in {f.rule_id for f in load_ruleset().scan("the password is Nimbus.Harbor45")}
