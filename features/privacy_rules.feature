@@ -131,6 +131,16 @@ Feature: The privacy rules hold on data nobody wrote for them
     And the output does not show "dapi9f3c1b7e2a5d4c8f0b6e1a3d9c7f2b4e"
     And that process imported neither phonenumbers nor stdnum
 
+  Scenario: A password holding a quote reaches the prompt masked whole
+    One rule may name the finding and stop at the quote while another reads the literal to its end:
+    the mask covers both.
+    Given the private memory "user_db" whose body says "the app reads DB_PASSWORD="Wq7v'R2nLp9x#k3" from its env file"
+    When I run "inject --query DB_PASSWORD"
+    Then the exit code is 0
+    And the output mentions "[redacted: "
+    And the output does not show "R2nLp9x"
+    And the output does not show "Wq7v"
+
   Scenario Outline: A rule that reads only texts able to hold its match still refuses <what>
     A rule runs only on a text holding what every match of it must contain (its digits, its
     separators, the letters its Unicode classes allow), and one whose Unicode classes are costly

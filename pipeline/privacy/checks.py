@@ -228,8 +228,9 @@ def prose_password(secret: str, _context: str, _params: dict[str, float]) -> boo
         return False  # code after the verb "pass" (pass is_admin=True, pass_through(...)), not a password
     if value.lower() in _PROSE_STOPWORDS or _member_access(value):
         return False
-    if value.isalpha() and value.islower() and len(value) < 10:
-        return False  # "the password is stored …", "le mot de passe est requis"
+    word = value.replace("'", "").replace("`", "")
+    if word.isalpha() and word.islower() and len(word) < 10:
+        return False  # "the password is stored …", "le mot de passe est requis", "it's in the vault"
     return True
 
 

@@ -168,13 +168,16 @@ class RuleSet:
         lowered = text.lower()
         return frozenset(k for k in self._keywords if k in lowered)
 
-    def _kept_hits(self, text: str, data: bytes, categories: Collection[str] | None = None) -> list[Hit]:
-        return self._collect(text, data, categories)
+    def _kept_hits(self, text: str, data: bytes, categories: Collection[str] | None = None,
+                   every_span: bool = False) -> list[Hit]:
+        return self._collect(text, data, categories, every_span=every_span)
 
     def _collect(self, text: str, data: bytes, categories: Collection[str] | None = None,
-                 strong: bool = False) -> list[Hit]:
+                 strong: bool = False, every_span: bool = False) -> list[Hit]:
         """The hits of the text as written and, unless ``strong``, of its other readings; ``strong``:
-        only the specific credential rules (no fallback), which alone read those other readings."""
+        only the specific credential rules (no fallback), which alone read those other readings.
+        ``every_span``: a generic rule's hit is kept where it overlaps a specific one (masking needs
+        the union: a password rule may stop at a quote the quoted-literal rule reads past)."""
         hits: list[Hit] = []
         known: list[tuple[int, int]] = []
         woken = set(self._always)
@@ -254,7 +257,9 @@ class RuleSet:
                 hits = [h for h in hits if not (h.rule.fallback and inside(h, spans))]
         if not strong and (categories is None or "credential" in categories):
             hits.extend(self._view_hits(text, data, hits))
-        return dedupe(hits, self._order) if hits else []
+        if every_span or not hits:
+            return hits
+        return dedupe(hits, self._order)
 
     def _view_hits(self, text: str, data: bytes, found: list[Hit]) -> list[Hit]:
         """Hits of the specific credential rules in the other readings of ``text`` (``views``), mapped
@@ -358,10 +363,11 @@ class RuleSet:
         """``[start, end, rule id]`` character spans of the secrets of ``categories``, in text order.
 
         Overlapping spans are merged (the first rule names the merged span), so replacing each span
-        leaves no part of any secret behind.
+        leaves no part of any secret behind, also where a generic rule reads further than the specific
+        one that names the finding.
         """
         data = text.encode("utf-8", "replace")
-        hits = self._kept_hits(text, data, categories)
+        hits = self._kept_hits(text, data, categories, every_span=True)
         if not hits:
             return []
         offsets = Positions(text, data).char_offsets([b for h in hits for b in (h.start, h.end)])

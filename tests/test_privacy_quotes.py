@@ -1,0 +1,57 @@
+"""Quotes inside a secret: a literal holding a quote of another kind, a prose password with an
+apostrophe, and masks that cover the whole secret when two rules read it to different ends."""
+
+from __future__ import annotations
+
+import pytest
+
+from pipeline.privacy import load_ruleset
+
+ALL = ("credential", "pii", "path")
+
+# (the text, the secret it holds)
+QUOTED_FINDINGS = [
+    ('"password": "Wq7v\'R2nLp9x#k3",', "Wq7v'R2nLp9x#k3"),
+    ('"password": "`-08iOR~zZik6ko^\\JPBy4r",', "`-08iOR~zZik6ko^\\JPBy4r"),
+    ("token = 'ab\"cd7Xk29LmQ'", 'ab"cd7Xk29LmQ'),
+    ('DB_PASSWORD="Wq7v\'R2nLp9x#k3"', "Wq7v'R2nLp9x#k3"),
+    ("the password is Wq7v'R2nLp9x#k3 for now", "Wq7v'R2nLp9x#k3"),
+    ("das Passwort ist 'Kq8#mZ2v'!", "Kq8#mZ2v"),
+]
+
+
+@pytest.mark.parametrize(("text", "secret"), QUOTED_FINDINGS)
+def test_a_secret_holding_a_quote_is_found_and_masked_whole(text: str, secret: str) -> None:
+    ruleset = load_ruleset()
+    assert any(f.category == "credential" for f in ruleset.scan(text)), text
+    masked = text
+    for start, end, _rule in reversed(ruleset.spans(text, ALL)):
+        masked = masked[:start] + "#" + masked[end:]
+    assert not any(secret[i:i + 4] in masked for i in range(len(secret) - 3)), masked
+
+
+QUOTE_LOOK_ALIKES = [
+    "the password: it's in vault",
+    "the password isn't set yet",
+    "password wasn't changed since March",
+    "the password's length is 12",
+    "Command line arguments to pass to :py:func:`pytest.main`.",
+    "        :param extra: the keyword arguments to pass to :meth:`main`.",
+    "password = 'it''s fine'",
+    'password: "it\'s in vault"',
+]
+
+
+@pytest.mark.parametrize("text", QUOTE_LOOK_ALIKES)
+def test_contractions_roles_and_quoted_words_are_no_password(text: str) -> None:
+    assert load_ruleset().scan(text) == [], text
+
+
+def test_a_mask_covers_what_a_generic_rule_reads_past_a_specific_one() -> None:
+    """The finding is named by the specific rule; the mask is the union of every rule's span."""
+    ruleset = load_ruleset()
+    text = 'DB_PASSWORD="Wq7v\'R2nLp9x#k3"'
+    findings = ruleset.scan(text)
+    assert [f.rule_id for f in findings] == ["prose-password"]
+    (start, end, _rule), = ruleset.spans(text, ALL)
+    assert text[start:end] == "Wq7v'R2nLp9x#k3"
