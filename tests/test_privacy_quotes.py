@@ -39,6 +39,10 @@ QUOTE_LOOK_ALIKES = [
     "        :param extra: the keyword arguments to pass to :meth:`main`.",
     "password = 'it''s fine'",
     'password: "it\'s in vault"',
+    # words joined by an underscore or a hyphen: an option's value or a variable, not a password
+    '    update_password: "on_create"',
+    "            username, password = proxy_auth",
+    "            # Pass on is_lvalue flag as this may be a property with different setter type.",
 ]
 
 
@@ -55,3 +59,7 @@ def test_a_mask_covers_what_a_generic_rule_reads_past_a_specific_one() -> None:
     assert [f.rule_id for f in findings] == ["prose-password"]
     (start, end, _rule), = ruleset.spans(text, ALL)
     assert text[start:end] == "Wq7v'R2nLp9x#k3"
+
+
+def test_a_longer_passphrase_of_joined_words_is_still_a_password() -> None:
+    assert "prose-password" in {f.rule_id for f in load_ruleset().scan("the wifi password is correct-horse-battery")}

@@ -210,6 +210,9 @@ def license_key(secret: str, _context: str, _params: dict[str, float]) -> bool:
             and not looks_fake(secret))
 
 
+_WORD_JOINS = str.maketrans("", "", "'`_-")
+
+
 def _member_access(value: str) -> bool:
     """Code reading a field (``event.ResourceProperties.AllowUsersToChangePassword``, ``this.Password``):
     identifiers joined by dots, the first a lower-case object and the next a member; a passphrase of
@@ -228,9 +231,11 @@ def prose_password(secret: str, _context: str, _params: dict[str, float]) -> boo
         return False  # code after the verb "pass" (pass is_admin=True, pass_through(...)), not a password
     if value.lower() in _PROSE_STOPWORDS or _member_access(value):
         return False
-    word = value.replace("'", "").replace("`", "")
+    word = value.translate(_WORD_JOINS)
     if word.isalpha() and word.islower() and len(word) < 10:
-        return False  # "the password is stored …", "le mot de passe est requis", "it's in the vault"
+        # "the password is stored …", "le mot de passe est requis", "it's in the vault", and an
+        # option's value in words (Ansible's update_password: on_create)
+        return False
     return True
 
 
