@@ -63,3 +63,36 @@ def test_a_mask_covers_what_a_generic_rule_reads_past_a_specific_one() -> None:
 
 def test_a_longer_passphrase_of_joined_words_is_still_a_password() -> None:
     assert "prose-password" in {f.rule_id for f in load_ruleset().scan("the wifi password is correct-horse-battery")}
+
+
+# Values that repeat the name they are given to, format strings, subscripts, and a URL whose password is
+# its user's name: code passing a variable on, a type, a placeholder, a documented default.
+NAME_AND_FORMAT_LOOK_ALIKES = [
+    "        self.key_password = key_password",
+    "        ssl_keyfile_password=ssl_keyfile_password,",
+    "    def step(self, shrink_pass: ShrinkPass, *, random_order: bool = False) -> bool:",
+    "    - DB_PASSWORD=DB_PASSWORD",
+    "IRC_PASS=irc_pass",
+    'password = secrets["password"]',
+    'format_password = "prefix_{}".format(dynamic_value)',
+    'token = "{0}-{1}".format(user, stamp)',
+    'const MONGO = "mongodb://mongodb:mongodb@localhost:27017/database";',
+    "https://admin:admin@10.1.2.3/",
+]
+STILL_FOUND = [
+    "https://deploy:Wq7vR2nLp9x@git.acme.io/",
+    "mongodb://mongodb:Wq7vR2nLp9x@db01:27017/app",
+    "DB_PASSWORD=Wq7vR2nLp9x",
+    "password: hunter2x",
+    "self.key_password = 'Wq7vR2nLp9x'",
+]
+
+
+@pytest.mark.parametrize("text", NAME_AND_FORMAT_LOOK_ALIKES)
+def test_a_value_repeating_its_name_a_format_string_or_a_default_login_is_not_flagged(text: str) -> None:
+    assert load_ruleset().scan(text) == [], text
+
+
+@pytest.mark.parametrize("text", STILL_FOUND)
+def test_a_literal_next_to_those_shapes_is_still_found(text: str) -> None:
+    assert any(f.category == "credential" for f in load_ruleset().scan(text)), text
