@@ -113,11 +113,9 @@ def test_the_training_split_keeps_the_figures_measured_when_the_test_split_was_f
     # 2.95 %): its authors call a file of high-entropy strings informative, and the rules read them as tokens.
     # KICS' tests joined after (63 positives, 46 benign texts: 93.6 %, 3.00 %): a third of what KICS expects
     # is none by this gate's reading (the passwords root and postgres, AWS' sample key, webhooks of zeros,
-    # a client id, a secrets-manager reference), and two of its negatives hold personal data. A value that
-    # repeats the name it is given to is a placeholder since (IRC_PASS=irc_pass, <passphrase>gpgPassphrase,
-    # and in real code self.key_password = key_password): two training positives fewer, 93.55 %.
+    # a client id, a secrets-manager reference), and two of its negatives hold personal data.
     # See docs/privacy-evaluation.md.
-    assert figures["recall"] >= 0.935, figures["recall"]
+    assert figures["recall"] >= 0.9355, figures["recall"]
     assert figures["fpRate"] <= 0.0300, figures["fpRate"]
 
 

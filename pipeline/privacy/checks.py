@@ -195,15 +195,12 @@ def user_password(secret: str, context: str, params: dict[str, float]) -> bool:
     return cli_value(password, context, params)
 
 
-def url_password(secret: str, context: str, _params: dict[str, float]) -> bool:
+def url_password(secret: str, _context: str, _params: dict[str, float]) -> bool:
     """The password of ``scheme://user:password@host``, whatever the host: not a template, a
-    variable, a typed-in filler (the rule's allowlist names the words documentation uses) or the
-    user's own name again (``mongodb://mongodb:mongodb@…``, a default written for documentation)."""
+    variable or a typed-in filler (the rule's allowlist names the words documentation uses). A
+    password equal to its user's name (``admin:admin@…``) still opens the host."""
     value = secret
     if "{" in value or "}" in value or "%s" in value or _is_reference(value):
-        return False
-    user = context.split("://", 1)[-1].rsplit(":" + secret + "@", 1)[0].rsplit("\\", 1)[0]
-    if user and user.lower() == value.lower():
         return False
     return not looks_fake(value)
 
@@ -215,20 +212,8 @@ def license_key(secret: str, _context: str, _params: dict[str, float]) -> bool:
             and not looks_fake(secret))
 
 
-_WORD_JOINS = str.maketrans("", "", "'`_-")
-
-
-_LABEL_END = re.compile(r"([A-Za-z0-9_.-]+)[^A-Za-z0-9]*$")
-
-
-def _repeats_its_name(secret: str, context: str) -> bool:
-    """The value is the setting's own name again (``DB_PASSWORD=DB_PASSWORD``, ``IRC_PASS=irc_pass``):
-    an identifier ending in the word it was given to, a placeholder; in code, a variable passed on
-    (``self.key_password = key_password``) or a type (``shrink_pass: ShrinkPass``)."""
-    head = context[: context.rfind(secret)] if secret in context else ""
-    label = _LABEL_END.search(head)
-    word = label.group(1).translate(_WORD_JOINS).lower() if label else ""
-    return len(word) >= 3 and secret.isidentifier() and secret.translate(_WORD_JOINS).lower().endswith(word)
+# An apostrophe or a backtick inside a word (it's, don`t) leaves it a word.
+_WORD_JOINS = str.maketrans("", "", "'`")
 
 
 def _member_access(value: str) -> bool:
@@ -247,15 +232,11 @@ def prose_password(secret: str, _context: str, _params: dict[str, float]) -> boo
         return False
     if value.startswith(("_", "-")) or value.endswith((":", "[")) or "=" in value or "(" in value:
         return False  # code after the verb "pass" (pass is_admin=True, pass_through(...)), a subscript
-    if _repeats_its_name(secret, _context):
-        return False  # DB_PASSWORD=DB_PASSWORD
     if value.lower() in _PROSE_STOPWORDS or _member_access(value):
         return False
     word = value.translate(_WORD_JOINS)
     if word.isalpha() and word.islower() and len(word) < 10:
-        # "the password is stored …", "le mot de passe est requis", "it's in the vault", and an
-        # option's value in words (Ansible's update_password: on_create)
-        return False
+        return False  # "the password is stored …", "le mot de passe est requis", "it's in the vault"
     return True
 
 
@@ -301,7 +282,7 @@ def secret_value(secret: str, _context: str, _params: dict[str, float]) -> bool:
         return False  # the tail of a template written across lines (…:secret:tiny::}})
     if _is_reference(value) or names_reference(secret, _context) or names_key(secret, _context):
         return False
-    if _VERSIONED.search(value) or _repeats_its_name(value, _context):
+    if _VERSIONED.search(value):
         return False
     if value.isdigit() or (("(" in value or "[" in value) and _is_code(value)):
         return False
