@@ -113,9 +113,10 @@ def test_the_training_split_keeps_the_figures_measured_when_the_test_split_was_f
     # 2.95 %): its authors call a file of high-entropy strings informative, and the rules read them as tokens.
     # KICS' tests joined after (63 positives, 46 benign texts: 93.6 %, 3.00 %): a third of what KICS expects
     # is none by this gate's reading (the passwords root and postgres, AWS' sample key, webhooks of zeros,
-    # a client id, a secrets-manager reference), and two of its negatives hold personal data.
+    # a client id, a secrets-manager reference), and two of its negatives hold personal data. Names with a
+    # qualifier after the secret's word (DB_PASSWORD_PROD) and the mechanisms after it: 93.7 %, 3.00 %.
     # See docs/privacy-evaluation.md.
-    assert figures["recall"] >= 0.9355, figures["recall"]
+    assert figures["recall"] >= 0.937, figures["recall"]
     assert figures["fpRate"] <= 0.0300, figures["fpRate"]
 
 

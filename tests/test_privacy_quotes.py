@@ -57,11 +57,25 @@ def test_a_mask_covers_what_a_generic_rule_reads_past_a_specific_one() -> None:
     assert text[start:end] == "Wq7v'R2nLp9x#k3"
 
 
-# Format strings and subscripts: code, not a literal.
+# Format strings, subscripts, types and attributes: code, not a literal; and names of what describes a
+# secret (its hash, its rules, its type).
 CODE_LOOK_ALIKES = [
     'password = secrets["password"]',
     'format_password = "prefix_{}".format(dynamic_value)',
     'token = "{0}-{1}".format(user, stamp)',
+    # types, attributes and variables passed on in typed code
+    "    def __init__(self, token_verifier: TokenVerifier, *, resource_server_url: str | None = None):",
+    "    _token_cache: TokenCache | None",
+    "def f(token: TokenVerifier):",
+    "    token.map = listLines = [startLine, 0]",
+    "        await self._add_client_authentication_jwt(token_data=token_data)",
+    "          token_lifetime_seconds: Lifetime in seconds for access tokens minted via this rule",
+    # a name that says what the value describes
+    'password_hash = "Wq7vR2nLp9x#k3"',
+    'password_regex: "^[a-zA-Z0-9]{8,}$"',
+    'token_type: "Bearer"',
+    'secret_name: "db-prod-2"',
+    "password_min_length: 12",
 ]
 # Kept as findings on purpose: a password equal to its user's name still opens the host, and a value
 # that repeats its setting's name (IRC_PASS=irc_pass) or joins words (blue-sky) may be a weak one.
@@ -74,11 +88,18 @@ STILL_FOUND = [
     "self.key_password = 'Wq7vR2nLp9x'",
     "IRC_PASS=irc_pass",
     "the wifi password is correct-horse-battery",
+    # a qualifier after the secret's word, C arrays and verbatim strings, comparisons either way
+    "GITHUB_TOKEN_READONLY=ghx_Wq7vR2nLp9xk3Zt8mQ",
+    'API_KEY_STAGING="Wq7vR2nLp9xk3Zt8"',
+    "DB_PASSWORD_PROD=Wq7vR2nLp9x#k3",
+    'my_password_secure = @"Wq7vR2nLp9x#k3";',
+    'char password[25] = "Wq7vR2nLp9x#k3";',
+    'if (db_pass != "Wq7vR2nLp9x#k3") {',
 ]
 
 
 @pytest.mark.parametrize("text", CODE_LOOK_ALIKES)
-def test_a_format_string_or_a_subscript_is_not_flagged(text: str) -> None:
+def test_code_and_names_that_describe_a_secret_are_not_flagged(text: str) -> None:
     assert load_ruleset().scan(text) == [], text
 
 

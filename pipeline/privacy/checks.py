@@ -271,9 +271,19 @@ optional option text varchar char uuid any unknown redacted masked hidden requir
 """.split())
 
 
+# A type or class name: capitalised words run together (TokenVerifier, SettingsSourceCallable).
+_PASCAL_CASE = re.compile(r"(?:[A-Z][a-z]+){2,}")
+
+
 def secret_value(secret: str, _context: str, _params: dict[str, float]) -> bool:
-    """An assigned value looks like a real secret, not a reference, a word, a number or a path."""
+    """An assigned value looks like a real secret, not a reference, a word, a number, a path or a type
+    (``token: TokenVerifier``)."""
     value = secret.strip("\"'`")
+    if not any(c in value for c in "([{"):
+        # the end of the call or signature the assignment sits in: f(token_data=token_data), (token: T):
+        value = value.rstrip(":;,)]}")
+    if _PASCAL_CASE.fullmatch(value):
+        return False
     if len(value) < 6 or value.lower().rstrip(",;)>]") in _NOT_LITERALS:
         return False
     if value[0] in "/~$%<{[(@." or value.startswith(("./", "http://", "https://", "file:")):
