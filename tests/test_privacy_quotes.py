@@ -95,6 +95,7 @@ STILL_FOUND = [
     'my_password_secure = @"Wq7vR2nLp9x#k3";',
     'char password[25] = "Wq7vR2nLp9x#k3";',
     'if (db_pass != "Wq7vR2nLp9x#k3") {',
+    "        - name: SMTP_PASSWORD_PROD\n          value: Hn4$wQ82pLxz",
 ]
 
 
