@@ -168,9 +168,8 @@ class RuleSet:
         lowered = text.lower()
         return frozenset(k for k in self._keywords if k in lowered)
 
-    def _kept_hits(self, text: str, data: bytes, categories: Collection[str] | None = None,
-                   every_span: bool = False) -> list[Hit]:
-        return self._collect(text, data, categories, every_span=every_span)
+    def _kept_hits(self, text: str, data: bytes, categories: Collection[str] | None = None) -> list[Hit]:
+        return self._collect(text, data, categories)
 
     def _collect(self, text: str, data: bytes, categories: Collection[str] | None = None,
                  strong: bool = False, every_span: bool = False) -> list[Hit]:
@@ -367,7 +366,7 @@ class RuleSet:
         one that names the finding.
         """
         data = text.encode("utf-8", "replace")
-        hits = self._kept_hits(text, data, categories, every_span=True)
+        hits = self._collect(text, data, categories, every_span=True)
         if not hits:
             return []
         offsets = Positions(text, data).char_offsets([b for h in hits for b in (h.start, h.end)])
