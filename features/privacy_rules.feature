@@ -57,6 +57,7 @@ Feature: The privacy rules hold on data nobody wrote for them
       | an Azure DevOps legacy token      | the pipeline clones with bsvsht2ubvmdhkhhciwtb3iw2yyp2oilbzqjobbr62quiflcqvud today | random-token | bsvsht2ubvmdhkhhciwtb3iw2yyp2oilbzqjobbr62quiflcqvud |
       | a key's body with no markers      | the signer reads SIGNING=MIGHAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBG0wawIBAQQg8/udqwirstGlgWc6 at boot | private-key-der | BG0wawIBAQQg8/udqwirstGlgWc6 |
       | a key named by a token word       | the stack sets TokenKey: b@d0@u7H70K3n for the cache          | secret-assignment    | b@d0@u7H70K3n                         |
+      | a 30-digit hex secret by its label | the Plaid secret - 6e611cb89c263457b5e028d66c16c4 is for sandbox | keyed-label-token | 6e611cb89c263457b5e028d66c16c4 |
 
   Scenario Outline: A safe memory holding <what> is accepted
     When I add a safe memory "project_note" whose body says "<text>"

@@ -249,6 +249,24 @@ def test_next_to_a_credential_word_a_one_case_random_key_needs_random_letters_no
     assert sum(1 for value in below if rules(f"the request went to {value} today")) == 0
 
 
+@pytest.mark.parametrize("digits", [16, 20, 24, 30])
+def test_next_to_a_credential_word_hex_from_sixteen_digits_on_is_a_key(digits: int) -> None:
+    # Vendors issue hex keys shorter than 32 digits (Plaid's secret has 30); before, only 32 and more counted.
+    draw = __import__("random").Random(2028 + digits)
+    keys = ["".join(draw.choice("0123456789abcdef") for _ in range(digits)) for _ in range(300)]
+    for template in ("plaid secret - '{}'", "[DEBUG] Using Key={}", "the webhook secret is {}"):
+        found = sum(1 for key in keys if rules(template.format(key)))
+        assert found >= 0.97 * len(keys), (template, found)  # this draw: 294 to 300 of 300; 0 before
+    # the bar falls with the length: random 16 digits carry ~3.2 bits, a filler typed in blocks 2
+    assert CHECKS["keyed-token"]("9f3b27c1e4d80a5b", "api key: 9f3b27c1e4d80a5b", {})
+    assert not CHECKS["keyed-token"]("aaaabbbbcccc0000", "api key: aaaabbbbcccc0000", {})
+    # shorter than sixteen, or named as a digest or a cache key, it stays a hash
+    assert not CHECKS["keyed-token"]("9f3b27c1e4d80a", "api key: 9f3b27c1e4d80a", {})
+    for context in ("secret sha: 9f3b27c1e4d80a5b", "CACHE_KEY=9f3b27c1e4d80a5b", "token digest: 9f3b27c1e4d80a5b"):
+        assert not CHECKS["keyed-token"]("9f3b27c1e4d80a5b", context, {}), context
+        assert rules(context) == [], context
+
+
 @pytest.mark.parametrize("words", ["backend2frontend3service4worker", "release2024candidate1build7final",
                                    "ubuntu2204jammy64server", "migration42add7usertable9", "python3slim12bookworm2025"])
 def test_words_joined_by_digits_after_a_credential_word_are_not_a_random_key(words: str) -> None:

@@ -56,6 +56,11 @@ KEYED_MARGIN = 1.0  # entropy a keyed value may fall short of log2(length); 0.6 
 # Random hex carries close to 4 bits a character (32 digits: under 3.05 one time in 10,000); eight
 # digits typed in blocks of four carry 3.
 MIN_HEX_ENTROPY = 3.05
+# Next to a credential word, hex from 16 digits on is a key (vendors issue 16-, 24- and 30-digit ones);
+# random 16 digits fall under log2(16) - 1.4 = 2.6 bits about one time in a hundred, 20 digits under
+# 2.92 about two in a hundred; fillers typed in blocks (aaaabbbbcccc0000) carry 2.
+MIN_KEYED_HEX = 16
+SHORT_HEX_MARGIN = 1.4
 
 
 def shannon_entropy(value: str) -> float:
@@ -170,7 +175,8 @@ def random_token(secret: str, _context: str, params: dict[str, float]) -> bool:
 
 
 _DIGEST_WORDS = ("commit", "sha", "hash", "digest", "checksum", "fingerprint", "revision", "etag", "integrity",
-                 "object id", "oid", "build id", "trace", "request id", "uuid", "guid")
+                 "object id", "oid", "build id", "trace", "request id", "uuid", "guid",
+                 "cache key", "cache_key", "cache-key", "cachekey")  # a cache key is a digest of its inputs
 
 
 def keyed_token(secret: str, context: str, params: dict[str, float]) -> bool:
@@ -184,10 +190,13 @@ def keyed_token(secret: str, context: str, params: dict[str, float]) -> bool:
     if names_reference(secret, context):
         return False
     core = secret.strip("=")
-    if len(core.replace("-", "")) >= 32 and _HEX_ONLY.fullmatch(core):
-        # Hex or a UUID handed to a token setting (Heroku, Snyk and others issue UUID keys); a filler
-        # typed in blocks (aaaabbbb-cccc-dddd-eeee-000011112222) has too few distinct digits.
-        return shannon_entropy(core.replace("-", "")) >= MIN_HEX_ENTROPY
+    digits = core.replace("-", "")
+    if len(digits) >= MIN_KEYED_HEX and _HEX_ONLY.fullmatch(core):
+        # Hex or a UUID handed to a token setting (Heroku, Snyk and others issue UUID keys; Plaid a
+        # 30-digit secret); a filler typed in blocks (aaaabbbb-cccc-dddd-eeee-000011112222) has too few
+        # distinct digits. A shorter run carries less entropy by chance, so its bar is lower.
+        bar = min(MIN_HEX_ENTROPY, math.log2(len(digits)) - SHORT_HEX_MARGIN)
+        return shannon_entropy(digits) >= bar
     # Next to a credential word a shorter or plainer run is enough (a 26-character base36 hook id).
     return is_random_token(core, 12, KEYED_MARGIN, KEYED_MIXED_CASE_CHANGE_RATE, keyed=True)
 
