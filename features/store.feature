@@ -66,7 +66,7 @@ Feature: The memory store
     And the error mentions "symlink"
     And the file outside is unchanged
 
-  Scenario Outline: A Windows device name never becomes a memory
+  Scenario Outline: A Windows device name never becomes a memory file
     Given I remember the state of both roots
     When I run "add <name> -d 'notes about a device' --visibility safe"
     Then the exit code is 1
@@ -74,8 +74,30 @@ Feature: The memory store
     And both roots are as remembered
 
     Examples:
-      | name   |
-      | aux    |
-      | CON.md |
-      | com1   |
-      | Lpt9   |
+      | name    |
+      | CON.md  |
+      | aux.md  |
+      | Lpt9.md |
+
+  Scenario Outline: A bare word is a title, so a device name given as one is stored under its type
+    When I run "add <name> -d 'notes about a device' --visibility safe"
+    Then the exit code is 0
+    And the private store holds "<file>"
+    And the mirror index lists "<file>"
+    And the private store does not hold "<name>.md"
+
+    Examples:
+      | name | file            |
+      | aux  | project_aux.md  |
+      | com1 | project_com1.md |
+      | Lpt9 | project_lpt9.md |
+
+  Scenario: A one-word name is a title like any other, and its other spelling finds it
+    When I run "add Weather -d 'the forecast service is at weather.internal'"
+    Then the exit code is 0
+    And the private store holds "project_weather.md"
+    And the private store does not hold "Weather.md"
+    When I run "add weather -d 'the forecast service moved to forecast.internal'"
+    Then the exit code is 0
+    And the output mentions "rewrite project_weather.md"
+    And the private store holds only "project_weather.md"

@@ -314,6 +314,16 @@ def harness_holds(env: Env, name: str) -> None:
     assert (env.harness / name).is_file()
 
 
+@then(parsers.parse('the private store does not hold "{name}"'))
+def harness_lacks(env: Env, name: str) -> None:
+    assert name.lower() not in {p.name.lower() for p in env.harness.iterdir()}
+
+
+@then(parsers.parse('the private store holds only "{name}"'))
+def harness_holds_only(env: Env, name: str) -> None:
+    assert sorted(p.name for p in env.harness.glob("*.md") if p.name != "MEMORY.md") == [name]
+
+
 @then(parsers.parse('the mirror does not hold "{name}"'))
 def mirror_lacks(env: Env, name: str) -> None:
     assert not (env.mirror / name).exists()

@@ -156,7 +156,7 @@ def test_bad_usage_exits_2(env: Env) -> None:
 def test_add_refuses_a_windows_device_name_and_writes_nothing(env: Env) -> None:
     assert env.run("init").code == 0
     before = {"harness": tree_hashes(env.harness), "public": tree_hashes(env.mirror)}
-    for name in ("aux", "CON.md", "com1"):
+    for name in ("aux.md", "CON.md", "com1.md"):
         result = env.run("--json", "add", name, "-d", "a fact about ports", "--visibility", "safe")
         assert result.code == 1, result.err
         assert result.json()["code"] == "memory.name-reserved"

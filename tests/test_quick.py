@@ -42,7 +42,7 @@ SESSION = [
      "--body", "see docs/index.md"],
     ["--json", "add", "feedback_tabs", "-d", "tabs, not spaces", "-t", "feedback", "-b", "always tabs"],
     ["update", "project_build", "--body", "make all; make test runs the suite", "--json"],
-    ["add", "con", "-d", "refused: a device name on Windows"],
+    ["add", "con.md", "-d", "refused: a device name on Windows"],
     ["add", "project_copy", "-d", "a copy", "-b", "make all; make test runs the suite"],
     ["add", "project_key", "-d", "a key", "-b", "token ghp_Zq8vR2mX4kT9wL1nB6yC3pH7sD0fJ5gA2eKx",
      "--visibility", "safe"],

@@ -88,9 +88,9 @@ def _add_target(pre: PreState, raw: str, mtype: str) -> tuple[str, str]:
     """The file ``add`` writes and the title it keeps: a file name as given; a title finds the memory
     of that title (overwritten, like a file name) or becomes ``<type>_<slug>.md``, numbered on collision."""
     from ..store.memory import normalize_name
-    from ..store.names import fold_title, is_file_form, new_file_name, title_of
+    from ..store.names import fold_title, names_a_file, new_file_name, title_of
 
-    if is_file_form(raw):
+    if names_a_file(raw, [*pre.memories, *pre.broken]):
         name = normalize_name(raw)
         existing = pre.memories.get(name)
         return name, existing.name if existing is not None else name.removesuffix(".md")
@@ -180,12 +180,12 @@ def rename_ops(old: str, new: str, now: Any) -> Callable[[PreState], list[Operat
     """The file and its frontmatter name follow; body, dates and visibility are kept. ``new`` is a
     file name, or a title in words whose file name is derived as ``add`` derives it."""
     from ..store.memory import normalize_name
-    from ..store.names import is_file_form, new_file_name, title_of
+    from ..store.names import names_a_file, new_file_name, title_of
 
     def build(pre: PreState) -> list[Operation]:
         actual = require(pre, old, parsed=True)
         memory = pre.memories[actual]
-        if is_file_form(new):
+        if names_a_file(new, [*pre.memories, *pre.broken]):
             target = normalize_name(new)
             title = target.removesuffix(".md") if memory.name == actual.removesuffix(".md") else memory.name
         else:

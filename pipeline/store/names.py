@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 from ..errors import InputRejected
-from .memory import INDEX_NAME, MAX_NAME_LEN, NAME_RE, check_name, sanitize_line
+from .memory import INDEX_NAME, MAX_NAME_LEN, NAME_RE, TYPES, check_name, sanitize_line
 
 _NOT_SLUG = re.compile(r"[^a-z0-9]+")
 _SLUG_MAX = 60
@@ -16,6 +16,18 @@ def is_file_form(raw: str) -> bool:
     """Whether ``raw`` already is a file name (``.md`` optional): it is then used as given."""
     name = raw if raw.endswith(".md") else f"{raw}.md"
     return len(name) <= MAX_NAME_LEN and bool(NAME_RE.fullmatch(name)) and name.lower() != INDEX_NAME.lower()
+
+
+def names_a_file(raw: str, existing: Iterable[str] = ()) -> bool:
+    """Whether ``raw`` given as a new memory's name is its file name rather than a title in words:
+    it ends in ``.md``, starts with a type's prefix (``project_deploy-target``), or is the file name of
+    a memory that exists. A bare word (``Weather``) is a title, as ``Deploy target`` is."""
+    if not is_file_form(raw):
+        return False
+    if raw.endswith(".md") or ("_" in raw and raw.split("_", 1)[0] in TYPES):
+        return True
+    name = f"{raw}.md".lower()
+    return any(known.lower() == name for known in existing)
 
 
 def slugify(title: str) -> str:
