@@ -101,3 +101,14 @@ Feature: The memory store
     Then the exit code is 0
     And the output mentions "rewrite project_weather.md"
     And the private store holds only "project_weather.md"
+
+  Scenario: A file name's type prefix gives the memory its type
+    When I run "add feedback_tabs -d 'tabs, not spaces'"
+    Then the exit code is 0
+    And the private copy of "feedback_tabs.md" has the line "type: feedback"
+    When I run "add reference_docs -d 'docs live in docs/' --type project"
+    Then the exit code is 0
+    And the private copy of "reference_docs.md" has the line "type: project"
+    When I run "add 'Tabs policy' -d 'tabs in Go, spaces elsewhere' --type feedback"
+    Then the exit code is 0
+    And the private copy of "feedback_tabs-policy.md" has the line "type: feedback"

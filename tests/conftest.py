@@ -319,6 +319,11 @@ def harness_lacks(env: Env, name: str) -> None:
     assert name.lower() not in {p.name.lower() for p in env.harness.iterdir()}
 
 
+@then(parsers.parse('the private copy of "{name}" has the line "{line}"'))
+def harness_line(env: Env, name: str, line: str) -> None:
+    assert line in (env.harness / name).read_text(encoding="utf-8").splitlines()
+
+
 @then(parsers.parse('the private store holds only "{name}"'))
 def harness_holds_only(env: Env, name: str) -> None:
     assert sorted(p.name for p in env.harness.glob("*.md") if p.name != "MEMORY.md") == [name]

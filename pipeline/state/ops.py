@@ -55,6 +55,9 @@ def add_ops(raw: str, data: MemoryInput, now: Any) -> Callable[[PreState], list[
         if not description:
             raise InputRejected("a memory needs a one-line --description", code="memory.description")
         name, title = _add_target(pre, raw, data.type or "project")
+        # Names follow the type (``feedback_tabs.md``): without --type, a file's prefix gives it.
+        prefix = name.split("_", 1)[0] if "_" in name else ""
+        mtype = data.type or (prefix if prefix in TYPES else "project")
         clash = find_name([*pre.memories, *pre.broken], name)
         existing = pre.memories.get(name)
         if clash is not None and clash != name:
@@ -64,7 +67,7 @@ def add_ops(raw: str, data: MemoryInput, now: Any) -> Callable[[PreState], list[
             raise InputRejected(f"{name} exists but does not parse: {pre.broken[name].problem}",
                                 code="memory.broken", hint=pre.broken[name].fix)
         memory = Memory(
-            name=title, description=description, type=data.type or "project",
+            name=title, description=description, type=mtype,
             visibility=data.visibility or "private",
             created=existing.created if existing and existing.created else today(now),
             modified=stamp(now), expires=data.expires, body=data.body or "",
